@@ -1,0 +1,29 @@
+# openwop_interrupt — PGXS build.
+#
+#   make && make install          build and install into the server found by pg_config
+#   make installcheck             pg_regress + isolation suites against a running server
+#   test/run                      everything, in throwaway clusters (what CI runs)
+
+EXTENSION    = openwop_interrupt
+MODULE_big   = openwop_interrupt
+OBJS         = $(patsubst %.c,%.o,$(sort $(wildcard src/*.c)))
+DATA         = $(sort $(wildcard sql/openwop_interrupt--*.sql))
+PG_CONFIG   ?= pg_config
+
+# Warnings are errors: the tree must build clean on Debian's PostgreSQL 15.
+PG_CFLAGS   += -Wall -Wextra -Werror -Wno-unused-parameter -Wno-missing-field-initializers
+
+# pg_regress suites read test/sql and test/specs; all expected output lives in expected/
+# (test/expected is a link to it, because PostgreSQL 15's pg_regress has no --expecteddir).
+REGRESS      = $(patsubst test/sql/%.sql,%,$(sort $(wildcard test/sql/*.sql)))
+REGRESS_OPTS = --inputdir=test --outputdir=test/results --load-extension=$(EXTENSION)
+ISOLATION    = $(patsubst test/specs/%.spec,%,$(sort $(wildcard test/specs/*.spec)))
+ISOLATION_OPTS = --inputdir=test --outputdir=test/results/isolation --load-extension=$(EXTENSION)
+
+# Debian's PGXS also emits LLVM bitcode with clang; skip that when clang is not installed.
+ifeq ($(shell command -v clang-14 2>/dev/null || command -v clang 2>/dev/null),)
+override with_llvm = no
+endif
+
+PGXS := $(shell $(PG_CONFIG) --pgxs)
+include $(PGXS)

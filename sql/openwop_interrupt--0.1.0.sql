@@ -1,0 +1,240 @@
+/*
+ * openwop_interrupt 0.1.0 — install script.
+ *
+ * Declarative parts only: tables, constraints, the append-only trigger binding,
+ * function bindings, grants and comments.  Everything that decides anything
+ * (locking, sequencing, validation, tenancy) is C in src/.
+ */
+
+-- complain if script is sourced in psql, rather than via CREATE EXTENSION
+\echo Use "CREATE EXTENSION openwop_interrupt" to load this file. \quit
+
+COMMENT ON SCHEMA openwop IS
+  'OpenWOP interrupt subsystem: runs, node executions, the append-only event log and the functions that drive them';
+
+/* ------------------------------------------------------------------------
+ * Tables.  Application roles get nothing on them: all access goes through
+ * the functions below, which run their statements as the extension owner.
+ * Every per-tenant table carries the tenant and every key includes it.
+ * ------------------------------------------------------------------------ */
+
+CREATE TABLE openwop.runs (
+    tenant          text        NOT NULL,
+    run_id          text        NOT NULL,
+    workflow_id     text        NOT NULL,
+    status          text        NOT NULL,
+    current_node_id text,
+    owner_principal text        NOT NULL,
+    configurable    jsonb       NOT NULL DEFAULT '{}',
+    definition      jsonb,
+    inputs          jsonb,
+    metadata        jsonb,
+    outputs         jsonb,
+    error           jsonb,
+    next_sequence   bigint      NOT NULL DEFAULT 0,
+    event_prefix    text        NOT NULL,
+    fork_of         text,
+    created_at      timestamptz NOT NULL DEFAULT pg_catalog.now(),
+    updated_at      timestamptz NOT NULL DEFAULT pg_catalog.now(),
+    ended_at        timestamptz,
+    PRIMARY KEY (tenant, run_id),
+    CONSTRAINT runs_run_id_tenant_bound
+        CHECK (pg_catalog.starts_with(run_id, tenant || '/')),
+    CONSTRAINT runs_status_known
+        CHECK (status IN ('pending', 'running', 'paused', 'waiting-approval',
+                          'waiting-input', 'waiting-external', 'completed',
+                          'failed', 'cancelling', 'cancelled')),
+    CONSTRAINT runs_terminal_has_end
+        CHECK ((status IN ('completed', 'failed', 'cancelled')) = (ended_at IS NOT NULL)),
+    CONSTRAINT runs_next_sequence_nonnegative CHECK (next_sequence >= 0)
+) WITH (fillfactor = 80);
+
+COMMENT ON TABLE openwop.runs IS
+  'One row per run. The row is the lock that serialises every change to the run and holds the next event sequence.';
+COMMENT ON COLUMN openwop.runs.tenant IS 'Tenant that owns the run; the first segment of run_id.';
+COMMENT ON COLUMN openwop.runs.run_id IS 'Tenant-bound run id, "<tenant>/<opaque>".';
+COMMENT ON COLUMN openwop.runs.workflow_id IS 'Workflow the run executes (author grammar).';
+COMMENT ON COLUMN openwop.runs.status IS 'RunSnapshot.status vocabulary of OpenWOP v2.';
+COMMENT ON COLUMN openwop.runs.current_node_id IS 'Node the run is executing or suspended on (RunSnapshot.currentNodeId).';
+COMMENT ON COLUMN openwop.runs.owner_principal IS 'Principal that created the run.';
+COMMENT ON COLUMN openwop.runs.configurable IS 'Run options (configurable), e.g. {"run": {"escalationThreshold": 0.7}}.';
+COMMENT ON COLUMN openwop.runs.definition IS 'Optional workflow definition {nodes, edges} registered at create_run.';
+COMMENT ON COLUMN openwop.runs.inputs IS 'Caller-supplied workflow inputs, carried on run.started.';
+COMMENT ON COLUMN openwop.runs.metadata IS 'Caller metadata, returned on the snapshot.';
+COMMENT ON COLUMN openwop.runs.outputs IS 'Outputs recorded by complete_run.';
+COMMENT ON COLUMN openwop.runs.error IS 'Error recorded by a failed run (code, message, details).';
+COMMENT ON COLUMN openwop.runs.next_sequence IS 'Sequence the next event of this run receives; events are gapless from 0.';
+COMMENT ON COLUMN openwop.runs.event_prefix IS 'Random per-run prefix of event ids: eventId = event_prefix || ''.'' || sequence.';
+COMMENT ON COLUMN openwop.runs.fork_of IS 'Source run of a replay fork (root of the re-entry key chain); NULL for an original run.';
+COMMENT ON COLUMN openwop.runs.created_at IS 'When the run was created.';
+COMMENT ON COLUMN openwop.runs.updated_at IS 'When the run last changed.';
+COMMENT ON COLUMN openwop.runs.ended_at IS 'When the run reached its terminal status; NULL while it is live.';
+
+CREATE TABLE openwop.node_executions (
+    tenant      text        NOT NULL,
+    run_id      text        NOT NULL,
+    node_id     text        NOT NULL,
+    visit       integer     NOT NULL,
+    type_id     text        NOT NULL,
+    status      text        NOT NULL,
+    attempt     integer     NOT NULL DEFAULT 0,
+    outputs     jsonb,
+    error       jsonb,
+    started_at  timestamptz NOT NULL DEFAULT pg_catalog.now(),
+    ended_at    timestamptz,
+    PRIMARY KEY (tenant, run_id, node_id, visit),
+    CONSTRAINT node_executions_status_known
+        CHECK (status IN ('running', 'interrupted', 'pending', 'completed',
+                          'failed', 'skipped', 'cancelled')),
+    CONSTRAINT node_executions_visit_nonnegative CHECK (visit >= 0),
+    CONSTRAINT node_executions_ended
+        CHECK ((status IN ('completed', 'failed', 'skipped', 'cancelled')) = (ended_at IS NOT NULL))
+) WITH (fillfactor = 80);
+
+COMMENT ON TABLE openwop.node_executions IS
+  'One row per execution of a node in a run (a FlowDrop job). A new execution of the same node gets the next visit index.';
+COMMENT ON COLUMN openwop.node_executions.tenant IS 'Tenant of the run.';
+COMMENT ON COLUMN openwop.node_executions.run_id IS 'Run the execution belongs to.';
+COMMENT ON COLUMN openwop.node_executions.node_id IS 'Node executed.';
+COMMENT ON COLUMN openwop.node_executions.visit IS 'Visit index: how many executions of this node in this run ended before this one began.';
+COMMENT ON COLUMN openwop.node_executions.type_id IS 'Node type id carried on node.started.';
+COMMENT ON COLUMN openwop.node_executions.status IS 'Job status: running, interrupted, pending, completed, failed, skipped or cancelled.';
+COMMENT ON COLUMN openwop.node_executions.attempt IS 'Zero-based attempt counter carried on node.started.';
+COMMENT ON COLUMN openwop.node_executions.outputs IS 'Outputs of a completed execution.';
+COMMENT ON COLUMN openwop.node_executions.error IS 'Error of a failed execution.';
+COMMENT ON COLUMN openwop.node_executions.started_at IS 'When the execution began.';
+COMMENT ON COLUMN openwop.node_executions.ended_at IS 'When the execution ended; NULL while it is open.';
+
+CREATE TABLE openwop.events (
+    tenant         text        NOT NULL,
+    run_id         text        NOT NULL,
+    sequence       bigint      NOT NULL,
+    type           text        NOT NULL,
+    node_id        text,
+    payload        jsonb       NOT NULL,
+    created_at     timestamptz NOT NULL DEFAULT pg_catalog.now(),
+    schema_version integer     NOT NULL DEFAULT 1,
+    causation_id   text,
+    PRIMARY KEY (tenant, run_id, sequence),
+    CONSTRAINT events_sequence_nonnegative CHECK (sequence >= 0),
+    CONSTRAINT events_schema_version_positive CHECK (schema_version >= 1),
+    CONSTRAINT events_payload_object CHECK (pg_catalog.jsonb_typeof(payload) = 'object')
+);
+
+COMMENT ON TABLE openwop.events IS
+  'The run event log: append-only (a trigger refuses UPDATE, DELETE and TRUNCATE), gapless per-run sequence from 0.';
+COMMENT ON COLUMN openwop.events.tenant IS 'Tenant of the run.';
+COMMENT ON COLUMN openwop.events.run_id IS 'Run the event belongs to.';
+COMMENT ON COLUMN openwop.events.sequence IS 'Per-run ordering field: 0 for the first event, then +1 with no gap.';
+COMMENT ON COLUMN openwop.events.type IS 'Registered OpenWOP v2 event type, e.g. node.started.';
+COMMENT ON COLUMN openwop.events.node_id IS 'Node the event concerns (envelope nodeId), if any.';
+COMMENT ON COLUMN openwop.events.payload IS 'Event payload (closed per-type schema of run-event-payloads).';
+COMMENT ON COLUMN openwop.events.created_at IS 'Envelope timestamp.';
+COMMENT ON COLUMN openwop.events.schema_version IS 'Envelope schemaVersion.';
+COMMENT ON COLUMN openwop.events.causation_id IS 'Envelope causationId: the eventId that caused this event, if any.';
+
+/* Dump the rows of every table that holds user data (pg_dump skips extension tables otherwise). */
+SELECT pg_catalog.pg_extension_config_dump('openwop.runs', '');
+SELECT pg_catalog.pg_extension_config_dump('openwop.node_executions', '');
+SELECT pg_catalog.pg_extension_config_dump('openwop.events', '');
+
+REVOKE ALL ON openwop.runs, openwop.node_executions, openwop.events FROM PUBLIC;
+
+/* ------------------------------------------------------------------------
+ * Append-only event log, enforced in C for every role.  ENABLE ALWAYS keeps
+ * the triggers firing under session_replication_role = replica too.
+ * ------------------------------------------------------------------------ */
+
+CREATE FUNCTION openwop.events_append_only() RETURNS trigger
+    AS 'MODULE_PATHNAME', 'ow_events_append_only'
+    LANGUAGE C;
+COMMENT ON FUNCTION openwop.events_append_only() IS
+  'Trigger function: refuses UPDATE, DELETE and TRUNCATE on openwop.events.';
+
+CREATE TRIGGER events_append_only_row
+    BEFORE UPDATE OR DELETE ON openwop.events
+    FOR EACH ROW EXECUTE FUNCTION openwop.events_append_only();
+CREATE TRIGGER events_append_only_truncate
+    BEFORE TRUNCATE ON openwop.events
+    FOR EACH STATEMENT EXECUTE FUNCTION openwop.events_append_only();
+ALTER TABLE openwop.events ENABLE ALWAYS TRIGGER events_append_only_row;
+ALTER TABLE openwop.events ENABLE ALWAYS TRIGGER events_append_only_truncate;
+
+COMMENT ON TRIGGER events_append_only_row ON openwop.events IS
+  'Refuses UPDATE and DELETE of an event.';
+COMMENT ON TRIGGER events_append_only_truncate ON openwop.events IS
+  'Refuses TRUNCATE of the event log.';
+
+/* ------------------------------------------------------------------------
+ * Engine-side API: the run lifecycle.  These are SECURITY INVOKER C
+ * functions: the caller's role is the principal, and the functions switch
+ * to the extension owner only around their own table access.
+ * ------------------------------------------------------------------------ */
+
+CREATE FUNCTION openwop.create_run(workflow_id text, options jsonb DEFAULT '{}')
+    RETURNS jsonb AS 'MODULE_PATHNAME', 'ow_create_run'
+    LANGUAGE C VOLATILE;
+COMMENT ON FUNCTION openwop.create_run(text, jsonb) IS
+  'Creates a run of workflow_id in the caller''s tenant and appends run.started. options: tenant, runId, configurable, inputs, metadata, definition {nodes, edges}; callbackUrl is refused (callback delivery is not advertised). Returns {runId, status, workflowId, sequence}.';
+
+CREATE FUNCTION openwop.start_node(run_id text, node_id text, type_id text DEFAULT NULL)
+    RETURNS jsonb AS 'MODULE_PATHNAME', 'ow_start_node'
+    LANGUAGE C VOLATILE;
+COMMENT ON FUNCTION openwop.start_node(text, text, text) IS
+  'Begins an execution of node_id (node.started) and returns its visit index; while the node''s latest execution is still open, returns that execution unchanged (recovery) and appends nothing.';
+
+CREATE FUNCTION openwop.complete_node(run_id text, node_id text, outputs jsonb DEFAULT '{}')
+    RETURNS jsonb AS 'MODULE_PATHNAME', 'ow_complete_node'
+    LANGUAGE C VOLATILE;
+COMMENT ON FUNCTION openwop.complete_node(text, text, jsonb) IS
+  'Completes the open execution of node_id with outputs (node.completed); the next execution of the node gets the next visit index.';
+
+CREATE FUNCTION openwop.fail_node(run_id text, node_id text, error jsonb)
+    RETURNS jsonb AS 'MODULE_PATHNAME', 'ow_fail_node'
+    LANGUAGE C VOLATILE;
+COMMENT ON FUNCTION openwop.fail_node(text, text, jsonb) IS
+  'Fails the open execution of node_id (node.failed); error is {code, message, details?, retryable?}.';
+
+CREATE FUNCTION openwop.complete_run(run_id text, outputs jsonb DEFAULT '{}')
+    RETURNS jsonb AS 'MODULE_PATHNAME', 'ow_complete_run'
+    LANGUAGE C VOLATILE;
+COMMENT ON FUNCTION openwop.complete_run(text, jsonb) IS
+  'Terminal transition to completed (run.completed); open node executions are cancelled first. A terminal run refuses it with run_terminal (PT409).';
+
+CREATE FUNCTION openwop.fail_run(run_id text, error jsonb, failed_node_id text DEFAULT NULL)
+    RETURNS jsonb AS 'MODULE_PATHNAME', 'ow_fail_run'
+    LANGUAGE C VOLATILE;
+COMMENT ON FUNCTION openwop.fail_run(text, jsonb, text) IS
+  'Terminal transition to failed (run.failed {error, failedNodeId?}); open node executions are cancelled first. A terminal run refuses it with run_terminal (PT409).';
+
+CREATE FUNCTION openwop.cancel_run(run_id text, reason text DEFAULT NULL)
+    RETURNS jsonb AS 'MODULE_PATHNAME', 'ow_cancel_run'
+    LANGUAGE C VOLATILE;
+COMMENT ON FUNCTION openwop.cancel_run(text, text) IS
+  'Terminal transition to cancelled (node.cancelled for open executions, then run.cancelled). A terminal run refuses it with run_terminal (PT409).';
+
+CREATE FUNCTION openwop.run_snapshot(run_id text)
+    RETURNS jsonb AS 'MODULE_PATHNAME', 'ow_run_snapshot'
+    LANGUAGE C STABLE;
+COMMENT ON FUNCTION openwop.run_snapshot(text) IS
+  'The OpenWOP RunSnapshot of a run in the caller''s tenant: runId, workflowId, status, owner, eventLogSchemaVersion, currentNodeId, error, configurable, metadata.';
+
+CREATE FUNCTION openwop.events(run_id text, after_sequence bigint DEFAULT -1, max integer DEFAULT 1000)
+    RETURNS SETOF jsonb AS 'MODULE_PATHNAME', 'ow_events'
+    LANGUAGE C STABLE ROWS 100;
+COMMENT ON FUNCTION openwop.events(text, bigint, integer) IS
+  'Event envelopes of a run with sequence > after_sequence, in order, at most max (1..10000): eventId, runId, type, payload, timestamp, sequence, schemaVersion, nodeId?, causationId?.';
+
+/* No role but the owner may call anything until the DBA grants it (see README, "Roles and grants"). */
+REVOKE ALL ON FUNCTION
+    openwop.events_append_only(),
+    openwop.create_run(text, jsonb),
+    openwop.start_node(text, text, text),
+    openwop.complete_node(text, text, jsonb),
+    openwop.fail_node(text, text, jsonb),
+    openwop.complete_run(text, jsonb),
+    openwop.fail_run(text, jsonb, text),
+    openwop.cancel_run(text, text),
+    openwop.run_snapshot(text),
+    openwop.events(text, bigint, integer)
+FROM PUBLIC;

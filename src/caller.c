@@ -1,0 +1,336 @@
+/*-------------------------------------------------------------------------
+ *
+ * caller.c
+ *	  Who is calling (principal, tenant), the id grammars, and the switch to
+ *	  the extension owner around table access.
+ *
+ * The API functions are SECURITY INVOKER, so current_user is the caller's
+ * role (after any SET ROLE, which is what PostgREST does per request).  They
+ * become the owner of schema openwop only while running their own prepared
+ * statements, in a restricted security context, so application roles need
+ * no privilege on the tables at all.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "openwop.h"
+
+#include "access/htup_details.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_namespace.h"
+#include "common/base64.h"
+#include "miscadmin.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/syscache.h"
+
+/* GUCs, defined in module.c */
+extern char *ow_tenant_setting;
+extern char *ow_default_tenant;
+extern char *ow_tenant_claim;
+
+/*
+ * The verified JWT claims PostgREST put in request.jwt.claims, or NULL when
+ * the setting is absent or empty (a plain SQL session).
+ */
+static Jsonb *
+jwt_claims(void)
+{
+	const char *raw = GetConfigOption("request.jwt.claims", true, false);
+	Datum		d;
+
+	if (raw == NULL || raw[0] == '\0')
+		return NULL;
+	d = DirectFunctionCall1(jsonb_in, CStringGetDatum(raw));
+	return DatumGetJsonbP(d);
+}
+
+static char *
+claim_string(Jsonb *claims, const char *name)
+{
+	if (claims == NULL || name == NULL || name[0] == '\0')
+		return NULL;
+	return owj_string(owj_get(claims, name));
+}
+
+/*
+ * The principal: the "sub" claim when PostgREST set one, else current_user.
+ */
+char *
+ow_caller_principal(void)
+{
+	char	   *sub = claim_string(jwt_claims(), "sub");
+
+	if (sub != NULL && sub[0] != '\0')
+		return sub;
+	return GetUserNameFromId(GetUserId(), false);
+}
+
+/*
+ * The tenant: the configured claim (openwop.tenant_claim) of the JWT, else
+ * the openwop.tenant setting, else openwop.default_tenant.
+ */
+char *
+ow_caller_tenant(void)
+{
+	char	   *tenant = claim_string(jwt_claims(), ow_tenant_claim);
+	const char *source = "the JWT claim named by openwop.tenant_claim";
+
+	if (tenant == NULL || tenant[0] == '\0')
+	{
+		if (ow_tenant_setting != NULL && ow_tenant_setting[0] != '\0')
+		{
+			tenant = ow_tenant_setting;
+			source = "openwop.tenant";
+		}
+		else
+		{
+			tenant = ow_default_tenant;
+			source = "openwop.default_tenant";
+		}
+	}
+	if (!ow_valid_tenant(tenant))
+	{
+		OwDetails	d;
+
+		ow_details_init(&d);
+		ow_details_str(&d, "field", "tenant");
+		ow_raise(OW_SQLSTATE_400, "validation_error", &d,
+				 "A tenant is 1 to 128 characters of A-Z a-z 0-9 . _ ~ -, optionally prefixed \"anon:\".",
+				 "tenant \"%s\" taken from %s is not a valid tenant id", tenant, source);
+	}
+	return tenant;
+}
+
+static bool
+is_unreserved(char c)
+{
+	return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
+		(c >= '0' && c <= '9') || c == '.' || c == '_' || c == '~' || c == '-';
+}
+
+/* s[0..len) is made of unreserved characters only, and len is in [min, max]. */
+static bool
+unreserved_span(const char *s, size_t len, size_t min, size_t max)
+{
+	size_t		i;
+
+	if (len < min || len > max)
+		return false;
+	for (i = 0; i < len; i++)
+		if (!is_unreserved(s[i]))
+			return false;
+	return true;
+}
+
+/* Tenant id grammar: ^(anon:)?[A-Za-z0-9._~-]{1,128}$ */
+bool
+ow_valid_tenant(const char *tenant)
+{
+	if (strncmp(tenant, "anon:", 5) == 0)
+		tenant += 5;
+	return unreserved_span(tenant, strlen(tenant), 1, 128);
+}
+
+/* Opaque segment of a tenant-bound id: ^[A-Za-z0-9._~-]{16,128}$ */
+bool
+ow_valid_opaque(const char *s)
+{
+	return unreserved_span(s, strlen(s), 16, 128);
+}
+
+/* Author-chosen ids (nodeId, workflowId, agentId): ^[A-Za-z0-9._~:-]{1,128}$ */
+bool
+ow_valid_author_id(const char *s)
+{
+	size_t		len = strlen(s);
+	size_t		i;
+
+	if (len < 1 || len > 128)
+		return false;
+	for (i = 0; i < len; i++)
+		if (!is_unreserved(s[i]) && s[i] != ':')
+			return false;
+	return true;
+}
+
+static bool
+is_lower(char c)
+{
+	return c >= 'a' && c <= 'z';
+}
+
+static bool
+is_digit(char c)
+{
+	return c >= '0' && c <= '9';
+}
+
+/* Node type id: ^[a-z][a-z0-9_-]*(\.[a-z][a-zA-Z0-9_-]*)+$, at most 256 long */
+bool
+ow_valid_type_id(const char *s)
+{
+	const char *p = s;
+	int			segments = 0;
+
+	if (strlen(s) > 256 || !is_lower(*p))
+		return false;
+	for (p++; is_lower(*p) || is_digit(*p) || *p == '_' || *p == '-'; p++)
+		;
+	while (*p == '.')
+	{
+		p++;
+		if (!is_lower(*p))
+			return false;
+		for (p++; is_lower(*p) || (*p >= 'A' && *p <= 'Z') || is_digit(*p) ||
+			 *p == '_' || *p == '-'; p++)
+			;
+		segments++;
+	}
+	return *p == '\0' && segments > 0;
+}
+
+static int
+hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+/*
+ * Bring a run id into its canonical "tenant/opaque" form and check it.
+ *
+ * On the wire an id is one path segment, with "/" projected as "~2F" (or
+ * percent-encoded "%2F"); an id without a "/" is decoded first.  A malformed
+ * id is a 400; a well-formed id of another tenant is 403 id_tenant_mismatch,
+ * decided from the string alone so nothing about the other tenant leaks.
+ */
+char *
+ow_normalize_run_id(const char *input, const char *caller_tenant)
+{
+	char	   *id;
+	const char *slash;
+	char	   *tenant;
+
+	if (strchr(input, '/') == NULL)
+	{
+		const char *p = input;
+		char	   *q;
+
+		id = q = palloc(strlen(input) + 1);
+		while (*p)
+		{
+			if ((*p == '~' || *p == '%') && hexval(p[1]) >= 0 && hexval(p[2]) >= 0)
+			{
+				*q++ = (char) (hexval(p[1]) * 16 + hexval(p[2]));
+				p += 3;
+			}
+			else
+				*q++ = *p++;
+		}
+		*q = '\0';
+	}
+	else
+		id = pstrdup(input);
+
+	slash = strchr(id, '/');
+	if (slash == NULL || strchr(slash + 1, '/') != NULL ||
+		!ow_valid_opaque(slash + 1) ||
+		!ow_valid_tenant((tenant = pnstrdup(id, slash - id))))
+	{
+		OwDetails	d;
+
+		ow_details_init(&d);
+		ow_details_str(&d, "field", "runId");
+		ow_details_str(&d, "runId", input);
+		ow_raise(OW_SQLSTATE_400, "validation_error", &d,
+				 "A run id is \"<tenant>/<opaque>\": the tenant, a slash, then 16 to 128 characters of A-Z a-z 0-9 . _ ~ -.",
+				 "\"%s\" is not a valid run id", input);
+	}
+
+	if (strcmp(tenant, caller_tenant) != 0)
+	{
+		OwDetails	d;
+
+		ow_details_init(&d);
+		ow_details_str(&d, "runId", id);
+		ow_details_str(&d, "tenant", caller_tenant);
+		ow_raise(OW_SQLSTATE_403, "id_tenant_mismatch", &d, NULL,
+				 "run \"%s\" does not belong to tenant \"%s\"", id, caller_tenant);
+	}
+	return id;
+}
+
+/*
+ * nbytes of strong randomness as unpadded base64url: never contains "~",
+ * so it is a valid opaque id segment once it is at least 16 characters.
+ */
+char *
+ow_mint_opaque(int nbytes)
+{
+	unsigned char raw[64];
+	char	   *out;
+	int			len;
+	int			i;
+
+	Assert(nbytes > 0 && nbytes <= (int) sizeof(raw));
+	if (!pg_strong_random(raw, nbytes))
+		ereport(ERROR,
+				(errcode(ERRCODE_INTERNAL_ERROR),
+				 errmsg("could not generate random bytes")));
+	out = palloc(pg_b64_enc_len(nbytes) + 1);
+	len = pg_b64_encode((const char *) raw, nbytes, out, pg_b64_enc_len(nbytes));
+	if (len < 0)
+		elog(ERROR, "could not encode random bytes");
+	while (len > 0 && out[len - 1] == '=')
+		len--;
+	out[len] = '\0';
+	for (i = 0; i < len; i++)
+	{
+		if (out[i] == '+')
+			out[i] = '-';
+		else if (out[i] == '/')
+			out[i] = '_';
+	}
+	return out;
+}
+
+/* The role that owns schema openwop (the extension's owner). */
+static Oid
+openwop_owner(void)
+{
+	Oid			nsp = get_namespace_oid("openwop", false);
+	HeapTuple	tup = SearchSysCache1(NAMESPACEOID, ObjectIdGetDatum(nsp));
+	Oid			owner;
+
+	if (!HeapTupleIsValid(tup))
+		elog(ERROR, "cache lookup failed for namespace %u", nsp);
+	owner = ((Form_pg_namespace) GETSTRUCT(tup))->nspowner;
+	ReleaseSysCache(tup);
+	return owner;
+}
+
+/*
+ * Run the following statements as the extension owner.  The restricted
+ * context forbids SET ROLE and similar inside; an error unwinds it through
+ * transaction abort, so only the success path calls ow_restore_user.
+ */
+void
+ow_become_owner(OwPriv *priv)
+{
+	GetUserIdAndSecContext(&priv->save_userid, &priv->save_sec_context);
+	SetUserIdAndSecContext(openwop_owner(),
+						   priv->save_sec_context |
+						   SECURITY_LOCAL_USERID_CHANGE |
+						   SECURITY_RESTRICTED_OPERATION);
+}
+
+void
+ow_restore_user(OwPriv *priv)
+{
+	SetUserIdAndSecContext(priv->save_userid, priv->save_sec_context);
+}

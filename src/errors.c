@@ -1,0 +1,128 @@
+/*-------------------------------------------------------------------------
+ *
+ * errors.c
+ *	  The error contract: every refusal is one ereport with a PTxxx SQLSTATE
+ *	  (the HTTP status PostgREST will use), a message that starts with the
+ *	  OpenWOP error code ("not_found: ..."), and a detail that is the error's
+ *	  "details" object as JSON, so clients can parse both without guessing.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "openwop.h"
+
+#include "lib/stringinfo.h"
+#include "utils/json.h"
+
+/* Append a printf-style message from the enclosing variadic function. */
+#define APPEND_FORMATTED(sinfo, fmt) \
+	for (;;) \
+	{ \
+		va_list		args_; \
+		int			needed_; \
+		va_start(args_, fmt); \
+		needed_ = appendStringInfoVA((sinfo), (fmt), args_); \
+		va_end(args_); \
+		if (needed_ == 0) \
+			break; \
+		enlargeStringInfo((sinfo), needed_); \
+	}
+
+void
+ow_details_init(OwDetails *d)
+{
+	initStringInfo(&d->buf);
+	appendStringInfoChar(&d->buf, '{');
+	d->count = 0;
+}
+
+static void
+details_key(OwDetails *d, const char *key)
+{
+	if (d->count++ > 0)
+		appendStringInfoString(&d->buf, ", ");
+	escape_json(&d->buf, key);
+	appendStringInfoString(&d->buf, ": ");
+}
+
+void
+ow_details_str(OwDetails *d, const char *key, const char *value)
+{
+	details_key(d, key);
+	if (value)
+		escape_json(&d->buf, value);
+	else
+		appendStringInfoString(&d->buf, "null");
+}
+
+void
+ow_details_int(OwDetails *d, const char *key, int64 value)
+{
+	details_key(d, key);
+	appendStringInfo(&d->buf, INT64_FORMAT, value);
+}
+
+/*
+ * Raise an OpenWOP refusal.  Never returns.  details may be NULL ("{}").
+ */
+void
+ow_raise(int sqlstate, const char *code, OwDetails *details,
+		 const char *hint, const char *fmt,...)
+{
+	StringInfoData msg;
+	const char *detail_json = "{}";
+
+	initStringInfo(&msg);
+	appendStringInfo(&msg, "%s: ", code);
+	APPEND_FORMATTED(&msg, fmt);
+
+	if (details)
+	{
+		appendStringInfoChar(&details->buf, '}');
+		detail_json = details->buf.data;
+	}
+
+	ereport(ERROR,
+			(errcode(sqlstate),
+			 errmsg_internal("%s", msg.data),
+			 errdetail_internal("%s", detail_json),
+			 hint ? errhint("%s", hint) : 0));
+	pg_unreachable();
+}
+
+void
+ow_validation_error(const char *field, const char *fmt,...)
+{
+	StringInfoData msg;
+	OwDetails	d;
+
+	initStringInfo(&msg);
+	APPEND_FORMATTED(&msg, fmt);
+
+	ow_details_init(&d);
+	ow_details_str(&d, "field", field);
+	ow_raise(OW_SQLSTATE_400, "validation_error", &d, NULL, "%s", msg.data);
+}
+
+void
+ow_run_not_found(const char *run_id)
+{
+	OwDetails	d;
+
+	ow_details_init(&d);
+	ow_details_str(&d, "runId", run_id);
+	ow_raise(OW_SQLSTATE_404, "not_found", &d, NULL,
+			 "run \"%s\" does not exist", run_id);
+}
+
+void
+ow_run_terminal(const char *run_id, const char *status)
+{
+	OwDetails	d;
+
+	ow_details_init(&d);
+	ow_details_str(&d, "runId", run_id);
+	ow_details_str(&d, "runStatus", status);
+	ow_raise(OW_SQLSTATE_409, "run_terminal", &d,
+			 "A completed, failed or cancelled run accepts no further change; start a new run instead.",
+			 "run \"%s\" is %s", run_id, status);
+}

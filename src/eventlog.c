@@ -1,0 +1,431 @@
+/*-------------------------------------------------------------------------
+ *
+ * eventlog.c
+ *	  The run row lock, gapless event append, NOTIFY, the append-only
+ *	  trigger, and the two readers (events, run_snapshot).
+ *
+ * Every change to a run follows one path: ow_lock_run() takes the run row
+ * FOR UPDATE (the lock that serialises all writers of the run), ow_append()
+ * inserts events at run->next_sequence, ow_save_run() writes the advanced
+ * sequence and status back and queues one NOTIFY.  Sequence allocation and
+ * the events commit or roll back together, so the per-run sequence is
+ * gapless from 0 under any concurrency.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "openwop.h"
+
+#include "catalog/pg_type.h"
+#include "commands/async.h"
+#include "commands/trigger.h"
+#include "funcapi.h"
+#include "lib/stringinfo.h"
+#include "miscadmin.h"
+#include "utils/builtins.h"
+#include "utils/json.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+
+PG_FUNCTION_INFO_V1(ow_events_append_only);
+PG_FUNCTION_INFO_V1(ow_events);
+PG_FUNCTION_INFO_V1(ow_run_snapshot);
+
+#define OW_NOTIFY_CHANNEL "openwop_events"
+#define OW_EVENTS_MAX 10000
+
+/* Prepare a statement once per backend and keep the plan. */
+SPIPlanPtr
+ow_prepare(const char *sql, int nargs, Oid *argtypes)
+{
+	SPIPlanPtr	plan = SPI_prepare(sql, nargs, argtypes);
+
+	if (plan == NULL)
+		elog(ERROR, "SPI_prepare failed for \"%s\": %s",
+			 sql, SPI_result_code_string(SPI_result));
+	if (SPI_keepplan(plan) != 0)
+		elog(ERROR, "SPI_keepplan failed");
+	return plan;
+}
+
+bool
+ow_run_is_terminal(const char *status)
+{
+	return strcmp(status, "completed") == 0 ||
+		strcmp(status, "failed") == 0 ||
+		strcmp(status, "cancelled") == 0;
+}
+
+/* Column n (1-based) of row 0 of SPI_tuptable as a C string, NULL if null. */
+static char *
+spi_text(int n)
+{
+	return SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, n);
+}
+
+static Datum
+spi_datum(int n, bool *isnull)
+{
+	return SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, n, isnull);
+}
+
+/*
+ * Parse and check the run id, then lock the run row.  Refusals, in order:
+ * malformed id (400), foreign tenant (403), unknown run (404).  The caller
+ * decides what a terminal status means for its operation.
+ */
+void
+ow_lock_run(OwRun *run, const char *run_id_input)
+{
+	static SPIPlanPtr plan = NULL;
+	Datum		args[2];
+	bool		isnull;
+
+	run->tenant = ow_caller_tenant();
+	run->run_id = ow_normalize_run_id(run_id_input, run->tenant);
+
+	if (plan == NULL)
+	{
+		Oid			types[2] = {TEXTOID, TEXTOID};
+
+		plan = ow_prepare("SELECT workflow_id, status, current_node_id, event_prefix,"
+						  "       created_at, next_sequence, definition IS NOT NULL"
+						  "  FROM openwop.runs"
+						  " WHERE tenant OPERATOR(pg_catalog.=) $1"
+						  "   AND run_id OPERATOR(pg_catalog.=) $2"
+						  "   FOR UPDATE", 2, types);
+	}
+	args[0] = CStringGetTextDatum(run->tenant);
+	args[1] = CStringGetTextDatum(run->run_id);
+	if (SPI_execute_plan(plan, args, NULL, false, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not lock run \"%s\"", run->run_id);
+	if (SPI_processed == 0)
+		ow_run_not_found(run->run_id);
+
+	run->workflow_id = spi_text(1);
+	run->status = spi_text(2);
+	run->current_node_id = spi_text(3);
+	run->event_prefix = spi_text(4);
+	run->created_at = DatumGetTimestampTz(spi_datum(5, &isnull));
+	run->next_sequence = DatumGetInt64(spi_datum(6, &isnull));
+	run->first_sequence = run->next_sequence;
+	run->appended = 0;
+	run->has_definition = DatumGetBool(spi_datum(7, &isnull));
+	run->error = NULL;
+	run->outputs = NULL;
+}
+
+/* Append one event at the run's next sequence; returns that sequence. */
+int64
+ow_append(OwRun *run, const char *type, const char *node_id, Jsonb *payload)
+{
+	static SPIPlanPtr plan = NULL;
+	Datum		args[6];
+	char		nulls[6] = {' ', ' ', ' ', ' ', ' ', ' '};
+	int64		seq = run->next_sequence;
+
+	if (plan == NULL)
+	{
+		Oid			types[6] = {TEXTOID, TEXTOID, INT8OID, TEXTOID, TEXTOID, JSONBOID};
+
+		plan = ow_prepare("INSERT INTO openwop.events"
+						  " (tenant, run_id, sequence, type, node_id, payload)"
+						  " VALUES ($1, $2, $3, $4, $5, $6)", 6, types);
+	}
+	args[0] = CStringGetTextDatum(run->tenant);
+	args[1] = CStringGetTextDatum(run->run_id);
+	args[2] = Int64GetDatum(seq);
+	args[3] = CStringGetTextDatum(type);
+	if (node_id)
+		args[4] = CStringGetTextDatum(node_id);
+	else
+	{
+		args[4] = (Datum) 0;
+		nulls[4] = 'n';
+	}
+	args[5] = JsonbPGetDatum(payload);
+	if (SPI_execute_plan(plan, args, nulls, false, 0) != SPI_OK_INSERT)
+		elog(ERROR, "could not append event to run \"%s\"", run->run_id);
+
+	run->next_sequence = seq + 1;
+	run->appended++;
+	return seq;
+}
+
+/*
+ * Write the run row back (sequence, status, current node, terminal fields)
+ * and queue the NOTIFY that tells listeners which sequences are new.  The
+ * notification is delivered at commit, and never if the change rolls back.
+ */
+void
+ow_save_run(OwRun *run)
+{
+	static SPIPlanPtr plan = NULL;
+	Datum		args[7];
+	char		nulls[7] = {' ', ' ', ' ', ' ', ' ', ' ', ' '};
+	StringInfoData payload;
+
+	if (plan == NULL)
+	{
+		Oid			types[7] = {TEXTOID, TEXTOID, INT8OID, TEXTOID, TEXTOID, JSONBOID, JSONBOID};
+
+		plan = ow_prepare("UPDATE openwop.runs"
+						  "   SET next_sequence = $3, status = $4, current_node_id = $5,"
+						  "       error = COALESCE($6, error), outputs = COALESCE($7, outputs),"
+						  "       updated_at = pg_catalog.now(),"
+						  "       ended_at = CASE WHEN $4 OPERATOR(pg_catalog.=) ANY"
+						  "                     ('{completed,failed,cancelled}'::pg_catalog.text[])"
+						  "                  THEN pg_catalog.now() END"
+						  " WHERE tenant OPERATOR(pg_catalog.=) $1"
+						  "   AND run_id OPERATOR(pg_catalog.=) $2", 7, types);
+	}
+	args[0] = CStringGetTextDatum(run->tenant);
+	args[1] = CStringGetTextDatum(run->run_id);
+	args[2] = Int64GetDatum(run->next_sequence);
+	args[3] = CStringGetTextDatum(run->status);
+	if (run->current_node_id)
+		args[4] = CStringGetTextDatum(run->current_node_id);
+	else
+		nulls[4] = 'n';
+	if (run->error)
+		args[5] = JsonbPGetDatum(run->error);
+	else
+		nulls[5] = 'n';
+	if (run->outputs)
+		args[6] = JsonbPGetDatum(run->outputs);
+	else
+		nulls[6] = 'n';
+	if (SPI_execute_plan(plan, args, nulls, false, 0) != SPI_OK_UPDATE || SPI_processed != 1)
+		elog(ERROR, "could not update run \"%s\"", run->run_id);
+
+	if (run->appended == 0)
+		return;
+
+	initStringInfo(&payload);
+	appendStringInfoString(&payload, "{\"runId\": ");
+	escape_json(&payload, run->run_id);
+	appendStringInfo(&payload, ", \"fromSequence\": " INT64_FORMAT ", \"sequence\": " INT64_FORMAT "}",
+					 run->first_sequence, run->next_sequence - 1);
+	Async_Notify(OW_NOTIFY_CHANNEL, payload.data);
+}
+
+/* Milliseconds from the run's creation to now (transaction start). */
+int64
+ow_duration_ms(OwRun *run)
+{
+	TimestampTz now = GetCurrentTransactionStartTimestamp();
+
+	if (now <= run->created_at)
+		return 0;
+	return (now - run->created_at) / 1000;
+}
+
+/*
+ * Trigger on openwop.events: the log is append-only for every role.  Bound
+ * BEFORE UPDATE OR DELETE (row) and BEFORE TRUNCATE (statement), and
+ * enabled ALWAYS so session_replication_role cannot silence it.
+ */
+Datum
+ow_events_append_only(PG_FUNCTION_ARGS)
+{
+	TriggerData *trigdata = (TriggerData *) fcinfo->context;
+	const char *op;
+
+	if (!CALLED_AS_TRIGGER(fcinfo))
+		ereport(ERROR,
+				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+				 errmsg("openwop.events_append_only() must be called as a trigger")));
+
+	if (TRIGGER_FIRED_BY_UPDATE(trigdata->tg_event))
+		op = "UPDATE";
+	else if (TRIGGER_FIRED_BY_DELETE(trigdata->tg_event))
+		op = "DELETE";
+	else if (TRIGGER_FIRED_BY_TRUNCATE(trigdata->tg_event))
+		op = "TRUNCATE";
+	else
+		op = "INSERT";			/* not bound to INSERT; refuse anyway */
+
+	ereport(ERROR,
+			(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+			 errmsg("the openwop event log is append-only"),
+			 errdetail("%s on table %s.%s is refused for every role: events are permanent history.",
+					   op,
+					   get_namespace_name(RelationGetNamespace(trigdata->tg_relation)),
+					   RelationGetRelationName(trigdata->tg_relation)),
+			 errhint("Record a change by appending a new event through the openwop functions.")));
+	PG_RETURN_NULL();
+}
+
+/*
+ * openwop.events(run_id, after_sequence, max) → SETOF jsonb
+ *
+ * Envelopes in sequence order: eventId, runId, type, payload, timestamp,
+ * sequence, schemaVersion, and nodeId / causationId when present.
+ */
+Datum
+ow_events(PG_FUNCTION_ARGS)
+{
+	static SPIPlanPtr run_plan = NULL;
+	static SPIPlanPtr ev_plan = NULL;
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	char	   *run_input;
+	int64		after;
+	int32		max;
+	char	   *tenant;
+	char	   *run_id;
+	char	   *prefix;
+	Datum		args[4];
+	OwPriv		priv;
+	uint64		i;
+
+	if (PG_ARGISNULL(0))
+		ow_validation_error("runId", "run_id must not be null");
+	run_input = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	after = PG_ARGISNULL(1) ? -1 : PG_GETARG_INT64(1);
+	max = PG_ARGISNULL(2) ? 1000 : PG_GETARG_INT32(2);
+	if (after < -1)
+		ow_validation_error("afterSequence", "after_sequence must be -1 or greater, not " INT64_FORMAT, after);
+	if (max < 1 || max > OW_EVENTS_MAX)
+		ow_validation_error("max", "max must be between 1 and %d, not %d", OW_EVENTS_MAX, max);
+
+	tenant = ow_caller_tenant();
+	run_id = ow_normalize_run_id(run_input, tenant);
+
+	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
+
+	SPI_connect();
+	ow_become_owner(&priv);
+	if (run_plan == NULL)
+	{
+		Oid			types[2] = {TEXTOID, TEXTOID};
+		Oid			evtypes[4] = {TEXTOID, TEXTOID, INT8OID, INT4OID};
+
+		run_plan = ow_prepare("SELECT event_prefix FROM openwop.runs"
+							  " WHERE tenant OPERATOR(pg_catalog.=) $1"
+							  "   AND run_id OPERATOR(pg_catalog.=) $2", 2, types);
+		ev_plan = ow_prepare("SELECT sequence, type, node_id, payload, created_at,"
+							 "       schema_version, causation_id"
+							 "  FROM openwop.events"
+							 " WHERE tenant OPERATOR(pg_catalog.=) $1"
+							 "   AND run_id OPERATOR(pg_catalog.=) $2"
+							 "   AND sequence OPERATOR(pg_catalog.>) $3"
+							 " ORDER BY sequence LIMIT $4", 4, evtypes);
+	}
+	args[0] = CStringGetTextDatum(tenant);
+	args[1] = CStringGetTextDatum(run_id);
+	if (SPI_execute_plan(run_plan, args, NULL, true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not read run \"%s\"", run_id);
+	if (SPI_processed == 0)
+		ow_run_not_found(run_id);
+	prefix = spi_text(1);
+
+	args[2] = Int64GetDatum(after);
+	args[3] = Int32GetDatum(max);
+	if (SPI_execute_plan(ev_plan, args, NULL, true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read events of run \"%s\"", run_id);
+
+	for (i = 0; i < SPI_processed; i++)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[i];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		bool		isnull;
+		int64		seq = DatumGetInt64(SPI_getbinval(tup, desc, 1, &isnull));
+		char	   *node_id = SPI_getvalue(tup, desc, 3);
+		char	   *causation = SPI_getvalue(tup, desc, 7);
+		OwJson		j;
+		Datum		value;
+		bool		nullflag = false;
+
+		owj_begin(&j);
+		owj_str(&j, "eventId", psprintf("%s." INT64_FORMAT, prefix, seq));
+		owj_str(&j, "runId", run_id);
+		owj_str(&j, "type", SPI_getvalue(tup, desc, 2));
+		owj_jsonb(&j, "payload", DatumGetJsonbP(SPI_getbinval(tup, desc, 4, &isnull)));
+		owj_str(&j, "timestamp",
+				owj_iso8601(DatumGetTimestampTz(SPI_getbinval(tup, desc, 5, &isnull))));
+		owj_int(&j, "sequence", seq);
+		owj_int(&j, "schemaVersion", DatumGetInt32(SPI_getbinval(tup, desc, 6, &isnull)));
+		if (node_id)
+			owj_str(&j, "nodeId", node_id);
+		if (causation)
+			owj_str(&j, "causationId", causation);
+		value = JsonbPGetDatum(owj_end(&j));
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, &value, &nullflag);
+	}
+
+	ow_restore_user(&priv);
+	SPI_finish();
+	return (Datum) 0;
+}
+
+/*
+ * openwop.run_snapshot(run_id) → jsonb: the OpenWOP RunSnapshot (closed
+ * object; optional members are omitted when unset).
+ */
+Datum
+ow_run_snapshot(PG_FUNCTION_ARGS)
+{
+	static SPIPlanPtr plan = NULL;
+	MemoryContext callerctx = CurrentMemoryContext;
+	char	   *tenant;
+	char	   *run_id;
+	Datum		args[2];
+	OwPriv		priv;
+	OwJson		j;
+	Jsonb	   *result;
+	bool		isnull;
+	Datum		d;
+	char	   *s;
+
+	if (PG_ARGISNULL(0))
+		ow_validation_error("runId", "run_id must not be null");
+	tenant = ow_caller_tenant();
+	run_id = ow_normalize_run_id(text_to_cstring(PG_GETARG_TEXT_PP(0)), tenant);
+
+	SPI_connect();
+	ow_become_owner(&priv);
+	if (plan == NULL)
+	{
+		Oid			types[2] = {TEXTOID, TEXTOID};
+
+		plan = ow_prepare("SELECT workflow_id, status, owner_principal, current_node_id,"
+						  "       error, configurable, metadata"
+						  "  FROM openwop.runs"
+						  " WHERE tenant OPERATOR(pg_catalog.=) $1"
+						  "   AND run_id OPERATOR(pg_catalog.=) $2", 2, types);
+	}
+	args[0] = CStringGetTextDatum(tenant);
+	args[1] = CStringGetTextDatum(run_id);
+	if (SPI_execute_plan(plan, args, NULL, true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not read run \"%s\"", run_id);
+	if (SPI_processed == 0)
+		ow_run_not_found(run_id);
+
+	MemoryContextSwitchTo(callerctx);
+	owj_begin(&j);
+	owj_str(&j, "runId", run_id);
+	owj_str(&j, "workflowId", spi_text(1));
+	owj_str(&j, "status", spi_text(2));
+	owj_begin_object(&j, "owner");
+	owj_str(&j, "tenant", tenant);
+	owj_begin_object(&j, "subject");
+	owj_str(&j, "id", spi_text(3));
+	owj_end_object(&j);
+	owj_end_object(&j);
+	owj_int(&j, "eventLogSchemaVersion", 1);
+	if ((s = spi_text(4)) != NULL)
+		owj_str(&j, "currentNodeId", s);
+	d = spi_datum(5, &isnull);
+	if (!isnull)
+		owj_jsonb(&j, "error", DatumGetJsonbP(d));
+	d = spi_datum(6, &isnull);
+	if (!isnull)
+		owj_jsonb(&j, "configurable", DatumGetJsonbP(d));
+	d = spi_datum(7, &isnull);
+	if (!isnull)
+		owj_jsonb(&j, "metadata", DatumGetJsonbP(d));
+	result = owj_end(&j);
+
+	ow_restore_user(&priv);
+	SPI_finish();
+	PG_RETURN_JSONB_P(result);
+}

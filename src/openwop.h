@@ -1,0 +1,144 @@
+/*-------------------------------------------------------------------------
+ *
+ * openwop.h
+ *	  Declarations shared by the openwop_interrupt C files.
+ *
+ * The extension is split by concern: module.c (init, GUCs), errors.c (the
+ * error contract), json.c (jsonb building and reading), caller.c (principal,
+ * tenant, ids, privilege switching), eventlog.c (run lock, event append,
+ * NOTIFY, the append-only trigger, reads) and runs.c (the lifecycle API).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef OPENWOP_H
+#define OPENWOP_H
+
+#include "postgres.h"
+
+#include "executor/spi.h"
+#include "utils/jsonb.h"
+#include "utils/timestamp.h"
+
+/* ----------
+ * Error contract (DESIGN §4.5).  The SQLSTATE encodes the HTTP status that
+ * PostgREST answers with; the message starts with the OpenWOP error code and
+ * the detail is the error's "details" object as JSON.
+ * ----------
+ */
+#define OW_SQLSTATE_400 MAKE_SQLSTATE('P','T','4','0','0')
+#define OW_SQLSTATE_401 MAKE_SQLSTATE('P','T','4','0','1')
+#define OW_SQLSTATE_403 MAKE_SQLSTATE('P','T','4','0','3')
+#define OW_SQLSTATE_404 MAKE_SQLSTATE('P','T','4','0','4')
+#define OW_SQLSTATE_409 MAKE_SQLSTATE('P','T','4','0','9')
+#define OW_SQLSTATE_410 MAKE_SQLSTATE('P','T','4','1','0')
+#define OW_SQLSTATE_422 MAKE_SQLSTATE('P','T','4','2','2')
+
+/* A details object under construction: "key": value pairs, values already JSON. */
+typedef struct OwDetails
+{
+	StringInfoData buf;
+	int			count;
+} OwDetails;
+
+extern void ow_details_init(OwDetails *d);
+extern void ow_details_str(OwDetails *d, const char *key, const char *value);
+extern void ow_details_int(OwDetails *d, const char *key, int64 value);
+
+extern void ow_raise(int sqlstate, const char *code, OwDetails *details,
+					 const char *hint, const char *fmt,...)
+			pg_attribute_printf(5, 6) pg_attribute_noreturn();
+
+/* Shorthands for the common refusals. */
+extern void ow_validation_error(const char *field, const char *fmt,...)
+			pg_attribute_printf(2, 3) pg_attribute_noreturn();
+extern void ow_run_not_found(const char *run_id) pg_attribute_noreturn();
+extern void ow_run_terminal(const char *run_id, const char *status) pg_attribute_noreturn();
+
+/* ----------
+ * jsonb building (json.c).  A small push-style builder over pushJsonbValue
+ * so payloads are made as jsonb directly, with no text round trip.
+ * ----------
+ */
+typedef struct OwJson
+{
+	JsonbParseState *state;
+	JsonbValue *result;
+} OwJson;
+
+extern void owj_begin(OwJson *j);
+extern Jsonb *owj_end(OwJson *j);
+extern void owj_key(OwJson *j, const char *key);
+extern void owj_begin_object(OwJson *j, const char *key);
+extern void owj_end_object(OwJson *j);
+extern void owj_str(OwJson *j, const char *key, const char *value);
+extern void owj_int(OwJson *j, const char *key, int64 value);
+extern void owj_bool(OwJson *j, const char *key, bool value);
+extern void owj_jsonb(OwJson *j, const char *key, Jsonb *value);
+extern void owj_value(OwJson *j, const char *key, JsonbValue *value);
+
+/* jsonb reading helpers */
+extern JsonbValue *owj_get(Jsonb *obj, const char *key);
+extern JsonbValue *owj_get_container(JsonbContainer *obj, const char *key);
+extern const char *owj_unknown_key(JsonbContainer *obj, const char *const *allowed);
+extern char *owj_string(JsonbValue *v);
+extern Jsonb *owj_to_jsonb(JsonbValue *v);
+extern bool owj_is_object(JsonbValue *v);
+extern bool owj_is_array(JsonbValue *v);
+extern const char *owj_type_name(JsonbValue *v);
+extern Jsonb *owj_remove_key(Jsonb *obj, const char *key);
+extern char *owj_iso8601(TimestampTz ts);
+
+/* ----------
+ * Caller model and ids (caller.c)
+ * ----------
+ */
+extern char *ow_caller_principal(void);
+extern char *ow_caller_tenant(void);
+extern char *ow_normalize_run_id(const char *input, const char *caller_tenant);
+extern bool ow_valid_tenant(const char *tenant);
+extern bool ow_valid_opaque(const char *s);
+extern bool ow_valid_author_id(const char *s);
+extern bool ow_valid_type_id(const char *s);
+extern char *ow_mint_opaque(int nbytes);
+
+/* Statements run as the extension owner, with restricted security context. */
+typedef struct OwPriv
+{
+	Oid			save_userid;
+	int			save_sec_context;
+} OwPriv;
+
+extern void ow_become_owner(OwPriv *priv);
+extern void ow_restore_user(OwPriv *priv);
+
+/* ----------
+ * Event log (eventlog.c)
+ * ----------
+ */
+
+/* A run row locked FOR UPDATE, and the events this change appends. */
+typedef struct OwRun
+{
+	char	   *tenant;
+	char	   *run_id;
+	char	   *workflow_id;
+	char	   *status;
+	char	   *current_node_id;
+	char	   *event_prefix;
+	TimestampTz created_at;
+	int64		next_sequence;	/* next free sequence, advanced by ow_append */
+	int64		first_sequence; /* first sequence appended by this change */
+	int			appended;		/* events appended by this change */
+	bool		has_definition; /* a workflow definition was registered */
+	Jsonb	   *error;			/* set by fail_run */
+	Jsonb	   *outputs;		/* set by complete_run */
+} OwRun;
+
+extern SPIPlanPtr ow_prepare(const char *sql, int nargs, Oid *argtypes);
+extern bool ow_run_is_terminal(const char *status);
+extern void ow_lock_run(OwRun *run, const char *run_id_input);
+extern int64 ow_append(OwRun *run, const char *type, const char *node_id, Jsonb *payload);
+extern void ow_save_run(OwRun *run);
+extern int64 ow_duration_ms(OwRun *run);
+
+#endif							/* OPENWOP_H */

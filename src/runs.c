@@ -1,0 +1,979 @@
+/*-------------------------------------------------------------------------
+ *
+ * runs.c
+ *	  The engine-side run lifecycle: create_run, start_node, complete_node,
+ *	  fail_node, complete_run, fail_run, cancel_run.
+ *
+ * Each function validates its arguments before touching any table (a
+ * refusal changes nothing), then takes the run row lock, checks state,
+ * appends its events and saves the run, all in the caller's transaction.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "openwop.h"
+
+#include "catalog/pg_type.h"
+#include "utils/builtins.h"
+#include "utils/numeric.h"
+
+PG_FUNCTION_INFO_V1(ow_create_run);
+PG_FUNCTION_INFO_V1(ow_start_node);
+PG_FUNCTION_INFO_V1(ow_complete_node);
+PG_FUNCTION_INFO_V1(ow_fail_node);
+PG_FUNCTION_INFO_V1(ow_complete_run);
+PG_FUNCTION_INFO_V1(ow_fail_run);
+PG_FUNCTION_INFO_V1(ow_cancel_run);
+
+/* typeId carried on node.started when neither the call nor the definition names one */
+#define OW_DEFAULT_TYPE_ID "openwop_interrupt.unspecified"
+
+/* One API call that changes a run: SPI, owner privileges, the locked run. */
+typedef struct OwCall
+{
+	MemoryContext callerctx;
+	OwPriv		priv;
+	OwRun		run;
+} OwCall;
+
+static void
+call_begin(OwCall *call, const char *run_input)
+{
+	call->callerctx = CurrentMemoryContext;
+	SPI_connect();
+	ow_become_owner(&call->priv);
+	if (run_input)
+		ow_lock_run(&call->run, run_input);
+}
+
+/* Back to the caller's role and memory context, to build the result. */
+static void
+call_end(OwCall *call)
+{
+	ow_restore_user(&call->priv);
+	MemoryContextSwitchTo(call->callerctx);
+}
+
+/* Release SPI; the result was built in the caller's context and survives. */
+static void
+call_finish(void)
+{
+	SPI_finish();
+}
+
+static void
+refuse_if_terminal(OwRun *run)
+{
+	if (ow_run_is_terminal(run->status))
+		ow_run_terminal(run->run_id, run->status);
+}
+
+static char *
+text_arg(FunctionCallInfo fcinfo, int n)
+{
+	return PG_ARGISNULL(n) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(n));
+}
+
+static const char *
+required_run_arg(FunctionCallInfo fcinfo)
+{
+	if (PG_ARGISNULL(0))
+		ow_validation_error("runId", "run_id must not be null");
+	return text_to_cstring(PG_GETARG_TEXT_PP(0));
+}
+
+static char *
+required_node_arg(FunctionCallInfo fcinfo, int n)
+{
+	char	   *node_id = text_arg(fcinfo, n);
+
+	if (node_id == NULL)
+		ow_validation_error("nodeId", "node_id must not be null");
+	if (!ow_valid_author_id(node_id))
+		ow_validation_error("nodeId",
+							"\"%s\" is not a valid node id (1 to 128 characters of A-Z a-z 0-9 . _ ~ : -)",
+							node_id);
+	return node_id;
+}
+
+/* A jsonb argument that must be an object; NULL becomes {}. */
+static Jsonb *
+object_arg(FunctionCallInfo fcinfo, int n, const char *field)
+{
+	Jsonb	   *jb;
+
+	if (PG_ARGISNULL(n))
+	{
+		OwJson		j;
+
+		owj_begin(&j);
+		return owj_end(&j);
+	}
+	jb = PG_GETARG_JSONB_P(n);
+	if (!JB_ROOT_IS_OBJECT(jb))
+		ow_validation_error(field, "%s must be a JSON object", field);
+	return jb;
+}
+
+static bool
+is_vendor_key(const char *key)
+{
+	return strncmp(key, "openwop-", 8) == 0 || strncmp(key, "x-", 2) == 0 ||
+		strncmp(key, "vendor.", 7) == 0;
+}
+
+/*
+ * The closed _errorObject of node.failed / run.failed: code and message
+ * (non-empty strings), optional details (object) and retryable (boolean),
+ * plus vendor keys.
+ */
+static Jsonb *
+error_arg(FunctionCallInfo fcinfo, int n)
+{
+	static const char *const allowed[] = {"code", "message", "details", "retryable", NULL};
+	Jsonb	   *err;
+	JsonbIterator *it;
+	JsonbValue	v;
+	JsonbIteratorToken tok;
+	JsonbValue *m;
+
+	if (PG_ARGISNULL(n))
+		ow_validation_error("error", "error must not be null");
+	err = PG_GETARG_JSONB_P(n);
+	if (!JB_ROOT_IS_OBJECT(err))
+		ow_validation_error("error", "error must be a JSON object with code and message");
+
+	it = JsonbIteratorInit(&err->root);
+	while ((tok = JsonbIteratorNext(&it, &v, true)) != WJB_DONE)
+	{
+		char	   *key;
+		const char *const *a;
+		bool		known = false;
+
+		if (tok != WJB_KEY)
+			continue;
+		key = pnstrdup(v.val.string.val, v.val.string.len);
+		for (a = allowed; *a; a++)
+			known |= strcmp(*a, key) == 0;
+		if (!known && !is_vendor_key(key))
+			ow_validation_error(psprintf("error.%s", key),
+								"error has unknown member \"%s\"", key);
+	}
+
+	m = owj_get(err, "code");
+	if (m == NULL || m->type != jbvString || m->val.string.len == 0)
+		ow_validation_error("error.code", "error.code must be a non-empty string");
+	m = owj_get(err, "message");
+	if (m == NULL || m->type != jbvString || m->val.string.len == 0)
+		ow_validation_error("error.message", "error.message must be a non-empty string");
+	m = owj_get(err, "details");
+	if (m != NULL && !owj_is_object(m))
+		ow_validation_error("error.details", "error.details must be a JSON object");
+	m = owj_get(err, "retryable");
+	if (m != NULL && m->type != jbvBool)
+		ow_validation_error("error.retryable", "error.retryable must be a boolean");
+	return err;
+}
+
+static void
+refuse_unknown_members(JsonbContainer *obj, const char *const *allowed, const char *where)
+{
+	const char *unknown = owj_unknown_key(obj, allowed);
+
+	if (unknown)
+	{
+		char	   *field = where ? psprintf("%s.%s", where, unknown) : pstrdup(unknown);
+
+		ow_validation_error(field, "%s has unknown member \"%s\"",
+							where ? where : "options", unknown);
+	}
+}
+
+static char *
+string_member(JsonbContainer *obj, const char *key, const char *field, bool required)
+{
+	JsonbValue *v = owj_get_container(obj, key);
+
+	if (v == NULL)
+	{
+		if (required)
+			ow_validation_error(field, "%s is required", field);
+		return NULL;
+	}
+	if (v->type != jbvString)
+		ow_validation_error(field, "%s must be a string, not %s", field, owj_type_name(v));
+	return owj_string(v);
+}
+
+/*
+ * definition {nodes: [{id, typeId?}], edges: [{from, to, triggerRule?}]}:
+ * unique, well-formed node ids, edges between known nodes, known rules.
+ */
+static void
+validate_definition(JsonbValue *defv)
+{
+	static const char *const def_keys[] = {"nodes", "edges", NULL};
+	static const char *const node_keys[] = {"id", "typeId", NULL};
+	static const char *const edge_keys[] = {"from", "to", "triggerRule", NULL};
+	static const char *const rules[] = {"all_success", "any_success", "all_complete",
+	"none_failed", "any_failed", NULL};
+	JsonbContainer *def;
+	JsonbValue *nodes;
+	JsonbValue *edges;
+	int			nnodes;
+	char	  **ids;
+	int			i;
+
+	if (!owj_is_object(defv))
+		ow_validation_error("definition", "definition must be a JSON object {nodes, edges}");
+	def = defv->val.binary.data;
+	refuse_unknown_members(def, def_keys, "definition");
+
+	nodes = owj_get_container(def, "nodes");
+	if (!owj_is_array(nodes))
+		ow_validation_error("definition.nodes", "definition.nodes must be an array");
+	nnodes = JsonContainerSize(nodes->val.binary.data);
+	ids = palloc0(sizeof(char *) * (nnodes + 1));
+	for (i = 0; i < nnodes; i++)
+	{
+		JsonbValue *n = getIthJsonbValueFromContainer(nodes->val.binary.data, i);
+		char	   *field = psprintf("definition.nodes[%d]", i);
+		char	   *type_id;
+		int			k;
+
+		if (!owj_is_object(n))
+			ow_validation_error(field, "%s must be an object {id, typeId?}", field);
+		refuse_unknown_members(n->val.binary.data, node_keys, field);
+		ids[i] = string_member(n->val.binary.data, "id", psprintf("%s.id", field), true);
+		if (!ow_valid_author_id(ids[i]))
+			ow_validation_error(psprintf("%s.id", field), "\"%s\" is not a valid node id", ids[i]);
+		for (k = 0; k < i; k++)
+			if (strcmp(ids[k], ids[i]) == 0)
+				ow_validation_error(psprintf("%s.id", field), "node id \"%s\" appears twice", ids[i]);
+		type_id = string_member(n->val.binary.data, "typeId", psprintf("%s.typeId", field), false);
+		if (type_id && !ow_valid_type_id(type_id))
+			ow_validation_error(psprintf("%s.typeId", field), "\"%s\" is not a valid node type id", type_id);
+	}
+
+	edges = owj_get_container(def, "edges");
+	if (edges == NULL)
+		return;
+	if (!owj_is_array(edges))
+		ow_validation_error("definition.edges", "definition.edges must be an array");
+	for (i = 0; i < (int) JsonContainerSize(edges->val.binary.data); i++)
+	{
+		JsonbValue *e = getIthJsonbValueFromContainer(edges->val.binary.data, i);
+		char	   *field = psprintf("definition.edges[%d]", i);
+		const char *ends[2] = {"from", "to"};
+		char	   *rule;
+		int			side;
+
+		if (!owj_is_object(e))
+			ow_validation_error(field, "%s must be an object {from, to, triggerRule?}", field);
+		refuse_unknown_members(e->val.binary.data, edge_keys, field);
+		for (side = 0; side < 2; side++)
+		{
+			char	   *f = psprintf("%s.%s", field, ends[side]);
+			char	   *id = string_member(e->val.binary.data, ends[side], f, true);
+			bool		known = false;
+			int			k;
+
+			for (k = 0; k < nnodes; k++)
+				known |= strcmp(ids[k], id) == 0;
+			if (!known)
+				ow_validation_error(f, "edge endpoint \"%s\" is not a node of the definition", id);
+		}
+		rule = string_member(e->val.binary.data, "triggerRule", psprintf("%s.triggerRule", field), false);
+		if (rule)
+		{
+			const char *const *r;
+			bool		known = false;
+
+			for (r = rules; *r; r++)
+				known |= strcmp(*r, rule) == 0;
+			if (!known)
+				ow_validation_error(psprintf("%s.triggerRule", field),
+									"triggerRule \"%s\" is not one of all_success, any_success, all_complete, none_failed, any_failed",
+									rule);
+		}
+	}
+}
+
+/* configurable: an object; run.escalationThreshold, when set, a number in [0, 1]. */
+static void
+validate_configurable(JsonbValue *cv)
+{
+	JsonbValue *runv;
+	JsonbValue *th;
+
+	if (!owj_is_object(cv))
+		ow_validation_error("configurable", "configurable must be a JSON object");
+	runv = owj_get_container(cv->val.binary.data, "run");
+	if (runv == NULL)
+		return;
+	if (!owj_is_object(runv))
+		ow_validation_error("configurable.run", "configurable.run must be a JSON object");
+	th = owj_get_container(runv->val.binary.data, "escalationThreshold");
+	if (th == NULL)
+		return;
+	if (th->type != jbvNumeric)
+		ow_validation_error("configurable.run.escalationThreshold",
+							"configurable.run.escalationThreshold must be a number in [0, 1]");
+	{
+		double		t = DatumGetFloat8(DirectFunctionCall1(numeric_float8,
+														   NumericGetDatum(th->val.numeric)));
+
+		if (!(t >= 0.0 && t <= 1.0))
+			ow_validation_error("configurable.run.escalationThreshold",
+								"configurable.run.escalationThreshold must be a number in [0, 1]");
+	}
+}
+
+/*
+ * openwop.create_run(workflow_id text, options jsonb) → jsonb
+ */
+Datum
+ow_create_run(PG_FUNCTION_ARGS)
+{
+	static const char *const option_keys[] = {"tenant", "runId", "configurable", "callbackUrl",
+	"definition", "metadata", "inputs", NULL};
+	static SPIPlanPtr plan = NULL;
+	char	   *workflow_id = text_arg(fcinfo, 0);
+	Jsonb	   *options = object_arg(fcinfo, 1, "options");
+	char	   *tenant = ow_caller_tenant();
+	char	   *principal = ow_caller_principal();
+	char	   *run_id;
+	char	   *s;
+	JsonbValue *configurable;
+	JsonbValue *definition;
+	JsonbValue *metadata;
+	JsonbValue *inputs;
+	JsonbValue *optional[4];
+	Datum		args[9];
+	char		nulls[9] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
+	bool		isnull;
+	int			i;
+	OwCall		call;
+	OwRun	   *run = &call.run;
+	OwJson		j;
+	int64		seq;
+	Jsonb	   *result;
+
+	/* validate everything before touching a table */
+	if (workflow_id == NULL)
+		ow_validation_error("workflowId", "workflow_id must not be null");
+	if (!ow_valid_author_id(workflow_id))
+		ow_validation_error("workflowId",
+							"\"%s\" is not a valid workflow id (1 to 128 characters of A-Z a-z 0-9 . _ ~ : -)",
+							workflow_id);
+	refuse_unknown_members(&options->root, option_keys, NULL);
+	if (owj_get(options, "callbackUrl") != NULL)
+		ow_validation_error("callbackUrl",
+							"callbackUrl is refused: this host does not advertise interrupt.callbackDelivery");
+	s = string_member(&options->root, "tenant", "tenant", false);
+	if (s && strcmp(s, tenant) != 0)
+	{
+		OwDetails	d;
+
+		ow_details_init(&d);
+		ow_details_str(&d, "tenant", s);
+		ow_details_str(&d, "callerTenant", tenant);
+		ow_raise(OW_SQLSTATE_403, "id_tenant_mismatch", &d, NULL,
+				 "options.tenant \"%s\" is not the caller's tenant \"%s\"", s, tenant);
+	}
+	s = string_member(&options->root, "runId", "runId", false);
+	run_id = s ? ow_normalize_run_id(s, tenant)
+		: psprintf("%s/%s", tenant, ow_mint_opaque(16));
+
+	configurable = owj_get(options, "configurable");
+	if (configurable)
+		validate_configurable(configurable);
+	definition = owj_get(options, "definition");
+	if (definition)
+		validate_definition(definition);
+	metadata = owj_get(options, "metadata");
+	if (metadata && !owj_is_object(metadata))
+		ow_validation_error("metadata", "metadata must be a JSON object");
+	inputs = owj_get(options, "inputs");
+	if (inputs && !owj_is_object(inputs))
+		ow_validation_error("inputs", "inputs must be a JSON object");
+	optional[0] = configurable;
+	optional[1] = definition;
+	optional[2] = inputs;
+	optional[3] = metadata;
+
+	call_begin(&call, NULL);
+	if (plan == NULL)
+	{
+		Oid			types[9] = {TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID,
+		JSONBOID, JSONBOID, JSONBOID, JSONBOID};
+
+		plan = ow_prepare("INSERT INTO openwop.runs"
+						  " (tenant, run_id, workflow_id, status, owner_principal, event_prefix,"
+						  "  configurable, definition, inputs, metadata)"
+						  " VALUES ($1, $2, $3, 'running', $4, $5,"
+						  "         COALESCE($6, '{}'::pg_catalog.jsonb), $7, $8, $9)"
+						  " ON CONFLICT DO NOTHING"
+						  " RETURNING created_at", 9, types);
+	}
+	run->event_prefix = ow_mint_opaque(12);
+	args[0] = CStringGetTextDatum(tenant);
+	args[1] = CStringGetTextDatum(run_id);
+	args[2] = CStringGetTextDatum(workflow_id);
+	args[3] = CStringGetTextDatum(principal);
+	args[4] = CStringGetTextDatum(run->event_prefix);
+	for (i = 0; i < 4; i++)
+	{
+		if (optional[i])
+			args[5 + i] = JsonbPGetDatum(owj_to_jsonb(optional[i]));
+		else
+			nulls[5 + i] = 'n';
+	}
+	if (SPI_execute_plan(plan, args, nulls, false, 0) != SPI_OK_INSERT_RETURNING)
+		elog(ERROR, "could not insert run \"%s\"", run_id);
+	if (SPI_processed == 0)
+	{
+		OwDetails	d;
+
+		ow_details_init(&d);
+		ow_details_str(&d, "runId", run_id);
+		ow_details_str(&d, "runStatus", "exists");
+		ow_raise(OW_SQLSTATE_409, "run_state_conflict", &d,
+				 "Omit options.runId to have the host mint a fresh run id.",
+				 "run \"%s\" already exists", run_id);
+	}
+	run->created_at = DatumGetTimestampTz(SPI_getbinval(SPI_tuptable->vals[0],
+														SPI_tuptable->tupdesc, 1, &isnull));
+
+	run->tenant = tenant;
+	run->run_id = run_id;
+	run->workflow_id = workflow_id;
+	run->status = "running";
+	run->current_node_id = NULL;
+	run->next_sequence = 0;
+	run->first_sequence = 0;
+	run->appended = 0;
+	run->error = NULL;
+	run->outputs = NULL;
+
+	owj_begin(&j);
+	owj_str(&j, "workflowId", workflow_id);
+	if (inputs)
+		owj_value(&j, "inputs", inputs);
+	if (metadata)
+		owj_value(&j, "metadata", metadata);
+	seq = ow_append(run, "run.started", NULL, owj_end(&j));
+	ow_save_run(run);
+
+	call_end(&call);
+	owj_begin(&j);
+	owj_str(&j, "runId", run_id);
+	owj_str(&j, "status", "running");
+	owj_str(&j, "workflowId", workflow_id);
+	owj_int(&j, "sequence", seq);
+	result = owj_end(&j);
+	call_finish();
+	PG_RETURN_JSONB_P(result);
+}
+
+/* ----------
+ * Node executions
+ * ----------
+ */
+
+/* The latest execution of a node in a run. */
+typedef struct OwExec
+{
+	bool		found;
+	int32		visit;
+	char	   *status;
+	int32		attempt;
+	TimestampTz started_at;
+} OwExec;
+
+static bool
+exec_is_open(const OwExec *ex)
+{
+	return ex->found && (strcmp(ex->status, "running") == 0 ||
+						 strcmp(ex->status, "interrupted") == 0 ||
+						 strcmp(ex->status, "pending") == 0);
+}
+
+static void
+latest_exec(OwRun *run, const char *node_id, OwExec *ex)
+{
+	static SPIPlanPtr plan = NULL;
+	Datum		args[3];
+	HeapTuple	tup;
+	TupleDesc	desc;
+	bool		isnull;
+
+	if (plan == NULL)
+	{
+		Oid			types[3] = {TEXTOID, TEXTOID, TEXTOID};
+
+		plan = ow_prepare("SELECT visit, status, attempt, started_at"
+						  "  FROM openwop.node_executions"
+						  " WHERE tenant OPERATOR(pg_catalog.=) $1"
+						  "   AND run_id OPERATOR(pg_catalog.=) $2"
+						  "   AND node_id OPERATOR(pg_catalog.=) $3"
+						  " ORDER BY visit DESC LIMIT 1", 3, types);
+	}
+	args[0] = CStringGetTextDatum(run->tenant);
+	args[1] = CStringGetTextDatum(run->run_id);
+	args[2] = CStringGetTextDatum(node_id);
+	if (SPI_execute_plan(plan, args, NULL, false, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not read executions of node \"%s\"", node_id);
+	ex->found = SPI_processed > 0;
+	if (!ex->found)
+		return;
+	tup = SPI_tuptable->vals[0];
+	desc = SPI_tuptable->tupdesc;
+	ex->visit = DatumGetInt32(SPI_getbinval(tup, desc, 1, &isnull));
+	ex->status = SPI_getvalue(tup, desc, 2);
+	ex->attempt = DatumGetInt32(SPI_getbinval(tup, desc, 3, &isnull));
+	ex->started_at = DatumGetTimestampTz(SPI_getbinval(tup, desc, 4, &isnull));
+}
+
+/*
+ * With a registered definition, the node must be one of its nodes; returns
+ * the node's typeId there (or NULL).  *found tells whether it is listed.
+ */
+static char *
+definition_type_id(OwRun *run, const char *node_id, bool *found)
+{
+	static SPIPlanPtr plan = NULL;
+	Datum		args[2];
+	bool		isnull;
+	Jsonb	   *def;
+	JsonbValue *nodes;
+	int			i;
+
+	if (plan == NULL)
+	{
+		Oid			types[2] = {TEXTOID, TEXTOID};
+
+		plan = ow_prepare("SELECT definition FROM openwop.runs"
+						  " WHERE tenant OPERATOR(pg_catalog.=) $1"
+						  "   AND run_id OPERATOR(pg_catalog.=) $2", 2, types);
+	}
+	args[0] = CStringGetTextDatum(run->tenant);
+	args[1] = CStringGetTextDatum(run->run_id);
+	if (SPI_execute_plan(plan, args, NULL, false, 1) != SPI_OK_SELECT || SPI_processed != 1)
+		elog(ERROR, "could not read the definition of run \"%s\"", run->run_id);
+	def = DatumGetJsonbP(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+
+	*found = false;
+	nodes = owj_get(def, "nodes");
+	for (i = 0; i < (int) JsonContainerSize(nodes->val.binary.data); i++)
+	{
+		JsonbValue *n = getIthJsonbValueFromContainer(nodes->val.binary.data, i);
+		char	   *id = owj_string(owj_get_container(n->val.binary.data, "id"));
+
+		if (strcmp(id, node_id) == 0)
+		{
+			*found = true;
+			return owj_string(owj_get_container(n->val.binary.data, "typeId"));
+		}
+	}
+	return NULL;
+}
+
+static void
+node_not_found(OwRun *run, const char *node_id, const char *why)
+{
+	OwDetails	d;
+
+	ow_details_init(&d);
+	ow_details_str(&d, "runId", run->run_id);
+	ow_details_str(&d, "nodeId", node_id);
+	ow_raise(OW_SQLSTATE_404, "not_found", &d, NULL,
+			 "node \"%s\" %s in run \"%s\"", node_id, why, run->run_id);
+}
+
+/* The node's latest execution exists but is not open: a state conflict. */
+static void
+node_not_open(OwRun *run, const char *node_id, const OwExec *ex)
+{
+	OwDetails	d;
+
+	ow_details_init(&d);
+	ow_details_str(&d, "runId", run->run_id);
+	ow_details_str(&d, "runStatus", run->status);
+	ow_details_str(&d, "nodeId", node_id);
+	ow_details_str(&d, "nodeStatus", ex->status);
+	ow_raise(OW_SQLSTATE_409, "run_state_conflict", &d,
+			 "Call start_node first to begin a new execution of the node.",
+			 "node \"%s\" has no open execution in run \"%s\" (its latest execution is %s)",
+			 node_id, run->run_id, ex->status);
+}
+
+/*
+ * openwop.start_node(run_id, node_id, type_id) → jsonb
+ *
+ * A new execution gets visit = previous visit + 1 (0 for the first).  While
+ * the latest execution is still open (running, interrupted, or pending after
+ * a resolve) this is a recovery of that same execution: it is returned as it
+ * is, and a pending one becomes running again, with no new node.started.
+ */
+Datum
+ow_start_node(PG_FUNCTION_ARGS)
+{
+	static SPIPlanPtr insert_plan = NULL;
+	static SPIPlanPtr resume_plan = NULL;
+	const char *run_input = required_run_arg(fcinfo);
+	char	   *node_id = required_node_arg(fcinfo, 1);
+	char	   *type_id = text_arg(fcinfo, 2);
+	OwCall		call;
+	OwRun	   *run = &call.run;
+	OwExec		ex;
+	OwJson		j;
+	Jsonb	   *result;
+	Datum		args[5];
+	int32		visit;
+	int64		seq = -1;
+	bool		recovered;
+
+	if (type_id && !ow_valid_type_id(type_id))
+		ow_validation_error("typeId", "\"%s\" is not a valid node type id (e.g. core.ai.callPrompt)", type_id);
+
+	call_begin(&call, run_input);
+	refuse_if_terminal(run);
+	if (run->has_definition)
+	{
+		bool		listed;
+		char	   *def_type = definition_type_id(run, node_id, &listed);
+
+		if (!listed)
+			node_not_found(run, node_id, "is not a node of the definition registered");
+		if (type_id == NULL)
+			type_id = def_type;
+	}
+	if (type_id == NULL)
+		type_id = OW_DEFAULT_TYPE_ID;
+
+	latest_exec(run, node_id, &ex);
+	args[0] = CStringGetTextDatum(run->tenant);
+	args[1] = CStringGetTextDatum(run->run_id);
+	args[2] = CStringGetTextDatum(node_id);
+	recovered = exec_is_open(&ex);
+	if (recovered)
+	{
+		visit = ex.visit;
+		if (strcmp(ex.status, "pending") == 0)
+		{
+			if (resume_plan == NULL)
+			{
+				Oid			types[4] = {TEXTOID, TEXTOID, TEXTOID, INT4OID};
+
+				resume_plan = ow_prepare("UPDATE openwop.node_executions SET status = 'running'"
+										 " WHERE tenant OPERATOR(pg_catalog.=) $1"
+										 "   AND run_id OPERATOR(pg_catalog.=) $2"
+										 "   AND node_id OPERATOR(pg_catalog.=) $3"
+										 "   AND visit OPERATOR(pg_catalog.=) $4", 4, types);
+			}
+			args[3] = Int32GetDatum(visit);
+			if (SPI_execute_plan(resume_plan, args, NULL, false, 0) != SPI_OK_UPDATE)
+				elog(ERROR, "could not resume execution of node \"%s\"", node_id);
+			ex.status = "running";
+		}
+	}
+	else
+	{
+		visit = ex.found ? ex.visit + 1 : 0;
+		if (insert_plan == NULL)
+		{
+			Oid			types[5] = {TEXTOID, TEXTOID, TEXTOID, INT4OID, TEXTOID};
+
+			insert_plan = ow_prepare("INSERT INTO openwop.node_executions"
+									 " (tenant, run_id, node_id, visit, type_id, status)"
+									 " VALUES ($1, $2, $3, $4, $5, 'running')", 5, types);
+		}
+		args[3] = Int32GetDatum(visit);
+		args[4] = CStringGetTextDatum(type_id);
+		if (SPI_execute_plan(insert_plan, args, NULL, false, 0) != SPI_OK_INSERT)
+			elog(ERROR, "could not record execution of node \"%s\"", node_id);
+
+		owj_begin(&j);
+		owj_str(&j, "nodeId", node_id);
+		owj_str(&j, "typeId", type_id);
+		owj_int(&j, "attempt", 0);
+		seq = ow_append(run, "node.started", node_id, owj_end(&j));
+		ex.status = "running";
+	}
+
+	/* a run suspended elsewhere keeps its waiting status */
+	if (strcmp(run->status, "pending") == 0 || strcmp(run->status, "paused") == 0)
+		run->status = "running";
+	if (strcmp(run->status, "running") == 0)
+		run->current_node_id = node_id;
+	ow_save_run(run);
+
+	call_end(&call);
+	owj_begin(&j);
+	owj_str(&j, "runId", run->run_id);
+	owj_str(&j, "nodeId", node_id);
+	owj_int(&j, "visit", visit);
+	owj_str(&j, "status", ex.status);
+	owj_bool(&j, "recovered", recovered);
+	if (seq >= 0)
+		owj_int(&j, "sequence", seq);
+	result = owj_end(&j);
+	call_finish();
+	PG_RETURN_JSONB_P(result);
+}
+
+/*
+ * End the open execution of node_id as completed or failed, and append
+ * node.completed / node.failed.  Shared by complete_node and fail_node.
+ */
+static Datum
+end_node(FunctionCallInfo fcinfo, bool failed)
+{
+	static SPIPlanPtr plan = NULL;
+	const char *run_input = required_run_arg(fcinfo);
+	char	   *node_id = required_node_arg(fcinfo, 1);
+	Jsonb	   *value = failed ? error_arg(fcinfo, 2) : object_arg(fcinfo, 2, "outputs");
+	OwCall		call;
+	OwRun	   *run = &call.run;
+	OwExec		ex;
+	OwJson		j;
+	Jsonb	   *result;
+	Datum		args[7];
+	char		nulls[7] = {' ', ' ', ' ', ' ', ' ', ' ', ' '};
+	int64		seq;
+	const char *status = failed ? "failed" : "completed";
+
+	call_begin(&call, run_input);
+	refuse_if_terminal(run);
+	latest_exec(run, node_id, &ex);
+	if (!ex.found)
+		node_not_found(run, node_id, "has not been started");
+	if (!exec_is_open(&ex) || strcmp(ex.status, "interrupted") == 0)
+		node_not_open(run, node_id, &ex);
+
+	if (plan == NULL)
+	{
+		Oid			types[7] = {TEXTOID, TEXTOID, TEXTOID, INT4OID, TEXTOID, JSONBOID, JSONBOID};
+
+		plan = ow_prepare("UPDATE openwop.node_executions"
+						  "   SET status = $5, outputs = $6, error = $7, ended_at = pg_catalog.now()"
+						  " WHERE tenant OPERATOR(pg_catalog.=) $1"
+						  "   AND run_id OPERATOR(pg_catalog.=) $2"
+						  "   AND node_id OPERATOR(pg_catalog.=) $3"
+						  "   AND visit OPERATOR(pg_catalog.=) $4", 7, types);
+	}
+	args[0] = CStringGetTextDatum(run->tenant);
+	args[1] = CStringGetTextDatum(run->run_id);
+	args[2] = CStringGetTextDatum(node_id);
+	args[3] = Int32GetDatum(ex.visit);
+	args[4] = CStringGetTextDatum(status);
+	args[5] = JsonbPGetDatum(value);
+	args[6] = JsonbPGetDatum(value);
+	nulls[failed ? 5 : 6] = 'n';
+	if (SPI_execute_plan(plan, args, nulls, false, 0) != SPI_OK_UPDATE || SPI_processed != 1)
+		elog(ERROR, "could not end execution of node \"%s\"", node_id);
+
+	owj_begin(&j);
+	owj_str(&j, "nodeId", node_id);
+	if (failed)
+	{
+		owj_jsonb(&j, "error", value);
+		owj_int(&j, "attempts", ex.attempt + 1);
+	}
+	else
+	{
+		owj_jsonb(&j, "outputs", value);
+		owj_int(&j, "durationMs",
+				Max(0, (GetCurrentTransactionStartTimestamp() - ex.started_at) / 1000));
+	}
+	seq = ow_append(run, failed ? "node.failed" : "node.completed", node_id, owj_end(&j));
+
+	if (run->current_node_id && strcmp(run->current_node_id, node_id) == 0)
+		run->current_node_id = NULL;
+	ow_save_run(run);
+
+	call_end(&call);
+	owj_begin(&j);
+	owj_str(&j, "runId", run->run_id);
+	owj_str(&j, "nodeId", node_id);
+	owj_int(&j, "visit", ex.visit);
+	owj_str(&j, "status", status);
+	owj_int(&j, "sequence", seq);
+	result = owj_end(&j);
+	call_finish();
+	PG_RETURN_JSONB_P(result);
+}
+
+Datum
+ow_complete_node(PG_FUNCTION_ARGS)
+{
+	return end_node(fcinfo, false);
+}
+
+Datum
+ow_fail_node(PG_FUNCTION_ARGS)
+{
+	return end_node(fcinfo, true);
+}
+
+/* ----------
+ * Terminal transitions
+ * ----------
+ */
+
+/*
+ * Cancel every open execution of the run (node.cancelled, in node id order
+ * so the log is deterministic).  Runs before the terminal event, which must
+ * be the run's last.
+ */
+static void
+cancel_open_executions(OwRun *run, const char *reason)
+{
+	static SPIPlanPtr plan = NULL;
+	Datum		args[2];
+	uint64		n;
+	uint64		i;
+	char	  **nodes;
+
+	if (plan == NULL)
+	{
+		Oid			types[2] = {TEXTOID, TEXTOID};
+
+		plan = ow_prepare("WITH c AS ("
+						  "  UPDATE openwop.node_executions"
+						  "     SET status = 'cancelled', ended_at = pg_catalog.now()"
+						  "   WHERE tenant OPERATOR(pg_catalog.=) $1"
+						  "     AND run_id OPERATOR(pg_catalog.=) $2"
+						  "     AND status OPERATOR(pg_catalog.=) ANY"
+						  "         ('{running,interrupted,pending}'::pg_catalog.text[])"
+						  "  RETURNING node_id)"
+						  " SELECT node_id FROM c ORDER BY node_id COLLATE pg_catalog.\"C\"",
+						  2, types);
+	}
+	args[0] = CStringGetTextDatum(run->tenant);
+	args[1] = CStringGetTextDatum(run->run_id);
+	if (SPI_execute_plan(plan, args, NULL, false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not cancel the open executions of run \"%s\"", run->run_id);
+
+	/* copy out: ow_append runs SPI again and replaces SPI_tuptable */
+	n = SPI_processed;
+	nodes = palloc(sizeof(char *) * (n + 1));
+	for (i = 0; i < n; i++)
+		nodes[i] = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1);
+	for (i = 0; i < n; i++)
+	{
+		OwJson		j;
+
+		owj_begin(&j);
+		owj_str(&j, "nodeId", nodes[i]);
+		owj_str(&j, "reason", reason);
+		ow_append(run, "node.cancelled", nodes[i], owj_end(&j));
+	}
+}
+
+typedef enum OwTerminal
+{
+	OW_COMPLETE,
+	OW_FAIL,
+	OW_CANCEL
+} OwTerminal;
+
+/*
+ * The three terminal transitions.  Exactly one terminal event per run: the
+ * run row lock orders racing callers, and whoever comes second sees the
+ * terminal status and gets run_terminal.
+ */
+static Datum
+end_run(FunctionCallInfo fcinfo, OwTerminal how)
+{
+	const char *run_input = required_run_arg(fcinfo);
+	Jsonb	   *outputs = NULL;
+	Jsonb	   *error = NULL;
+	char	   *failed_node = NULL;
+	char	   *reason = NULL;
+	char	   *principal = ow_caller_principal();
+	OwCall		call;
+	OwRun	   *run = &call.run;
+	OwJson		j;
+	Jsonb	   *result;
+	int64		seq;
+
+	switch (how)
+	{
+		case OW_COMPLETE:
+			outputs = object_arg(fcinfo, 1, "outputs");
+			break;
+		case OW_FAIL:
+			error = error_arg(fcinfo, 1);
+			failed_node = text_arg(fcinfo, 2);
+			if (failed_node && !ow_valid_author_id(failed_node))
+				ow_validation_error("failedNodeId", "\"%s\" is not a valid node id", failed_node);
+			break;
+		case OW_CANCEL:
+			reason = text_arg(fcinfo, 1);
+			break;
+	}
+
+	call_begin(&call, run_input);
+	refuse_if_terminal(run);
+
+	cancel_open_executions(run, how == OW_COMPLETE ? "run-completed" :
+						   how == OW_FAIL ? "run-failed" : "run-cancelled");
+
+	owj_begin(&j);
+	switch (how)
+	{
+		case OW_COMPLETE:
+			owj_jsonb(&j, "outputs", outputs);
+			run->status = "completed";
+			run->outputs = outputs;
+			break;
+		case OW_FAIL:
+			owj_jsonb(&j, "error", error);
+			if (failed_node)
+				owj_str(&j, "failedNodeId", failed_node);
+			run->status = "failed";
+			/* the snapshot's error is the event's error minus retryable */
+			run->error = owj_remove_key(error, "retryable");
+			break;
+		case OW_CANCEL:
+			if (reason)
+				owj_str(&j, "reason", reason);
+			owj_str(&j, "cancelledBy", principal);
+			run->status = "cancelled";
+			break;
+	}
+	owj_int(&j, "durationMs", ow_duration_ms(run));
+	seq = ow_append(run, how == OW_COMPLETE ? "run.completed" :
+					how == OW_FAIL ? "run.failed" : "run.cancelled",
+					NULL, owj_end(&j));
+	run->current_node_id = NULL;
+	ow_save_run(run);
+
+	call_end(&call);
+	owj_begin(&j);
+	owj_str(&j, "runId", run->run_id);
+	owj_str(&j, "status", run->status);
+	owj_int(&j, "sequence", seq);
+	result = owj_end(&j);
+	call_finish();
+	PG_RETURN_JSONB_P(result);
+}
+
+Datum
+ow_complete_run(PG_FUNCTION_ARGS)
+{
+	return end_run(fcinfo, OW_COMPLETE);
+}
+
+Datum
+ow_fail_run(PG_FUNCTION_ARGS)
+{
+	return end_run(fcinfo, OW_FAIL);
+}
+
+Datum
+ow_cancel_run(PG_FUNCTION_ARGS)
+{
+	return end_run(fcinfo, OW_CANCEL);
+}
