@@ -434,9 +434,11 @@ ow_create_run(PG_FUNCTION_ARGS)
 	{
 		OwDetails	d;
 
+		/* lock the existing run, to report its status */
+		ow_lock_run(run, run_id);
 		ow_details_init(&d);
 		ow_details_str(&d, "runId", run_id);
-		ow_details_str(&d, "runStatus", "exists");
+		ow_details_str(&d, "runStatus", run->status);
 		ow_raise(OW_SQLSTATE_409, "run_state_conflict", &d,
 				 "Omit options.runId to have the host mint a fresh run id.",
 				 "run \"%s\" already exists", run_id);

@@ -1,0 +1,42 @@
+# Shared by test/run and demo/run: make sure the build and test tools are
+# installed, then build and install the extension.  Sourced, not executed.
+
+PGVER=15
+
+# Install the Debian packages we need, but only those that are missing.
+ensure_packages() {
+	local want=()
+	command -v make >/dev/null 2>&1 && command -v gcc >/dev/null 2>&1 || want+=(make gcc)
+	command -v pg_virtualenv >/dev/null 2>&1 || want+=(postgresql-common)
+	[ -x /usr/lib/postgresql/$PGVER/bin/postgres ] || want+=(postgresql-$PGVER)
+	[ -x /usr/lib/postgresql/$PGVER/bin/pg_dump ] || want+=(postgresql-client-$PGVER)
+	[ -f /usr/lib/postgresql/$PGVER/lib/pgxs/src/makefiles/pgxs.mk ] || want+=(postgresql-server-dev-$PGVER)
+	if [ "${1:-}" = test ]; then
+		[ -f /usr/share/postgresql/$PGVER/extension/pgtap.control ] || want+=(postgresql-$PGVER-pgtap)
+		command -v pg_prove >/dev/null 2>&1 || want+=(libtap-parser-sourcehandler-pgtap-perl)
+	fi
+	if [ ${#want[@]} -gt 0 ]; then
+		echo "== installing: ${want[*]}"
+		if [ "$(id -u)" -ne 0 ]; then
+			echo "missing packages (${want[*]}); run this command as root to install them" >&2
+			exit 1
+		fi
+		export DEBIAN_FRONTEND=noninteractive
+		apt-get update -qq
+		apt-get install -y -qq --no-install-recommends "${want[@]}" >/dev/null
+	fi
+	export PATH="/usr/lib/postgresql/$PGVER/bin:$PATH"
+	export PG_CONFIG="/usr/lib/postgresql/$PGVER/bin/pg_config"
+}
+
+# Build (warnings are errors) and install.  Leaves the build log in $1.
+build_and_install() {
+	local log=$1
+	make -s clean >/dev/null 2>&1 || true
+	if ! make PG_CONFIG="$PG_CONFIG" >"$log" 2>&1; then
+		cat "$log" >&2
+		echo "build failed" >&2
+		return 1
+	fi
+	make -s PG_CONFIG="$PG_CONFIG" install >/dev/null
+}
