@@ -1,0 +1,78 @@
+-- Caller model and privileges: an application role drives runs through the
+-- functions but cannot touch the tables; PostgREST's per-request settings
+-- name the principal and tenant; the statements inside cannot be hijacked
+-- through search_path.
+BEGIN;
+SELECT plan(12);
+
+CREATE ROLE openwop_tap_app;
+CREATE ROLE openwop_tap_stranger;
+GRANT USAGE ON SCHEMA openwop TO openwop_tap_app, openwop_tap_stranger;
+GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA openwop TO openwop_tap_app;
+GRANT CREATE ON SCHEMA public TO openwop_tap_app;
+CREATE TEMP TABLE hijack_outcome (outcome text);
+-- pgTAP keeps its counters in temp tables: let the test roles write them
+DO $$
+DECLARE r record;
+BEGIN
+  FOR r IN SELECT c.oid::regclass AS rel FROM pg_class c
+            WHERE c.relnamespace = pg_my_temp_schema() AND c.relkind IN ('r', 'S') LOOP
+    EXECUTE format('GRANT ALL ON %s TO openwop_tap_app, openwop_tap_stranger', r.rel);
+  END LOOP;
+END $$;
+
+SET LOCAL ROLE openwop_tap_app;
+SET LOCAL openwop.tenant = 'acme';
+SELECT is(openwop.create_run('priv', '{"runId": "acme/priv-run-0000001"}') ->> 'status', 'running',
+          'an application role with EXECUTE creates a run');
+SELECT is(openwop.run_snapshot('acme/priv-run-0000001') #>> '{owner,subject,id}', 'openwop_tap_app',
+          'the principal of a SQL session is current_user');
+SELECT throws_ok($$ SELECT * FROM openwop.runs $$, '42501', NULL, 'it cannot read the runs table');
+SELECT throws_ok($$ SELECT * FROM openwop.events $$, '42501', NULL, 'it cannot read the event log directly');
+SELECT throws_ok($$ INSERT INTO openwop.events (tenant, run_id, sequence, type, payload)
+                    VALUES ('acme', 'acme/priv-run-0000001', 99, 'run.completed', '{}') $$,
+                 '42501', NULL, 'it cannot forge an event');
+SELECT throws_ok($$ UPDATE openwop.runs SET status = 'completed' $$, '42501', NULL,
+                 'it cannot change a run behind the API');
+
+-- a malicious "=" earlier on search_path does not change what the API reads
+-- (pgTAP itself would be fooled by it, so the outcome is recorded first)
+CREATE FUNCTION public.always_true(text, text) RETURNS boolean LANGUAGE sql AS 'SELECT true';
+CREATE OPERATOR public.= (LEFTARG = text, RIGHTARG = text, FUNCTION = public.always_true);
+SET LOCAL search_path = public, pg_catalog;
+DO $$
+BEGIN
+  PERFORM openwop.run_snapshot('acme/priv-run-9999999');
+  INSERT INTO pg_temp.hijack_outcome VALUES ('answered');
+EXCEPTION WHEN OTHERS THEN
+  INSERT INTO pg_temp.hijack_outcome VALUES (SQLSTATE);
+END $$;
+RESET search_path;
+RESET ROLE;
+SELECT is((SELECT outcome FROM pg_temp.hijack_outcome), 'PT404',
+          'the API''s statements use pg_catalog operators whatever search_path says');
+
+-- a role without EXECUTE is refused by PostgreSQL itself
+SET LOCAL ROLE openwop_tap_stranger;
+SELECT throws_ok($$ SELECT openwop.create_run('priv') $$, '42501', NULL,
+                 'a role without EXECUTE cannot call the API');
+RESET ROLE;
+
+-- PostgREST: SET ROLE plus request.jwt.claims per request
+SET LOCAL ROLE openwop_tap_app;
+SET LOCAL request.jwt.claims = '{"role": "openwop_tap_app", "sub": "alice@example.org", "tenant": "initech"}';
+SELECT is(openwop.create_run('priv', '{"runId": "initech/priv-run-0000001"}') ->> 'runId',
+          'initech/priv-run-0000001', 'the tenant comes from the JWT claim');
+SELECT is(openwop.run_snapshot('initech/priv-run-0000001') -> 'owner',
+          '{"tenant": "initech", "subject": {"id": "alice@example.org"}}',
+          'the principal is the sub claim');
+SELECT throws_ok($$ SELECT openwop.run_snapshot('acme/priv-run-0000001') $$, 'PT403', NULL,
+                 'the claim''s tenant cannot reach another tenant''s run');
+RESET ROLE;
+
+-- superusers cannot rewrite history either
+SELECT throws_ok($$ DELETE FROM openwop.events $$, '42501',
+                 'the openwop event log is append-only', 'the owner cannot delete events');
+
+SELECT * FROM finish();
+ROLLBACK;
