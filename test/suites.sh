@@ -11,6 +11,20 @@ failed=0
 ok() { passed=$((passed + 1)); echo "ok - $1"; }
 not_ok() { failed=$((failed + 1)); echo "not ok - $1"; }
 
+# Add a runner's per-test results to the totals: tally LOG OK_RE FAIL_RE STATUS NAME.
+# A runner that failed without reporting a failed test counts as one failure.
+tally() {
+	local log=$1 p f
+	cat "$log"
+	p=$(grep -cE "$2" "$log")
+	f=$(grep -cE "$3" "$log")
+	passed=$((passed + p))
+	failed=$((failed + f))
+	if [ "$4" -ne 0 ] && [ "$f" -eq 0 ]; then
+		not_ok "$5 exited with status $4"
+	fi
+}
+
 echo "== build"
 if grep -qi 'warning:' $R/build.log; then
 	grep -i 'warning:' $R/build.log
@@ -21,15 +35,7 @@ fi
 
 echo "== pg_regress and isolation suites"
 make -k -s PG_CONFIG="$PG_CONFIG" installcheck >$R/installcheck.log 2>&1
-make_status=$?
-cat $R/installcheck.log
-p=$(grep -cE '\.\.\. ok' $R/installcheck.log)
-f=$(grep -cE '\.\.\. FAILED' $R/installcheck.log)
-passed=$((passed + p))
-failed=$((failed + f))
-if [ "$make_status" -ne 0 ] && [ "$f" -eq 0 ]; then
-	not_ok "installcheck exited with status $make_status"
-fi
+tally $R/installcheck.log '\.\.\. ok' '\.\.\. FAILED' $? "make installcheck"
 for d in $R/regression.diffs $R/isolation/regression.diffs; do
 	[ -s "$d" ] && { echo "---- $d"; cat "$d"; }
 done
@@ -39,15 +45,7 @@ dropdb --if-exists openwop_tap >/dev/null 2>&1
 createdb openwop_tap
 psql -X -q -d openwop_tap -c 'CREATE EXTENSION pgtap' -c 'CREATE EXTENSION openwop_interrupt'
 pg_prove --verbose -d openwop_tap test/pgtap/*.sql >$R/pgtap.log 2>&1
-prove_status=$?
-cat $R/pgtap.log
-p=$(grep -cE '^ok [0-9]' $R/pgtap.log)
-f=$(grep -cE '^not ok [0-9]' $R/pgtap.log)
-passed=$((passed + p))
-failed=$((failed + f))
-if [ "$prove_status" -ne 0 ] && [ "$f" -eq 0 ]; then
-	not_ok "pg_prove exited with status $prove_status"
-fi
+tally $R/pgtap.log '^ok [0-9]' '^not ok [0-9]' $? "pg_prove"
 
 echo "== scripted checks"
 for t in test/checks/*.sh; do
