@@ -121,6 +121,12 @@ CREATE TABLE openwop.events (
     CONSTRAINT events_payload_object CHECK (pg_catalog.jsonb_typeof(payload) = 'object')
 );
 
+-- exactly one terminal event per run: a constraint, not only code
+CREATE UNIQUE INDEX events_one_terminal_per_run ON openwop.events (tenant, run_id)
+    WHERE type IN ('run.completed', 'run.failed', 'run.cancelled');
+COMMENT ON INDEX openwop.events_one_terminal_per_run IS
+  'At most one run.completed, run.failed or run.cancelled per run.';
+
 COMMENT ON TABLE openwop.events IS
   'The run event log: append-only (a trigger refuses UPDATE, DELETE and TRUNCATE), gapless per-run sequence from 0.';
 COMMENT ON COLUMN openwop.events.tenant IS 'Tenant of the run.';

@@ -1,7 +1,7 @@
 -- The installed objects: tables and keys, function signatures, comments,
 -- privileges and pg_dump registration.
 BEGIN;
-SELECT plan(31);
+SELECT plan(33);
 
 SELECT has_schema('openwop');
 SELECT has_table('openwop', 'runs', 'runs table');
@@ -21,6 +21,15 @@ SELECT is_empty($$
                       WHERE a.attrelid = c.conrelid AND a.attnum = ANY (c.conkey)
                         AND a.attname = 'tenant')
 $$, 'no primary or unique key without the tenant');
+
+-- exactly one terminal event per run is a constraint
+SET LOCAL openwop.tenant = 'acme';
+SELECT lives_ok($$ SELECT openwop.create_run('catalog', '{"runId": "acme/catalog-run-000001"}');
+                   SELECT openwop.cancel_run('acme/catalog-run-000001') $$, 'a cancelled run');
+SELECT throws_ok($$
+  INSERT INTO openwop.events (tenant, run_id, sequence, type, payload)
+  VALUES ('acme', 'acme/catalog-run-000001', 2, 'run.completed', '{"outputs": {}}')
+$$, '23505', NULL, 'a second terminal event is refused by a unique index, even for the owner');
 
 -- the API signatures of DESIGN §4.1
 SELECT has_function('openwop', 'create_run', ARRAY['text', 'jsonb']);
