@@ -16,9 +16,9 @@ PG_CFLAGS   += -Wall -Wextra -Werror -Wno-unused-parameter -Wno-missing-field-in
 # pg_regress suites read test/sql and test/specs; all expected output lives in expected/
 # (test/expected is a link to it, because PostgreSQL 15's pg_regress has no --expecteddir).
 REGRESS      = $(patsubst test/sql/%.sql,%,$(sort $(wildcard test/sql/*.sql)))
-REGRESS_OPTS = --inputdir=test --outputdir=test/results --load-extension=$(EXTENSION)
+REGRESS_OPTS = --inputdir=test --outputdir=test/results --load-extension=$(EXTENSION) --encoding=UTF8
 ISOLATION    = $(patsubst test/specs/%.spec,%,$(sort $(wildcard test/specs/*.spec)))
-ISOLATION_OPTS = --inputdir=test --outputdir=test/results/isolation --load-extension=$(EXTENSION)
+ISOLATION_OPTS = --inputdir=test --outputdir=test/results/isolation --load-extension=$(EXTENSION) --encoding=UTF8
 
 # Debian's PGXS also emits LLVM bitcode with clang; skip that when clang is not installed.
 ifeq ($(shell command -v clang-14 2>/dev/null || command -v clang 2>/dev/null),)

@@ -244,3 +244,13 @@ REVOKE ALL ON FUNCTION
     openwop.run_snapshot(text),
     openwop.events(text, bigint, integer)
 FROM PUBLIC;
+
+/* ------------------------------------------------------------------------
+ * JSON Schema subset (resumeSchema, outcomeSchema, question schemas)
+ * ------------------------------------------------------------------------ */
+
+CREATE FUNCTION openwop.json_schema_errors(schema jsonb, value jsonb)
+    RETURNS jsonb AS 'MODULE_PATHNAME', 'ow_json_schema_errors'
+    LANGUAGE C IMMUTABLE;
+COMMENT ON FUNCTION openwop.json_schema_errors(jsonb, jsonb) IS
+  'Errors of value against schema as [{path, keyword, message}] ([] when valid), using the JSON Schema subset interrupts accept; a schema outside the subset is refused with validation_error.';

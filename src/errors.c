@@ -13,20 +13,6 @@
 #include "lib/stringinfo.h"
 #include "utils/json.h"
 
-/* Append a printf-style message from the enclosing variadic function. */
-#define APPEND_FORMATTED(sinfo, fmt) \
-	for (;;) \
-	{ \
-		va_list		args_; \
-		int			needed_; \
-		va_start(args_, fmt); \
-		needed_ = appendStringInfoVA((sinfo), (fmt), args_); \
-		va_end(args_); \
-		if (needed_ == 0) \
-			break; \
-		enlargeStringInfo((sinfo), needed_); \
-	}
-
 void
 ow_details_init(OwDetails *d)
 {
@@ -54,6 +40,14 @@ ow_details_str(OwDetails *d, const char *key, const char *value)
 		appendStringInfoString(&d->buf, "null");
 }
 
+/* value is already JSON text (an array or object built by the caller) */
+void
+ow_details_raw(OwDetails *d, const char *key, const char *json)
+{
+	details_key(d, key);
+	appendStringInfoString(&d->buf, json);
+}
+
 void
 ow_details_int(OwDetails *d, const char *key, int64 value)
 {
@@ -73,7 +67,7 @@ ow_raise(int sqlstate, const char *code, OwDetails *details,
 
 	initStringInfo(&msg);
 	appendStringInfo(&msg, "%s: ", code);
-	APPEND_FORMATTED(&msg, fmt);
+	OW_APPEND_VA(&msg, fmt);
 
 	if (details)
 	{
@@ -96,7 +90,7 @@ ow_validation_error(const char *field, const char *fmt,...)
 	OwDetails	d;
 
 	initStringInfo(&msg);
-	APPEND_FORMATTED(&msg, fmt);
+	OW_APPEND_VA(&msg, fmt);
 
 	ow_details_init(&d);
 	ow_details_str(&d, "field", field);

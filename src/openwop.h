@@ -16,6 +16,7 @@
 #include "postgres.h"
 
 #include "executor/spi.h"
+#include "lib/stringinfo.h"
 #include "utils/jsonb.h"
 #include "utils/timestamp.h"
 
@@ -33,6 +34,23 @@
 #define OW_SQLSTATE_410 MAKE_SQLSTATE('P','T','4','1','0')
 #define OW_SQLSTATE_422 MAKE_SQLSTATE('P','T','4','2','2')
 
+/*
+ * Append a printf-style message from the enclosing variadic function's
+ * "fmt, ..." arguments to a StringInfo.
+ */
+#define OW_APPEND_VA(sinfo, fmt) \
+	for (;;) \
+	{ \
+		va_list		args_; \
+		int			needed_; \
+		va_start(args_, fmt); \
+		needed_ = appendStringInfoVA((sinfo), (fmt), args_); \
+		va_end(args_); \
+		if (needed_ == 0) \
+			break; \
+		enlargeStringInfo((sinfo), needed_); \
+	}
+
 /* A details object under construction: "key": value pairs, values already JSON. */
 typedef struct OwDetails
 {
@@ -43,6 +61,7 @@ typedef struct OwDetails
 extern void ow_details_init(OwDetails *d);
 extern void ow_details_str(OwDetails *d, const char *key, const char *value);
 extern void ow_details_int(OwDetails *d, const char *key, int64 value);
+extern void ow_details_raw(OwDetails *d, const char *key, const char *json);
 
 extern void ow_raise(int sqlstate, const char *code, OwDetails *details,
 					 const char *hint, const char *fmt,...)
@@ -140,5 +159,12 @@ extern void ow_lock_run(OwRun *run, const char *run_id_input);
 extern int64 ow_append(OwRun *run, const char *type, const char *node_id, Jsonb *payload);
 extern void ow_save_run(OwRun *run);
 extern int64 ow_duration_ms(OwRun *run);
+
+/* ----------
+ * JSON Schema subset (jsonschema.c)
+ * ----------
+ */
+extern char *ow_schema_check(Jsonb *schema);
+extern bool ow_schema_validate(Jsonb *schema, Jsonb *value, char **errors);
 
 #endif							/* OPENWOP_H */

@@ -14,6 +14,7 @@ ensure_packages() {
 	if [ "${1:-}" = test ]; then
 		[ -f /usr/share/postgresql/$PGVER/extension/pgtap.control ] || want+=(postgresql-$PGVER-pgtap)
 		command -v pg_prove >/dev/null 2>&1 || want+=(libtap-parser-sourcehandler-pgtap-perl)
+		[ -d /usr/share/json-schema-test-suite/tests ] || want+=(json-schema-test-suite)
 	fi
 	if [ ${#want[@]} -gt 0 ]; then
 		echo "== installing: ${want[*]}"
