@@ -27,3 +27,11 @@ endif
 
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
+
+# The two installcheck halves on their own, so a pg_regress failure does not
+# keep the isolation suite from running (test/suites.sh runs both).
+.PHONY: installcheck-regress installcheck-isolation
+installcheck-regress:
+	$(pg_regress_installcheck) $(REGRESS_OPTS) $(REGRESS)
+installcheck-isolation:
+	$(pg_isolation_regress_installcheck) $(ISOLATION_OPTS) $(ISOLATION)

@@ -80,6 +80,7 @@ CREATE TABLE openwop.node_executions (
     attempt     integer     NOT NULL DEFAULT 0,
     outputs     jsonb,
     error       jsonb,
+    interrupt_id text,
     started_at  timestamptz NOT NULL DEFAULT pg_catalog.now(),
     ended_at    timestamptz,
     PRIMARY KEY (tenant, run_id, node_id, visit),
@@ -102,6 +103,7 @@ COMMENT ON COLUMN openwop.node_executions.status IS 'Job status: running, interr
 COMMENT ON COLUMN openwop.node_executions.attempt IS 'Zero-based attempt counter carried on node.started.';
 COMMENT ON COLUMN openwop.node_executions.outputs IS 'Outputs of a completed execution.';
 COMMENT ON COLUMN openwop.node_executions.error IS 'Error of a failed execution.';
+COMMENT ON COLUMN openwop.node_executions.interrupt_id IS 'Interrupt the execution last raised (FlowDrop: the job carries the interrupt id).';
 COMMENT ON COLUMN openwop.node_executions.started_at IS 'When the execution began.';
 COMMENT ON COLUMN openwop.node_executions.ended_at IS 'When the execution ended; NULL while it is open.';
 
@@ -139,12 +141,102 @@ COMMENT ON COLUMN openwop.events.created_at IS 'Envelope timestamp.';
 COMMENT ON COLUMN openwop.events.schema_version IS 'Envelope schemaVersion.';
 COMMENT ON COLUMN openwop.events.causation_id IS 'Envelope causationId: the eventId that caused this event, if any.';
 
+CREATE TABLE openwop.interrupts (
+    tenant            text        NOT NULL,
+    interrupt_id      text        NOT NULL,
+    run_id            text        NOT NULL,
+    root_run_id       text        NOT NULL,
+    node_id           text        NOT NULL,
+    visit             integer     NOT NULL,
+    ordinal           integer     NOT NULL,
+    key               text        NOT NULL,
+    kind              text        NOT NULL,
+    payload           jsonb       NOT NULL,
+    status            text        NOT NULL DEFAULT 'pending',
+    expires_at        timestamptz,
+    requested_sequence bigint     NOT NULL,
+    resolved_sequence bigint,
+    resume_value      jsonb,
+    decision          text,
+    action            text,
+    reason            text,
+    resolved_by       text,
+    created_at        timestamptz NOT NULL DEFAULT pg_catalog.now(),
+    resolved_at       timestamptz,
+    PRIMARY KEY (tenant, interrupt_id),
+    -- a re-entry key is requested at most once for the lifetime of a run (and its replay chain)
+    CONSTRAINT interrupts_key_once_per_run UNIQUE (tenant, root_run_id, key),
+    CONSTRAINT interrupts_id_tenant_bound CHECK (pg_catalog.starts_with(interrupt_id, tenant || '/')),
+    CONSTRAINT interrupts_kind_known
+        CHECK (kind IN ('approval', 'clarification', 'external-event', 'custom',
+                        'conversation.start', 'conversation.exchange', 'conversation.close',
+                        'low-confidence', 'credential')),
+    CONSTRAINT interrupts_status_known CHECK (status IN ('pending', 'resolved', 'cancelled', 'expired')),
+    CONSTRAINT interrupts_decision_known CHECK (decision IN ('granted', 'rejected', 'overridden')),
+    CONSTRAINT interrupts_action_known CHECK (action IN ('accept', 'reject', 'refine', 'edit-accept', 'timeout')),
+    CONSTRAINT interrupts_settled_when_not_pending CHECK ((status = 'pending') = (resolved_at IS NULL)),
+    CONSTRAINT interrupts_visit_ordinal_nonnegative CHECK (visit >= 0 AND ordinal >= 0)
+) WITH (fillfactor = 80);
+
+-- at most one pending interrupt per (run, node); also the resolve path's lookup
+CREATE UNIQUE INDEX interrupts_one_pending_per_node ON openwop.interrupts (tenant, run_id, node_id)
+    WHERE status = 'pending';
+COMMENT ON INDEX openwop.interrupts_one_pending_per_node IS
+  'At most one pending interrupt per run and node; serves the run-scoped resolve lookup.';
+
+COMMENT ON TABLE openwop.interrupts IS
+  'Suspension records: one row per interrupt raised, keyed by its tenant-bound id, with the deterministic re-entry key unique per run.';
+COMMENT ON COLUMN openwop.interrupts.tenant IS 'Tenant of the run.';
+COMMENT ON COLUMN openwop.interrupts.interrupt_id IS 'Tenant-bound interrupt id, "<tenant>/<opaque>".';
+COMMENT ON COLUMN openwop.interrupts.run_id IS 'Run that raised the interrupt.';
+COMMENT ON COLUMN openwop.interrupts.root_run_id IS 'Root of the run''s replay chain; keys are unique under it.';
+COMMENT ON COLUMN openwop.interrupts.node_id IS 'Node that raised the interrupt.';
+COMMENT ON COLUMN openwop.interrupts.visit IS 'Visit index of the node execution that raised it.';
+COMMENT ON COLUMN openwop.interrupts.ordinal IS 'Which interrupt call within that execution (0 for the first).';
+COMMENT ON COLUMN openwop.interrupts.key IS 'Deterministic re-entry key derived from root run, node, visit and ordinal.';
+COMMENT ON COLUMN openwop.interrupts.kind IS 'InterruptPayload kind.';
+COMMENT ON COLUMN openwop.interrupts.payload IS 'The InterruptPayload exactly as carried on interrupt.requested.';
+COMMENT ON COLUMN openwop.interrupts.status IS 'pending, resolved, cancelled (run ended) or expired.';
+COMMENT ON COLUMN openwop.interrupts.expires_at IS 'Deadline from timeoutMs; NULL when absent or 0 (never expires).';
+COMMENT ON COLUMN openwop.interrupts.requested_sequence IS 'Sequence of its interrupt.requested event.';
+COMMENT ON COLUMN openwop.interrupts.resolved_sequence IS 'Sequence of its interrupt.resolved event.';
+COMMENT ON COLUMN openwop.interrupts.resume_value IS 'The resume value it was resolved with.';
+COMMENT ON COLUMN openwop.interrupts.decision IS 'Approval decision: granted, rejected or overridden.';
+COMMENT ON COLUMN openwop.interrupts.action IS 'Approval action applied.';
+COMMENT ON COLUMN openwop.interrupts.reason IS 'Why it was resolved without a human (e.g. timeout), if so.';
+COMMENT ON COLUMN openwop.interrupts.resolved_by IS 'Principal that resolved it.';
+COMMENT ON COLUMN openwop.interrupts.created_at IS 'When it was raised.';
+COMMENT ON COLUMN openwop.interrupts.resolved_at IS 'When it stopped being pending.';
+
+CREATE TABLE openwop.idempotency_keys (
+    tenant         text        NOT NULL,
+    endpoint       text        NOT NULL,
+    key            text        NOT NULL,
+    request_digest text        NOT NULL,
+    response       jsonb,
+    created_at     timestamptz NOT NULL DEFAULT pg_catalog.now(),
+    expires_at     timestamptz NOT NULL,
+    PRIMARY KEY (tenant, endpoint, key)
+);
+COMMENT ON TABLE openwop.idempotency_keys IS
+  'Idempotency-Key records of resolve requests: the first request''s digest and final response, kept at least 24 hours.';
+COMMENT ON COLUMN openwop.idempotency_keys.tenant IS 'Authenticated tenant of the request.';
+COMMENT ON COLUMN openwop.idempotency_keys.endpoint IS 'Canonical operation, e.g. resolveInterruptByRun.';
+COMMENT ON COLUMN openwop.idempotency_keys.key IS 'The caller''s Idempotency-Key.';
+COMMENT ON COLUMN openwop.idempotency_keys.request_digest IS 'SHA-256 of the canonical request; another body under the same key is idempotency_key_mismatch.';
+COMMENT ON COLUMN openwop.idempotency_keys.response IS 'Final response returned to a same-key replay.';
+COMMENT ON COLUMN openwop.idempotency_keys.created_at IS 'When the key was first used.';
+COMMENT ON COLUMN openwop.idempotency_keys.expires_at IS 'When the record may be removed (openwop.idempotency_retention after creation).';
+
 /* Dump the rows of every table that holds user data (pg_dump skips extension tables otherwise). */
 SELECT pg_catalog.pg_extension_config_dump('openwop.runs', '');
 SELECT pg_catalog.pg_extension_config_dump('openwop.node_executions', '');
 SELECT pg_catalog.pg_extension_config_dump('openwop.events', '');
+SELECT pg_catalog.pg_extension_config_dump('openwop.interrupts', '');
+SELECT pg_catalog.pg_extension_config_dump('openwop.idempotency_keys', '');
 
-REVOKE ALL ON openwop.runs, openwop.node_executions, openwop.events FROM PUBLIC;
+REVOKE ALL ON openwop.runs, openwop.node_executions, openwop.events,
+    openwop.interrupts, openwop.idempotency_keys FROM PUBLIC;
 
 /* ------------------------------------------------------------------------
  * Append-only event log, enforced in C for every role.  ENABLE ALWAYS keeps
@@ -231,6 +323,39 @@ CREATE FUNCTION openwop.events(run_id text, after_sequence bigint DEFAULT -1, ma
 COMMENT ON FUNCTION openwop.events(text, bigint, integer) IS
   'Event envelopes of a run with sequence > after_sequence, in order, at most max (1..10000): eventId, runId, type, payload, timestamp, sequence, schemaVersion, nodeId?, causationId?.';
 
+
+/* ------------------------------------------------------------------------
+ * JSON Schema subset (resumeSchema, outcomeSchema, question schemas)
+ * ------------------------------------------------------------------------ */
+
+CREATE FUNCTION openwop.json_schema_errors(schema jsonb, value jsonb)
+    RETURNS jsonb AS 'MODULE_PATHNAME', 'ow_json_schema_errors'
+    LANGUAGE C IMMUTABLE;
+COMMENT ON FUNCTION openwop.json_schema_errors(jsonb, jsonb) IS
+  'Errors of value against schema as [{path, keyword, message}] ([] when valid), using the JSON Schema subset interrupts accept; a schema outside the subset is refused with validation_error.';
+
+/* ------------------------------------------------------------------------
+ * Interrupts: raise (engine side) and run-scoped resolve (resolver side)
+ * ------------------------------------------------------------------------ */
+
+CREATE FUNCTION openwop.interrupt(run_id text, node_id text, request jsonb, ordinal integer DEFAULT 0)
+    RETURNS jsonb AS 'MODULE_PATHNAME', 'ow_interrupt'
+    LANGUAGE C VOLATILE;
+COMMENT ON FUNCTION openwop.interrupt(text, text, jsonb, integer) IS
+  'ctx.interrupt(): validates request {kind, data, resumeSchema?, timeoutMs?}, derives the re-entry key from (root run, node, visit, ordinal) and either suspends the node (interrupt.requested, node.suspended; returns the FlowDrop INT-1 envelope) or, for a key already requested, returns the pending envelope or the recorded resolution without appending anything.';
+
+CREATE FUNCTION openwop.resolve_interrupt(run_id text, node_id text, resume_value jsonb, idempotency_key text DEFAULT NULL)
+    RETURNS jsonb AS 'MODULE_PATHNAME', 'ow_resolve_interrupt'
+    LANGUAGE C VOLATILE;
+COMMENT ON FUNCTION openwop.resolve_interrupt(text, text, jsonb, text) IS
+  'resolveInterruptByRun: resolves the pending interrupt of node_id with resume_value (needs approvals:respond); exactly one of concurrent resolves wins, the others get interrupt_already_resolved (PT409). Honors an Idempotency-Key.';
+
+CREATE FUNCTION openwop.sweep(max integer DEFAULT 1000)
+    RETURNS integer AS 'MODULE_PATHNAME', 'ow_sweep'
+    LANGUAGE C VOLATILE;
+COMMENT ON FUNCTION openwop.sweep(integer) IS
+  'Housekeeping once (for pg_cron users): removes at most max idempotency records past their retention; returns how many rows it changed.';
+
 /* No role but the owner may call anything until the DBA grants it (see README, "Roles and grants"). */
 REVOKE ALL ON FUNCTION
     openwop.events_append_only(),
@@ -242,15 +367,9 @@ REVOKE ALL ON FUNCTION
     openwop.fail_run(text, jsonb, text),
     openwop.cancel_run(text, text),
     openwop.run_snapshot(text),
-    openwop.events(text, bigint, integer)
+    openwop.events(text, bigint, integer),
+    openwop.json_schema_errors(jsonb, jsonb),
+    openwop.interrupt(text, text, jsonb, integer),
+    openwop.resolve_interrupt(text, text, jsonb, text),
+    openwop.sweep(integer)
 FROM PUBLIC;
-
-/* ------------------------------------------------------------------------
- * JSON Schema subset (resumeSchema, outcomeSchema, question schemas)
- * ------------------------------------------------------------------------ */
-
-CREATE FUNCTION openwop.json_schema_errors(schema jsonb, value jsonb)
-    RETURNS jsonb AS 'MODULE_PATHNAME', 'ow_json_schema_errors'
-    LANGUAGE C IMMUTABLE;
-COMMENT ON FUNCTION openwop.json_schema_errors(jsonb, jsonb) IS
-  'Errors of value against schema as [{path, keyword, message}] ([] when valid), using the JSON Schema subset interrupts accept; a schema outside the subset is refused with validation_error.';

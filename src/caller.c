@@ -16,7 +16,11 @@
 
 #include "access/htup_details.h"
 #include "catalog/namespace.h"
-#include "catalog/pg_namespace.h"
+#include "catalog/pg_class.h"
+#include "common/jsonapi.h"
+#include "mb/pg_wchar.h"
+#include "utils/acl.h"
+#include "utils/lsyscache.h"
 #include "common/base64.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
@@ -27,21 +31,41 @@
 extern char *ow_tenant_setting;
 extern char *ow_default_tenant;
 extern char *ow_tenant_claim;
+extern char *ow_jwt_session_role;
 
 /*
  * The verified JWT claims PostgREST put in request.jwt.claims, or NULL when
- * the setting is absent or empty (a plain SQL session).
+ * the setting is absent or empty (a plain SQL session).  When
+ * openwop.jwt_session_role names a role, claims count only in sessions whose
+ * session_user has that role (PostgREST's authenticator): anywhere else a
+ * role could forge them with SET.
  */
-static Jsonb *
-jwt_claims(void)
+Jsonb *
+ow_jwt_claims(void)
 {
 	const char *raw = GetConfigOption("request.jwt.claims", true, false);
-	Datum		d;
+	JsonLexContext *lex;
 
 	if (raw == NULL || raw[0] == '\0')
 		return NULL;
-	d = DirectFunctionCall1(jsonb_in, CStringGetDatum(raw));
-	return DatumGetJsonbP(d);
+	if (ow_jwt_session_role != NULL && ow_jwt_session_role[0] != '\0')
+	{
+		Oid			role = get_role_oid(ow_jwt_session_role, true);
+
+		if (!OidIsValid(role) || !has_privs_of_role(GetSessionUserId(), role))
+			return NULL;
+	}
+	lex = makeJsonLexContextCstringLen(pstrdup(raw), strlen(raw), GetDatabaseEncoding(), false);
+	if (pg_parse_json(lex, &nullSemAction) != JSON_SUCCESS)
+	{
+		OwDetails	d;
+
+		ow_details_init(&d);
+		ow_details_str(&d, "field", "request.jwt.claims");
+		ow_raise(OW_SQLSTATE_400, "validation_error", &d, NULL,
+				 "request.jwt.claims is not valid JSON");
+	}
+	return DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(raw)));
 }
 
 static char *
@@ -58,7 +82,7 @@ claim_string(Jsonb *claims, const char *name)
 char *
 ow_caller_principal(void)
 {
-	char	   *sub = claim_string(jwt_claims(), "sub");
+	char	   *sub = claim_string(ow_jwt_claims(), "sub");
 
 	if (sub != NULL && sub[0] != '\0')
 		return sub;
@@ -72,10 +96,27 @@ ow_caller_principal(void)
 char *
 ow_caller_tenant(void)
 {
-	char	   *tenant = claim_string(jwt_claims(), ow_tenant_claim);
+	Jsonb	   *claims = ow_jwt_claims();
+	char	   *tenant = NULL;
 	const char *source = "the JWT claim named by openwop.tenant_claim";
 
-	if (tenant == NULL || tenant[0] == '\0')
+	if (claims != NULL && ow_tenant_claim != NULL && ow_tenant_claim[0] != '\0')
+	{
+		JsonbValue *v = owj_get(claims, ow_tenant_claim);
+
+		/* a tenant claim that is there but unusable never falls back */
+		if (v != NULL && (v->type != jbvString || v->val.string.len == 0))
+		{
+			OwDetails	d;
+
+			ow_details_init(&d);
+			ow_details_str(&d, "claim", ow_tenant_claim);
+			ow_raise(OW_SQLSTATE_403, "forbidden", &d, NULL,
+					 "the JWT claim \"%s\" does not name a tenant", ow_tenant_claim);
+		}
+		tenant = owj_string(v);
+	}
+	if (tenant == NULL)
 	{
 		if (ow_tenant_setting != NULL && ow_tenant_setting[0] != '\0')
 		{
@@ -224,15 +265,27 @@ ow_normalize_run_id(const char *input, const char *caller_tenant)
 		id = q = palloc(strlen(input) + 1);
 		while (*p)
 		{
-			if ((*p == '~' || *p == '%') && hexval(p[1]) >= 0 && hexval(p[2]) >= 0)
+			if (*p == '~' || *p == '%')
 			{
-				*q++ = (char) (hexval(p[1]) * 16 + hexval(p[2]));
+				char		c;
+
+				/* an escape must be two hex digits naming "/" or an id character */
+				if (hexval(p[1]) < 0 || hexval(p[2]) < 0 ||
+					((c = (char) (hexval(p[1]) * 16 + hexval(p[2]))) != '/' && !is_unreserved(c)))
+				{
+					q = NULL;
+					break;
+				}
+				*q++ = c;
 				p += 3;
 			}
 			else
 				*q++ = *p++;
 		}
-		*q = '\0';
+		if (q)
+			*q = '\0';
+		else
+			id[0] = '\0';		/* a bad escape: refused below */
 	}
 	else
 		id = pstrdup(input);
@@ -265,31 +318,22 @@ ow_normalize_run_id(const char *input, const char *caller_tenant)
 	return id;
 }
 
-/*
- * nbytes of strong randomness as unpadded base64url: never contains "~",
- * so it is a valid opaque id segment once it is at least 16 characters.
- */
+/* Unpadded base64url of len bytes (RFC 4648 §5). */
 char *
-ow_mint_opaque(int nbytes)
+ow_base64url(const char *data, int len)
 {
-	unsigned char raw[64];
-	char	   *out;
-	int			len;
+	int			enclen = pg_b64_enc_len(len);
+	char	   *out = palloc(enclen + 1);
+	int			n;
 	int			i;
 
-	Assert(nbytes > 0 && nbytes <= (int) sizeof(raw));
-	if (!pg_strong_random(raw, nbytes))
-		ereport(ERROR,
-				(errcode(ERRCODE_INTERNAL_ERROR),
-				 errmsg("could not generate random bytes")));
-	out = palloc(pg_b64_enc_len(nbytes) + 1);
-	len = pg_b64_encode((const char *) raw, nbytes, out, pg_b64_enc_len(nbytes));
-	if (len < 0)
-		elog(ERROR, "could not encode random bytes");
-	while (len > 0 && out[len - 1] == '=')
-		len--;
-	out[len] = '\0';
-	for (i = 0; i < len; i++)
+	n = pg_b64_encode(data, len, out, enclen);
+	if (n < 0)
+		elog(ERROR, "could not encode base64");
+	while (n > 0 && out[n - 1] == '=')
+		n--;
+	out[n] = '\0';
+	for (i = 0; i < n; i++)
 	{
 		if (out[i] == '+')
 			out[i] = '-';
@@ -299,17 +343,41 @@ ow_mint_opaque(int nbytes)
 	return out;
 }
 
-/* The role that owns schema openwop (the extension's owner). */
+/*
+ * nbytes of strong randomness as unpadded base64url: never contains "~",
+ * so it is a valid opaque id segment once it is at least 16 characters.
+ */
+char *
+ow_mint_opaque(int nbytes)
+{
+	char		raw[64];
+
+	Assert(nbytes > 0 && nbytes <= (int) sizeof(raw));
+	if (!pg_strong_random(raw, nbytes))
+		ereport(ERROR,
+				(errcode(ERRCODE_INTERNAL_ERROR),
+				 errmsg("could not generate random bytes")));
+	return ow_base64url(raw, nbytes);
+}
+
+/*
+ * The role that owns the extension's tables (the role that ran CREATE
+ * EXTENSION), found through openwop.runs rather than the schema, whose
+ * owner could differ if the schema existed beforehand.
+ */
 static Oid
 openwop_owner(void)
 {
-	Oid			nsp = get_namespace_oid("openwop", false);
-	HeapTuple	tup = SearchSysCache1(NAMESPACEOID, ObjectIdGetDatum(nsp));
+	Oid			relid = get_relname_relid("runs", get_namespace_oid("openwop", false));
+	HeapTuple	tup;
 	Oid			owner;
 
+	if (!OidIsValid(relid))
+		elog(ERROR, "table openwop.runs does not exist");
+	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
 	if (!HeapTupleIsValid(tup))
-		elog(ERROR, "cache lookup failed for namespace %u", nsp);
-	owner = ((Form_pg_namespace) GETSTRUCT(tup))->nspowner;
+		elog(ERROR, "cache lookup failed for relation %u", relid);
+	owner = ((Form_pg_class) GETSTRUCT(tup))->relowner;
 	ReleaseSysCache(tup);
 	return owner;
 }

@@ -15,6 +15,7 @@
  */
 #include "openwop.h"
 
+#include "access/xact.h"
 #include "catalog/pg_type.h"
 #include "commands/async.h"
 #include "commands/trigger.h"
@@ -23,6 +24,7 @@
 #include "miscadmin.h"
 #include "utils/builtins.h"
 #include "utils/json.h"
+#include "utils/memutils.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 
@@ -101,6 +103,8 @@ ow_lock_run(OwRun *run, const char *run_id_input)
 	if (SPI_processed == 0)
 		ow_run_not_found(run->run_id);
 
+	/* no fork API yet: every run is the root of its own chain */
+	run->root_run_id = run->run_id;
 	run->workflow_id = spi_text(1);
 	run->status = spi_text(2);
 	run->current_node_id = spi_text(3);
@@ -151,10 +155,131 @@ ow_append(OwRun *run, const char *type, const char *node_id, Jsonb *payload)
 	return seq;
 }
 
+/* ----------
+ * One NOTIFY per committed transaction and run
+ *
+ * Each change remembers (run, first, last sequence, subtransaction level);
+ * an aborted subtransaction forgets what it appended; at pre-commit the
+ * ranges are merged per run and one notification per run is queued, which
+ * PostgreSQL delivers when the commit completes.
+ * ----------
+ */
+typedef struct PendingNotify
+{
+	char	   *run_id;
+	int64		first;
+	int64		last;
+	int			level;
+} PendingNotify;
+
+static List *pending_notifies = NIL;	/* in TopTransactionContext */
+static bool notify_callbacks_registered = false;
+
+static void
+notify_xact_callback(XactEvent event, void *arg)
+{
+	ListCell   *lc;
+
+	if (event == XACT_EVENT_PRE_COMMIT)
+	{
+		List	   *merged = NIL;
+
+		/* merge the ranges per run, in order of first change */
+		foreach(lc, pending_notifies)
+		{
+			PendingNotify *p = lfirst(lc);
+			PendingNotify *m = NULL;
+			ListCell   *lc2;
+
+			foreach(lc2, merged)
+			{
+				if (strcmp(((PendingNotify *) lfirst(lc2))->run_id, p->run_id) == 0)
+					m = lfirst(lc2);
+			}
+			if (m == NULL)
+			{
+				m = palloc(sizeof(PendingNotify));
+				*m = *p;
+				merged = lappend(merged, m);
+			}
+			m->first = Min(m->first, p->first);
+			m->last = Max(m->last, p->last);
+		}
+		foreach(lc, merged)
+		{
+			PendingNotify *m = lfirst(lc);
+			StringInfoData payload;
+
+			initStringInfo(&payload);
+			appendStringInfoString(&payload, "{\"runId\": ");
+			escape_json(&payload, m->run_id);
+			appendStringInfo(&payload, ", \"fromSequence\": " INT64_FORMAT ", \"sequence\": " INT64_FORMAT "}",
+							 m->first, m->last);
+			Async_Notify(OW_NOTIFY_CHANNEL, payload.data);
+		}
+	}
+	/* PRE_PREPARE: a prepared transaction cannot NOTIFY; its changes are not announced */
+	if (event == XACT_EVENT_PRE_COMMIT || event == XACT_EVENT_COMMIT ||
+		event == XACT_EVENT_ABORT || event == XACT_EVENT_PREPARE ||
+		event == XACT_EVENT_PRE_PREPARE || event == XACT_EVENT_PARALLEL_ABORT ||
+		event == XACT_EVENT_PARALLEL_COMMIT)
+		pending_notifies = NIL;
+}
+
+static void
+notify_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
+						SubTransactionId parentSubid, void *arg)
+{
+	int			level = GetCurrentTransactionNestLevel();
+	ListCell   *lc;
+
+	if (event == SUBXACT_EVENT_ABORT_SUB)
+	{
+		foreach(lc, pending_notifies)
+		{
+			PendingNotify *p = lfirst(lc);
+
+			if (p->level >= level)
+				pending_notifies = foreach_delete_current(pending_notifies, lc);
+		}
+	}
+	else if (event == SUBXACT_EVENT_COMMIT_SUB)
+	{
+		foreach(lc, pending_notifies)
+		{
+			PendingNotify *p = lfirst(lc);
+
+			if (p->level >= level)
+				p->level = level - 1;
+		}
+	}
+}
+
+static void
+remember_notify(const char *run_id, int64 first, int64 last)
+{
+	MemoryContext old;
+	PendingNotify *p;
+
+	if (!notify_callbacks_registered)
+	{
+		RegisterXactCallback(notify_xact_callback, NULL);
+		RegisterSubXactCallback(notify_subxact_callback, NULL);
+		notify_callbacks_registered = true;
+	}
+	old = MemoryContextSwitchTo(TopTransactionContext);
+	p = palloc(sizeof(PendingNotify));
+	p->run_id = pstrdup(run_id);
+	p->first = first;
+	p->last = last;
+	p->level = GetCurrentTransactionNestLevel();
+	pending_notifies = lappend(pending_notifies, p);
+	MemoryContextSwitchTo(old);
+}
+
 /*
  * Write the run row back (sequence, status, current node, terminal fields)
- * and queue the NOTIFY that tells listeners which sequences are new.  The
- * notification is delivered at commit, and never if the change rolls back.
+ * and remember the appended range for the commit-time NOTIFY.
  */
 void
 ow_save_run(OwRun *run)
@@ -162,7 +287,6 @@ ow_save_run(OwRun *run)
 	static SPIPlanPtr plan = NULL;
 	Datum		args[7];
 	char		nulls[7] = {' ', ' ', ' ', ' ', ' ', ' ', ' '};
-	StringInfoData payload;
 
 	if (plan == NULL)
 	{
@@ -197,15 +321,8 @@ ow_save_run(OwRun *run)
 	if (SPI_execute_plan(plan, args, nulls, false, 0) != SPI_OK_UPDATE || SPI_processed != 1)
 		elog(ERROR, "could not update run \"%s\"", run->run_id);
 
-	if (run->appended == 0)
-		return;
-
-	initStringInfo(&payload);
-	appendStringInfoString(&payload, "{\"runId\": ");
-	escape_json(&payload, run->run_id);
-	appendStringInfo(&payload, ", \"fromSequence\": " INT64_FORMAT ", \"sequence\": " INT64_FORMAT "}",
-					 run->first_sequence, run->next_sequence - 1);
-	Async_Notify(OW_NOTIFY_CHANNEL, payload.data);
+	if (run->appended > 0)
+		remember_notify(run->run_id, run->first_sequence, run->next_sequence - 1);
 }
 
 /* Milliseconds from the run's creation to now (transaction start). */
@@ -276,6 +393,7 @@ ow_events(PG_FUNCTION_ARGS)
 	Datum		args[4];
 	OwPriv		priv;
 	uint64		i;
+	MemoryContext rowctx;
 
 	if (PG_ARGISNULL(0))
 		ow_validation_error("runId", "run_id must not be null");
@@ -323,8 +441,11 @@ ow_events(PG_FUNCTION_ARGS)
 	if (SPI_execute_plan(ev_plan, args, NULL, true, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not read events of run \"%s\"", run_id);
 
+	rowctx = AllocSetContextCreate(CurrentMemoryContext, "openwop events row",
+								   ALLOCSET_DEFAULT_SIZES);
 	for (i = 0; i < SPI_processed; i++)
 	{
+		MemoryContext old = MemoryContextSwitchTo(rowctx);
 		HeapTuple	tup = SPI_tuptable->vals[i];
 		TupleDesc	desc = SPI_tuptable->tupdesc;
 		bool		isnull;
@@ -350,6 +471,9 @@ ow_events(PG_FUNCTION_ARGS)
 			owj_str(&j, "causationId", causation);
 		value = JsonbPGetDatum(owj_end(&j));
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, &value, &nullflag);
+		MemoryContextSwitchTo(old);
+		/* each envelope is copied into the tuplestore: free the row's work */
+		MemoryContextReset(rowctx);
 	}
 
 	ow_restore_user(&priv);

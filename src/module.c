@@ -23,6 +23,15 @@ char	   *ow_default_tenant = NULL;
 /* Name of the request.jwt.claims member that carries the tenant. */
 char	   *ow_tenant_claim = NULL;
 
+/* When set, request.jwt.claims count only in sessions of this role. */
+char	   *ow_jwt_session_role = NULL;
+
+/* The role whose members hold approvals:respond in SQL sessions. */
+char	   *ow_approver_role = NULL;
+
+/* How long idempotency records are kept, in seconds (at least 24 hours). */
+int			ow_idempotency_retention = 86400;
+
 void
 _PG_init(void)
 {
@@ -52,6 +61,35 @@ _PG_init(void)
 							   PGC_SUSET,
 							   0,
 							   NULL, NULL, NULL);
+
+	DefineCustomStringVariable("openwop.jwt_session_role",
+							   "Role whose sessions may pass identity in request.jwt.claims.",
+							   "Set it to PostgREST's authenticator role; other sessions then cannot forge a principal or tenant with SET request.jwt.claims. Empty trusts every session.",
+							   &ow_jwt_session_role,
+							   "",
+							   PGC_SUSET,
+							   0,
+							   NULL, NULL, NULL);
+
+	DefineCustomStringVariable("openwop.approver_role",
+							   "Role whose members hold the approvals:respond scope in SQL sessions.",
+							   NULL,
+							   &ow_approver_role,
+							   "openwop_approver",
+							   PGC_SUSET,
+							   0,
+							   NULL, NULL, NULL);
+
+	DefineCustomIntVariable("openwop.idempotency_retention",
+							"How long Idempotency-Key records are kept.",
+							NULL,
+							&ow_idempotency_retention,
+							86400,
+							86400,
+							INT_MAX,
+							PGC_SUSET,
+							GUC_UNIT_S,
+							NULL, NULL, NULL);
 
 	MarkGUCPrefixReserved("openwop");
 }

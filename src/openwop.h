@@ -111,6 +111,7 @@ extern char *owj_iso8601(TimestampTz ts);
  * Caller model and ids (caller.c)
  * ----------
  */
+extern Jsonb *ow_jwt_claims(void);
 extern char *ow_caller_principal(void);
 extern char *ow_caller_tenant(void);
 extern char *ow_normalize_run_id(const char *input, const char *caller_tenant);
@@ -119,6 +120,7 @@ extern bool ow_valid_opaque(const char *s);
 extern bool ow_valid_author_id(const char *s);
 extern bool ow_valid_type_id(const char *s);
 extern char *ow_mint_opaque(int nbytes);
+extern char *ow_base64url(const char *data, int len);
 
 /* Statements run as the extension owner, with restricted security context. */
 typedef struct OwPriv
@@ -140,6 +142,7 @@ typedef struct OwRun
 {
 	char	   *tenant;
 	char	   *run_id;
+	char	   *root_run_id;	/* root of the replay chain: keys are unique under it */
 	char	   *workflow_id;
 	char	   *status;
 	char	   *current_node_id;
@@ -159,6 +162,48 @@ extern void ow_lock_run(OwRun *run, const char *run_id_input);
 extern int64 ow_append(OwRun *run, const char *type, const char *node_id, Jsonb *payload);
 extern void ow_save_run(OwRun *run);
 extern int64 ow_duration_ms(OwRun *run);
+extern const char *ow_waiting_status(const char *kind);
+
+/* ----------
+ * Run lifecycle pieces shared with the interrupt code (runs.c)
+ * ----------
+ */
+
+/* The latest execution of a node in a run. */
+typedef struct OwExec
+{
+	bool		found;
+	int32		visit;
+	char	   *status;
+	int32		attempt;
+	TimestampTz started_at;
+} OwExec;
+
+typedef enum OwTerminal
+{
+	OW_COMPLETE,
+	OW_FAIL,
+	OW_CANCEL
+} OwTerminal;
+
+extern void ow_latest_exec(OwRun *run, const char *node_id, OwExec *ex);
+extern bool ow_exec_is_open(const OwExec *ex);
+extern void ow_node_not_found(OwRun *run, const char *node_id, const char *why) pg_attribute_noreturn();
+extern void ow_node_not_open(OwRun *run, const char *node_id, const OwExec *ex) pg_attribute_noreturn();
+extern int64 ow_fail_execution(OwRun *run, const char *node_id, const OwExec *ex, Jsonb *error);
+extern int64 ow_end_run(OwRun *run, OwTerminal how, Jsonb *value, const char *failed_node,
+						const char *reason, const char *principal);
+
+/* ----------
+ * Idempotency records (idempotency.c)
+ * ----------
+ */
+extern void ow_check_idempotency_key(const char *key);
+extern char *ow_request_digest(Jsonb *request);
+extern Jsonb *ow_idempotency_claim(const char *tenant, const char *endpoint,
+								   const char *key, const char *digest);
+extern void ow_idempotency_complete(const char *tenant, const char *endpoint,
+									const char *key, Jsonb *response);
 
 /* ----------
  * JSON Schema subset (jsonschema.c)

@@ -315,17 +315,13 @@ validate_configurable(JsonbValue *cv)
 	th = owj_get_container(runv->val.binary.data, "escalationThreshold");
 	if (th == NULL)
 		return;
-	if (th->type != jbvNumeric)
+	if (th->type != jbvNumeric ||
+		DatumGetInt32(DirectFunctionCall2(numeric_cmp, NumericGetDatum(th->val.numeric),
+										  NumericGetDatum(int64_to_numeric(0)))) < 0 ||
+		DatumGetInt32(DirectFunctionCall2(numeric_cmp, NumericGetDatum(th->val.numeric),
+										  NumericGetDatum(int64_to_numeric(1)))) > 0)
 		ow_validation_error("configurable.run.escalationThreshold",
 							"configurable.run.escalationThreshold must be a number in [0, 1]");
-	{
-		double		t = DatumGetFloat8(DirectFunctionCall1(numeric_float8,
-														   NumericGetDatum(th->val.numeric)));
-
-		if (!(t >= 0.0 && t <= 1.0))
-			ow_validation_error("configurable.run.escalationThreshold",
-								"configurable.run.escalationThreshold must be a number in [0, 1]");
-	}
 }
 
 /*
@@ -448,6 +444,7 @@ ow_create_run(PG_FUNCTION_ARGS)
 
 	run->tenant = tenant;
 	run->run_id = run_id;
+	run->root_run_id = run_id;
 	run->workflow_id = workflow_id;
 	run->status = "running";
 	run->current_node_id = NULL;
@@ -482,26 +479,17 @@ ow_create_run(PG_FUNCTION_ARGS)
  * ----------
  */
 
-/* The latest execution of a node in a run. */
-typedef struct OwExec
-{
-	bool		found;
-	int32		visit;
-	char	   *status;
-	int32		attempt;
-	TimestampTz started_at;
-} OwExec;
-
-static bool
-exec_is_open(const OwExec *ex)
+bool
+ow_exec_is_open(const OwExec *ex)
 {
 	return ex->found && (strcmp(ex->status, "running") == 0 ||
 						 strcmp(ex->status, "interrupted") == 0 ||
 						 strcmp(ex->status, "pending") == 0);
 }
 
-static void
-latest_exec(OwRun *run, const char *node_id, OwExec *ex)
+/* The latest execution of node_id in the locked run (ex->found false if none). */
+void
+ow_latest_exec(OwRun *run, const char *node_id, OwExec *ex)
 {
 	static SPIPlanPtr plan = NULL;
 	Datum		args[3];
@@ -580,8 +568,8 @@ definition_type_id(OwRun *run, const char *node_id, bool *found)
 	return NULL;
 }
 
-static void
-node_not_found(OwRun *run, const char *node_id, const char *why)
+void
+ow_node_not_found(OwRun *run, const char *node_id, const char *why)
 {
 	OwDetails	d;
 
@@ -593,8 +581,8 @@ node_not_found(OwRun *run, const char *node_id, const char *why)
 }
 
 /* The node's latest execution exists but is not open: a state conflict. */
-static void
-node_not_open(OwRun *run, const char *node_id, const OwExec *ex)
+void
+ow_node_not_open(OwRun *run, const char *node_id, const OwExec *ex)
 {
 	OwDetails	d;
 
@@ -646,18 +634,18 @@ ow_start_node(PG_FUNCTION_ARGS)
 		char	   *def_type = definition_type_id(run, node_id, &listed);
 
 		if (!listed)
-			node_not_found(run, node_id, "is not a node of the definition registered");
+			ow_node_not_found(run, node_id, "is not a node of the definition registered");
 		if (type_id == NULL)
 			type_id = def_type;
 	}
 	if (type_id == NULL)
 		type_id = OW_DEFAULT_TYPE_ID;
 
-	latest_exec(run, node_id, &ex);
+	ow_latest_exec(run, node_id, &ex);
 	args[0] = CStringGetTextDatum(run->tenant);
 	args[1] = CStringGetTextDatum(run->run_id);
 	args[2] = CStringGetTextDatum(node_id);
-	recovered = exec_is_open(&ex);
+	recovered = ow_exec_is_open(&ex);
 	if (recovered)
 	{
 		visit = ex.visit;
@@ -725,33 +713,16 @@ ow_start_node(PG_FUNCTION_ARGS)
 }
 
 /*
- * End the open execution of node_id as completed or failed, and append
- * node.completed / node.failed.  Shared by complete_node and fail_node.
+ * End an open execution as completed (value = outputs) or failed (value =
+ * error) and append node.completed / node.failed.  Returns the sequence.
  */
-static Datum
-end_node(FunctionCallInfo fcinfo, bool failed)
+static int64
+finish_execution(OwRun *run, const char *node_id, const OwExec *ex, bool failed, Jsonb *value)
 {
 	static SPIPlanPtr plan = NULL;
-	const char *run_input = required_run_arg(fcinfo);
-	char	   *node_id = required_node_arg(fcinfo, 1);
-	Jsonb	   *value = failed ? error_arg(fcinfo, 2) : object_arg(fcinfo, 2, "outputs");
-	OwCall		call;
-	OwRun	   *run = &call.run;
-	OwExec		ex;
-	OwJson		j;
-	Jsonb	   *result;
 	Datum		args[7];
 	char		nulls[7] = {' ', ' ', ' ', ' ', ' ', ' ', ' '};
-	int64		seq;
-	const char *status = failed ? "failed" : "completed";
-
-	call_begin(&call, run_input);
-	refuse_if_terminal(run);
-	latest_exec(run, node_id, &ex);
-	if (!ex.found)
-		node_not_found(run, node_id, "has not been started");
-	if (!exec_is_open(&ex) || strcmp(ex.status, "interrupted") == 0)
-		node_not_open(run, node_id, &ex);
+	OwJson		j;
 
 	if (plan == NULL)
 	{
@@ -767,8 +738,8 @@ end_node(FunctionCallInfo fcinfo, bool failed)
 	args[0] = CStringGetTextDatum(run->tenant);
 	args[1] = CStringGetTextDatum(run->run_id);
 	args[2] = CStringGetTextDatum(node_id);
-	args[3] = Int32GetDatum(ex.visit);
-	args[4] = CStringGetTextDatum(status);
+	args[3] = Int32GetDatum(ex->visit);
+	args[4] = CStringGetTextDatum(failed ? "failed" : "completed");
 	args[5] = JsonbPGetDatum(value);
 	args[6] = JsonbPGetDatum(value);
 	nulls[failed ? 5 : 6] = 'n';
@@ -780,18 +751,48 @@ end_node(FunctionCallInfo fcinfo, bool failed)
 	if (failed)
 	{
 		owj_jsonb(&j, "error", value);
-		owj_int(&j, "attempts", ex.attempt + 1);
+		owj_int(&j, "attempts", ex->attempt + 1);
 	}
 	else
 	{
 		owj_jsonb(&j, "outputs", value);
 		owj_int(&j, "durationMs",
-				Max(0, (GetCurrentTransactionStartTimestamp() - ex.started_at) / 1000));
+				Max(0, (GetCurrentTransactionStartTimestamp() - ex->started_at) / 1000));
 	}
-	seq = ow_append(run, failed ? "node.failed" : "node.completed", node_id, owj_end(&j));
-
 	if (run->current_node_id && strcmp(run->current_node_id, node_id) == 0)
 		run->current_node_id = NULL;
+	return ow_append(run, failed ? "node.failed" : "node.completed", node_id, owj_end(&j));
+}
+
+/* Fail an open execution (node.failed): fail_run, rejected approvals. */
+int64
+ow_fail_execution(OwRun *run, const char *node_id, const OwExec *ex, Jsonb *error)
+{
+	return finish_execution(run, node_id, ex, true, error);
+}
+
+/* complete_node and fail_node */
+static Datum
+end_node(FunctionCallInfo fcinfo, bool failed)
+{
+	const char *run_input = required_run_arg(fcinfo);
+	char	   *node_id = required_node_arg(fcinfo, 1);
+	Jsonb	   *value = failed ? error_arg(fcinfo, 2) : object_arg(fcinfo, 2, "outputs");
+	OwCall		call;
+	OwRun	   *run = &call.run;
+	OwExec		ex;
+	OwJson		j;
+	Jsonb	   *result;
+	int64		seq;
+
+	call_begin(&call, run_input);
+	refuse_if_terminal(run);
+	ow_latest_exec(run, node_id, &ex);
+	if (!ex.found)
+		ow_node_not_found(run, node_id, "has not been started");
+	if (!ow_exec_is_open(&ex) || strcmp(ex.status, "interrupted") == 0)
+		ow_node_not_open(run, node_id, &ex);
+	seq = finish_execution(run, node_id, &ex, failed, value);
 	ow_save_run(run);
 
 	call_end(&call);
@@ -799,7 +800,7 @@ end_node(FunctionCallInfo fcinfo, bool failed)
 	owj_str(&j, "runId", run->run_id);
 	owj_str(&j, "nodeId", node_id);
 	owj_int(&j, "visit", ex.visit);
-	owj_str(&j, "status", status);
+	owj_str(&j, "status", failed ? "failed" : "completed");
 	owj_int(&j, "sequence", seq);
 	result = owj_end(&j);
 	call_finish();
@@ -825,13 +826,15 @@ ow_fail_node(PG_FUNCTION_ARGS)
 
 /*
  * Cancel every open execution of the run (node.cancelled, in node id order
- * so the log is deterministic).  Runs before the terminal event, which must
- * be the run's last.
+ * so the log is deterministic) and invalidate its pending interrupts, so no
+ * resolve or token can act on them.  Runs before the terminal event, which
+ * must be the run's last.
  */
 static void
 cancel_open_executions(OwRun *run, const char *reason)
 {
 	static SPIPlanPtr plan = NULL;
+	static SPIPlanPtr int_plan = NULL;
 	Datum		args[2];
 	uint64		n;
 	uint64		i;
@@ -854,6 +857,18 @@ cancel_open_executions(OwRun *run, const char *reason)
 	}
 	args[0] = CStringGetTextDatum(run->tenant);
 	args[1] = CStringGetTextDatum(run->run_id);
+	if (int_plan == NULL)
+	{
+		Oid			types[2] = {TEXTOID, TEXTOID};
+
+		int_plan = ow_prepare("UPDATE openwop.interrupts"
+							  "   SET status = 'cancelled', resolved_at = pg_catalog.now()"
+							  " WHERE tenant OPERATOR(pg_catalog.=) $1"
+							  "   AND run_id OPERATOR(pg_catalog.=) $2"
+							  "   AND status OPERATOR(pg_catalog.=) 'pending'", 2, types);
+	}
+	if (SPI_execute_plan(int_plan, args, NULL, false, 0) != SPI_OK_UPDATE)
+		elog(ERROR, "could not invalidate the interrupts of run \"%s\"", run->run_id);
 	if (SPI_execute_plan(plan, args, NULL, false, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not cancel the open executions of run \"%s\"", run->run_id);
 
@@ -873,24 +888,92 @@ cancel_open_executions(OwRun *run, const char *reason)
 	}
 }
 
-typedef enum OwTerminal
+/* The snapshot's closed error {code, message, details?} of an event error. */
+static Jsonb *
+snapshot_error(Jsonb *error)
 {
-	OW_COMPLETE,
-	OW_FAIL,
-	OW_CANCEL
-} OwTerminal;
+	OwJson		j;
+	JsonbValue *v;
+
+	owj_begin(&j);
+	owj_value(&j, "code", owj_get(error, "code"));
+	owj_value(&j, "message", owj_get(error, "message"));
+	if ((v = owj_get(error, "details")) != NULL)
+		owj_value(&j, "details", v);
+	return owj_end(&j);
+}
 
 /*
- * The three terminal transitions.  Exactly one terminal event per run: the
- * run row lock orders racing callers, and whoever comes second sees the
- * terminal status and gets run_terminal.
+ * End the open execution of node_id as failed with error (node.failed),
+ * when it has one.  Used by fail_run for its failedNodeId, so the log
+ * reads node.failed then run.failed rather than node.cancelled.
  */
+static void
+fail_open_execution(OwRun *run, const char *node_id, Jsonb *error)
+{
+	OwExec		ex;
+
+	ow_latest_exec(run, node_id, &ex);
+	if (ow_exec_is_open(&ex))
+		ow_fail_execution(run, node_id, &ex, error);
+}
+
+/*
+ * A terminal transition of a locked, live run: cancel open executions and
+ * pending interrupts, then append the one terminal event.  value is the
+ * outputs (complete) or the error (fail).  The caller saves the run.
+ * Exactly one terminal event per run: the run row lock orders racing
+ * callers, and whoever comes second sees the terminal status.
+ */
+int64
+ow_end_run(OwRun *run, OwTerminal how, Jsonb *value, const char *failed_node,
+		   const char *reason, const char *principal)
+{
+	OwJson		j;
+	int64		seq;
+
+	if (how == OW_FAIL && failed_node)
+		fail_open_execution(run, failed_node, value);
+	cancel_open_executions(run, how == OW_COMPLETE ? "run-completed" :
+						   how == OW_FAIL ? "run-failed" : "run-cancelled");
+
+	owj_begin(&j);
+	switch (how)
+	{
+		case OW_COMPLETE:
+			owj_jsonb(&j, "outputs", value);
+			run->status = "completed";
+			run->outputs = value;
+			break;
+		case OW_FAIL:
+			owj_jsonb(&j, "error", value);
+			if (failed_node)
+				owj_str(&j, "failedNodeId", failed_node);
+			run->status = "failed";
+			run->error = snapshot_error(value);
+			break;
+		case OW_CANCEL:
+			if (reason)
+				owj_str(&j, "reason", reason);
+			if (principal)
+				owj_str(&j, "cancelledBy", principal);
+			run->status = "cancelled";
+			break;
+	}
+	owj_int(&j, "durationMs", ow_duration_ms(run));
+	seq = ow_append(run, how == OW_COMPLETE ? "run.completed" :
+					how == OW_FAIL ? "run.failed" : "run.cancelled",
+					NULL, owj_end(&j));
+	run->current_node_id = NULL;
+	return seq;
+}
+
+/* complete_run, fail_run and cancel_run */
 static Datum
 end_run(FunctionCallInfo fcinfo, OwTerminal how)
 {
 	const char *run_input = required_run_arg(fcinfo);
-	Jsonb	   *outputs = NULL;
-	Jsonb	   *error = NULL;
+	Jsonb	   *value = NULL;
 	char	   *failed_node = NULL;
 	char	   *reason = NULL;
 	char	   *principal = ow_caller_principal();
@@ -903,10 +986,10 @@ end_run(FunctionCallInfo fcinfo, OwTerminal how)
 	switch (how)
 	{
 		case OW_COMPLETE:
-			outputs = object_arg(fcinfo, 1, "outputs");
+			value = object_arg(fcinfo, 1, "outputs");
 			break;
 		case OW_FAIL:
-			error = error_arg(fcinfo, 1);
+			value = error_arg(fcinfo, 1);
 			failed_node = text_arg(fcinfo, 2);
 			if (failed_node && !ow_valid_author_id(failed_node))
 				ow_validation_error("failedNodeId", "\"%s\" is not a valid node id", failed_node);
@@ -918,38 +1001,7 @@ end_run(FunctionCallInfo fcinfo, OwTerminal how)
 
 	call_begin(&call, run_input);
 	refuse_if_terminal(run);
-
-	cancel_open_executions(run, how == OW_COMPLETE ? "run-completed" :
-						   how == OW_FAIL ? "run-failed" : "run-cancelled");
-
-	owj_begin(&j);
-	switch (how)
-	{
-		case OW_COMPLETE:
-			owj_jsonb(&j, "outputs", outputs);
-			run->status = "completed";
-			run->outputs = outputs;
-			break;
-		case OW_FAIL:
-			owj_jsonb(&j, "error", error);
-			if (failed_node)
-				owj_str(&j, "failedNodeId", failed_node);
-			run->status = "failed";
-			/* the snapshot's error is the event's error minus retryable */
-			run->error = owj_remove_key(error, "retryable");
-			break;
-		case OW_CANCEL:
-			if (reason)
-				owj_str(&j, "reason", reason);
-			owj_str(&j, "cancelledBy", principal);
-			run->status = "cancelled";
-			break;
-	}
-	owj_int(&j, "durationMs", ow_duration_ms(run));
-	seq = ow_append(run, how == OW_COMPLETE ? "run.completed" :
-					how == OW_FAIL ? "run.failed" : "run.cancelled",
-					NULL, owj_end(&j));
-	run->current_node_id = NULL;
+	seq = ow_end_run(run, how, value, failed_node, reason, principal);
 	ow_save_run(run);
 
 	call_end(&call);

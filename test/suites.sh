@@ -34,8 +34,10 @@ else
 fi
 
 echo "== pg_regress and isolation suites"
-make -k -s PG_CONFIG="$PG_CONFIG" installcheck >$R/installcheck.log 2>&1
-tally $R/installcheck.log '\.\.\. ok' '\.\.\. FAILED' $? "make installcheck"
+make -s PG_CONFIG="$PG_CONFIG" installcheck-regress >$R/regress.log 2>&1
+tally $R/regress.log '\.\.\. ok' '\.\.\. FAILED' $? "pg_regress"
+make -s PG_CONFIG="$PG_CONFIG" installcheck-isolation >$R/isolation.log 2>&1
+tally $R/isolation.log '\.\.\. ok' '\.\.\. FAILED' $? "pg_isolation_regress"
 for d in $R/regression.diffs $R/isolation/regression.diffs; do
 	[ -s "$d" ] && { echo "---- $d"; cat "$d"; }
 done

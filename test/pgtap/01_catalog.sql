@@ -98,7 +98,8 @@ SELECT is((SELECT array_agg(tgname::text || ':' || tgenabled::text ORDER BY tgna
 -- table data is dumped with pg_dump
 SELECT set_eq($$
   SELECT unnest(extconfig)::regclass::text FROM pg_extension WHERE extname = 'openwop_interrupt'
-$$, ARRAY['openwop.runs', 'openwop.node_executions', 'openwop.events'],
+$$, ARRAY['openwop.runs', 'openwop.node_executions', 'openwop.events',
+        'openwop.interrupts', 'openwop.idempotency_keys'],
   'every table holding user data is registered with pg_extension_config_dump');
 
 -- the extension is not relocatable and not trusted
