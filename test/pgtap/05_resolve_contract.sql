@@ -1,0 +1,197 @@
+-- Payload validation of the nine kinds, the resolve error contract, and
+-- Idempotency-Key handling.  Every refusal leaves the log unchanged.
+BEGIN;
+SELECT plan(56);
+SET LOCAL openwop.tenant = 'acme';
+
+CREATE FUNCTION pg_temp.refusal(sql text) RETURNS jsonb LANGUAGE plpgsql AS $$
+DECLARE st text; msg text; det text;
+BEGIN
+  EXECUTE sql;
+  RETURN NULL;
+EXCEPTION WHEN OTHERS THEN
+  GET STACKED DIAGNOSTICS st = RETURNED_SQLSTATE, msg = MESSAGE_TEXT, det = PG_EXCEPTION_DETAIL;
+  RETURN jsonb_build_object('sqlstate', st, 'code', split_part(msg, ':', 1), 'details', det::jsonb);
+END $$;
+-- raise request on a fresh node of run acme/resolve-run-0000001; returns the refusal's details.field
+CREATE FUNCTION pg_temp.bad_request(node text, request text) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE r jsonb;
+BEGIN
+  PERFORM openwop.start_node('acme/resolve-run-0000001', node);
+  r := pg_temp.refusal(format('SELECT openwop.interrupt(%L, %L, %L)', 'acme/resolve-run-0000001', node, request));
+  RETURN r->>'code' || ' ' || coalesce(r->'details'->>'field', '');
+END $$;
+CREATE FUNCTION pg_temp.approval(extra jsonb DEFAULT '{}') RETURNS jsonb LANGUAGE sql AS $$
+  SELECT jsonb_build_object('kind', 'approval', 'data', jsonb_build_object(
+    'artifactId', 'a', 'artifactType', 'doc', 'title', 'T', 'actions', '["accept", "reject", "refine", "edit-accept"]'::jsonb) || extra)
+$$;
+
+DO $$ BEGIN PERFORM openwop.create_run('resolve', '{"runId": "acme/resolve-run-0000001"}'); END $$;
+
+-- payload validation: closed schemas of all nine kinds
+SELECT is(pg_temp.bad_request('v1', '{"kind": "approval", "data": {"artifactId": "a", "artifactType": "d", "title": "t"}}'),
+          'validation_error data.actions', 'approval: actions is required');
+SELECT is(pg_temp.bad_request('v2', '{"kind": "approval", "data": {"artifactId": "a", "artifactType": "d", "title": "t", "actions": ["accept", "approve"]}}'),
+          'validation_error data.actions', 'approval: actions outside the five are refused');
+SELECT is(pg_temp.bad_request('v3', '{"kind": "approval", "data": {"artifactId": "a", "artifactType": "d", "title": "t", "actions": ["accept"], "message": "hi"}}'),
+          'validation_error data.message', 'approval: a bare message is refused');
+SELECT is(pg_temp.bad_request('v4', '{"kind": "approval", "data": {"artifactId": "a", "artifactType": "d", "title": "t", "actions": ["accept"], "audience": {"teams": []}}}'),
+          'validation_error data.audience.teams', 'approval: unknown members are refused at any level');
+SELECT is(pg_temp.bad_request('v5', '{"kind": "approval", "data": {"artifactId": "", "artifactType": "d", "title": "t", "actions": ["accept"]}}'),
+          'validation_error data.artifactId', 'approval: artifactId must not be empty');
+SELECT is(pg_temp.bad_request('v6', '{"kind": "clarification", "data": {"questions": []}}'),
+          'validation_error data.questions', 'clarification: at least one question');
+SELECT is(pg_temp.bad_request('v7', '{"kind": "clarification", "data": {"questions": [{"id": "q1", "question": "?", "schema": {"format": "email"}}]}}'),
+          'validation_error data.questions[0].schema', 'clarification: a question schema outside the subset is refused');
+SELECT is(pg_temp.bad_request('v8', '{"kind": "external-event", "data": {"eventType": "paid"}}'),
+          'validation_error data.correlation', 'external-event: correlation is required');
+SELECT is(pg_temp.bad_request('v9', '{"kind": "custom", "data": {"customKind": ""}}'),
+          'validation_error data.customKind', 'custom: customKind must not be empty');
+SELECT is(pg_temp.bad_request('v10', '{"kind": "low-confidence", "data": {"agentId": "a", "threshold": 1.5, "observed": 0.2}}'),
+          'validation_error data.threshold', 'low-confidence: threshold is in [0, 1]');
+SELECT is(pg_temp.bad_request('v11', '{"kind": "credential", "data": {"provider": "gh", "scopes": ["repo"], "reason": "missing", "connectUrl": "http://x"}}'),
+          'validation_error data.connectUrl', 'credential: connectUrl must be https');
+SELECT is(pg_temp.bad_request('v12', '{"kind": "credential", "data": {"provider": "gh", "scopes": ["repo"], "reason": "missing", "connectUrl": "https://x"}, "resumeSchema": {"type": "object"}}'),
+          'validation_error request.resumeSchema', 'credential: any resumeSchema but the pinned one is refused');
+SELECT is(pg_temp.bad_request('v13', '{"kind": "conversation.exchange", "data": {"conversationId": "c1"}}'),
+          'validation_error data.prompt', 'conversation.exchange: prompt is required');
+SELECT is(pg_temp.bad_request('v14', '{"kind": "conversation.start", "data": {"conversationId": "c1"}}'),
+          'capability_required ', 'conversation kinds need conversationPrimitive, which is not advertised (422)');
+SELECT is(pg_temp.bad_request('v15', '{"kind": "approval", "data": {"artifactId": "a", "artifactType": "d", "title": "t", "actions": ["accept"]}, "timeoutMs": -1}'),
+          'validation_error request.timeoutMs', 'a negative timeoutMs is refused');
+SELECT is(pg_temp.bad_request('v16', '{"kind": "approval", "data": {"artifactId": "a", "artifactType": "d", "title": "t", "actions": ["accept"]}, "key": "mine"}'),
+          'validation_error request.key', 'the key is derived by the host, never supplied');
+SELECT is(pg_temp.bad_request('v17', '{"kind": "poll", "data": {}}'),
+          'validation_error request.kind', 'an unknown kind is refused');
+SELECT is(pg_temp.bad_request('v18', '{"kind": "custom", "data": {"customKind": "x"}, "resumeSchema": {"type": "object", "if": {}}}'),
+          'validation_error request.resumeSchema', 'a resumeSchema keyword outside the subset is refused, never ignored');
+SELECT is(pg_temp.bad_request('v19', '{"kind": "approval", "data": {"artifactId": "a", "artifactType": "d", "title": "t", "actions": ["accept"], "requiredApprovals": 0}}'),
+          'validation_error data.requiredApprovals', 'requiredApprovals is at least 1');
+SELECT is((SELECT count(*) FROM openwop.events('acme/resolve-run-0000001', -1, 10000) e
+            WHERE e->>'type' IN ('interrupt.requested', 'node.suspended')), 0::bigint,
+          'refused requests appended nothing');
+
+-- credential: the pinned resumeSchema is filled in when omitted
+DO $$ BEGIN PERFORM openwop.start_node('acme/resolve-run-0000001', 'cred');
+  PERFORM openwop.interrupt('acme/resolve-run-0000001', 'cred', '{"kind": "credential", "data": {"provider": "gh", "scopes": ["repo"], "reason": "expired", "connectUrl": "https://example.org/connect"}}'); END $$;
+SELECT is((SELECT payload->'resumeSchema' FROM openwop.interrupts WHERE run_id = 'acme/resolve-run-0000001' AND node_id = 'cred'),
+          '{"type": "object", "required": ["outcome"], "properties": {"outcome": {"enum": ["authorized", "declined"]}}, "additionalProperties": false}',
+          'credential: the pinned resumeSchema is recorded when the caller omits it');
+SELECT is(openwop.run_snapshot('acme/resolve-run-0000001') ->> 'status', 'waiting-input', 'credential: the run waits for input');
+
+-- statuses per kind
+DO $$ BEGIN PERFORM openwop.create_run('resolve', '{"runId": "acme/resolve-run-0000002"}');
+  PERFORM openwop.start_node('acme/resolve-run-0000002', 'ext');
+  PERFORM openwop.interrupt('acme/resolve-run-0000002', 'ext', '{"kind": "external-event", "data": {"eventType": "invoice.paid", "correlation": {"invoice": 7}}}'); END $$;
+SELECT is(openwop.run_snapshot('acme/resolve-run-0000002') ->> 'status', 'waiting-external', 'external-event: waiting-external');
+DO $$ BEGIN PERFORM openwop.create_run('resolve', '{"runId": "acme/resolve-run-0000003"}');
+  PERFORM openwop.start_node('acme/resolve-run-0000003', 'q');
+  PERFORM openwop.interrupt('acme/resolve-run-0000003', 'q', '{"kind": "clarification", "data": {"questions": [{"id": "colour", "question": "Which colour?", "schema": {"enum": ["red", "blue"]}}]}}'); END $$;
+SELECT is(openwop.run_snapshot('acme/resolve-run-0000003') ->> 'status', 'waiting-input', 'clarification: waiting-input');
+
+-- resolve: errors in order
+SELECT is(pg_temp.refusal($$ SELECT openwop.resolve_interrupt('acme/resolve-run-9999999', 'q', '{}') $$)->>'code',
+          'not_found', 'unknown run: not_found (checked first)');
+SELECT is(pg_temp.refusal($$ SELECT openwop.resolve_interrupt('acme/resolve-run-0000003', 'nope', '{}') $$)->>'sqlstate',
+          'PT404', 'unknown node: PT404');
+SELECT is(pg_temp.refusal($$ SELECT openwop.resolve_interrupt('globex/resolve-run-0000003', 'q', '{}') $$)->>'code',
+          'id_tenant_mismatch', 'foreign tenant: id_tenant_mismatch');
+SELECT is(pg_temp.refusal($$ SELECT openwop.resolve_interrupt('acme/resolve-run-0000003', 'q', NULL) $$)->>'code',
+          'validation_error', 'a missing resume value: validation_error');
+SELECT is(pg_temp.refusal($$ SELECT openwop.resolve_interrupt('acme/resolve-run-0000003', 'q', '{"answers": {"colour": "green"}}') $$),
+          '{"code": "validation_error", "details": {"field": "resumeValue.colour", "errors": [{"path": "", "keyword": "enum", "message": "value is not one of the enumerated values"}]}, "sqlstate": "PT400"}',
+          'clarification: an answer failing its question schema is refused with each path and keyword');
+SELECT is(openwop.resolve_interrupt('acme/resolve-run-0000003', 'q', '{"answers": {"colour": "blue"}}') ->> 'status',
+          'resolved', 'clarification: a valid answer resolves');
+SELECT is(pg_temp.refusal($$ SELECT openwop.resolve_interrupt('acme/resolve-run-0000003', 'q', '{"answers": {"colour": "red"}}') $$)->>'code',
+          'interrupt_already_resolved', 'a second resolve: interrupt_already_resolved');
+
+-- resumeSchema
+DO $$ BEGIN PERFORM openwop.start_node('acme/resolve-run-0000002', 'form');
+  PERFORM openwop.interrupt('acme/resolve-run-0000002', 'form', '{"kind": "custom", "data": {"customKind": "form"}, "resumeSchema": {"type": "object", "required": ["amount"], "properties": {"amount": {"type": "integer", "minimum": 1}}}}'); END $$;
+SELECT is(pg_temp.refusal($$ SELECT openwop.resolve_interrupt('acme/resolve-run-0000002', 'form', '{"amount": 0, "x": 1}') $$)->'details',
+          '{"field": "resumeValue", "errors": [{"path": "/amount", "keyword": "minimum", "message": "0 is less than 1"}]}',
+          'resumeSchema: a failing value is validation_error listing path and keyword');
+SELECT is(openwop.run_snapshot('acme/resolve-run-0000002') ->> 'status', 'waiting-approval', 'a refused resolve changes nothing: the run still waits');
+SELECT is(openwop.resolve_interrupt('acme/resolve-run-0000002', 'form', '{"amount": 5}') ->> 'status', 'resolved',
+          'resumeSchema: a valid value resolves');
+
+-- approvals: actions and the fields they need
+DO $$ BEGIN PERFORM openwop.create_run('resolve', '{"runId": "acme/resolve-run-0000004"}');
+  PERFORM openwop.start_node('acme/resolve-run-0000004', 'gate');
+  PERFORM openwop.interrupt('acme/resolve-run-0000004', 'gate', pg_temp.approval('{"approversList": ["postgres", "alice"]}')); END $$;
+SELECT is(pg_temp.refusal($$ SELECT openwop.resolve_interrupt('acme/resolve-run-0000004', 'gate', '{"action": "ask"}') $$)->'details'->>'field',
+          'resumeValue.action', 'an action not in actions is refused');
+SELECT is(pg_temp.refusal($$ SELECT openwop.resolve_interrupt('acme/resolve-run-0000004', 'gate', '{"action": "timeout"}') $$)->>'code',
+          'validation_error', 'action timeout is never accepted from a caller');
+SELECT is(pg_temp.refusal($$ SELECT openwop.resolve_interrupt('acme/resolve-run-0000004', 'gate', '{"action": "refine"}') $$)->'details'->>'field',
+          'resumeValue.refineFeedback', 'refine needs refineFeedback');
+SELECT is(pg_temp.refusal($$ SELECT openwop.resolve_interrupt('acme/resolve-run-0000004', 'gate', '{"action": "edit-accept"}') $$)->'details'->>'field',
+          'resumeValue.editedArtifactData', 'edit-accept needs editedArtifactData');
+SELECT is(pg_temp.refusal($$ SELECT openwop.resolve_interrupt('acme/resolve-run-0000004', 'gate', '{"action": "accept", "colour": 1}') $$)->'details'->>'field',
+          'resumeValue.colour', 'the approval resume value is closed');
+SET LOCAL request.jwt.claims = '{"sub": "mallory", "scope": "approvals:respond"}';
+SELECT is(pg_temp.refusal($$ SELECT openwop.resolve_interrupt('acme/resolve-run-0000004', 'gate', '{"action": "accept"}') $$),
+          '{"code": "forbidden", "details": {"principal": "mallory"}, "sqlstate": "PT403"}',
+          'approversList binds: a principal not listed is forbidden');
+SELECT is(openwop.run_snapshot('acme/resolve-run-0000004') ->> 'status', 'waiting-approval', 'and the run stays waiting');
+SET LOCAL request.jwt.claims = '{"sub": "alice", "scope": "openid approvals:respond"}';
+SELECT is(openwop.resolve_interrupt('acme/resolve-run-0000004', 'gate', '{"action": "accept"}') ->> 'decision', 'granted',
+          'a listed principal with the scope claim grants the gate (decision granted)');
+SELECT is((SELECT e->'payload'->'resolvedBy' FROM openwop.events('acme/resolve-run-0000004') e WHERE e->>'type' = 'interrupt.resolved'),
+          '{"id": "alice"}', 'interrupt.resolved carries resolvedBy as a Subject object');
+SELECT ok((SELECT (e->'payload'->'resumeValue'->>'decidedAt')::timestamptz IS NOT NULL
+             FROM openwop.events('acme/resolve-run-0000004') e WHERE e->>'type' = 'interrupt.resolved'),
+          'a missing decidedAt is stamped');
+RESET request.jwt.claims;
+
+-- the scope: without approvals:respond, 403
+CREATE ROLE openwop_tap_noscope;
+GRANT USAGE ON SCHEMA openwop TO openwop_tap_noscope;
+GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA openwop TO openwop_tap_noscope;
+CREATE TEMP TABLE scope_outcome (r jsonb);
+GRANT ALL ON scope_outcome TO openwop_tap_noscope;
+SET LOCAL ROLE openwop_tap_noscope;
+INSERT INTO scope_outcome SELECT pg_temp.refusal($$ SELECT openwop.resolve_interrupt('acme/resolve-run-0000002', 'ext', '{}') $$);
+RESET ROLE;
+SELECT is((SELECT r FROM scope_outcome), '{"code": "forbidden", "details": {"requiredScope": "approvals:respond"}, "sqlstate": "PT403"}',
+          'a caller without approvals:respond is forbidden');
+
+-- a cancelled run: 409, not 404 and not interrupt_cancelled
+DO $$ BEGIN PERFORM openwop.cancel_run('acme/resolve-run-0000002'); END $$;
+SELECT is(pg_temp.refusal($$ SELECT openwop.resolve_interrupt('acme/resolve-run-0000002', 'ext', '{}') $$)->>'code',
+          'interrupt_already_resolved', 'a resolve after cancel_run is interrupt_already_resolved');
+SELECT is((SELECT status FROM openwop.interrupts WHERE run_id = 'acme/resolve-run-0000002' AND node_id = 'ext'),
+          'cancelled', 'cancel_run invalidated the pending interrupt');
+
+-- credential outcomes
+SELECT is(pg_temp.refusal($$ SELECT openwop.resolve_interrupt('acme/resolve-run-0000001', 'cred', '{"outcome": "authorized"}') $$)->'details'->>'field',
+          'resumeValue', 'credential: authorized is refused while no credential resolves');
+SELECT is(openwop.resolve_interrupt('acme/resolve-run-0000001', 'cred', '{"outcome": "declined"}') ->> 'runStatus', 'failed',
+          'credential: declined fails the node and, with no routing edge, the run');
+SELECT is((SELECT e->'payload'->'error'->>'code' FROM openwop.events('acme/resolve-run-0000001', -1, 10000) e WHERE e->>'type' = 'node.failed'),
+          'connector_auth_declined', 'credential: the node fails with connector_auth_declined');
+
+-- idempotency
+DO $$ BEGIN PERFORM openwop.create_run('resolve', '{"runId": "acme/resolve-run-0000005"}');
+  PERFORM openwop.start_node('acme/resolve-run-0000005', 'gate');
+  PERFORM openwop.interrupt('acme/resolve-run-0000005', 'gate', pg_temp.approval()); END $$;
+SELECT is(pg_temp.refusal($$ SELECT openwop.resolve_interrupt('acme/resolve-run-0000005', 'gate', '{"action": "accept"}', 'short') $$)->>'code',
+          'idempotency_key_invalid', 'a key outside the grammar is idempotency_key_invalid');
+CREATE TEMP TABLE first_answer AS
+  SELECT openwop.resolve_interrupt('acme/resolve-run-0000005', 'gate', '{"action": "accept"}', '6f1c0b1e-8a0b-4c8e-9d2a-1b2c3d4e5f60') AS r;
+SELECT is(openwop.resolve_interrupt('acme/resolve-run-0000005', 'gate', '{"action": "accept"}', '6f1c0b1e-8a0b-4c8e-9d2a-1b2c3d4e5f60'),
+          (SELECT r FROM first_answer) || '{"idempotentReplay": true}',
+          'the same key and body returns the stored response, marked as a replay');
+SELECT is((SELECT count(*) FROM openwop.events('acme/resolve-run-0000005') e WHERE e->>'type' = 'interrupt.resolved'),
+          1::bigint, 'a replay appends nothing');
+SELECT is(pg_temp.refusal($$ SELECT openwop.resolve_interrupt('acme/resolve-run-0000005', 'gate', '{"action": "reject"}', '6f1c0b1e-8a0b-4c8e-9d2a-1b2c3d4e5f60') $$)->>'code',
+          'idempotency_key_mismatch', 'the same key with another body is idempotency_key_mismatch');
+SELECT ok((SELECT expires_at >= created_at + interval '24 hours' FROM openwop.idempotency_keys
+            WHERE key = '6f1c0b1e-8a0b-4c8e-9d2a-1b2c3d4e5f60'), 'records are kept at least 24 hours');
+UPDATE openwop.idempotency_keys SET expires_at = now() - interval '1 second'
+ WHERE key = '6f1c0b1e-8a0b-4c8e-9d2a-1b2c3d4e5f60';
+SELECT is(openwop.sweep(), 1, 'sweep removes records past their retention');
+
+SELECT * FROM finish();
+ROLLBACK;
