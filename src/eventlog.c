@@ -49,6 +49,28 @@ ow_prepare(const char *sql, int nargs, Oid *argtypes)
 	return plan;
 }
 
+/*
+ * Run a statement keyed by the run: $1 tenant, $2 run id and, when node_id
+ * is not NULL, $3 node id.  The plan is prepared on first use into *plan.
+ * Returns the SPI result code.
+ */
+int
+ow_run_query(SPIPlanPtr *plan, const char *sql, OwRun *run, const char *node_id,
+			 bool read_only, long count)
+{
+	Oid			types[3] = {TEXTOID, TEXTOID, TEXTOID};
+	Datum		args[3];
+	int			nargs = node_id ? 3 : 2;
+
+	if (*plan == NULL)
+		*plan = ow_prepare(sql, nargs, types);
+	args[0] = CStringGetTextDatum(run->tenant);
+	args[1] = CStringGetTextDatum(run->run_id);
+	if (node_id)
+		args[2] = CStringGetTextDatum(node_id);
+	return SPI_execute_plan(*plan, args, NULL, read_only, count);
+}
+
 bool
 ow_run_is_terminal(const char *status)
 {
@@ -79,26 +101,18 @@ void
 ow_lock_run(OwRun *run, const char *run_id_input)
 {
 	static SPIPlanPtr plan = NULL;
-	Datum		args[2];
 	bool		isnull;
 
 	run->tenant = ow_caller_tenant();
 	run->run_id = ow_normalize_run_id(run_id_input, run->tenant);
 
-	if (plan == NULL)
-	{
-		Oid			types[2] = {TEXTOID, TEXTOID};
-
-		plan = ow_prepare("SELECT workflow_id, status, current_node_id, event_prefix,"
-						  "       created_at, next_sequence, definition IS NOT NULL"
-						  "  FROM openwop.runs"
-						  " WHERE tenant OPERATOR(pg_catalog.=) $1"
-						  "   AND run_id OPERATOR(pg_catalog.=) $2"
-						  "   FOR UPDATE", 2, types);
-	}
-	args[0] = CStringGetTextDatum(run->tenant);
-	args[1] = CStringGetTextDatum(run->run_id);
-	if (SPI_execute_plan(plan, args, NULL, false, 1) != SPI_OK_SELECT)
+	if (ow_run_query(&plan, "SELECT workflow_id, status, current_node_id, event_prefix,"
+							"       created_at, next_sequence, definition IS NOT NULL"
+							"  FROM openwop.runs"
+							" WHERE tenant OPERATOR(pg_catalog.=) $1"
+							"   AND run_id OPERATOR(pg_catalog.=) $2"
+							"   FOR UPDATE",
+					 run, NULL, false, 1) != SPI_OK_SELECT)
 		elog(ERROR, "could not lock run \"%s\"", run->run_id);
 	if (SPI_processed == 0)
 		ow_run_not_found(run->run_id);

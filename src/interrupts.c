@@ -533,23 +533,15 @@ static void
 add_completed_prefix(OwJson *j, OwRun *run)
 {
 	static SPIPlanPtr plan = NULL;
-	Datum		args[2];
 	uint64		i;
 
-	if (plan == NULL)
-	{
-		Oid			types[2] = {TEXTOID, TEXTOID};
-
-		plan = ow_prepare("SELECT DISTINCT ON (node_id) node_id, outputs"
-						  "  FROM openwop.node_executions"
-						  " WHERE tenant OPERATOR(pg_catalog.=) $1"
-						  "   AND run_id OPERATOR(pg_catalog.=) $2"
-						  "   AND status OPERATOR(pg_catalog.=) 'completed'"
-						  " ORDER BY node_id, visit DESC", 2, types);
-	}
-	args[0] = CStringGetTextDatum(run->tenant);
-	args[1] = CStringGetTextDatum(run->run_id);
-	if (SPI_execute_plan(plan, args, NULL, false, 0) != SPI_OK_SELECT)
+	if (ow_run_query(&plan, "SELECT DISTINCT ON (node_id) node_id, outputs"
+							"  FROM openwop.node_executions"
+							" WHERE tenant OPERATOR(pg_catalog.=) $1"
+							"   AND run_id OPERATOR(pg_catalog.=) $2"
+							"   AND status OPERATOR(pg_catalog.=) 'completed'"
+							" ORDER BY node_id, visit DESC",
+					 run, NULL, false, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not read the completed nodes of run \"%s\"", run->run_id);
 	owj_begin_object(j, "results");
 	for (i = 0; i < SPI_processed; i++)

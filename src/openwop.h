@@ -157,6 +157,8 @@ typedef struct OwRun
 } OwRun;
 
 extern SPIPlanPtr ow_prepare(const char *sql, int nargs, Oid *argtypes);
+extern int	ow_run_query(SPIPlanPtr *plan, const char *sql, OwRun *run, const char *node_id,
+						 bool read_only, long count);
 extern bool ow_run_is_terminal(const char *status);
 extern void ow_lock_run(OwRun *run, const char *run_id_input);
 extern int64 ow_append(OwRun *run, const char *type, const char *node_id, Jsonb *payload);

@@ -94,26 +94,17 @@ static bool
 find_pending(OwRun *run, const char *node_id, OwPending *p)
 {
 	static SPIPlanPtr plan = NULL;
-	Datum		args[3];
 	HeapTuple	tup;
 	TupleDesc	desc;
 	bool		isnull;
 
-	if (plan == NULL)
-	{
-		Oid			types[3] = {TEXTOID, TEXTOID, TEXTOID};
-
-		plan = ow_prepare("SELECT interrupt_id, kind, payload, visit"
-						  "  FROM openwop.interrupts"
-						  " WHERE tenant OPERATOR(pg_catalog.=) $1"
-						  "   AND run_id OPERATOR(pg_catalog.=) $2"
-						  "   AND node_id OPERATOR(pg_catalog.=) $3"
-						  "   AND status OPERATOR(pg_catalog.=) 'pending'", 3, types);
-	}
-	args[0] = CStringGetTextDatum(run->tenant);
-	args[1] = CStringGetTextDatum(run->run_id);
-	args[2] = CStringGetTextDatum(node_id);
-	if (SPI_execute_plan(plan, args, NULL, false, 1) != SPI_OK_SELECT)
+	if (ow_run_query(&plan, "SELECT interrupt_id, kind, payload, visit"
+							"  FROM openwop.interrupts"
+							" WHERE tenant OPERATOR(pg_catalog.=) $1"
+							"   AND run_id OPERATOR(pg_catalog.=) $2"
+							"   AND node_id OPERATOR(pg_catalog.=) $3"
+							"   AND status OPERATOR(pg_catalog.=) 'pending'",
+					 run, node_id, false, 1) != SPI_OK_SELECT)
 		elog(ERROR, "could not look up the pending interrupt of node \"%s\"", node_id);
 	if (SPI_processed == 0)
 		return false;
@@ -335,26 +326,17 @@ static bool
 failure_is_routed(OwRun *run, const char *node_id)
 {
 	static SPIPlanPtr plan = NULL;
-	Datum		args[3];
 
 	if (!run->has_definition)
 		return false;
-	if (plan == NULL)
-	{
-		Oid			types[3] = {TEXTOID, TEXTOID, TEXTOID};
-
-		plan = ow_prepare("SELECT 1 FROM openwop.runs r,"
-						  "       pg_catalog.jsonb_array_elements(r.definition OPERATOR(pg_catalog.->) 'edges') e"
-						  " WHERE r.tenant OPERATOR(pg_catalog.=) $1 AND r.run_id OPERATOR(pg_catalog.=) $2"
-						  "   AND (e OPERATOR(pg_catalog.->>) 'from') OPERATOR(pg_catalog.=) $3"
-						  "   AND (e OPERATOR(pg_catalog.->>) 'triggerRule') OPERATOR(pg_catalog.=) ANY"
-						  "       ('{all_complete,any_failed}'::pg_catalog.text[])"
-						  " LIMIT 1", 3, types);
-	}
-	args[0] = CStringGetTextDatum(run->tenant);
-	args[1] = CStringGetTextDatum(run->run_id);
-	args[2] = CStringGetTextDatum(node_id);
-	if (SPI_execute_plan(plan, args, NULL, true, 1) != SPI_OK_SELECT)
+	if (ow_run_query(&plan, "SELECT 1 FROM openwop.runs r,"
+							"       pg_catalog.jsonb_array_elements(r.definition OPERATOR(pg_catalog.->) 'edges') e"
+							" WHERE r.tenant OPERATOR(pg_catalog.=) $1 AND r.run_id OPERATOR(pg_catalog.=) $2"
+							"   AND (e OPERATOR(pg_catalog.->>) 'from') OPERATOR(pg_catalog.=) $3"
+							"   AND (e OPERATOR(pg_catalog.->>) 'triggerRule') OPERATOR(pg_catalog.=) ANY"
+							"       ('{all_complete,any_failed}'::pg_catalog.text[])"
+							" LIMIT 1",
+					 run, node_id, true, 1) != SPI_OK_SELECT)
 		elog(ERROR, "could not read the edges of run \"%s\"", run->run_id);
 	return SPI_processed > 0;
 }
@@ -390,23 +372,15 @@ static const char *
 status_after_resume(OwRun *run)
 {
 	static SPIPlanPtr plan = NULL;
-	Datum		args[2];
 
 	if (strncmp(run->status, "waiting-", 8) != 0)
 		return run->status;		/* INT-3: only a waiting run is resumed */
-	if (plan == NULL)
-	{
-		Oid			types[2] = {TEXTOID, TEXTOID};
-
-		plan = ow_prepare("SELECT kind FROM openwop.interrupts"
-						  " WHERE tenant OPERATOR(pg_catalog.=) $1"
-						  "   AND run_id OPERATOR(pg_catalog.=) $2"
-						  "   AND status OPERATOR(pg_catalog.=) 'pending'"
-						  " ORDER BY created_at LIMIT 1", 2, types);
-	}
-	args[0] = CStringGetTextDatum(run->tenant);
-	args[1] = CStringGetTextDatum(run->run_id);
-	if (SPI_execute_plan(plan, args, NULL, false, 1) != SPI_OK_SELECT)
+	if (ow_run_query(&plan, "SELECT kind FROM openwop.interrupts"
+							" WHERE tenant OPERATOR(pg_catalog.=) $1"
+							"   AND run_id OPERATOR(pg_catalog.=) $2"
+							"   AND status OPERATOR(pg_catalog.=) 'pending'"
+							" ORDER BY created_at LIMIT 1",
+					 run, NULL, false, 1) != SPI_OK_SELECT)
 		elog(ERROR, "could not read the pending interrupts of run \"%s\"", run->run_id);
 	if (SPI_processed > 0)
 		return ow_waiting_status(SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1));

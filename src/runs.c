@@ -492,26 +492,17 @@ void
 ow_latest_exec(OwRun *run, const char *node_id, OwExec *ex)
 {
 	static SPIPlanPtr plan = NULL;
-	Datum		args[3];
 	HeapTuple	tup;
 	TupleDesc	desc;
 	bool		isnull;
 
-	if (plan == NULL)
-	{
-		Oid			types[3] = {TEXTOID, TEXTOID, TEXTOID};
-
-		plan = ow_prepare("SELECT visit, status, attempt, started_at"
-						  "  FROM openwop.node_executions"
-						  " WHERE tenant OPERATOR(pg_catalog.=) $1"
-						  "   AND run_id OPERATOR(pg_catalog.=) $2"
-						  "   AND node_id OPERATOR(pg_catalog.=) $3"
-						  " ORDER BY visit DESC LIMIT 1", 3, types);
-	}
-	args[0] = CStringGetTextDatum(run->tenant);
-	args[1] = CStringGetTextDatum(run->run_id);
-	args[2] = CStringGetTextDatum(node_id);
-	if (SPI_execute_plan(plan, args, NULL, false, 1) != SPI_OK_SELECT)
+	if (ow_run_query(&plan, "SELECT visit, status, attempt, started_at"
+							"  FROM openwop.node_executions"
+							" WHERE tenant OPERATOR(pg_catalog.=) $1"
+							"   AND run_id OPERATOR(pg_catalog.=) $2"
+							"   AND node_id OPERATOR(pg_catalog.=) $3"
+							" ORDER BY visit DESC LIMIT 1",
+					 run, node_id, false, 1) != SPI_OK_SELECT)
 		elog(ERROR, "could not read executions of node \"%s\"", node_id);
 	ex->found = SPI_processed > 0;
 	if (!ex->found)
@@ -532,23 +523,15 @@ static char *
 definition_type_id(OwRun *run, const char *node_id, bool *found)
 {
 	static SPIPlanPtr plan = NULL;
-	Datum		args[2];
 	bool		isnull;
 	Jsonb	   *def;
 	JsonbValue *nodes;
 	int			i;
 
-	if (plan == NULL)
-	{
-		Oid			types[2] = {TEXTOID, TEXTOID};
-
-		plan = ow_prepare("SELECT definition FROM openwop.runs"
-						  " WHERE tenant OPERATOR(pg_catalog.=) $1"
-						  "   AND run_id OPERATOR(pg_catalog.=) $2", 2, types);
-	}
-	args[0] = CStringGetTextDatum(run->tenant);
-	args[1] = CStringGetTextDatum(run->run_id);
-	if (SPI_execute_plan(plan, args, NULL, false, 1) != SPI_OK_SELECT || SPI_processed != 1)
+	if (ow_run_query(&plan, "SELECT definition FROM openwop.runs"
+							" WHERE tenant OPERATOR(pg_catalog.=) $1"
+							"   AND run_id OPERATOR(pg_catalog.=) $2",
+					 run, NULL, false, 1) != SPI_OK_SELECT || SPI_processed != 1)
 		elog(ERROR, "could not read the definition of run \"%s\"", run->run_id);
 	def = DatumGetJsonbP(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 

@@ -5,16 +5,7 @@ BEGIN;
 SELECT plan(18);
 SET LOCAL openwop.tenant = 'acme';
 
--- run a statement and return what a client sees of its refusal
-CREATE FUNCTION pg_temp.refusal(sql text) RETURNS jsonb LANGUAGE plpgsql AS $$
-DECLARE st text; msg text; det text;
-BEGIN
-  EXECUTE sql;
-  RETURN NULL;
-EXCEPTION WHEN OTHERS THEN
-  GET STACKED DIAGNOSTICS st = RETURNED_SQLSTATE, msg = MESSAGE_TEXT, det = PG_EXCEPTION_DETAIL;
-  RETURN jsonb_build_object('sqlstate', st, 'code', split_part(msg, ':', 1), 'details', det::jsonb);
-END $$;
+\ir refusal.psql
 
 SELECT lives_ok($$ SELECT openwop.create_run('contract', '{"runId": "acme/contract-run-00001"}') $$,
                 'create a run');

@@ -4,15 +4,7 @@ BEGIN;
 SELECT plan(56);
 SET LOCAL openwop.tenant = 'acme';
 
-CREATE FUNCTION pg_temp.refusal(sql text) RETURNS jsonb LANGUAGE plpgsql AS $$
-DECLARE st text; msg text; det text;
-BEGIN
-  EXECUTE sql;
-  RETURN NULL;
-EXCEPTION WHEN OTHERS THEN
-  GET STACKED DIAGNOSTICS st = RETURNED_SQLSTATE, msg = MESSAGE_TEXT, det = PG_EXCEPTION_DETAIL;
-  RETURN jsonb_build_object('sqlstate', st, 'code', split_part(msg, ':', 1), 'details', det::jsonb);
-END $$;
+\ir refusal.psql
 -- raise request on a fresh node of run acme/resolve-run-0000001; returns the refusal's details.field
 CREATE FUNCTION pg_temp.bad_request(node text, request text) RETURNS text LANGUAGE plpgsql AS $$
 DECLARE r jsonb;
