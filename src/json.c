@@ -107,6 +107,26 @@ owj_jsonb(OwJson *j, const char *key, Jsonb *value)
 	owj_value(j, key, &v);
 }
 
+/* Push every member of the jsonb object obj into the object being built. */
+void
+owj_members(OwJson *j, Jsonb *obj)
+{
+	JsonbIterator *it = JsonbIteratorInit(&obj->root);
+	JsonbValue	v;
+	JsonbIteratorToken tok;
+
+	while ((tok = JsonbIteratorNext(&it, &v, true)) != WJB_DONE)
+	{
+		if (tok == WJB_KEY)
+		{
+			char	   *k = pnstrdup(v.val.string.val, v.val.string.len);
+
+			JsonbIteratorNext(&it, &v, true);
+			owj_value(j, k, &v);
+		}
+	}
+}
+
 /*
  * Look up key in a jsonb object; NULL when absent or when obj is not an
  * object.  Nested containers come back as jbvBinary.

@@ -94,6 +94,7 @@ extern void owj_int(OwJson *j, const char *key, int64 value);
 extern void owj_bool(OwJson *j, const char *key, bool value);
 extern void owj_jsonb(OwJson *j, const char *key, Jsonb *value);
 extern void owj_value(OwJson *j, const char *key, JsonbValue *value);
+extern void owj_members(OwJson *j, Jsonb *obj);
 
 /* jsonb reading helpers */
 extern JsonbValue *owj_get(Jsonb *obj, const char *key);

@@ -455,23 +455,10 @@ ow_resolve_interrupt(PG_FUNCTION_ARGS)
 		replay = ow_idempotency_claim(tenant, "resolveInterruptByRun", idem_key, digest);
 		if (replay)
 		{
-			JsonbIterator *it = JsonbIteratorInit(&replay->root);
-			JsonbValue	v;
-			JsonbIteratorToken tok;
-
 			/* the stored final response, marked as a replay */
 			MemoryContextSwitchTo(callerctx);
 			owj_begin(&j);
-			while ((tok = JsonbIteratorNext(&it, &v, true)) != WJB_DONE)
-			{
-				if (tok == WJB_KEY)
-				{
-					char	   *k = pnstrdup(v.val.string.val, v.val.string.len);
-
-					JsonbIteratorNext(&it, &v, true);
-					owj_value(&j, k, &v);
-				}
-			}
+			owj_members(&j, replay);
 			owj_bool(&j, "idempotentReplay", true);
 			result = owj_end(&j);
 			ow_restore_user(&priv);
@@ -513,22 +500,9 @@ ow_resolve_interrupt(PG_FUNCTION_ARGS)
 		}
 		if (owj_get(value, "decidedAt") == NULL)
 		{
-			JsonbIterator *it = JsonbIteratorInit(&value->root);
-			JsonbValue	v;
-			JsonbIteratorToken tok;
-
 			/* every resume carries decidedAt: stamp it when the caller did not */
 			owj_begin(&j);
-			while ((tok = JsonbIteratorNext(&it, &v, true)) != WJB_DONE)
-			{
-				if (tok == WJB_KEY)
-				{
-					char	   *k = pnstrdup(v.val.string.val, v.val.string.len);
-
-					JsonbIteratorNext(&it, &v, true);
-					owj_value(&j, k, &v);
-				}
-			}
+			owj_members(&j, value);
 			owj_str(&j, "decidedAt", owj_iso8601(GetCurrentTransactionStartTimestamp()));
 			stored_value = owj_end(&j);
 		}
