@@ -113,12 +113,15 @@ try_insert(SPIPlanPtr plan, Datum *args, const char *key)
 	{
 		ErrorData  *edata;
 
+		/* always leave our subtransaction before anything propagates */
 		MemoryContextSwitchTo(oldcxt);
 		edata = CopyErrorData();
-		if (edata->sqlerrcode != ERRCODE_LOCK_NOT_AVAILABLE)
-			PG_RE_THROW();
 		FlushErrorState();
 		RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(oldcxt);
+		CurrentResourceOwner = oldowner;
+		if (edata->sqlerrcode != ERRCODE_LOCK_NOT_AVAILABLE)
+			ReThrowError(edata);
 		timed_out = true;
 	}
 	PG_END_TRY();

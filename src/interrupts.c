@@ -221,7 +221,7 @@ schema_member(JsonbContainer *obj, const char *prefix, const char *key)
 
 	if (v == NULL)
 		return;
-	if (!owj_is_object(v) && v->type != jbvBool)
+	if (!owj_is_object(v))
 		ow_validation_error(fieldname(prefix, key), "%s must be a JSON Schema object", fieldname(prefix, key));
 	problem = ow_schema_check(owj_to_jsonb(v));
 	if (problem)
@@ -391,7 +391,9 @@ check_credential(JsonbContainer *d)
 {
 	static const char *const keys[] = {"provider", "scopes", "reason", "connectUrl", "credentialRef", NULL};
 	static const char *const reasons[] = {"missing", "expired", "insufficient_scope", NULL};
+	static const char *const ref_keys[] = {"ref", "scope", NULL};
 	char	   *url;
+	JsonbValue *ref;
 
 	closed(d, keys, "data");
 	str_member(d, "data", "provider", true, 1, 0);
@@ -400,7 +402,15 @@ check_credential(JsonbContainer *d)
 	url = str_member(d, "data", "connectUrl", true, 1, 0);
 	if (strncmp(url, "https://", 8) != 0 || url[8] == '\0' || strpbrk(url, " \t\r\n") != NULL)
 		ow_validation_error("data.connectUrl", "data.connectUrl must be an https:// URI");
-	object_member(d, "data", "credentialRef", false);
+	/* it must not carry anything that resolves the interrupt, e.g. a token */
+	if (strstr(url, "ow2.") != NULL)
+		ow_validation_error("data.connectUrl", "data.connectUrl must not carry an interrupt token");
+	if ((ref = object_member(d, "data", "credentialRef", false)) != NULL)
+	{
+		closed(ref->val.binary.data, ref_keys, "data.credentialRef");
+		str_member(ref->val.binary.data, "data.credentialRef", "ref", true, 1, 0);
+		str_member(ref->val.binary.data, "data.credentialRef", "scope", false, 0, 0);
+	}
 }
 
 /*
@@ -685,15 +695,19 @@ ow_interrupt(PG_FUNCTION_ARGS)
 	SPI_connect();
 	ow_become_owner(&priv);
 	ow_lock_run(&run, run_input);
-	if (ow_run_is_terminal(run.status))
-		ow_run_terminal(run.run_id, run.status);
-
 	ow_latest_exec(&run, node_id, &ex);
 	if (!ex.found)
+	{
+		if (ow_run_is_terminal(run.status))
+			ow_run_terminal(run.run_id, run.status);
 		ow_node_not_found(&run, node_id, "has not been started");
-	if (!ow_exec_is_open(&ex))
-		ow_node_not_open(&run, node_id, &ex);
+	}
 
+	/*
+	 * The key of the node's latest execution.  A resolved key is replayed
+	 * even when the host has since closed the execution or ended the run (a
+	 * rejected gate): replay derives, never re-decides.
+	 */
 	key = derive_key(run.root_run_id, node_id, ex.visit, ordinal);
 
 	/* the same key again: a replay or a repeated call; append nothing */
@@ -722,14 +736,34 @@ ow_interrupt(PG_FUNCTION_ARGS)
 		bool		isnull;
 		Datum		seq = SPI_getbinval(tup, desc, 4, &isnull);
 
+		char	   *asked_kind = JB_ROOT_IS_OBJECT(request) ? owj_string(owj_get(request, "kind")) : NULL;
+
+		if (asked_kind && strcmp(asked_kind, stored_kind) != 0)
+		{
+			OwDetails	d;
+
+			ow_details_init(&d);
+			ow_details_str(&d, "key", key);
+			ow_details_str(&d, "kind", stored_kind);
+			ow_raise(OW_SQLSTATE_409, "run_state_conflict", &d,
+					 "A replay must raise the same interrupt as the execution it replays.",
+					 "key \"%s\" was requested as a %s interrupt, not %s", key, stored_kind, asked_kind);
+		}
 		if (strcmp(status, "resolved") == 0)
 			result = resolved_envelope(&run, id, DatumGetInt64(seq), callerctx);
-		else
+		else if (strcmp(status, "pending") == 0)
 			result = pending_envelope(&run, id, node_id, status, key, stored_kind, callerctx);
+		else
+			ow_run_terminal(run.run_id, run.status);	/* cancelled with its run */
 		ow_restore_user(&priv);
 		SPI_finish();
 		PG_RETURN_JSONB_P(result);
 	}
+
+	if (ow_run_is_terminal(run.status))
+		ow_run_terminal(run.run_id, run.status);
+	if (!ow_exec_is_open(&ex))
+		ow_node_not_open(&run, node_id, &ex);
 
 	/* a new interrupt: validate fully before writing anything */
 	payload = check_request(request, key, &kind, &timeout_ms);

@@ -36,6 +36,13 @@
 
 #define SCHEMA_MAX_DEPTH 64
 
+/*
+ * Work budget of one validation, in schema applications and value
+ * comparisons.  A hostile schema ($ref fan-out under anyOf/allOf) could
+ * otherwise demand exponential work; past the budget the value is refused.
+ */
+#define SCHEMA_MAX_STEPS 50000
+
 typedef struct SchemaCtx
 {
 	JsonbContainer *root;		/* root schema object (for $ref), or NULL */
@@ -43,6 +50,8 @@ typedef struct SchemaCtx
 	int			nerrors;
 	int			quiet;			/* > 0 inside anyOf/oneOf/not: record nothing */
 	int			depth;
+	long		steps;			/* work done, against SCHEMA_MAX_STEPS */
+	bool		exhausted;		/* the budget ran out: the value is refused */
 	StringInfoData path;		/* JSON pointer of the instance being checked */
 } SchemaCtx;
 
@@ -141,6 +150,16 @@ type_matches(const char *name, int len, JsonbValue *inst)
 	return (size_t) len == strlen(t) && strncmp(name, t, len) == 0;
 }
 
+/* Count one unit of work; false once the budget is spent. */
+static bool
+spend(SchemaCtx *c)
+{
+	CHECK_FOR_INTERRUPTS();
+	if (++c->steps > SCHEMA_MAX_STEPS)
+		c->exhausted = true;
+	return !c->exhausted;
+}
+
 /* ----------
  * Errors
  * ----------
@@ -206,39 +225,40 @@ static JsonbValue *
 resolve_ref(JsonbContainer *root, JsonbValue *ref)
 {
 	const char *prefix = "#/$defs/";
-	size_t		plen = strlen(prefix);
-	StringInfoData name;
+	int			plen = strlen(prefix);
+	char	   *name;
+	int			len = 0;
 	JsonbValue *defs;
 	int			i;
 
 	if (root == NULL || ref->type != jbvString ||
-		(size_t) ref->val.string.len <= plen ||
+		ref->val.string.len <= plen ||
 		strncmp(ref->val.string.val, prefix, plen) != 0)
 		return NULL;
 
-	initStringInfo(&name);
+	name = palloc(ref->val.string.len - plen + 1);
 	for (i = plen; i < ref->val.string.len; i++)
 	{
 		char		ch = ref->val.string.val[i];
+		char		next = i + 1 < ref->val.string.len ? ref->val.string.val[i + 1] : '\0';
 
 		if (ch == '/')
 			return NULL;		/* only direct children of $defs */
-		if (ch == '~' && i + 1 < ref->val.string.len &&
-			(ref->val.string.val[i + 1] == '0' || ref->val.string.val[i + 1] == '1'))
+		if (ch == '~' && (next == '0' || next == '1'))
 		{
-			appendStringInfoChar(&name, ref->val.string.val[i + 1] == '0' ? '~' : '/');
+			name[len++] = next == '0' ? '~' : '/';
 			i++;
 		}
 		else if (ch == '~')
 			return NULL;
 		else
-			appendStringInfoChar(&name, ch);
+			name[len++] = ch;
 	}
 
 	defs = getKeyJsonValueFromContainer(root, "$defs", 5, NULL);
 	if (defs == NULL || !is_object(defs))
 		return NULL;
-	return getKeyJsonValueFromContainer(defs->val.binary.data, name.data, name.len, NULL);
+	return getKeyJsonValueFromContainer(defs->val.binary.data, name, len, NULL);
 }
 
 /* ----------
@@ -367,23 +387,30 @@ validate_array_keywords(SchemaCtx *c, JsonbContainer *s, JsonbValue *inst)
 		ok = false;
 	}
 	if ((kw = getKeyJsonValueFromContainer(s, "uniqueItems", 11, NULL)) &&
-		kw->type == jbvBool && kw->val.boolean)
+		kw->type == jbvBool && kw->val.boolean && n > 1)
 	{
-		for (i = 0; i < n && ok; i++)
+		Jsonb	  **items = palloc(sizeof(Jsonb *) * n);
+		bool		dup = false;
+
+		for (i = 0; i < n; i++)
+			items[i] = JsonbValueToJsonb(getIthJsonbValueFromContainer(arr, i));
+
+		for (i = 0; i < n && !dup; i++)
 		{
-			JsonbValue *a = getIthJsonbValueFromContainer(arr, i);
 			int			j;
 
-			for (j = i + 1; j < n; j++)
+			for (j = i + 1; j < n && !dup; j++)
 			{
-				if (json_equal(a, getIthJsonbValueFromContainer(arr, j)))
+				if (!spend(c))
+					return false;
+				if (compareJsonbContainers(&items[i]->root, &items[j]->root) == 0)
 				{
 					fail(c, "uniqueItems", "items %d and %d are equal", i, j);
-					ok = false;
-					break;
+					dup = true;
 				}
 			}
 		}
+		ok &= !dup;
 	}
 	if ((kw = getKeyJsonValueFromContainer(s, "items", 5, NULL)))
 	{
@@ -544,6 +571,8 @@ validate(SchemaCtx *c, JsonbValue *schema, JsonbValue *inst)
 	bool		ok = true;
 
 	check_stack_depth();
+	if (!spend(c))
+		return false;
 	if (schema->type == jbvBool)
 	{
 		if (!schema->val.boolean)
@@ -600,7 +629,7 @@ validate(SchemaCtx *c, JsonbValue *schema, JsonbValue *inst)
 		bool		found = false;
 		int			i;
 
-		for (i = 0; i < (int) JsonContainerSize(kw->val.binary.data) && !found; i++)
+		for (i = 0; i < (int) JsonContainerSize(kw->val.binary.data) && !found && spend(c); i++)
 			found = json_equal(getIthJsonbValueFromContainer(kw->val.binary.data, i), inst);
 		if (!found)
 		{
@@ -637,6 +666,9 @@ validate(SchemaCtx *c, JsonbValue *schema, JsonbValue *inst)
 bool
 ow_schema_validate(Jsonb *schema, Jsonb *value, char **errors)
 {
+	MemoryContext work = AllocSetContextCreate(CurrentMemoryContext, "openwop schema validation",
+											   ALLOCSET_DEFAULT_SIZES);
+	MemoryContext old = MemoryContextSwitchTo(work);
 	SchemaCtx	c;
 	JsonbValue	root;
 	JsonbValue	inst;
@@ -648,11 +680,11 @@ ow_schema_validate(Jsonb *schema, Jsonb *value, char **errors)
 	c.nerrors = 0;
 	c.quiet = 0;
 	c.depth = 0;
+	c.steps = 0;
+	c.exhausted = false;
 
 	if (JB_ROOT_IS_SCALAR(schema))
-	{
 		JsonbExtractScalar(&schema->root, &root);
-	}
 	else
 	{
 		root.type = jbvBinary;
@@ -669,8 +701,21 @@ ow_schema_validate(Jsonb *schema, Jsonb *value, char **errors)
 	}
 
 	ok = validate(&c, &root, &inst);
+	if (c.exhausted)
+	{
+		/* fail closed, with one clear error instead of a partial list */
+		ok = false;
+		resetStringInfo(&c.errors);
+		resetStringInfo(&c.path);
+		c.nerrors = 0;
+		c.quiet = 0;
+		fail(&c, "$ref", "validating the value needs more than %d steps; the schema is too expensive",
+			 SCHEMA_MAX_STEPS);
+	}
+	MemoryContextSwitchTo(old);
 	if (errors)
 		*errors = psprintf("[%s]", c.errors.data);
+	MemoryContextDelete(work);
 	return ok;
 }
 
@@ -751,9 +796,16 @@ pattern_compiles(JsonbValue *pattern)
 	}
 	PG_CATCH();
 	{
+		ErrorData  *edata;
+
 		MemoryContextSwitchTo(oldcxt);
+		edata = CopyErrorData();
 		FlushErrorState();
 		RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(oldcxt);
+		CurrentResourceOwner = oldowner;
+		if (edata->sqlerrcode != ERRCODE_INVALID_REGULAR_EXPRESSION)
+			ReThrowError(edata);	/* a cancel or out-of-memory is not a verdict */
 		ok = false;
 	}
 	PG_END_TRY();

@@ -271,53 +271,97 @@ check_approval_resume(JsonbContainer *data, Jsonb *value)
 	return action;
 }
 
+/* The schema of question id, or NULL; *known tells whether the question exists. */
+static JsonbValue *
+question_schema(JsonbValue *qs, const char *id, int idlen, bool *known)
+{
+	int			i;
+
+	*known = false;
+	for (i = 0; i < (int) JsonContainerSize(qs->val.binary.data); i++)
+	{
+		JsonbContainer *q = getIthJsonbValueFromContainer(qs->val.binary.data, i)->val.binary.data;
+		JsonbValue *qid = owj_get_container(q, "id");
+
+		if (qid->val.string.len == idlen && memcmp(qid->val.string.val, id, idlen) == 0)
+		{
+			*known = true;
+			return owj_get_container(q, "schema");
+		}
+	}
+	return NULL;
+}
+
+static void
+check_answer(JsonbValue *qs, const char *id, int idlen, JsonbValue *answer)
+{
+	bool		known;
+	JsonbValue *schema = question_schema(qs, id, idlen, &known);
+	char	   *qid = pnstrdup(id, idlen);
+	char	   *errors;
+
+	if (!known)
+		resume_error(psprintf("resumeValue.%s", qid), NULL,
+					 "\"%s\" is not a question of this clarification", qid);
+	if (schema && !ow_schema_validate(owj_to_jsonb(schema), owj_to_jsonb(answer), &errors))
+		resume_error(psprintf("resumeValue.%s", qid), errors,
+					 "the answer to question \"%s\" does not match its schema", qid);
+}
+
 /*
- * A clarification answer, in any of the three shapes in use (keyed by
- * question id, {answers: {id: ...}}, {answers: [{id, answer}]}), is checked
- * against its question's schema.
+ * Clarification answers, in exactly one of the shapes in use: keyed by
+ * question id ({q1: ...}), or {answers: {q1: ...}}, or {answers: [{id,
+ * answer}]}.  Every answer must name a question and match its schema.
  */
 static void
 check_clarification_answers(JsonbContainer *data, Jsonb *value)
 {
+	static const char *const only_answers[] = {"answers", NULL};
+	static const char *const pair_keys[] = {"id", "answer", NULL};
 	JsonbValue *qs = owj_get_container(data, "questions");
-	JsonbValue *answers = JB_ROOT_IS_OBJECT(value) ? owj_get(value, "answers") : NULL;
-	int			i;
+	JsonbValue *answers;
+	JsonbContainer *keyed;
+	JsonbIterator *it;
+	JsonbValue	k;
+	JsonbValue	v;
+	JsonbIteratorToken tok;
+	const char *unknown;
 
 	if (!JB_ROOT_IS_OBJECT(value))
 		resume_error("resumeValue", NULL, "a clarification's resumeValue must be an object of answers");
-	for (i = 0; i < (int) JsonContainerSize(qs->val.binary.data); i++)
+	answers = owj_get(value, "answers");
+	if (answers && (unknown = owj_unknown_key(&value->root, only_answers)) != NULL)
+		resume_error(psprintf("resumeValue.%s", unknown), NULL,
+					 "resumeValue has \"answers\" and also \"%s\"; use one shape", unknown);
+	if (answers && owj_is_array(answers))
 	{
-		JsonbContainer *q = getIthJsonbValueFromContainer(qs->val.binary.data, i)->val.binary.data;
-		char	   *id = owj_string(owj_get_container(q, "id"));
-		JsonbValue *schema = owj_get_container(q, "schema");
-		JsonbValue *answer = NULL;
-		char	   *errors;
+		int			i;
 
-		if (schema == NULL)
-			continue;
-		if (owj_is_object(answers))
-			answer = owj_get_container(answers->val.binary.data, id);
-		else if (owj_is_array(answers))
+		for (i = 0; i < (int) JsonContainerSize(answers->val.binary.data); i++)
 		{
-			int			k;
+			JsonbValue *a = getIthJsonbValueFromContainer(answers->val.binary.data, i);
+			JsonbValue *id;
+			JsonbValue *answer;
 
-			for (k = 0; k < (int) JsonContainerSize(answers->val.binary.data) && !answer; k++)
-			{
-				JsonbValue *a = getIthJsonbValueFromContainer(answers->val.binary.data, k);
-				char	   *aid;
-
-				if (owj_is_object(a) && (aid = owj_string(owj_get_container(a->val.binary.data, "id"))) &&
-					strcmp(aid, id) == 0)
-					answer = owj_get_container(a->val.binary.data, "answer");
-			}
+			if (!owj_is_object(a) || owj_unknown_key(a->val.binary.data, pair_keys) != NULL ||
+				(id = owj_get_container(a->val.binary.data, "id")) == NULL || id->type != jbvString ||
+				(answer = owj_get_container(a->val.binary.data, "answer")) == NULL)
+				resume_error(psprintf("resumeValue.answers[%d]", i), NULL,
+							 "resumeValue.answers[%d] must be {id, answer}", i);
+			check_answer(qs, id->val.string.val, id->val.string.len, answer);
 		}
-		else
-			answer = owj_get(value, id);
-		if (answer == NULL)
+		return;
+	}
+	if (answers && !owj_is_object(answers))
+		resume_error("resumeValue.answers", NULL, "resumeValue.answers must be an object or an array");
+	keyed = answers ? answers->val.binary.data : &value->root;
+	it = JsonbIteratorInit(keyed);
+	while ((tok = JsonbIteratorNext(&it, &k, true)) != WJB_DONE)
+	{
+		if (tok != WJB_KEY)
 			continue;
-		if (!ow_schema_validate(owj_to_jsonb(schema), owj_to_jsonb(answer), &errors))
-			resume_error(psprintf("resumeValue.%s", id), errors,
-						 "the answer to question \"%s\" does not match its schema", id);
+		JsonbIteratorNext(&it, &v, true);
+		check_answer(qs, k.val.string.val, k.val.string.len, &v);
 	}
 }
 
@@ -367,24 +411,34 @@ fail_closed(OwRun *run, const char *node_id, const char *code, const char *messa
 	ow_end_run(run, OW_FAIL, error, node_id, NULL, principal);
 }
 
-/* The run's status once node_id's interrupt no longer holds it. */
-static const char *
-status_after_resume(OwRun *run)
+/*
+ * Once node_id's interrupt no longer holds the run: if another interrupt is
+ * still pending, the run keeps waiting on the most recently raised one, which
+ * names currentNodeId; otherwise a waiting run resumes (INT-3: a run that was
+ * not waiting is left alone).  Returns true when another interrupt holds it.
+ */
+static bool
+settle_run_status(OwRun *run)
 {
 	static SPIPlanPtr plan = NULL;
 
 	if (strncmp(run->status, "waiting-", 8) != 0)
-		return run->status;		/* INT-3: only a waiting run is resumed */
-	if (ow_run_query(&plan, "SELECT kind FROM openwop.interrupts"
+		return false;
+	if (ow_run_query(&plan, "SELECT kind, node_id FROM openwop.interrupts"
 							" WHERE tenant OPERATOR(pg_catalog.=) $1"
 							"   AND run_id OPERATOR(pg_catalog.=) $2"
 							"   AND status OPERATOR(pg_catalog.=) 'pending'"
-							" ORDER BY created_at LIMIT 1",
+							" ORDER BY requested_sequence DESC LIMIT 1",
 					 run, NULL, false, 1) != SPI_OK_SELECT)
 		elog(ERROR, "could not read the pending interrupts of run \"%s\"", run->run_id);
 	if (SPI_processed > 0)
-		return ow_waiting_status(SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1));
-	return "running";
+	{
+		run->status = (char *) ow_waiting_status(SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1));
+		run->current_node_id = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2);
+		return true;
+	}
+	run->status = "running";
+	return false;
 }
 
 /*
@@ -517,6 +571,8 @@ ow_resolve_interrupt(PG_FUNCTION_ARGS)
 			owj_str(&j, "interruptId", p.interrupt_id);
 			owj_str(&j, "action", "ask");
 			result = owj_end(&j);
+			if (idem_key)
+				ow_idempotency_complete(tenant, "resolveInterruptByRun", idem_key, result);
 			ow_restore_user(&priv);
 			SPI_finish();
 			PG_RETURN_JSONB_P(result);
@@ -612,12 +668,8 @@ ow_resolve_interrupt(PG_FUNCTION_ARGS)
 		owj_jsonb(&j, "resumeValue", stored_value);
 		ow_append(&run, "node.resumed", node_id, owj_end(&j));
 	}
-	if (!ow_run_is_terminal(run.status))
-	{
-		run.status = (char *) status_after_resume(&run);
-		if (!rejected && !declined)
-			run.current_node_id = node_id;
-	}
+	if (!ow_run_is_terminal(run.status) && !settle_run_status(&run) && !rejected && !declined)
+		run.current_node_id = node_id;
 	ow_save_run(&run);
 
 	MemoryContextSwitchTo(callerctx);

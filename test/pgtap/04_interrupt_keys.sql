@@ -1,7 +1,7 @@
 -- Re-entry keys (digest §3.1), each rule its own test, and FlowDrop INT-1,
 -- INT-2, INT-3 on the raise / resolve path.
 BEGIN;
-SELECT plan(30);
+SELECT plan(34);
 SET LOCAL openwop.tenant = 'acme';
 
 CREATE FUNCTION pg_temp.approval(title text DEFAULT 'Ship it?') RETURNS jsonb LANGUAGE sql AS $$
@@ -106,6 +106,20 @@ UPDATE openwop.runs SET status = 'paused' WHERE run_id = 'acme/keys-run-00000002
 DO $$ BEGIN PERFORM openwop.resolve_interrupt('acme/keys-run-00000002', 'ask', '{"ok": true}'); END $$;
 SELECT is(openwop.run_snapshot('acme/keys-run-00000002') ->> 'status', 'paused',
           'INT-3: resolving does not resume a run that is not waiting');
+
+-- a replay after the host closed the execution (a rejected gate) still derives, never re-decides
+DO $$ BEGIN PERFORM openwop.create_run('keys', '{"runId": "acme/keys-run-00000003"}');
+  PERFORM openwop.start_node('acme/keys-run-00000003', 'gate');
+  PERFORM openwop.interrupt('acme/keys-run-00000003', 'gate', pg_temp.approval());
+  PERFORM openwop.resolve_interrupt('acme/keys-run-00000003', 'gate', '{"action": "reject"}'); END $$;
+SELECT is(openwop.run_snapshot('acme/keys-run-00000003') ->> 'status', 'failed', 'a rejected gate with no routing edge fails the run');
+SELECT is(openwop.interrupt('acme/keys-run-00000003', 'gate', pg_temp.approval()) - 'interruptId' #- '{resumeValue,decidedAt}',
+          '{"status": "resolved", "action": "reject", "decision": "rejected", "resumeValue": {"action": "reject"}}',
+          'key: replaying the rejected gate returns the recorded rejection, even after the run failed');
+SELECT is((SELECT count(*) FROM openwop.events('acme/keys-run-00000003') e WHERE e->>'type' = 'interrupt.requested'),
+          1::bigint, 'key: ... and raises no second interrupt.requested');
+SELECT throws_ok($$ SELECT openwop.interrupt('acme/keys-run-00000003', 'gate', '{"kind": "custom", "data": {"customKind": "x"}}') $$,
+                 'PT409', NULL, 'a replay that raises another kind under the same key is refused');
 
 SELECT * FROM finish();
 ROLLBACK;

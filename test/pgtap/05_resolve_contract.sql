@@ -1,7 +1,7 @@
 -- Payload validation of the nine kinds, the resolve error contract, and
 -- Idempotency-Key handling.  Every refusal leaves the log unchanged.
 BEGIN;
-SELECT plan(56);
+SELECT plan(65);
 SET LOCAL openwop.tenant = 'acme';
 
 \ir refusal.psql
@@ -57,6 +57,12 @@ SELECT is(pg_temp.bad_request('v17', '{"kind": "poll", "data": {}}'),
           'validation_error request.kind', 'an unknown kind is refused');
 SELECT is(pg_temp.bad_request('v18', '{"kind": "custom", "data": {"customKind": "x"}, "resumeSchema": {"type": "object", "if": {}}}'),
           'validation_error request.resumeSchema', 'a resumeSchema keyword outside the subset is refused, never ignored');
+SELECT is(pg_temp.bad_request('v20', '{"kind": "credential", "data": {"provider": "gh", "scopes": ["repo"], "reason": "missing", "connectUrl": "https://x", "credentialRef": {"anything": 1}}}'),
+          'validation_error data.credentialRef.anything', 'credential: credentialRef is closed {ref, scope}');
+SELECT is(pg_temp.bad_request('v21', '{"kind": "credential", "data": {"provider": "gh", "scopes": ["repo"], "reason": "missing", "connectUrl": "https://x/connect?t=ow2.hs256.k1.abc.def"}}'),
+          'validation_error data.connectUrl', 'credential: connectUrl never carries an interrupt token');
+SELECT is(pg_temp.bad_request('v22', '{"kind": "clarification", "data": {"questions": [{"id": "q1", "question": "?", "schema": true}]}}'),
+          'validation_error data.questions[0].schema', 'clarification: a question schema must be an object');
 SELECT is(pg_temp.bad_request('v19', '{"kind": "approval", "data": {"artifactId": "a", "artifactType": "d", "title": "t", "actions": ["accept"], "requiredApprovals": 0}}'),
           'validation_error data.requiredApprovals', 'requiredApprovals is at least 1');
 SELECT is((SELECT count(*) FROM openwop.events('acme/resolve-run-0000001', -1, 10000) e
@@ -93,6 +99,12 @@ SELECT is(pg_temp.refusal($$ SELECT openwop.resolve_interrupt('acme/resolve-run-
 SELECT is(pg_temp.refusal($$ SELECT openwop.resolve_interrupt('acme/resolve-run-0000003', 'q', '{"answers": {"colour": "green"}}') $$),
           '{"code": "validation_error", "details": {"field": "resumeValue.colour", "errors": [{"path": "", "keyword": "enum", "message": "value is not one of the enumerated values"}]}, "sqlstate": "PT400"}',
           'clarification: an answer failing its question schema is refused with each path and keyword');
+SELECT is(pg_temp.refusal($$ SELECT openwop.resolve_interrupt('acme/resolve-run-0000003', 'q', '{"answers": {}, "colour": "purple"}') $$)->'details'->>'field',
+          'resumeValue.colour', 'clarification: answers in two shapes at once are refused');
+SELECT is(pg_temp.refusal($$ SELECT openwop.resolve_interrupt('acme/resolve-run-0000003', 'q', '{"size": "XL"}') $$)->'details'->>'field',
+          'resumeValue.size', 'clarification: an answer to no question is refused');
+SELECT is(pg_temp.refusal($$ SELECT openwop.resolve_interrupt('acme/resolve-run-0000003', 'q', '{"answers": [{"id": "colour", "answer": "green"}]}') $$)->'details'->>'field',
+          'resumeValue.colour', 'clarification: the [{id, answer}] shape is checked too');
 SELECT is(openwop.resolve_interrupt('acme/resolve-run-0000003', 'q', '{"answers": {"colour": "blue"}}') ->> 'status',
           'resolved', 'clarification: a valid answer resolves');
 SELECT is(pg_temp.refusal($$ SELECT openwop.resolve_interrupt('acme/resolve-run-0000003', 'q', '{"answers": {"colour": "red"}}') $$)->>'code',
@@ -184,6 +196,26 @@ SELECT ok((SELECT expires_at >= created_at + interval '24 hours' FROM openwop.id
 UPDATE openwop.idempotency_keys SET expires_at = now() - interval '1 second'
  WHERE key = '6f1c0b1e-8a0b-4c8e-9d2a-1b2c3d4e5f60';
 SELECT is(openwop.sweep(), 1, 'sweep removes records past their retention');
+
+-- ask does not exit the suspend; with an idempotency key it replays like any answer
+DO $$ BEGIN PERFORM openwop.create_run('resolve', '{"runId": "acme/resolve-run-0000006"}');
+  PERFORM openwop.start_node('acme/resolve-run-0000006', 'gate');
+  PERFORM openwop.interrupt('acme/resolve-run-0000006', 'gate', jsonb_build_object('kind', 'approval', 'data',
+    '{"artifactId": "a", "artifactType": "doc", "title": "T", "actions": ["accept", "ask"]}'::jsonb)); END $$;
+SELECT is(openwop.resolve_interrupt('acme/resolve-run-0000006', 'gate', '{"action": "ask"}', 'ask-key-00000000000000000001') ->> 'status',
+          'pending', 'ask does not exit the suspend');
+SELECT is(openwop.resolve_interrupt('acme/resolve-run-0000006', 'gate', '{"action": "ask"}', 'ask-key-00000000000000000001') ->> 'idempotentReplay',
+          'true', 'an ask repeated with its idempotency key is a replay, not in flight');
+
+-- two pending interrupts: resolving one leaves the run waiting on the other, which names currentNodeId
+DO $$ BEGIN PERFORM openwop.create_run('resolve', '{"runId": "acme/resolve-run-0000007"}');
+  PERFORM openwop.start_node('acme/resolve-run-0000007', 'a');
+  PERFORM openwop.interrupt('acme/resolve-run-0000007', 'a', '{"kind": "external-event", "data": {"eventType": "e", "correlation": {}}}');
+  PERFORM openwop.start_node('acme/resolve-run-0000007', 'b');
+  PERFORM openwop.interrupt('acme/resolve-run-0000007', 'b', '{"kind": "custom", "data": {"customKind": "c"}}');
+  PERFORM openwop.resolve_interrupt('acme/resolve-run-0000007', 'b', '{}'); END $$;
+SELECT is(openwop.run_snapshot('acme/resolve-run-0000007') #>> '{status}' || ' ' || (openwop.run_snapshot('acme/resolve-run-0000007') ->> 'currentNodeId'),
+          'waiting-external a', 'the run keeps waiting on the remaining interrupt, and currentNodeId names its node');
 
 SELECT * FROM finish();
 ROLLBACK;
