@@ -228,15 +228,61 @@ COMMENT ON COLUMN openwop.idempotency_keys.response IS 'Final response returned 
 COMMENT ON COLUMN openwop.idempotency_keys.created_at IS 'When the key was first used.';
 COMMENT ON COLUMN openwop.idempotency_keys.expires_at IS 'When the record may be removed (openwop.idempotency_retention after creation).';
 
+-- the sweeper's work list: pending interrupts with a deadline (absent or 0: never, INT-23)
+CREATE INDEX interrupts_due ON openwop.interrupts (expires_at)
+    WHERE status = 'pending' AND expires_at IS NOT NULL;
+COMMENT ON INDEX openwop.interrupts_due IS
+  'Pending interrupts by deadline, for openwop.sweep() and the timeout worker.';
+
+CREATE TABLE openwop.votes (
+    tenant        text        NOT NULL,
+    interrupt_id  text        NOT NULL,
+    voter         text        NOT NULL,
+    revision      integer     NOT NULL,
+    action        text        NOT NULL,
+    resume_value  jsonb       NOT NULL,
+    eligibility   jsonb       NOT NULL,
+    cast_at       timestamptz NOT NULL DEFAULT pg_catalog.now(),
+    PRIMARY KEY (tenant, interrupt_id, voter, revision),
+    CONSTRAINT votes_action_known CHECK (action IN ('accept', 'reject', 'refine', 'edit-accept', 'ask')),
+    CONSTRAINT votes_revision_positive CHECK (revision >= 1)
+);
+COMMENT ON TABLE openwop.votes IS
+  'Every answer to an approval gate, one row per (voter, revision): a re-vote adds a revision and the latest counts, so every vote stays auditable.';
+COMMENT ON COLUMN openwop.votes.tenant IS 'Tenant of the run.';
+COMMENT ON COLUMN openwop.votes.interrupt_id IS 'The approval interrupt voted on.';
+COMMENT ON COLUMN openwop.votes.voter IS 'Principal that voted.';
+COMMENT ON COLUMN openwop.votes.revision IS '1 for the voter''s first vote, +1 for each re-vote; the highest counts.';
+COMMENT ON COLUMN openwop.votes.action IS 'accept, reject, refine, edit-accept or ask.';
+COMMENT ON COLUMN openwop.votes.resume_value IS 'The resume value of the vote, decidedAt stamped.';
+COMMENT ON COLUMN openwop.votes.eligibility IS 'The eligibility decision made at vote time: which refs matched and the resolved memberships; never re-resolved.';
+COMMENT ON COLUMN openwop.votes.cast_at IS 'When the vote was cast.';
+
+CREATE TABLE openwop.group_members (
+    tenant     text        NOT NULL,
+    group_ref  text        NOT NULL,
+    principal  text        NOT NULL,
+    added_at   timestamptz NOT NULL DEFAULT pg_catalog.now(),
+    PRIMARY KEY (tenant, group_ref, principal)
+);
+COMMENT ON TABLE openwop.group_members IS
+  'DBA-managed membership of the group refs named in approverGroupRefs (and of the override group), per tenant.';
+COMMENT ON COLUMN openwop.group_members.tenant IS 'Tenant the membership applies in.';
+COMMENT ON COLUMN openwop.group_members.group_ref IS 'Opaque group ref, as written in approverGroupRefs.';
+COMMENT ON COLUMN openwop.group_members.principal IS 'Member principal (a JWT sub or a role name).';
+COMMENT ON COLUMN openwop.group_members.added_at IS 'When the membership was added.';
+
 /* Dump the rows of every table that holds user data (pg_dump skips extension tables otherwise). */
 SELECT pg_catalog.pg_extension_config_dump('openwop.runs', '');
 SELECT pg_catalog.pg_extension_config_dump('openwop.node_executions', '');
 SELECT pg_catalog.pg_extension_config_dump('openwop.events', '');
 SELECT pg_catalog.pg_extension_config_dump('openwop.interrupts', '');
 SELECT pg_catalog.pg_extension_config_dump('openwop.idempotency_keys', '');
+SELECT pg_catalog.pg_extension_config_dump('openwop.votes', '');
+SELECT pg_catalog.pg_extension_config_dump('openwop.group_members', '');
 
 REVOKE ALL ON openwop.runs, openwop.node_executions, openwop.events,
-    openwop.interrupts, openwop.idempotency_keys FROM PUBLIC;
+    openwop.interrupts, openwop.idempotency_keys, openwop.votes, openwop.group_members FROM PUBLIC;
 
 /* ------------------------------------------------------------------------
  * Append-only event log, enforced in C for every role.  ENABLE ALWAYS keeps
@@ -354,7 +400,49 @@ CREATE FUNCTION openwop.sweep(max integer DEFAULT 1000)
     RETURNS integer AS 'MODULE_PATHNAME', 'ow_sweep'
     LANGUAGE C VOLATILE;
 COMMENT ON FUNCTION openwop.sweep(integer) IS
-  'Housekeeping once (for pg_cron users): removes at most max idempotency records past their retention; returns how many rows it changed.';
+  'Applies due deadlines and retention once (the timeout worker runs the same code; pg_cron users may call it): approvals past timeoutMs are rejected (action timeout), other interrupts expire and cancel their run; then removes idempotency records past retention. At most max of each; returns how many it changed.';
+
+/* ------------------------------------------------------------------------
+ * Approvals: low-confidence escalation, administration, capabilities
+ * ------------------------------------------------------------------------ */
+
+CREATE FUNCTION openwop.record_agent_decision(run_id text, node_id text, agent_id text,
+                                              confidence float8, decision jsonb DEFAULT NULL)
+    RETURNS jsonb AS 'MODULE_PATHNAME', 'ow_record_agent_decision'
+    LANGUAGE C VOLATILE;
+COMMENT ON FUNCTION openwop.record_agent_decision(text, text, text, float8, jsonb) IS
+  'Appends agent.decided {agentId, decision, confidence}; the escalation trigger suspends the node on a low-confidence interrupt when confidence is below the run''s threshold (configurable.run.escalationThreshold, else openwop.escalation_threshold).';
+
+CREATE FUNCTION openwop.escalate_low_confidence() RETURNS trigger
+    AS 'MODULE_PATHNAME', 'ow_escalate_low_confidence'
+    LANGUAGE C;
+COMMENT ON FUNCTION openwop.escalate_low_confidence() IS
+  'Trigger function: after an agent.decided event below the run''s threshold, raises the low-confidence interrupt (digest §12.2).';
+CREATE TRIGGER events_escalate_low_confidence
+    AFTER INSERT ON openwop.events
+    FOR EACH ROW WHEN (NEW.type = 'agent.decided')
+    EXECUTE FUNCTION openwop.escalate_low_confidence();
+ALTER TABLE openwop.events ENABLE ALWAYS TRIGGER events_escalate_low_confidence;
+COMMENT ON TRIGGER events_escalate_low_confidence ON openwop.events IS
+  'Escalates an agent.decided whose confidence is below the run''s threshold: low-confidence interrupt, node.suspended {reason: low-confidence}, run waiting-approval.';
+
+CREATE FUNCTION openwop.add_group_member(group_ref text, principal text)
+    RETURNS boolean AS 'MODULE_PATHNAME', 'ow_add_group_member'
+    LANGUAGE C VOLATILE;
+COMMENT ON FUNCTION openwop.add_group_member(text, text) IS
+  'Adds principal to group_ref in the caller''s tenant (approverGroupRefs; the group named by openwop.override_group holds the override principals). Returns false if it was already a member.';
+
+CREATE FUNCTION openwop.remove_group_member(group_ref text, principal text)
+    RETURNS boolean AS 'MODULE_PATHNAME', 'ow_remove_group_member'
+    LANGUAGE C VOLATILE;
+COMMENT ON FUNCTION openwop.remove_group_member(text, text) IS
+  'Removes principal from group_ref in the caller''s tenant. Votes already cast keep the membership recorded at the time. Returns false if it was not a member.';
+
+CREATE FUNCTION openwop.capabilities()
+    RETURNS jsonb AS 'MODULE_PATHNAME', 'ow_capabilities'
+    LANGUAGE C STABLE;
+COMMENT ON FUNCTION openwop.capabilities() IS
+  'The interrupt facet this host advertises: refKinds, callbackDelivery, tokenAlgs.';
 
 /* No role but the owner may call anything until the DBA grants it (see README, "Roles and grants"). */
 REVOKE ALL ON FUNCTION
@@ -371,5 +459,10 @@ REVOKE ALL ON FUNCTION
     openwop.json_schema_errors(jsonb, jsonb),
     openwop.interrupt(text, text, jsonb, integer),
     openwop.resolve_interrupt(text, text, jsonb, text),
-    openwop.sweep(integer)
+    openwop.sweep(integer),
+    openwop.record_agent_decision(text, text, text, float8, jsonb),
+    openwop.escalate_low_confidence(),
+    openwop.add_group_member(text, text),
+    openwop.remove_group_member(text, text),
+    openwop.capabilities()
 FROM PUBLIC;

@@ -100,11 +100,20 @@ spi_datum(int n, bool *isnull)
 void
 ow_lock_run(OwRun *run, const char *run_id_input)
 {
+	char	   *tenant = ow_caller_tenant();
+
+	ow_lock_run_id(run, tenant, ow_normalize_run_id(run_id_input, tenant));
+}
+
+/* Lock the run row of a known (tenant, run id): the sweeper's entry, which acts for every tenant. */
+void
+ow_lock_run_id(OwRun *run, const char *tenant, const char *run_id)
+{
 	static SPIPlanPtr plan = NULL;
 	bool		isnull;
 
-	run->tenant = ow_caller_tenant();
-	run->run_id = ow_normalize_run_id(run_id_input, run->tenant);
+	run->tenant = pstrdup(tenant);
+	run->run_id = pstrdup(run_id);
 
 	if (ow_run_query(&plan, "SELECT workflow_id, status, current_node_id, event_prefix,"
 							"       created_at, next_sequence, definition IS NOT NULL"
@@ -132,14 +141,13 @@ ow_lock_run(OwRun *run, const char *run_id_input)
 	run->outputs = NULL;
 }
 
-/* Append one event at the run's next sequence; returns that sequence. */
-int64
-ow_append(OwRun *run, const char *type, const char *node_id, Jsonb *payload)
+/* Insert one event row at sequence seq. */
+static int64
+insert_event(OwRun *run, int64 seq, const char *type, const char *node_id, Jsonb *payload)
 {
 	static SPIPlanPtr plan = NULL;
 	Datum		args[6];
 	char		nulls[6] = {' ', ' ', ' ', ' ', ' ', ' '};
-	int64		seq = run->next_sequence;
 
 	if (plan == NULL)
 	{
@@ -156,13 +164,18 @@ ow_append(OwRun *run, const char *type, const char *node_id, Jsonb *payload)
 	if (node_id)
 		args[4] = CStringGetTextDatum(node_id);
 	else
-	{
-		args[4] = (Datum) 0;
 		nulls[4] = 'n';
-	}
 	args[5] = JsonbPGetDatum(payload);
 	if (SPI_execute_plan(plan, args, nulls, false, 0) != SPI_OK_INSERT)
 		elog(ERROR, "could not append event to run \"%s\"", run->run_id);
+	return seq;
+}
+
+/* Append one event at the run's next sequence; returns that sequence. */
+int64
+ow_append(OwRun *run, const char *type, const char *node_id, Jsonb *payload)
+{
+	int64		seq = insert_event(run, run->next_sequence, type, node_id, payload);
 
 	run->next_sequence = seq + 1;
 	run->appended++;
@@ -337,6 +350,30 @@ ow_save_run(OwRun *run)
 
 	if (run->appended > 0)
 		remember_notify(run->run_id, run->first_sequence, run->next_sequence - 1);
+}
+
+/*
+ * Append an event whose insertion fires triggers that change the run
+ * themselves (agent.decided): the run row is saved with the sequence
+ * already advanced before the event is inserted, so a trigger that locks
+ * the run appends after it.  The in-memory run is stale afterwards; the
+ * caller re-locks it before reading it again.
+ */
+int64
+ow_append_then_triggers(OwRun *run, const char *type, const char *node_id, Jsonb *payload)
+{
+	int64		seq = run->next_sequence;
+	int64		first = run->first_sequence;
+	int			appended = run->appended;
+
+	/* save as if appended, then insert at the reserved sequence */
+	run->next_sequence = seq + 1;
+	run->appended = appended + 1;
+	ow_save_run(run);
+	run->next_sequence = seq;
+	run->first_sequence = first;
+	run->appended = 0;
+	return insert_event(run, seq, type, node_id, payload);
 }
 
 /* Milliseconds from the run's creation to now (transaction start). */

@@ -25,8 +25,6 @@
 #include "utils/memutils.h"
 #include "utils/resowner.h"
 
-PG_FUNCTION_INFO_V1(ow_sweep);
-
 extern int	ow_idempotency_retention;
 
 /* Key grammar: ^[A-Za-z0-9._~-]{22,128}$ (at least 128 bits of entropy). */
@@ -243,25 +241,13 @@ ow_idempotency_complete(const char *tenant, const char *endpoint, const char *ke
 		elog(ERROR, "could not store the response of idempotency key");
 }
 
-/*
- * openwop.sweep(max) → integer
- *
- * Housekeeping, once: removes at most max idempotency records past their
- * retention.  Returns the number of rows changed.
- */
-Datum
-ow_sweep(PG_FUNCTION_ARGS)
+/* Remove at most max records past their retention; returns how many. */
+int
+ow_purge_idempotency(int max)
 {
 	static SPIPlanPtr plan = NULL;
-	int32		max = PG_ARGISNULL(0) ? 1000 : PG_GETARG_INT32(0);
-	OwPriv		priv;
 	Datum		args[1];
-	uint64		n;
 
-	if (max < 1)
-		ow_validation_error("max", "max must be at least 1, not %d", max);
-	SPI_connect();
-	ow_become_owner(&priv);
 	if (plan == NULL)
 	{
 		Oid			types[1] = {INT4OID};
@@ -275,8 +261,5 @@ ow_sweep(PG_FUNCTION_ARGS)
 	args[0] = Int32GetDatum(max);
 	if (SPI_execute_plan(plan, args, NULL, false, 0) != SPI_OK_DELETE)
 		elog(ERROR, "could not remove expired idempotency keys");
-	n = SPI_processed;
-	ow_restore_user(&priv);
-	SPI_finish();
-	PG_RETURN_INT32((int32) n);
+	return (int) SPI_processed;
 }

@@ -271,21 +271,13 @@ check_approval(JsonbContainer *d)
 	}
 	str_member(d, "data", "description", false, 0, 0);
 	enum_member(d, "data", "onTimeout", false, on_timeout);
-	if (int_member(d, "data", "requiredApprovals", 1) > 1)
-		ow_validation_error("data.requiredApprovals",
-							"data.requiredApprovals above 1 needs quorum voting, which this version does not provide yet");
+	if (int_member(d, "data", "requiredApprovals", 1) > 10000)
+		ow_validation_error("data.requiredApprovals", "data.requiredApprovals must be at most 10000");
 	str_array_member(d, "data", "approversList", false, 1, false, false);
 	enum_member(d, "data", "rejectionPolicy", false, policies);
 	bool_member(d, "data", "overrideBypassesQuorum");
-	/* not advertised in refKinds yet: refused rather than silently unenforced */
-	if (str_array_member(d, "data", "approverGroupRefs", false, 1, false, false) &&
-		JsonContainerSize(member(d, "approverGroupRefs")->val.binary.data) > 0)
-		ow_validation_error("data.approverGroupRefs",
-							"data.approverGroupRefs cannot be enforced by this version; list the principals in data.approversList");
-	if (str_array_member(d, "data", "approverRoleRefs", false, 1, false, false) &&
-		JsonContainerSize(member(d, "approverRoleRefs")->val.binary.data) > 0)
-		ow_validation_error("data.approverRoleRefs",
-							"data.approverRoleRefs cannot be enforced by this version; list the principals in data.approversList");
+	str_array_member(d, "data", "approverGroupRefs", false, 1, false, false);
+	str_array_member(d, "data", "approverRoleRefs", false, 1, false, false);
 	if ((aud = object_member(d, "data", "audience", false)) != NULL)
 	{
 		closed(aud->val.binary.data, audience_keys, "data.audience");
@@ -648,25 +640,21 @@ resolved_envelope(OwRun *run, const char *interrupt_id, int64 resolved_seq, Memo
 	return env;
 }
 
-/* ----------
- * openwop.interrupt(run_id, node_id, request, ordinal) → jsonb
- * ----------
+/*
+ * Suspend the open execution ex of node_id on a new interrupt (the run is
+ * locked): validate the request, store the interrupt first, append
+ * interrupt.requested and node.suspended, mark the job interrupted, move
+ * the run to waiting-*, save it.  Returns the INT-1 envelope built from the
+ * stored row, in resultctx.  Shared by interrupt() and the low-confidence
+ * escalation trigger.
  */
-Datum
-ow_interrupt(PG_FUNCTION_ARGS)
+Jsonb *
+ow_suspend(OwRun *run, const char *node_id, OwExec *ex, int32 ordinal, Jsonb *request,
+		   MemoryContext resultctx)
 {
-	static SPIPlanPtr find_plan = NULL;
 	static SPIPlanPtr insert_plan = NULL;
 	static SPIPlanPtr job_plan = NULL;
-	MemoryContext callerctx = CurrentMemoryContext;
-	const char *run_input;
-	char	   *node_id;
-	Jsonb	   *request;
-	int32		ordinal;
-	OwPriv		priv;
-	OwRun		run;
-	OwExec		ex;
-	char	   *key;
+	char	   *key = derive_key(run->root_run_id, node_id, ex->visit, ordinal);
 	char	   *kind;
 	int64		timeout_ms;
 	Jsonb	   *payload;
@@ -676,6 +664,125 @@ ow_interrupt(PG_FUNCTION_ARGS)
 	char	   *interrupt_id;
 	int64		req_seq;
 	OwJson		j;
+
+	/* a new interrupt: validate fully before writing anything */
+	payload = check_request(request, key, &kind, &timeout_ms);
+	if (strcmp(ex->status, "interrupted") == 0)
+	{
+		OwDetails	d;
+
+		ow_details_init(&d);
+		ow_details_str(&d, "runId", run->run_id);
+		ow_details_str(&d, "runStatus", run->status);
+		ow_details_str(&d, "nodeId", node_id);
+		ow_raise(OW_SQLSTATE_409, "run_state_conflict", &d,
+				 "Resolve the node's pending interrupt before raising another.",
+				 "node \"%s\" is already suspended on another interrupt", node_id);
+	}
+
+	interrupt_id = psprintf("%s/%s", run->tenant, ow_mint_opaque(16));
+
+	req_seq = ow_append(run, "interrupt.requested", node_id, payload);
+	owj_begin(&j);
+	owj_str(&j, "nodeId", node_id);
+	owj_str(&j, "interruptId", interrupt_id);
+	owj_str(&j, "kind", kind);
+	if (strcmp(kind, "low-confidence") == 0)
+		owj_str(&j, "reason", "low-confidence");
+	owj_str(&j, "key", key);
+	ow_append(run, "node.suspended", node_id, owj_end(&j));
+
+	if (insert_plan == NULL)
+	{
+		Oid			types[12] = {TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, INT4OID,
+		INT4OID, TEXTOID, TEXTOID, JSONBOID, INT8OID, TIMESTAMPTZOID};
+
+		insert_plan = ow_prepare("INSERT INTO openwop.interrupts"
+								 " (tenant, interrupt_id, run_id, root_run_id, node_id, visit, ordinal,"
+								 "  key, kind, payload, requested_sequence, expires_at)"
+								 " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)"
+								 " RETURNING interrupt_id, node_id, status", 12, types);
+	}
+	memset(nulls, ' ', sizeof(nulls));
+	args[0] = CStringGetTextDatum(run->tenant);
+	args[1] = CStringGetTextDatum(interrupt_id);
+	args[2] = CStringGetTextDatum(run->run_id);
+	args[3] = CStringGetTextDatum(run->root_run_id);
+	args[4] = CStringGetTextDatum(node_id);
+	args[5] = Int32GetDatum(ex->visit);
+	args[6] = Int32GetDatum(ordinal);
+	args[7] = CStringGetTextDatum(key);
+	args[8] = CStringGetTextDatum(kind);
+	args[9] = JsonbPGetDatum(payload);
+	args[10] = Int64GetDatum(req_seq);
+	/* absent or 0: never expires (FlowDrop INT-23) */
+	if (timeout_ms <= 0)
+		nulls[11] = 'n';
+	else if (timeout_ms > INT64CONST(100000) * 365 * 24 * 3600 * 1000)
+		args[11] = TimestampTzGetDatum(DT_NOEND);
+	else
+		args[11] = TimestampTzGetDatum(TimestampTzPlusMilliseconds(GetCurrentTransactionStartTimestamp(),
+																	timeout_ms));
+	if (SPI_execute_plan(insert_plan, args, nulls, false, 0) != SPI_OK_INSERT_RETURNING ||
+		SPI_processed != 1)
+		elog(ERROR, "could not record interrupt \"%s\"", interrupt_id);
+
+	{
+		/* the answer is built from the stored row (INT-2) */
+		HeapTuple	tup = SPI_tuptable->vals[0];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		char	   *stored_id = SPI_getvalue(tup, desc, 1);
+		char	   *stored_node = SPI_getvalue(tup, desc, 2);
+		char	   *stored_status = SPI_getvalue(tup, desc, 3);
+
+		if (job_plan == NULL)
+		{
+			Oid			types[5] = {TEXTOID, TEXTOID, TEXTOID, INT4OID, TEXTOID};
+
+			job_plan = ow_prepare("UPDATE openwop.node_executions"
+								  "   SET status = 'interrupted', interrupt_id = $5"
+								  " WHERE tenant OPERATOR(pg_catalog.=) $1"
+								  "   AND run_id OPERATOR(pg_catalog.=) $2"
+								  "   AND node_id OPERATOR(pg_catalog.=) $3"
+								  "   AND visit OPERATOR(pg_catalog.=) $4", 5, types);
+		}
+		args[0] = CStringGetTextDatum(run->tenant);
+		args[1] = CStringGetTextDatum(run->run_id);
+		args[2] = CStringGetTextDatum(node_id);
+		args[3] = Int32GetDatum(ex->visit);
+		args[4] = CStringGetTextDatum(stored_id);
+		if (SPI_execute_plan(job_plan, args, NULL, false, 0) != SPI_OK_UPDATE || SPI_processed != 1)
+			elog(ERROR, "could not suspend execution of node \"%s\"", node_id);
+
+		run->status = (char *) ow_waiting_status(kind);
+		run->current_node_id = (char *) node_id;
+		ow_save_run(run);
+		if (timeout_ms > 0)
+			ow_deadline_raised();	/* the timeout worker wakes at commit */
+		result = pending_envelope(run, stored_id, stored_node, stored_status, key, kind, resultctx);
+	}
+	return result;
+}
+
+/* ----------
+ * openwop.interrupt(run_id, node_id, request, ordinal) → jsonb
+ * ----------
+ */
+Datum
+ow_interrupt(PG_FUNCTION_ARGS)
+{
+	static SPIPlanPtr find_plan = NULL;
+	MemoryContext callerctx = CurrentMemoryContext;
+	const char *run_input;
+	char	   *node_id;
+	Jsonb	   *request;
+	int32		ordinal;
+	OwPriv		priv;
+	OwRun		run;
+	OwExec		ex;
+	char	   *key;
+	Jsonb	   *result;
+	Datum		args[3];
 
 	if (PG_ARGISNULL(0))
 		ow_validation_error("runId", "run_id must not be null");
@@ -765,100 +872,7 @@ ow_interrupt(PG_FUNCTION_ARGS)
 	if (!ow_exec_is_open(&ex))
 		ow_node_not_open(&run, node_id, &ex);
 
-	/* a new interrupt: validate fully before writing anything */
-	payload = check_request(request, key, &kind, &timeout_ms);
-	if (strcmp(ex.status, "interrupted") == 0)
-	{
-		OwDetails	d;
-
-		ow_details_init(&d);
-		ow_details_str(&d, "runId", run.run_id);
-		ow_details_str(&d, "runStatus", run.status);
-		ow_details_str(&d, "nodeId", node_id);
-		ow_raise(OW_SQLSTATE_409, "run_state_conflict", &d,
-				 "Resolve the node's pending interrupt before raising another.",
-				 "node \"%s\" is already suspended on another interrupt", node_id);
-	}
-
-	interrupt_id = psprintf("%s/%s", run.tenant, ow_mint_opaque(16));
-
-	req_seq = ow_append(&run, "interrupt.requested", node_id, payload);
-	owj_begin(&j);
-	owj_str(&j, "nodeId", node_id);
-	owj_str(&j, "interruptId", interrupt_id);
-	owj_str(&j, "kind", kind);
-	if (strcmp(kind, "low-confidence") == 0)
-		owj_str(&j, "reason", "low-confidence");
-	owj_str(&j, "key", key);
-	ow_append(&run, "node.suspended", node_id, owj_end(&j));
-
-	if (insert_plan == NULL)
-	{
-		Oid			types[12] = {TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, INT4OID,
-		INT4OID, TEXTOID, TEXTOID, JSONBOID, INT8OID, TIMESTAMPTZOID};
-
-		insert_plan = ow_prepare("INSERT INTO openwop.interrupts"
-								 " (tenant, interrupt_id, run_id, root_run_id, node_id, visit, ordinal,"
-								 "  key, kind, payload, requested_sequence, expires_at)"
-								 " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)"
-								 " RETURNING interrupt_id, node_id, status", 12, types);
-	}
-	memset(nulls, ' ', sizeof(nulls));
-	args[0] = CStringGetTextDatum(run.tenant);
-	args[1] = CStringGetTextDatum(interrupt_id);
-	args[2] = CStringGetTextDatum(run.run_id);
-	args[3] = CStringGetTextDatum(run.root_run_id);
-	args[4] = CStringGetTextDatum(node_id);
-	args[5] = Int32GetDatum(ex.visit);
-	args[6] = Int32GetDatum(ordinal);
-	args[7] = CStringGetTextDatum(key);
-	args[8] = CStringGetTextDatum(kind);
-	args[9] = JsonbPGetDatum(payload);
-	args[10] = Int64GetDatum(req_seq);
-	/* absent or 0: never expires (FlowDrop INT-23) */
-	if (timeout_ms <= 0)
-		nulls[11] = 'n';
-	else if (timeout_ms > INT64CONST(100000) * 365 * 24 * 3600 * 1000)
-		args[11] = TimestampTzGetDatum(DT_NOEND);
-	else
-		args[11] = TimestampTzGetDatum(TimestampTzPlusMilliseconds(GetCurrentTransactionStartTimestamp(),
-																	timeout_ms));
-	if (SPI_execute_plan(insert_plan, args, nulls, false, 0) != SPI_OK_INSERT_RETURNING ||
-		SPI_processed != 1)
-		elog(ERROR, "could not record interrupt \"%s\"", interrupt_id);
-
-	{
-		/* the answer is built from the stored row (INT-2) */
-		HeapTuple	tup = SPI_tuptable->vals[0];
-		TupleDesc	desc = SPI_tuptable->tupdesc;
-		char	   *stored_id = SPI_getvalue(tup, desc, 1);
-		char	   *stored_node = SPI_getvalue(tup, desc, 2);
-		char	   *stored_status = SPI_getvalue(tup, desc, 3);
-
-		if (job_plan == NULL)
-		{
-			Oid			types[5] = {TEXTOID, TEXTOID, TEXTOID, INT4OID, TEXTOID};
-
-			job_plan = ow_prepare("UPDATE openwop.node_executions"
-								  "   SET status = 'interrupted', interrupt_id = $5"
-								  " WHERE tenant OPERATOR(pg_catalog.=) $1"
-								  "   AND run_id OPERATOR(pg_catalog.=) $2"
-								  "   AND node_id OPERATOR(pg_catalog.=) $3"
-								  "   AND visit OPERATOR(pg_catalog.=) $4", 5, types);
-		}
-		args[0] = CStringGetTextDatum(run.tenant);
-		args[1] = CStringGetTextDatum(run.run_id);
-		args[2] = CStringGetTextDatum(node_id);
-		args[3] = Int32GetDatum(ex.visit);
-		args[4] = CStringGetTextDatum(stored_id);
-		if (SPI_execute_plan(job_plan, args, NULL, false, 0) != SPI_OK_UPDATE || SPI_processed != 1)
-			elog(ERROR, "could not suspend execution of node \"%s\"", node_id);
-
-		run.status = (char *) ow_waiting_status(kind);
-		run.current_node_id = node_id;
-		ow_save_run(&run);
-		result = pending_envelope(&run, stored_id, stored_node, stored_status, key, kind, callerctx);
-	}
+	result = ow_suspend(&run, node_id, &ex, ordinal, request, callerctx);
 
 	ow_restore_user(&priv);
 	SPI_finish();

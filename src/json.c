@@ -10,7 +10,9 @@
  */
 #include "openwop.h"
 
+#include "nodes/pg_list.h"
 #include "utils/datetime.h"
+#include "utils/fmgrprotos.h"
 #include "utils/numeric.h"
 
 static void
@@ -86,6 +88,26 @@ owj_int(OwJson *j, const char *key, int64 value)
 }
 
 void
+owj_null(OwJson *j, const char *key)
+{
+	JsonbValue	v;
+
+	v.type = jbvNull;
+	owj_value(j, key, &v);
+}
+
+/* A finite float8 as a JSON number. */
+void
+owj_float(OwJson *j, const char *key, double value)
+{
+	JsonbValue	v;
+
+	v.type = jbvNumeric;
+	v.val.numeric = DatumGetNumeric(DirectFunctionCall1(float8_numeric, Float8GetDatum(value)));
+	owj_value(j, key, &v);
+}
+
+void
 owj_bool(OwJson *j, const char *key, bool value)
 {
 	JsonbValue	v;
@@ -93,6 +115,26 @@ owj_bool(OwJson *j, const char *key, bool value)
 	v.type = jbvBool;
 	v.val.boolean = value;
 	owj_value(j, key, &v);
+}
+
+/* An array of the C strings in list l under key. */
+void
+owj_str_array(OwJson *j, const char *key, List *l)
+{
+	ListCell   *lc;
+
+	push_key(j, key);
+	j->result = pushJsonbValue(&j->state, WJB_BEGIN_ARRAY, NULL);
+	foreach(lc, l)
+	{
+		JsonbValue	v;
+
+		v.type = jbvString;
+		v.val.string.val = (char *) lfirst(lc);
+		v.val.string.len = strlen(v.val.string.val);
+		j->result = pushJsonbValue(&j->state, WJB_ELEM, &v);
+	}
+	j->result = pushJsonbValue(&j->state, WJB_END_ARRAY, NULL);
 }
 
 /* Embed a jsonb value (object, array or scalar) under key. */

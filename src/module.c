@@ -8,6 +8,7 @@
 #include "openwop.h"
 
 #include "fmgr.h"
+#include "miscadmin.h"
 #include "utils/guc.h"
 
 PG_MODULE_MAGIC;
@@ -31,6 +32,16 @@ char	   *ow_approver_role = NULL;
 
 /* How long idempotency records are kept, in seconds (at least 24 hours). */
 int			ow_idempotency_retention = 86400;
+
+/* The group whose members are override principals of approval gates. */
+char	   *ow_override_group = NULL;
+
+/* Escalation threshold when a run's configurable names none. */
+double		ow_escalation_threshold = 0.7;
+
+/* Database the timeout worker serves, and its longest sleep in seconds. */
+char	   *ow_database = NULL;
+int			ow_sweeper_interval = 60;
 
 void
 _PG_init(void)
@@ -90,6 +101,47 @@ _PG_init(void)
 							PGC_SUSET,
 							GUC_UNIT_S,
 							NULL, NULL, NULL);
+
+	DefineCustomStringVariable("openwop.override_group",
+							   "Group whose members are override principals of approval gates.",
+							   "Manage it with openwop.add_group_member; an override principal releases a gate alone when overrideBypassesQuorum is true.",
+							   &ow_override_group,
+							   "openwop-override",
+							   PGC_SUSET,
+							   0,
+							   NULL, NULL, NULL);
+
+	DefineCustomRealVariable("openwop.escalation_threshold",
+							 "Agent confidence below which a decision escalates to a low-confidence interrupt.",
+							 "A run's configurable.run.escalationThreshold takes precedence.",
+							 &ow_escalation_threshold,
+							 0.7, 0.0, 1.0,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomIntVariable("openwop.sweeper_interval",
+							"Longest time the timeout worker sleeps between passes.",
+							"It wakes earlier at the next deadline, and when a transaction raises an interrupt with a deadline.",
+							&ow_sweeper_interval,
+							60, 1, 3600,
+							PGC_SIGHUP,
+							GUC_UNIT_S,
+							NULL, NULL, NULL);
+
+	/* the timeout worker exists only when loaded at server start */
+	if (process_shared_preload_libraries_in_progress)
+	{
+		DefineCustomStringVariable("openwop.database",
+								   "Database whose deadlines the timeout worker applies.",
+								   NULL,
+								   &ow_database,
+								   "postgres",
+								   PGC_POSTMASTER,
+								   0,
+								   NULL, NULL, NULL);
+		ow_sweeper_register();
+	}
 
 	MarkGUCPrefixReserved("openwop");
 }

@@ -17,6 +17,7 @@
 
 #include "executor/spi.h"
 #include "lib/stringinfo.h"
+#include "nodes/pg_list.h"
 #include "utils/jsonb.h"
 #include "utils/timestamp.h"
 
@@ -92,9 +93,12 @@ extern void owj_end_object(OwJson *j);
 extern void owj_str(OwJson *j, const char *key, const char *value);
 extern void owj_int(OwJson *j, const char *key, int64 value);
 extern void owj_bool(OwJson *j, const char *key, bool value);
+extern void owj_null(OwJson *j, const char *key);
+extern void owj_float(OwJson *j, const char *key, double value);
 extern void owj_jsonb(OwJson *j, const char *key, Jsonb *value);
 extern void owj_value(OwJson *j, const char *key, JsonbValue *value);
 extern void owj_members(OwJson *j, Jsonb *obj);
+extern void owj_str_array(OwJson *j, const char *key, List *l);
 
 /* jsonb reading helpers */
 extern JsonbValue *owj_get(Jsonb *obj, const char *key);
@@ -162,10 +166,13 @@ extern int	ow_run_query(SPIPlanPtr *plan, const char *sql, OwRun *run, const cha
 						 bool read_only, long count);
 extern bool ow_run_is_terminal(const char *status);
 extern void ow_lock_run(OwRun *run, const char *run_id_input);
+extern void ow_lock_run_id(OwRun *run, const char *tenant, const char *run_id);
 extern int64 ow_append(OwRun *run, const char *type, const char *node_id, Jsonb *payload);
+extern int64 ow_append_then_triggers(OwRun *run, const char *type, const char *node_id, Jsonb *payload);
 extern void ow_save_run(OwRun *run);
 extern int64 ow_duration_ms(OwRun *run);
 extern const char *ow_waiting_status(const char *kind);
+
 
 /* ----------
  * Run lifecycle pieces shared with the interrupt code (runs.c)
@@ -190,12 +197,68 @@ typedef enum OwTerminal
 } OwTerminal;
 
 extern void ow_latest_exec(OwRun *run, const char *node_id, OwExec *ex);
+extern Jsonb *ow_suspend(OwRun *run, const char *node_id, OwExec *ex, int32 ordinal,
+						 Jsonb *request, MemoryContext resultctx);
 extern bool ow_exec_is_open(const OwExec *ex);
 extern void ow_node_not_found(OwRun *run, const char *node_id, const char *why) pg_attribute_noreturn();
 extern void ow_node_not_open(OwRun *run, const char *node_id, const OwExec *ex) pg_attribute_noreturn();
 extern int64 ow_fail_execution(OwRun *run, const char *node_id, const OwExec *ex, Jsonb *error);
 extern int64 ow_end_run(OwRun *run, OwTerminal how, Jsonb *value, const char *failed_node,
 						const char *reason, const char *principal);
+
+/* ----------
+ * Recording an interrupt's outcome (resolution.c)
+ * ----------
+ */
+typedef struct OwResolution
+{
+	const char *interrupt_id;
+	const char *kind;
+	const char *node_id;
+	int32		visit;
+	Jsonb	   *resume_value;	/* NULL for a timeout */
+	const char *decision;		/* granted, rejected, overridden or NULL */
+	const char *action;			/* approval action, or NULL */
+	const char *reason;			/* e.g. timeout, quorum-reject, or NULL */
+	const char *principal;		/* resolver; NULL when the host decided */
+	Jsonb	   *eligibility;	/* recorded eligibility decision, or NULL */
+	const char *fail_code;		/* fail closed with this code, or NULL */
+	const char *fail_message;
+} OwResolution;
+
+extern int64 ow_record_resolution(OwRun *run, const OwResolution *r);
+extern void ow_fail_closed(OwRun *run, const char *node_id, const char *code,
+						   const char *message, const char *principal);
+
+/* ----------
+ * Approval gates (approvals.c)
+ * ----------
+ */
+typedef struct OwVote
+{
+	bool		decided;
+	const char *decision;		/* when decided */
+	const char *action;			/* the deciding action */
+	const char *reason;
+	int			accepts;
+	int			rejects;
+	int			required;
+	int			voters;
+} OwVote;
+
+extern Jsonb *ow_approval_eligibility(OwRun *run, JsonbContainer *data, const char *principal,
+									  bool *is_override);
+extern void ow_approval_vote(OwRun *run, const char *interrupt_id, JsonbContainer *data,
+							 const char *principal, const char *action, Jsonb *resume_value,
+							 Jsonb *eligibility, bool is_override, OwVote *vote);
+
+/* ----------
+ * Deadlines (sweeper.c)
+ * ----------
+ */
+extern int	ow_sweep_deadlines(int max);
+extern void ow_deadline_raised(void);
+extern void ow_sweeper_register(void);
 
 /* ----------
  * Idempotency records (idempotency.c)
@@ -207,6 +270,7 @@ extern Jsonb *ow_idempotency_claim(const char *tenant, const char *endpoint,
 								   const char *key, const char *digest);
 extern void ow_idempotency_complete(const char *tenant, const char *endpoint,
 									const char *key, Jsonb *response);
+extern int	ow_purge_idempotency(int max);
 
 /* ----------
  * JSON Schema subset (jsonschema.c)

@@ -34,6 +34,7 @@ typedef struct OwPending
 	char	   *kind;
 	Jsonb	   *payload;
 	int32		visit;
+	bool		overdue;		/* past its deadline */
 } OwPending;
 
 /*
@@ -98,7 +99,8 @@ find_pending(OwRun *run, const char *node_id, OwPending *p)
 	TupleDesc	desc;
 	bool		isnull;
 
-	if (ow_run_query(&plan, "SELECT interrupt_id, kind, payload, visit"
+	if (ow_run_query(&plan, "SELECT interrupt_id, kind, payload, visit,"
+							"       COALESCE(expires_at OPERATOR(pg_catalog.<=) pg_catalog.now(), false)"
 							"  FROM openwop.interrupts"
 							" WHERE tenant OPERATOR(pg_catalog.=) $1"
 							"   AND run_id OPERATOR(pg_catalog.=) $2"
@@ -114,6 +116,7 @@ find_pending(OwRun *run, const char *node_id, OwPending *p)
 	p->kind = SPI_getvalue(tup, desc, 2);
 	p->payload = DatumGetJsonbP(SPI_getbinval(tup, desc, 3, &isnull));
 	p->visit = DatumGetInt32(SPI_getbinval(tup, desc, 4, &isnull));
+	p->overdue = DatumGetBool(SPI_getbinval(tup, desc, 5, &isnull));
 	return true;
 }
 
@@ -175,34 +178,6 @@ resume_error(const char *field, const char *errors, const char *fmt,...)
 	if (errors)
 		ow_details_raw(&d, "errors", errors);
 	ow_raise(OW_SQLSTATE_400, "validation_error", &d, NULL, "%s", msg.data);
-}
-
-/* approversList binds everywhere: the principal must be listed. */
-static void
-check_eligibility(JsonbContainer *data, const char *principal)
-{
-	JsonbValue *list = owj_get_container(data, "approversList");
-	int			i;
-	int			n;
-
-	if (list == NULL || !owj_is_array(list) ||
-		(n = JsonContainerSize(list->val.binary.data)) == 0)
-		return;					/* empty or unset: anyone with the scope */
-	for (i = 0; i < n; i++)
-	{
-		char	   *p = owj_string(getIthJsonbValueFromContainer(list->val.binary.data, i));
-
-		if (p && strcmp(p, principal) == 0)
-			return;
-	}
-	{
-		OwDetails	d;
-
-		ow_details_init(&d);
-		ow_details_str(&d, "principal", principal);
-		ow_raise(OW_SQLSTATE_403, "forbidden", &d, NULL,
-				 "principal \"%s\" is not an eligible approver of this interrupt", principal);
-	}
 }
 
 /* The approval resume value: the action and the field it requires (digest §9.1). */
@@ -365,80 +340,82 @@ check_clarification_answers(JsonbContainer *data, Jsonb *value)
 	}
 }
 
-/* Is there an outgoing edge from node_id whose rule admits a failed source? */
-static bool
-failure_is_routed(OwRun *run, const char *node_id)
+/* Finish the call: store the response under the idempotency key, leave SPI. */
+static Datum
+respond(Jsonb *result, const char *tenant, const char *idem_key, OwPriv *priv)
 {
-	static SPIPlanPtr plan = NULL;
-
-	if (!run->has_definition)
-		return false;
-	if (ow_run_query(&plan, "SELECT 1 FROM openwop.runs r,"
-							"       pg_catalog.jsonb_array_elements(r.definition OPERATOR(pg_catalog.->) 'edges') e"
-							" WHERE r.tenant OPERATOR(pg_catalog.=) $1 AND r.run_id OPERATOR(pg_catalog.=) $2"
-							"   AND (e OPERATOR(pg_catalog.->>) 'from') OPERATOR(pg_catalog.=) $3"
-							"   AND (e OPERATOR(pg_catalog.->>) 'triggerRule') OPERATOR(pg_catalog.=) ANY"
-							"       ('{all_complete,any_failed}'::pg_catalog.text[])"
-							" LIMIT 1",
-					 run, node_id, true, 1) != SPI_OK_SELECT)
-		elog(ERROR, "could not read the edges of run \"%s\"", run->run_id);
-	return SPI_processed > 0;
+	if (idem_key)
+		ow_idempotency_complete(tenant, "resolveInterruptByRun", idem_key, result);
+	ow_restore_user(priv);
+	SPI_finish();
+	PG_RETURN_JSONB_P(result);
 }
 
 /*
- * Fail closed (digest §9.5): the node fails with code (retryable false) in
- * this same transaction; the run goes on only over an all_complete or
- * any_failed edge, otherwise it fails naming the node.
+ * An answer to an interrupt already past its deadline (FlowDrop INT-23, the
+ * late-answer path): an approval is rejected by timeout exactly as the
+ * sweeper would (fail closed); any other kind expires silently and its run
+ * is left as it is.  The outcome is recorded and returned, never raised.
  */
-static void
-fail_closed(OwRun *run, const char *node_id, const char *code, const char *message,
-			const char *principal)
+static Jsonb *
+late_answer(OwRun *run, const char *node_id, OwPending *p, MemoryContext resultctx)
 {
-	OwExec		ex;
+	static SPIPlanPtr expire_plan = NULL;
 	OwJson		j;
-	Jsonb	   *error;
+	MemoryContext old;
+	Jsonb	   *result;
+	bool		approval = strcmp(p->kind, "approval") == 0;
 
-	owj_begin(&j);
-	owj_str(&j, "code", code);
-	owj_str(&j, "message", message);
-	owj_bool(&j, "retryable", false);
-	error = owj_end(&j);
-
-	ow_latest_exec(run, node_id, &ex);
-	ow_fail_execution(run, node_id, &ex, error);
-	if (failure_is_routed(run, node_id))
-		return;
-	ow_end_run(run, OW_FAIL, error, node_id, NULL, principal);
-}
-
-/*
- * Once node_id's interrupt no longer holds the run: if another interrupt is
- * still pending, the run keeps waiting on the most recently raised one, which
- * names currentNodeId; otherwise a waiting run resumes (INT-3: a run that was
- * not waiting is left alone).  Returns true when another interrupt holds it.
- */
-static bool
-settle_run_status(OwRun *run)
-{
-	static SPIPlanPtr plan = NULL;
-
-	if (strncmp(run->status, "waiting-", 8) != 0)
-		return false;
-	if (ow_run_query(&plan, "SELECT kind, node_id FROM openwop.interrupts"
-							" WHERE tenant OPERATOR(pg_catalog.=) $1"
-							"   AND run_id OPERATOR(pg_catalog.=) $2"
-							"   AND status OPERATOR(pg_catalog.=) 'pending'"
-							" ORDER BY requested_sequence DESC LIMIT 1",
-					 run, NULL, false, 1) != SPI_OK_SELECT)
-		elog(ERROR, "could not read the pending interrupts of run \"%s\"", run->run_id);
-	if (SPI_processed > 0)
+	if (approval)
 	{
-		run->status = (char *) ow_waiting_status(SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1));
-		run->current_node_id = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2);
-		return true;
+		OwResolution r = {0};
+
+		r.interrupt_id = p->interrupt_id;
+		r.kind = p->kind;
+		r.node_id = node_id;
+		r.visit = p->visit;
+		r.decision = "rejected";
+		r.action = "timeout";
+		r.reason = "timeout";
+		r.fail_code = "approval_rejected";
+		r.fail_message = "the approval timed out";
+		ow_record_resolution(run, &r);
+		ow_save_run(run);
 	}
-	run->status = "running";
-	return false;
+	else
+	{
+		Oid			types[2] = {TEXTOID, TEXTOID};
+		Datum		args[2];
+
+		if (expire_plan == NULL)
+			expire_plan = ow_prepare("UPDATE openwop.interrupts"
+									 "   SET status = 'expired', resolved_at = pg_catalog.now()"
+									 " WHERE tenant OPERATOR(pg_catalog.=) $1"
+									 "   AND interrupt_id OPERATOR(pg_catalog.=) $2"
+									 "   AND status OPERATOR(pg_catalog.=) 'pending'", 2, types);
+		args[0] = CStringGetTextDatum(run->tenant);
+		args[1] = CStringGetTextDatum(p->interrupt_id);
+		if (SPI_execute_plan(expire_plan, args, NULL, false, 0) != SPI_OK_UPDATE)
+			elog(ERROR, "could not expire interrupt \"%s\"", p->interrupt_id);
+	}
+
+	old = MemoryContextSwitchTo(resultctx);
+	owj_begin(&j);
+	owj_str(&j, "status", "expired");
+	owj_str(&j, "runId", run->run_id);
+	owj_str(&j, "nodeId", node_id);
+	owj_str(&j, "interruptId", p->interrupt_id);
+	owj_str(&j, "kind", p->kind);
+	if (approval)
+	{
+		owj_str(&j, "decision", "rejected");
+		owj_str(&j, "action", "timeout");
+		owj_str(&j, "reason", "timeout");
+	}
+	owj_str(&j, "runStatus", run->status);
+	result = owj_end(&j);
+	MemoryContextSwitchTo(old);
+	return result;
 }
 
 /*
@@ -447,8 +424,6 @@ settle_run_status(OwRun *run)
 Datum
 ow_resolve_interrupt(PG_FUNCTION_ARGS)
 {
-	static SPIPlanPtr claim_plan = NULL;
-	static SPIPlanPtr job_plan = NULL;
 	MemoryContext callerctx = CurrentMemoryContext;
 	char	   *run_input;
 	char	   *node_id;
@@ -457,22 +432,16 @@ ow_resolve_interrupt(PG_FUNCTION_ARGS)
 	char	   *principal;
 	char	   *tenant;
 	char	   *run_id;
-	char	   *digest = NULL;
 	OwPriv		priv;
 	OwRun		run;
 	OwPending	p;
 	JsonbValue *rs;
 	JsonbContainer *data;
-	char	   *action = NULL;
-	const char *decision = NULL;
-	bool		rejected = false;
-	bool		declined = false;
-	Jsonb	   *stored_value;
+	OwResolution r = {0};
 	OwJson		j;
 	int64		resolved_seq;
-	Datum		args[7];
-	char		nulls[7];
 	Jsonb	   *result;
+	bool		is_override = false;
 
 	if (PG_ARGISNULL(0))
 		ow_validation_error("runId", "run_id must not be null");
@@ -505,8 +474,8 @@ ow_resolve_interrupt(PG_FUNCTION_ARGS)
 		owj_str(&j, "runId", run_id);
 		owj_str(&j, "nodeId", node_id);
 		owj_jsonb(&j, "resumeValue", value);
-		digest = ow_request_digest(owj_end(&j));
-		replay = ow_idempotency_claim(tenant, "resolveInterruptByRun", idem_key, digest);
+		replay = ow_idempotency_claim(tenant, "resolveInterruptByRun", idem_key,
+									  ow_request_digest(owj_end(&j)));
 		if (replay)
 		{
 			/* the stored final response, marked as a replay */
@@ -521,18 +490,38 @@ ow_resolve_interrupt(PG_FUNCTION_ARGS)
 		}
 	}
 
-	ow_lock_run(&run, run_id);
+	ow_lock_run_id(&run, tenant, run_id);
 	if (!find_pending(&run, node_id, &p))
 	{
 		if (ow_run_is_terminal(run.status) || node_had_interrupt(&run, node_id))
 			already_resolved(&run, node_id);
 		ow_node_not_found(&run, node_id, "has no interrupt");
 	}
+	if (p.overdue)
+		return respond(late_answer(&run, node_id, &p, callerctx), tenant, idem_key, &priv);
 	data = owj_get(p.payload, "data")->val.binary.data;
+
+	r.interrupt_id = p.interrupt_id;
+	r.kind = p.kind;
+	r.node_id = node_id;
+	r.visit = p.visit;
+	r.resume_value = value;
+	r.principal = principal;
 
 	/* who may decide, then what they may say */
 	if (strcmp(p.kind, "approval") == 0)
-		check_eligibility(data, principal);
+	{
+		r.eligibility = ow_approval_eligibility(&run, data, principal, &is_override);
+		r.action = check_approval_resume(data, value);
+		if (owj_get(value, "decidedAt") == NULL)
+		{
+			/* every resume carries decidedAt: stamp it when the caller did not */
+			owj_begin(&j);
+			owj_members(&j, value);
+			owj_str(&j, "decidedAt", owj_iso8601(GetCurrentTransactionStartTimestamp()));
+			r.resume_value = owj_end(&j);
+		}
+	}
 	rs = owj_get(p.payload, "resumeSchema");
 	if (rs)
 	{
@@ -541,135 +530,53 @@ ow_resolve_interrupt(PG_FUNCTION_ARGS)
 		if (!ow_schema_validate(owj_to_jsonb(rs), value, &errors))
 			resume_error("resumeValue", errors, "resumeValue does not match the interrupt's resumeSchema");
 	}
-	stored_value = value;
-	if (strcmp(p.kind, "approval") == 0)
+	if (strcmp(p.kind, "clarification") == 0)
+		check_clarification_answers(data, value);
+	else if (strcmp(p.kind, "credential") == 0)
 	{
-		action = check_approval_resume(data, value);
-		if (strcmp(action, "accept") == 0 || strcmp(action, "edit-accept") == 0)
-			decision = "granted";
-		else if (strcmp(action, "reject") == 0)
+		if (strcmp(owj_string(owj_get(value, "outcome")), "authorized") == 0)
+			resume_error("resumeValue",
+						 NULL, "outcome \"authorized\" is refused: no credential resolves on this host");
+		r.fail_code = "connector_auth_declined";
+		r.fail_message = "the credential request was declined";
+	}
+	else if (strcmp(p.kind, "approval") == 0)
+	{
+		OwVote		v;
+
+		ow_approval_vote(&run, p.interrupt_id, data, principal, r.action, r.resume_value,
+						 r.eligibility, is_override, &v);
+		if (!v.decided)
 		{
-			decision = "rejected";
-			rejected = true;
-		}
-		if (owj_get(value, "decidedAt") == NULL)
-		{
-			/* every resume carries decidedAt: stamp it when the caller did not */
-			owj_begin(&j);
-			owj_members(&j, value);
-			owj_str(&j, "decidedAt", owj_iso8601(GetCurrentTransactionStartTimestamp()));
-			stored_value = owj_end(&j);
-		}
-		if (strcmp(action, "ask") == 0)
-		{
-			/* ask does not exit the suspend: nothing is resolved */
+			/* counted (or an ask, recorded): the gate stays suspended, nothing appended */
 			MemoryContextSwitchTo(callerctx);
 			owj_begin(&j);
 			owj_str(&j, "status", "pending");
 			owj_str(&j, "runId", run.run_id);
 			owj_str(&j, "nodeId", node_id);
 			owj_str(&j, "interruptId", p.interrupt_id);
-			owj_str(&j, "action", "ask");
-			result = owj_end(&j);
-			if (idem_key)
-				ow_idempotency_complete(tenant, "resolveInterruptByRun", idem_key, result);
-			ow_restore_user(&priv);
-			SPI_finish();
-			PG_RETURN_JSONB_P(result);
+			owj_str(&j, "action", r.action);
+			owj_bool(&j, "counted", strcmp(r.action, "ask") != 0);
+			owj_begin_object(&j, "tally");
+			owj_int(&j, "accepts", v.accepts);
+			owj_int(&j, "rejects", v.rejects);
+			owj_int(&j, "requiredApprovals", v.required);
+			owj_int(&j, "voters", v.voters);
+			owj_end_object(&j);
+			return respond(owj_end(&j), tenant, idem_key, &priv);
+		}
+		r.decision = v.decision;
+		r.action = v.action;
+		r.reason = v.reason;
+		if (v.decision && strcmp(v.decision, "rejected") == 0)
+		{
+			r.fail_code = "approval_rejected";
+			r.fail_message = "the approval was rejected";
 		}
 	}
-	else if (strcmp(p.kind, "clarification") == 0)
-		check_clarification_answers(data, value);
-	else if (strcmp(p.kind, "credential") == 0)
-	{
-		char	   *outcome = owj_string(owj_get(value, "outcome"));
 
-		if (strcmp(outcome, "authorized") == 0)
-			resume_error("resumeValue",
-						 NULL, "outcome \"authorized\" is refused: no credential resolves on this host");
-		declined = true;
-	}
-
-	/* the claim: the run lock makes this the only resolve of the interrupt */
-	owj_begin(&j);
-	owj_str(&j, "nodeId", node_id);
-	owj_str(&j, "interruptId", p.interrupt_id);
-	owj_str(&j, "kind", p.kind);
-	owj_jsonb(&j, "resumeValue", stored_value);
-	owj_begin_object(&j, "resolvedBy");
-	owj_str(&j, "id", principal);
-	owj_end_object(&j);
-	if (decision)
-		owj_str(&j, "decision", decision);
-	if (action)
-	{
-		JsonbValue *v;
-
-		owj_str(&j, "action", action);
-		if ((v = owj_get(value, "refineFeedback")) != NULL)
-			owj_value(&j, "refineFeedback", v);
-		if ((v = owj_get(value, "editedArtifactData")) != NULL)
-			owj_value(&j, "editedArtifactData", v);
-	}
-	resolved_seq = ow_append(&run, "interrupt.resolved", node_id, owj_end(&j));
-
-	if (claim_plan == NULL)
-	{
-		Oid			types[7] = {TEXTOID, TEXTOID, JSONBOID, TEXTOID, TEXTOID, TEXTOID, INT8OID};
-
-		claim_plan = ow_prepare("UPDATE openwop.interrupts"
-								"   SET status = 'resolved', resolved_at = pg_catalog.now(),"
-								"       resume_value = $3, decision = $4, action = $5,"
-								"       resolved_by = $6, resolved_sequence = $7"
-								" WHERE tenant OPERATOR(pg_catalog.=) $1"
-								"   AND interrupt_id OPERATOR(pg_catalog.=) $2"
-								"   AND status OPERATOR(pg_catalog.=) 'pending'", 7, types);
-	}
-	if (job_plan == NULL)
-	{
-		Oid			types[4] = {TEXTOID, TEXTOID, TEXTOID, INT4OID};
-
-		job_plan = ow_prepare("UPDATE openwop.node_executions SET status = 'pending'"
-							  " WHERE tenant OPERATOR(pg_catalog.=) $1"
-							  "   AND run_id OPERATOR(pg_catalog.=) $2"
-							  "   AND node_id OPERATOR(pg_catalog.=) $3"
-							  "   AND visit OPERATOR(pg_catalog.=) $4"
-							  "   AND status OPERATOR(pg_catalog.=) 'interrupted'", 4, types);
-	}
-	memset(nulls, ' ', sizeof(nulls));
-	args[0] = CStringGetTextDatum(run.tenant);
-	args[1] = CStringGetTextDatum(p.interrupt_id);
-	args[2] = JsonbPGetDatum(stored_value);
-	args[3] = decision ? CStringGetTextDatum(decision) : (Datum) 0;
-	nulls[3] = decision ? ' ' : 'n';
-	args[4] = action ? CStringGetTextDatum(action) : (Datum) 0;
-	nulls[4] = action ? ' ' : 'n';
-	args[5] = CStringGetTextDatum(principal);
-	args[6] = Int64GetDatum(resolved_seq);
-	if (SPI_execute_plan(claim_plan, args, nulls, false, 0) != SPI_OK_UPDATE || SPI_processed != 1)
-		already_resolved(&run, node_id);
-
-	/* INT-3: the job returns to pending unconditionally */
-	args[1] = CStringGetTextDatum(run.run_id);
-	args[2] = CStringGetTextDatum(node_id);
-	args[3] = Int32GetDatum(p.visit);
-	if (SPI_execute_plan(job_plan, args, NULL, false, 0) != SPI_OK_UPDATE)
-		elog(ERROR, "could not resume execution of node \"%s\"", node_id);
-
-	if (rejected || declined)
-		fail_closed(&run, node_id, rejected ? "approval_rejected" : "connector_auth_declined",
-					rejected ? "the approval was rejected" : "the credential request was declined",
-					principal);
-	else
-	{
-		owj_begin(&j);
-		owj_str(&j, "nodeId", node_id);
-		owj_str(&j, "interruptId", p.interrupt_id);
-		owj_jsonb(&j, "resumeValue", stored_value);
-		ow_append(&run, "node.resumed", node_id, owj_end(&j));
-	}
-	if (!ow_run_is_terminal(run.status) && !settle_run_status(&run) && !rejected && !declined)
-		run.current_node_id = node_id;
+	/* the claim: the run lock makes this the only resolution of the interrupt */
+	resolved_seq = ow_record_resolution(&run, &r);
 	ow_save_run(&run);
 
 	MemoryContextSwitchTo(callerctx);
@@ -679,16 +586,13 @@ ow_resolve_interrupt(PG_FUNCTION_ARGS)
 	owj_str(&j, "nodeId", node_id);
 	owj_str(&j, "interruptId", p.interrupt_id);
 	owj_str(&j, "kind", p.kind);
-	if (decision)
-		owj_str(&j, "decision", decision);
-	if (action)
-		owj_str(&j, "action", action);
+	if (r.decision)
+		owj_str(&j, "decision", r.decision);
+	if (r.action)
+		owj_str(&j, "action", r.action);
+	if (r.reason)
+		owj_str(&j, "reason", r.reason);
 	owj_str(&j, "runStatus", run.status);
 	owj_int(&j, "sequence", resolved_seq);
-	result = owj_end(&j);
-	if (idem_key)
-		ow_idempotency_complete(tenant, "resolveInterruptByRun", idem_key, result);
-	ow_restore_user(&priv);
-	SPI_finish();
-	PG_RETURN_JSONB_P(result);
+	return respond(owj_end(&j), tenant, idem_key, &priv);
 }

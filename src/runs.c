@@ -581,6 +581,92 @@ ow_node_not_open(OwRun *run, const char *node_id, const OwExec *ex)
 }
 
 /*
+ * With a registered definition, a node fires by the triggerRule of its
+ * first incoming edge (all_success when unset), judged on the latest
+ * execution of every source (digest §9.5):
+ *   all_success  every source completed
+ *   any_success  at least one source completed
+ *   all_complete every source completed, failed, skipped or was cancelled
+ *   none_failed  no source failed and all are done
+ *   any_failed   at least one source failed
+ * A node with no incoming edge always fires.  Refuses 409 otherwise.
+ */
+static void
+check_trigger_rule(OwRun *run, const char *node_id)
+{
+	static SPIPlanPtr plan = NULL;
+	char	   *rule;
+	int64		completed;
+	int64		failed;
+	int64		done;
+	int64		total;
+	bool		fires;
+	bool		isnull;
+	HeapTuple	tup;
+	TupleDesc	desc;
+
+	if (ow_run_query(&plan,
+					 "WITH incoming AS ("
+					 "  SELECT e.v OPERATOR(pg_catalog.->>) 'from' AS source,"
+					 "         COALESCE(e.v OPERATOR(pg_catalog.->>) 'triggerRule', 'all_success') AS rule, e.ord"
+					 "    FROM openwop.runs r,"
+					 "         pg_catalog.jsonb_array_elements(r.definition OPERATOR(pg_catalog.->) 'edges')"
+					 "           WITH ORDINALITY AS e(v, ord)"
+					 "   WHERE r.tenant OPERATOR(pg_catalog.=) $1 AND r.run_id OPERATOR(pg_catalog.=) $2"
+					 "     AND (e.v OPERATOR(pg_catalog.->>) 'to') OPERATOR(pg_catalog.=) $3),"
+					 " latest AS ("
+					 "  SELECT DISTINCT ON (x.node_id) x.node_id, x.status"
+					 "    FROM openwop.node_executions x"
+					 "   WHERE x.tenant OPERATOR(pg_catalog.=) $1 AND x.run_id OPERATOR(pg_catalog.=) $2"
+					 "     AND x.node_id OPERATOR(pg_catalog.=) ANY (SELECT source FROM incoming)"
+					 "   ORDER BY x.node_id, x.visit DESC)"
+					 " SELECT (SELECT rule FROM incoming ORDER BY ord LIMIT 1),"
+					 "        pg_catalog.count(*) FILTER (WHERE l.status OPERATOR(pg_catalog.=) 'completed'),"
+					 "        pg_catalog.count(*) FILTER (WHERE l.status OPERATOR(pg_catalog.=) 'failed'),"
+					 "        pg_catalog.count(*) FILTER (WHERE l.status OPERATOR(pg_catalog.=) ANY"
+					 "            ('{completed,failed,skipped,cancelled}'::pg_catalog.text[])),"
+					 "        (SELECT pg_catalog.count(DISTINCT source) FROM incoming)"
+					 "   FROM (SELECT DISTINCT source FROM incoming) s"
+					 "   LEFT JOIN latest l ON l.node_id OPERATOR(pg_catalog.=) s.source",
+					 run, node_id, true, 1) != SPI_OK_SELECT || SPI_processed != 1)
+		elog(ERROR, "could not read the incoming edges of node \"%s\"", node_id);
+	tup = SPI_tuptable->vals[0];
+	desc = SPI_tuptable->tupdesc;
+	rule = SPI_getvalue(tup, desc, 1);
+	if (rule == NULL)
+		return;					/* no incoming edge */
+	completed = DatumGetInt64(SPI_getbinval(tup, desc, 2, &isnull));
+	failed = DatumGetInt64(SPI_getbinval(tup, desc, 3, &isnull));
+	done = DatumGetInt64(SPI_getbinval(tup, desc, 4, &isnull));
+	total = DatumGetInt64(SPI_getbinval(tup, desc, 5, &isnull));
+
+	if (strcmp(rule, "any_success") == 0)
+		fires = completed >= 1;
+	else if (strcmp(rule, "all_complete") == 0)
+		fires = done == total;
+	else if (strcmp(rule, "none_failed") == 0)
+		fires = failed == 0 && done == total;
+	else if (strcmp(rule, "any_failed") == 0)
+		fires = failed >= 1;
+	else
+		fires = completed == total;
+
+	if (!fires)
+	{
+		OwDetails	d;
+
+		ow_details_init(&d);
+		ow_details_str(&d, "runId", run->run_id);
+		ow_details_str(&d, "runStatus", run->status);
+		ow_details_str(&d, "nodeId", node_id);
+		ow_details_str(&d, "triggerRule", rule);
+		ow_raise(OW_SQLSTATE_409, "run_state_conflict", &d,
+				 "A failed source (such as a rejected approval) only satisfies all_complete or any_failed.",
+				 "node \"%s\" does not fire: its trigger rule %s is not met by its sources", node_id, rule);
+	}
+}
+
+/*
  * openwop.start_node(run_id, node_id, type_id) → jsonb
  *
  * A new execution gets visit = previous visit + 1 (0 for the first).  While
@@ -652,6 +738,8 @@ ow_start_node(PG_FUNCTION_ARGS)
 	}
 	else
 	{
+		if (run->has_definition)
+			check_trigger_rule(run, node_id);
 		visit = ex.found ? ex.visit + 1 : 0;
 		if (insert_plan == NULL)
 		{

@@ -92,14 +92,14 @@ $$, 'no SECURITY DEFINER function: the caller stays the principal');
 -- the append-only triggers fire ALWAYS
 SELECT is((SELECT array_agg(tgname::text || ':' || tgenabled::text ORDER BY tgname) FROM pg_trigger
             WHERE tgrelid = 'openwop.events'::regclass AND NOT tgisinternal),
-          ARRAY['events_append_only_row:A', 'events_append_only_truncate:A'],
-          'append-only triggers are enabled ALWAYS');
+          ARRAY['events_append_only_row:A', 'events_append_only_truncate:A', 'events_escalate_low_confidence:A'],
+          'the event log''s triggers are enabled ALWAYS');
 
 -- table data is dumped with pg_dump
 SELECT set_eq($$
   SELECT unnest(extconfig)::regclass::text FROM pg_extension WHERE extname = 'openwop_interrupt'
 $$, ARRAY['openwop.runs', 'openwop.node_executions', 'openwop.events',
-        'openwop.interrupts', 'openwop.idempotency_keys'],
+        'openwop.interrupts', 'openwop.idempotency_keys', 'openwop.votes', 'openwop.group_members'],
   'every table holding user data is registered with pg_extension_config_dump');
 
 -- the extension is not relocatable and not trusted

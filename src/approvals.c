@@ -1,0 +1,359 @@
+/*-------------------------------------------------------------------------
+ *
+ * approvals.c
+ *	  Approval gates: who may decide (approversList, approverGroupRefs,
+ *	  approverRoleRefs, override principals), one vote per voter, and the
+ *	  quorum / single-veto / majority tally (digest §9.4, §10).
+ *
+ * Eligibility is resolved when the vote is cast and recorded with it (and
+ * on interrupt.resolved); it is never re-resolved, so replays read fixed
+ * history.  Votes are serialised by the run row lock that every resolve
+ * holds, so concurrent voters cannot lose a vote or decide a gate twice.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "openwop.h"
+
+#include "catalog/pg_type.h"
+#include "miscadmin.h"
+#include "utils/acl.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+
+PG_FUNCTION_INFO_V1(ow_add_group_member);
+PG_FUNCTION_INFO_V1(ow_remove_group_member);
+PG_FUNCTION_INFO_V1(ow_capabilities);
+
+extern char *ow_override_group;
+
+/* The strings of a jsonb string array member, or NIL. */
+static List *
+string_list(JsonbContainer *data, const char *key)
+{
+	JsonbValue *v = owj_get_container(data, key);
+	List	   *out = NIL;
+	int			i;
+
+	if (v == NULL || !owj_is_array(v))
+		return NIL;
+	for (i = 0; i < (int) JsonContainerSize(v->val.binary.data); i++)
+	{
+		char	   *s = owj_string(getIthJsonbValueFromContainer(v->val.binary.data, i));
+
+		if (s)
+			out = lappend(out, s);
+	}
+	return out;
+}
+
+static bool
+list_has_string(List *l, const char *s)
+{
+	ListCell   *lc;
+
+	foreach(lc, l)
+		if (strcmp((char *) lfirst(lc), s) == 0)
+			return true;
+	return false;
+}
+
+/* The group refs among refs that principal belongs to, in the run's tenant. */
+static List *
+member_groups(OwRun *run, const char *principal, List *refs)
+{
+	static SPIPlanPtr plan = NULL;
+	Datum	   *elems;
+	Datum		args[3];
+	List	   *out = NIL;
+	ListCell   *lc;
+	int			n = 0;
+	uint64		i;
+
+	if (refs == NIL)
+		return NIL;
+	elems = palloc(sizeof(Datum) * list_length(refs));
+	foreach(lc, refs)
+		elems[n++] = CStringGetTextDatum((char *) lfirst(lc));
+	if (plan == NULL)
+	{
+		Oid			types[3] = {TEXTOID, TEXTOID, TEXTARRAYOID};
+
+		plan = ow_prepare("SELECT group_ref FROM openwop.group_members"
+						  " WHERE tenant OPERATOR(pg_catalog.=) $1"
+						  "   AND principal OPERATOR(pg_catalog.=) $2"
+						  "   AND group_ref OPERATOR(pg_catalog.=) ANY ($3)"
+						  " ORDER BY group_ref COLLATE pg_catalog.\"C\"", 3, types);
+	}
+	args[0] = CStringGetTextDatum(run->tenant);
+	args[1] = CStringGetTextDatum(principal);
+	args[2] = PointerGetDatum(construct_array(elems, n, TEXTOID, -1, false, TYPALIGN_INT));
+	if (SPI_execute_plan(plan, args, NULL, true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read group memberships");
+	for (i = 0; i < SPI_processed; i++)
+		out = lappend(out, SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1));
+	return out;
+}
+
+/*
+ * The role refs that principal holds: the principal is a role name with
+ * actual membership of the ref role (not superuser privilege), so a DBA
+ * grants approval rights with GRANT.
+ */
+static List *
+held_roles(const char *principal, List *refs)
+{
+	Oid			member = get_role_oid(principal, true);
+	List	   *out = NIL;
+	ListCell   *lc;
+
+	if (!OidIsValid(member))
+		return NIL;
+	foreach(lc, refs)
+	{
+		Oid			role = get_role_oid((char *) lfirst(lc), true);
+
+		if (OidIsValid(role) && is_member_of_role_nosuper(member, role))
+			out = lappend(out, lfirst(lc));
+	}
+	return out;
+}
+
+/*
+ * Decide, now, whether principal may vote on the gate described by data.
+ * Eligible when the gate names no approvers at all, or when the principal
+ * is in approversList, in one of approverGroupRefs, or holds one of
+ * approverRoleRefs.  Refuses with 403 forbidden otherwise (the run keeps
+ * waiting).  Returns the decision to record:
+ * {principal, matched: [...], groups: [...], roles: [...], override}.
+ */
+Jsonb *
+ow_approval_eligibility(OwRun *run, JsonbContainer *data, const char *principal, bool *is_override)
+{
+	List	   *listed = string_list(data, "approversList");
+	List	   *group_refs = string_list(data, "approverGroupRefs");
+	List	   *role_refs = string_list(data, "approverRoleRefs");
+	List	   *asked = list_copy(group_refs);
+	List	   *groups;
+	List	   *roles;
+	List	   *matched = NIL;
+	ListCell   *lc;
+	OwJson		j;
+
+	if (ow_override_group && ow_override_group[0] != '\0')
+		asked = lappend(asked, ow_override_group);
+	groups = member_groups(run, principal, asked);
+	roles = held_roles(principal, role_refs);
+	*is_override = ow_override_group && ow_override_group[0] != '\0' &&
+		list_has_string(groups, ow_override_group);
+
+	if (list_has_string(listed, principal))
+		matched = lappend(matched, "approversList");
+	foreach(lc, groups)
+		if (list_has_string(group_refs, lfirst(lc)))
+			matched = lappend(matched, psprintf("group:%s", (char *) lfirst(lc)));
+	foreach(lc, roles)
+		matched = lappend(matched, psprintf("role:%s", (char *) lfirst(lc)));
+	if (listed == NIL && group_refs == NIL && role_refs == NIL)
+		matched = lappend(matched, "any");
+
+	if (matched == NIL)
+	{
+		OwDetails	d;
+
+		ow_details_init(&d);
+		ow_details_str(&d, "principal", principal);
+		ow_raise(OW_SQLSTATE_403, "forbidden", &d, NULL,
+				 "principal \"%s\" is not an eligible approver of this interrupt", principal);
+	}
+
+	owj_begin(&j);
+	owj_str(&j, "principal", principal);
+	owj_str_array(&j, "matched", matched);
+	owj_str_array(&j, "groups", groups);
+	owj_str_array(&j, "roles", roles);
+	owj_bool(&j, "override", *is_override);
+	return owj_end(&j);
+}
+
+/*
+ * Record principal's vote (a new revision; the latest per voter counts) and
+ * tally the gate:
+ *   - ask is recorded and never decides;
+ *   - refine exits the suspend at once (the node revises; nothing is granted);
+ *   - an override principal releases the gate alone when
+ *     overrideBypassesQuorum is true (accept: overridden; reject: rejected);
+ *   - single-veto: one eligible reject rejects; majority: rejects above
+ *     half of requiredApprovals reject (reason quorum-reject);
+ *   - accepts (edit-accept counts) reaching requiredApprovals grant.
+ */
+void
+ow_approval_vote(OwRun *run, const char *interrupt_id, JsonbContainer *data,
+				 const char *principal, const char *action, Jsonb *resume_value,
+				 Jsonb *eligibility, bool is_override, OwVote *vote)
+{
+	static SPIPlanPtr insert_plan = NULL;
+	static SPIPlanPtr tally_plan = NULL;
+	JsonbValue *v;
+	bool		majority;
+	bool		bypass;
+	Datum		args[6];
+	bool		isnull;
+
+	v = owj_get_container(data, "requiredApprovals");
+	vote->required = v ? DatumGetInt32(DirectFunctionCall1(numeric_int4, NumericGetDatum(v->val.numeric))) : 1;
+	v = owj_get_container(data, "rejectionPolicy");
+	majority = v && v->type == jbvString && v->val.string.len == 8 &&
+		strncmp(v->val.string.val, "majority", 8) == 0;
+	v = owj_get_container(data, "overrideBypassesQuorum");
+	bypass = v && v->type == jbvBool && v->val.boolean;
+
+	if (insert_plan == NULL)
+	{
+		Oid			types[6] = {TEXTOID, TEXTOID, TEXTOID, TEXTOID, JSONBOID, JSONBOID};
+
+		insert_plan = ow_prepare("INSERT INTO openwop.votes"
+								 " (tenant, interrupt_id, voter, revision, action, resume_value, eligibility)"
+								 " SELECT $1, $2, $3, COALESCE(pg_catalog.max(revision), 0) OPERATOR(pg_catalog.+) 1,"
+								 "        $4, $5, $6"
+								 "   FROM openwop.votes"
+								 "  WHERE tenant OPERATOR(pg_catalog.=) $1"
+								 "    AND interrupt_id OPERATOR(pg_catalog.=) $2"
+								 "    AND voter OPERATOR(pg_catalog.=) $3", 6, types);
+		tally_plan = ow_prepare("SELECT pg_catalog.count(*) FILTER (WHERE action OPERATOR(pg_catalog.=) ANY"
+								"            ('{accept,edit-accept}'::pg_catalog.text[])),"
+								"       pg_catalog.count(*) FILTER (WHERE action OPERATOR(pg_catalog.=) 'reject'),"
+								"       pg_catalog.count(*)"
+								"  FROM (SELECT DISTINCT ON (voter) voter, action FROM openwop.votes"
+								"         WHERE tenant OPERATOR(pg_catalog.=) $1"
+								"           AND interrupt_id OPERATOR(pg_catalog.=) $2"
+								"         ORDER BY voter, revision DESC) latest", 2, types);
+	}
+	args[0] = CStringGetTextDatum(run->tenant);
+	args[1] = CStringGetTextDatum(interrupt_id);
+	args[2] = CStringGetTextDatum(principal);
+	args[3] = CStringGetTextDatum(action);
+	args[4] = JsonbPGetDatum(resume_value);
+	args[5] = JsonbPGetDatum(eligibility);
+	if (SPI_execute_plan(insert_plan, args, NULL, false, 0) != SPI_OK_INSERT || SPI_processed != 1)
+		elog(ERROR, "could not record the vote of \"%s\"", principal);
+	if (SPI_execute_plan(tally_plan, args, NULL, false, 1) != SPI_OK_SELECT || SPI_processed != 1)
+		elog(ERROR, "could not tally the votes of interrupt \"%s\"", interrupt_id);
+	vote->accepts = (int) DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	vote->rejects = (int) DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
+	vote->voters = (int) DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3, &isnull));
+
+	vote->decided = false;
+	vote->decision = NULL;
+	vote->reason = NULL;
+	vote->action = action;
+	if (strcmp(action, "ask") == 0)
+		return;
+	if (strcmp(action, "refine") == 0)
+	{
+		vote->decided = true;
+		return;
+	}
+	if (is_override && bypass)
+	{
+		vote->decided = true;
+		vote->decision = strcmp(action, "reject") == 0 ? "rejected" : "overridden";
+		return;
+	}
+	if (!majority && vote->rejects >= 1)
+	{
+		vote->decided = true;
+		vote->decision = "rejected";
+		vote->action = "reject";
+	}
+	else if (majority && 2 * vote->rejects > vote->required)
+	{
+		vote->decided = true;
+		vote->decision = "rejected";
+		vote->action = "reject";
+		vote->reason = "quorum-reject";
+	}
+	else if (vote->accepts >= vote->required)
+	{
+		vote->decided = true;
+		vote->decision = "granted";
+	}
+}
+
+/* ----------
+ * Administration
+ * ----------
+ */
+
+static Datum
+change_membership(FunctionCallInfo fcinfo, bool add)
+{
+	static SPIPlanPtr add_plan = NULL;
+	static SPIPlanPtr remove_plan = NULL;
+	Oid			types[3] = {TEXTOID, TEXTOID, TEXTOID};
+	char	   *group_ref;
+	char	   *principal;
+	char	   *tenant = ow_caller_tenant();
+	Datum		args[3];
+	OwPriv		priv;
+	bool		changed;
+
+	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
+		ow_validation_error(PG_ARGISNULL(0) ? "groupRef" : "principal",
+							"group_ref and principal must not be null");
+	group_ref = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	principal = text_to_cstring(PG_GETARG_TEXT_PP(1));
+	if (group_ref[0] == '\0' || principal[0] == '\0')
+		ow_validation_error(group_ref[0] == '\0' ? "groupRef" : "principal",
+							"group_ref and principal must not be empty");
+
+	SPI_connect();
+	ow_become_owner(&priv);
+	if (add_plan == NULL)
+	{
+		add_plan = ow_prepare("INSERT INTO openwop.group_members (tenant, group_ref, principal)"
+							  " VALUES ($1, $2, $3) ON CONFLICT DO NOTHING", 3, types);
+		remove_plan = ow_prepare("DELETE FROM openwop.group_members"
+								 " WHERE tenant OPERATOR(pg_catalog.=) $1"
+								 "   AND group_ref OPERATOR(pg_catalog.=) $2"
+								 "   AND principal OPERATOR(pg_catalog.=) $3", 3, types);
+	}
+	args[0] = CStringGetTextDatum(tenant);
+	args[1] = CStringGetTextDatum(group_ref);
+	args[2] = CStringGetTextDatum(principal);
+	if (SPI_execute_plan(add ? add_plan : remove_plan, args, NULL, false, 0) < 0)
+		elog(ERROR, "could not change the membership of group \"%s\"", group_ref);
+	changed = SPI_processed > 0;
+	ow_restore_user(&priv);
+	SPI_finish();
+	PG_RETURN_BOOL(changed);
+}
+
+Datum
+ow_add_group_member(PG_FUNCTION_ARGS)
+{
+	return change_membership(fcinfo, true);
+}
+
+Datum
+ow_remove_group_member(PG_FUNCTION_ARGS)
+{
+	return change_membership(fcinfo, false);
+}
+
+/*
+ * openwop.capabilities() → jsonb: the interrupt facet as advertised.
+ * tokenAlgs stays empty until the signed-token surface exists.
+ */
+Datum
+ow_capabilities(PG_FUNCTION_ARGS)
+{
+	OwJson		j;
+
+	owj_begin(&j);
+	owj_begin_object(&j, "interrupt");
+	owj_str_array(&j, "tokenAlgs", NIL);
+	owj_str_array(&j, "refKinds", list_make3("principal", "group", "role"));
+	owj_bool(&j, "callbackDelivery", false);
+	owj_end_object(&j);
+	PG_RETURN_JSONB_P(owj_end(&j));
+}

@@ -1,0 +1,429 @@
+/*-------------------------------------------------------------------------
+ *
+ * sweeper.c
+ *	  Deadlines: openwop.sweep() and the timeout worker that runs it.
+ *
+ * A pending interrupt whose timeoutMs has passed is settled here: an
+ * approval is rejected by timeout ({action: timeout, decision: rejected,
+ * reason: timeout}, whatever onTimeout says) and the rejection disposition
+ * applies; any other kind expires and the run it held open is cancelled,
+ * announced once (FlowDrop INT-18).  An absent or zero deadline never
+ * expires (INT-23).  Each interrupt is settled in its own subtransaction
+ * under its run's row lock, so a racing resolve ends with one outcome and
+ * one failure never stops the sweep.
+ *
+ * The worker (loaded through shared_preload_libraries) sleeps until the
+ * next deadline, at most openwop.sweeper_interval; a transaction that
+ * raises an interrupt with a deadline wakes it at commit.  Deadlines that
+ * passed while the server was down are applied on its first pass.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "openwop.h"
+
+#include "access/xact.h"
+#include "catalog/pg_type.h"
+#include "commands/extension.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "postmaster/bgworker.h"
+#include "postmaster/interrupt.h"
+#include "storage/ipc.h"
+#include "storage/latch.h"
+#include "storage/proc.h"
+#include "storage/shmem.h"
+#include "storage/spin.h"
+#include "tcop/tcopprot.h"
+#include "utils/builtins.h"
+#include "utils/memutils.h"
+#include "utils/resowner.h"
+#include "utils/snapmgr.h"
+#include "utils/timestamp.h"
+
+PG_FUNCTION_INFO_V1(ow_sweep);
+
+PGDLLEXPORT void ow_sweeper_main(Datum arg);
+
+extern char *ow_database;
+extern int	ow_sweeper_interval;
+
+/* Shared state: where to find the worker, to wake it. */
+typedef struct OwShared
+{
+	slock_t		mutex;
+	Latch	   *worker_latch;
+} OwShared;
+
+static OwShared *ow_shared = NULL;
+static shmem_request_hook_type prev_shmem_request_hook = NULL;
+static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
+static bool deadline_raised = false;
+static bool xact_callback_registered = false;
+
+/* A due interrupt, copied out of SPI before it is settled. */
+typedef struct DueInterrupt
+{
+	char	   *tenant;
+	char	   *run_id;
+	char	   *interrupt_id;
+} DueInterrupt;
+
+/*
+ * Settle one due interrupt under its run's lock; false when it was no
+ * longer pending and due (a resolve won the race).
+ */
+static bool
+settle_due(DueInterrupt *due)
+{
+	static SPIPlanPtr plan = NULL;
+	static SPIPlanPtr expire_plan = NULL;
+	OwRun		run;
+	Datum		args[2];
+	HeapTuple	tup;
+	TupleDesc	desc;
+	bool		isnull;
+	char	   *kind;
+	char	   *node_id;
+	int32		visit;
+
+	ow_lock_run_id(&run, due->tenant, due->run_id);
+	if (ow_run_is_terminal(run.status))
+		return false;
+	if (plan == NULL)
+	{
+		Oid			types[2] = {TEXTOID, TEXTOID};
+
+		plan = ow_prepare("SELECT kind, node_id, visit FROM openwop.interrupts"
+						  " WHERE tenant OPERATOR(pg_catalog.=) $1"
+						  "   AND interrupt_id OPERATOR(pg_catalog.=) $2"
+						  "   AND status OPERATOR(pg_catalog.=) 'pending'"
+						  "   AND expires_at OPERATOR(pg_catalog.<=) pg_catalog.now()", 2, types);
+		expire_plan = ow_prepare("UPDATE openwop.interrupts"
+								 "   SET status = 'expired', resolved_at = pg_catalog.now()"
+								 " WHERE tenant OPERATOR(pg_catalog.=) $1"
+								 "   AND interrupt_id OPERATOR(pg_catalog.=) $2"
+								 "   AND status OPERATOR(pg_catalog.=) 'pending'", 2, types);
+	}
+	args[0] = CStringGetTextDatum(due->tenant);
+	args[1] = CStringGetTextDatum(due->interrupt_id);
+	if (SPI_execute_plan(plan, args, NULL, false, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not re-read interrupt \"%s\"", due->interrupt_id);
+	if (SPI_processed == 0)
+		return false;
+	tup = SPI_tuptable->vals[0];
+	desc = SPI_tuptable->tupdesc;
+	kind = SPI_getvalue(tup, desc, 1);
+	node_id = SPI_getvalue(tup, desc, 2);
+	visit = DatumGetInt32(SPI_getbinval(tup, desc, 3, &isnull));
+
+	if (strcmp(kind, "approval") == 0)
+	{
+		OwResolution r = {0};
+
+		/* a timeout never grants, whatever onTimeout says */
+		r.interrupt_id = due->interrupt_id;
+		r.kind = kind;
+		r.node_id = node_id;
+		r.visit = visit;
+		r.decision = "rejected";
+		r.action = "timeout";
+		r.reason = "timeout";
+		r.fail_code = "approval_rejected";
+		r.fail_message = "the approval timed out";
+		ow_record_resolution(&run, &r);
+	}
+	else
+	{
+		/* INT-18: the expired interrupt ends the run it held open */
+		if (SPI_execute_plan(expire_plan, args, NULL, false, 0) != SPI_OK_UPDATE)
+			elog(ERROR, "could not expire interrupt \"%s\"", due->interrupt_id);
+		ow_end_run(&run, OW_CANCEL, NULL, NULL, "interrupt-expired", NULL);
+	}
+	ow_save_run(&run);
+	return true;
+}
+
+/*
+ * Settle at most max due interrupts, oldest deadline first.  Returns how
+ * many were settled.  A failure settling one is logged and skipped (INT-18:
+ * recorded, never raised), each in its own subtransaction.
+ */
+int
+ow_sweep_deadlines(int max)
+{
+	static SPIPlanPtr plan = NULL;
+	Datum		args[1];
+	DueInterrupt *due;
+	int			n;
+	int			i;
+	volatile int settled = 0;
+
+	if (plan == NULL)
+	{
+		Oid			types[1] = {INT4OID};
+
+		plan = ow_prepare("SELECT tenant, run_id, interrupt_id FROM openwop.interrupts"
+						  " WHERE status OPERATOR(pg_catalog.=) 'pending'"
+						  "   AND expires_at IS NOT NULL"
+						  "   AND expires_at OPERATOR(pg_catalog.<=) pg_catalog.now()"
+						  " ORDER BY expires_at LIMIT $1", 1, types);
+	}
+	args[0] = Int32GetDatum(max);
+	if (SPI_execute_plan(plan, args, NULL, true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not list due interrupts");
+	n = (int) SPI_processed;
+	due = palloc(sizeof(DueInterrupt) * (n + 1));
+	for (i = 0; i < n; i++)
+	{
+		due[i].tenant = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1);
+		due[i].run_id = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2);
+		due[i].interrupt_id = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 3);
+	}
+
+	for (i = 0; i < n; i++)
+	{
+		MemoryContext oldcxt = CurrentMemoryContext;
+		ResourceOwner oldowner = CurrentResourceOwner;
+
+		BeginInternalSubTransaction(NULL);
+		MemoryContextSwitchTo(oldcxt);
+		PG_TRY();
+		{
+			if (settle_due(&due[i]))
+				settled++;
+			ReleaseCurrentSubTransaction();
+		}
+		PG_CATCH();
+		{
+			ErrorData  *edata;
+
+			MemoryContextSwitchTo(oldcxt);
+			edata = CopyErrorData();
+			FlushErrorState();
+			RollbackAndReleaseCurrentSubTransaction();
+			MemoryContextSwitchTo(oldcxt);
+			CurrentResourceOwner = oldowner;
+			/* a cancel stops the sweep; anything else is logged and skipped */
+			if (edata->sqlerrcode == ERRCODE_QUERY_CANCELED || edata->sqlerrcode == ERRCODE_ADMIN_SHUTDOWN)
+				ReThrowError(edata);
+			ereport(WARNING,
+					(errmsg("openwop: could not apply the deadline of interrupt \"%s\": %s",
+							due[i].interrupt_id, edata->message)));
+			FreeErrorData(edata);
+		}
+		PG_END_TRY();
+		MemoryContextSwitchTo(oldcxt);
+		CurrentResourceOwner = oldowner;
+	}
+	return settled;
+}
+
+/*
+ * openwop.sweep(max) → integer
+ *
+ * Applies due deadlines and idempotency retention once (at most max of
+ * each); returns how many rows it settled or removed.  The worker runs the
+ * same code; pg_cron users may schedule this instead.
+ */
+Datum
+ow_sweep(PG_FUNCTION_ARGS)
+{
+	int32		max = PG_ARGISNULL(0) ? 1000 : PG_GETARG_INT32(0);
+	OwPriv		priv;
+	int			n;
+
+	if (max < 1)
+		ow_validation_error("max", "max must be at least 1, not %d", max);
+	SPI_connect();
+	ow_become_owner(&priv);
+	n = ow_sweep_deadlines(max);
+	n += ow_purge_idempotency(max);
+	ow_restore_user(&priv);
+	SPI_finish();
+	PG_RETURN_INT32(n);
+}
+
+/* ----------
+ * Waking the worker when a transaction raises an interrupt with a deadline
+ * ----------
+ */
+static void
+sweeper_xact_callback(XactEvent event, void *arg)
+{
+	if (event == XACT_EVENT_COMMIT && deadline_raised && ow_shared != NULL)
+	{
+		Latch	   *latch;
+
+		SpinLockAcquire(&ow_shared->mutex);
+		latch = ow_shared->worker_latch;
+		SpinLockRelease(&ow_shared->mutex);
+		if (latch)
+			SetLatch(latch);
+	}
+	if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_ABORT ||
+		event == XACT_EVENT_PREPARE || event == XACT_EVENT_PARALLEL_COMMIT ||
+		event == XACT_EVENT_PARALLEL_ABORT)
+		deadline_raised = false;
+}
+
+/* Called when this transaction raised an interrupt with a deadline. */
+void
+ow_deadline_raised(void)
+{
+	if (ow_shared == NULL)
+		return;					/* no worker: openwop.sweep() applies deadlines */
+	if (!xact_callback_registered)
+	{
+		RegisterXactCallback(sweeper_xact_callback, NULL);
+		xact_callback_registered = true;
+	}
+	deadline_raised = true;
+}
+
+/* ----------
+ * The worker
+ * ----------
+ */
+
+static void
+sweeper_shmem_request(void)
+{
+	if (prev_shmem_request_hook)
+		prev_shmem_request_hook();
+	RequestAddinShmemSpace(MAXALIGN(sizeof(OwShared)));
+}
+
+static void
+sweeper_shmem_startup(void)
+{
+	bool		found;
+
+	if (prev_shmem_startup_hook)
+		prev_shmem_startup_hook();
+	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
+	ow_shared = ShmemInitStruct("openwop_interrupt", sizeof(OwShared), &found);
+	if (!found)
+	{
+		SpinLockInit(&ow_shared->mutex);
+		ow_shared->worker_latch = NULL;
+	}
+	LWLockRelease(AddinShmemInitLock);
+}
+
+/* From _PG_init, when loaded through shared_preload_libraries. */
+void
+ow_sweeper_register(void)
+{
+	BackgroundWorker worker;
+
+	prev_shmem_request_hook = shmem_request_hook;
+	shmem_request_hook = sweeper_shmem_request;
+	prev_shmem_startup_hook = shmem_startup_hook;
+	shmem_startup_hook = sweeper_shmem_startup;
+
+	memset(&worker, 0, sizeof(worker));
+	worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
+	worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
+	worker.bgw_restart_time = 10;
+	snprintf(worker.bgw_library_name, BGW_MAXLEN, "openwop_interrupt");
+	snprintf(worker.bgw_function_name, BGW_MAXLEN, "ow_sweeper_main");
+	snprintf(worker.bgw_name, BGW_MAXLEN, "openwop timeout worker");
+	snprintf(worker.bgw_type, BGW_MAXLEN, "openwop timeout worker");
+	RegisterBackgroundWorker(&worker);
+}
+
+static void
+sweeper_detach(int code, Datum arg)
+{
+	SpinLockAcquire(&ow_shared->mutex);
+	ow_shared->worker_latch = NULL;
+	SpinLockRelease(&ow_shared->mutex);
+}
+
+/*
+ * One pass in its own transaction.  Returns how long to sleep, in ms: until
+ * the next deadline, at most openwop.sweeper_interval, 0 when a full batch
+ * suggests more work is due.
+ */
+static long
+sweeper_pass(void)
+{
+	long		sleep_ms = (long) ow_sweeper_interval * 1000L;
+	const int	batch = 1000;
+
+	SetCurrentStatementStartTimestamp();
+	StartTransactionCommand();
+	SPI_connect();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	pgstat_report_activity(STATE_RUNNING, "openwop: applying deadlines");
+
+	if (OidIsValid(get_extension_oid("openwop_interrupt", true)))
+	{
+		OwPriv		priv;
+		int			n;
+
+		ow_become_owner(&priv);
+		n = ow_sweep_deadlines(batch);
+		n += ow_purge_idempotency(batch);
+		if (n >= batch)
+			sleep_ms = 0;
+		else if (SPI_execute("SELECT pg_catalog.min(expires_at) OPERATOR(pg_catalog.-) pg_catalog.now()"
+							 "  FROM openwop.interrupts"
+							 " WHERE status OPERATOR(pg_catalog.=) 'pending' AND expires_at IS NOT NULL",
+							 true, 1) == SPI_OK_SELECT && SPI_processed == 1)
+		{
+			bool		isnull;
+			Datum		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+
+			if (!isnull)
+			{
+				Interval   *until = DatumGetIntervalP(d);
+				double		ms = (until->time / 1000.0) +
+					(until->day * (double) USECS_PER_DAY + until->month * 30.0 * USECS_PER_DAY) / 1000.0;
+
+				/* wake just after the deadline; never sleep past the interval */
+				sleep_ms = Min(sleep_ms, (long) Max(ms + 10, 50));
+			}
+		}
+		ow_restore_user(&priv);
+	}
+
+	SPI_finish();
+	PopActiveSnapshot();
+	CommitTransactionCommand();
+	pgstat_report_activity(STATE_IDLE, NULL);
+	return sleep_ms;
+}
+
+void
+ow_sweeper_main(Datum arg)
+{
+	pqsignal(SIGHUP, SignalHandlerForConfigReload);
+	pqsignal(SIGTERM, die);
+	BackgroundWorkerUnblockSignals();
+
+	BackgroundWorkerInitializeConnection(ow_database, NULL, 0);
+
+	SpinLockAcquire(&ow_shared->mutex);
+	ow_shared->worker_latch = MyLatch;
+	SpinLockRelease(&ow_shared->mutex);
+	before_shmem_exit(sweeper_detach, (Datum) 0);
+
+	elog(LOG, "openwop timeout worker started in database \"%s\"", ow_database);
+
+	for (;;)
+	{
+		long		sleep_ms = sweeper_pass();
+
+		if (sleep_ms > 0)
+			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+							 sleep_ms, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+		if (ConfigReloadPending)
+		{
+			ConfigReloadPending = false;
+			ProcessConfigFile(PGC_SIGHUP);
+		}
+	}
+}
