@@ -226,7 +226,7 @@ ow_record_agent_decision(PG_FUNCTION_ARGS)
 	args[0] = CStringGetTextDatum(run.tenant);
 	args[1] = CStringGetTextDatum(run.run_id);
 	args[2] = Int64GetDatum(seq);
-	if (SPI_execute_plan(find_plan, args, NULL, true, 1) != SPI_OK_SELECT)
+	if (SPI_execute_plan(find_plan, args, NULL, false, 1) != SPI_OK_SELECT)
 		elog(ERROR, "could not look up the escalation of run \"%s\"", run.run_id);
 	if (SPI_processed > 0)
 		interrupt_id = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
