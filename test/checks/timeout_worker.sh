@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# The timeout worker (shared_preload_libraries): it rejects an approval at
+# its deadline without anyone calling sweep(), wakes for a deadline raised
+# while it sleeps, and after a restart applies a deadline that passed while
+# the server was down.  Needs the cluster test/run starts (preloaded).
+set -euo pipefail
+db=postgres    # openwop.database, the worker's database
+q() { psql -X -A -t -q -v ON_ERROR_STOP=1 -d $db -c "SET openwop.tenant = 'acme'" -c "$1" | tail -n 1; }
+
+wait_for() {    # wait_for SECONDS SQL EXPECTED
+	local deadline=$((SECONDS + $1)) got=""
+	while [ $SECONDS -lt $deadline ]; do
+		got=$(q "$2" 2>/dev/null || true)
+		[ "$got" = "$3" ] && return 0
+		sleep 0.2
+	done
+	echo "waited $1 s for [$2] = [$3], last saw [$got]" >&2
+	return 1
+}
+
+trap 'psql -X -q -d $db -c "DROP EXTENSION IF EXISTS openwop_interrupt" >/dev/null 2>&1 || true' EXIT
+
+wait_for 20 "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'openwop timeout worker'" 1
+psql -X -q -v ON_ERROR_STOP=1 -d $db -c "DROP EXTENSION IF EXISTS openwop_interrupt" -c "CREATE EXTENSION openwop_interrupt"
+
+raise() {   # raise RUN TIMEOUT_MS
+	psql -X -q -v ON_ERROR_STOP=1 -d $db >/dev/null <<SQL
+SET openwop.tenant = 'acme';
+SELECT openwop.create_run('worker', '{"runId": "$1"}');
+SELECT openwop.start_node('$1', 'gate');
+SELECT openwop.interrupt('$1', 'gate', '{"kind": "approval", "timeoutMs": $2,
+  "data": {"artifactId": "a", "artifactType": "doc", "title": "T", "actions": ["accept", "reject"], "onTimeout": "approve"}}');
+SQL
+}
+
+# 1. a deadline reached while the server runs; the worker was asleep and is woken at commit
+start=$(date +%s.%N)
+raise acme/worker-run-00000001 1000
+wait_for 20 "SELECT openwop.run_snapshot('acme/worker-run-00000001') ->> 'status'" failed
+end=$(date +%s.%N)
+echo "rejected by the worker $(awk "BEGIN { printf \"%.2f\", $end - $start }") s after a 1 s deadline was raised"
+[ "$(q "SELECT e->'payload'->>'action' || '/' || (e->'payload'->>'decision') FROM openwop.events('acme/worker-run-00000001') e WHERE e->>'type' = 'interrupt.resolved'")" = "timeout/rejected" ]
+[ "$(q "SELECT count(*) FROM openwop.events('acme/worker-run-00000001') e WHERE e->>'type' = 'run.failed'")" = 1 ]
+
+# 2. a deadline that passes while the server is down is applied after the restart
+raise acme/worker-run-00000002 1500
+pg_ctlcluster "$PGVERSION" regress stop
+sleep 2.5
+pg_ctlcluster "$PGVERSION" regress start
+wait_for 30 "SELECT openwop.run_snapshot('acme/worker-run-00000002') ->> 'status'" failed
+echo "a deadline that passed while the server was down was applied after the restart"
+
+# 3. an absent deadline never expires
+psql -X -q -v ON_ERROR_STOP=1 -d $db >/dev/null <<'SQL'
+SET openwop.tenant = 'acme';
+SELECT openwop.create_run('worker', '{"runId": "acme/worker-run-00000003"}');
+SELECT openwop.start_node('acme/worker-run-00000003', 'gate');
+SELECT openwop.interrupt('acme/worker-run-00000003', 'gate', '{"kind": "approval", "data": {"artifactId": "a", "artifactType": "doc", "title": "T", "actions": ["accept"]}}');
+SQL
+sleep 1
+[ "$(q "SELECT openwop.run_snapshot('acme/worker-run-00000003') ->> 'status'")" = waiting-approval ]
+echo "timeout worker checks passed"
