@@ -1,7 +1,10 @@
--- A scripted workflow run: an expense report is fetched, a manager approves
+-- Scripted workflow runs: an expense report is fetched, a manager approves
 -- it through an approval interrupt, the engine replays the gate after a
--- crash and gets the recorded decision back, and the run completes.  A
--- second run is cancelled while it waits.  Everything is read back from the
+-- crash and gets the recorded decision back, and the run completes; a
+-- second run is cancelled while it waits.  Then approval gates as a DBA
+-- runs them: a 2-of-3 gate approved by named principals (a listed one, a
+-- group member, a role holder), a vetoed gate failing its run, and a gate
+-- rejected by the timeout worker.  Everything is read back from the
 -- append-only event log.
 \pset footer off
 \pset null '·'
@@ -70,7 +73,76 @@ SELECT openwop.resolve_interrupt('acme/demo-expense-0002', 'fetch', '{"cc": "CC-
 \set ON_ERROR_STOP 1
 
 \echo
-\echo '== The event log of both runs (openwop.events)'
+\echo '== 6. Approval gates run by a DBA: who may approve is set up with plain SQL'
+CREATE ROLE openwop_approver NOLOGIN;      -- holds approvals:respond for SQL sessions
+GRANT USAGE ON SCHEMA openwop TO openwop_approver;
+GRANT EXECUTE ON FUNCTION openwop.resolve_interrupt(text, text, jsonb, text) TO openwop_approver;
+CREATE ROLE treasury NOLOGIN;              -- a role ref: GRANT gives approval rights on gates naming it
+CREATE ROLE erin NOLOGIN;
+GRANT openwop_approver, treasury TO erin;
+SELECT openwop.add_group_member('finance', 'dave@example.org') AS finance_member;      -- a group ref
+SELECT openwop.add_group_member('openwop-override', 'cfo@example.org') AS override;    -- an override principal
+SELECT openwop.capabilities() -> 'interrupt' AS interrupt_facet;
+
+\echo '   (a 2-of-3 gate: approvers are alice, anyone in group finance, or anyone holding role treasury)'
+SELECT openwop.create_run('purchase-order', '{"runId": "acme/demo-po-000000001"}') ->> 'status' AS created;
+SELECT openwop.start_node('acme/demo-po-000000001', 'sign-off') ->> 'status' AS started;
+SELECT openwop.interrupt('acme/demo-po-000000001', 'sign-off',
+         '{"kind": "approval", "data": {"artifactId": "po-77", "artifactType": "purchase-order",
+           "title": "Buy 3 servers", "actions": ["accept", "reject"], "requiredApprovals": 2,
+           "approversList": ["alice@example.org"], "approverGroupRefs": ["finance"],
+           "approverRoleRefs": ["treasury"]}}') ->> 'status' AS raised;
+SET request.jwt.claims = '{"sub": "mallory@example.org", "scope": "approvals:respond"}';
+\set ON_ERROR_STOP 0
+SELECT openwop.resolve_interrupt('acme/demo-po-000000001', 'sign-off', '{"action": "accept"}');
+\set ON_ERROR_STOP 1
+SET request.jwt.claims = '{"sub": "dave@example.org", "scope": "approvals:respond"}';
+SELECT r ->> 'status' AS status, r -> 'tally' AS tally
+  FROM openwop.resolve_interrupt('acme/demo-po-000000001', 'sign-off', '{"action": "accept"}') r;
+RESET request.jwt.claims;
+SET ROLE erin;   -- a SQL session: the principal is current_user
+SELECT r ->> 'status' AS status, r ->> 'decision' AS decision, r ->> 'runStatus' AS run
+  FROM openwop.resolve_interrupt('acme/demo-po-000000001', 'sign-off', '{"action": "accept"}') r;
+RESET ROLE;
+SELECT v.voter, v.action, v.eligibility -> 'matched' AS matched
+  FROM openwop.votes v JOIN openwop.interrupts i USING (tenant, interrupt_id)
+ WHERE i.run_id = 'acme/demo-po-000000001' ORDER BY v.cast_at;
+
+\echo '   (a vetoed gate: single-veto, one reject fails the run in the same transaction)'
+SELECT openwop.create_run('purchase-order', '{"runId": "acme/demo-po-000000002"}') ->> 'status' AS created;
+SELECT openwop.start_node('acme/demo-po-000000002', 'sign-off') ->> 'status' AS started;
+SELECT openwop.interrupt('acme/demo-po-000000002', 'sign-off',
+         '{"kind": "approval", "data": {"artifactId": "po-78", "artifactType": "purchase-order",
+           "title": "Buy a yacht", "actions": ["accept", "reject"], "requiredApprovals": 3}}') ->> 'status' AS raised;
+SET request.jwt.claims = '{"sub": "alice@example.org", "scope": "approvals:respond"}';
+SELECT r ->> 'decision' AS decision, r ->> 'runStatus' AS run
+  FROM openwop.resolve_interrupt('acme/demo-po-000000002', 'sign-off', '{"action": "reject", "feedback": "no"}') r;
+RESET request.jwt.claims;
+SELECT openwop.run_snapshot('acme/demo-po-000000002') -> 'error' AS run_error;
+
+\echo '   (a timed-out gate: nobody answers within 1 s; the timeout worker rejects it, onTimeout "approve" notwithstanding)'
+SELECT openwop.create_run('purchase-order', '{"runId": "acme/demo-po-000000003"}') ->> 'status' AS created;
+SELECT openwop.start_node('acme/demo-po-000000003', 'sign-off') ->> 'status' AS started;
+SELECT openwop.interrupt('acme/demo-po-000000003', 'sign-off',
+         '{"kind": "approval", "timeoutMs": 1000, "data": {"artifactId": "po-79", "artifactType": "purchase-order",
+           "title": "Renew the lease", "actions": ["accept", "reject"], "onTimeout": "approve"}}') ->> 'status' AS raised;
+SELECT pg_sleep(2.5);
+SELECT openwop.run_snapshot('acme/demo-po-000000003') ->> 'status' AS status_after_the_deadline;
+
+\echo
+\echo '== The approval runs, from the log'
+SELECT e ->> 'runId' AS run,
+       (e ->> 'sequence')::int AS seq,
+       e ->> 'type' AS type,
+       (e -> 'payload') - 'nodeId' - 'interruptId' - 'key' - 'durationMs' - 'openwop-eligibility' - 'data'
+         #- '{resumeValue,decidedAt}' AS payload
+  FROM (VALUES ('acme/demo-po-000000001'), ('acme/demo-po-000000002'), ('acme/demo-po-000000003')) AS r(id),
+       openwop.events(r.id) AS e
+ WHERE e ->> 'type' NOT IN ('run.started', 'node.started')
+ ORDER BY 1, 2;
+
+\echo
+\echo '== The expense runs, from the log (openwop.events)'
 SELECT e ->> 'runId' AS run,
        (e ->> 'sequence')::int AS seq,
        e ->> 'type' AS type,
