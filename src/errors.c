@@ -11,7 +11,10 @@
 #include "openwop.h"
 
 #include "lib/stringinfo.h"
+#include "access/xact.h"
 #include "utils/json.h"
+#include "utils/memutils.h"
+#include "utils/resowner.h"
 
 void
 ow_details_init(OwDetails *d)
@@ -119,4 +122,37 @@ ow_run_terminal(const char *run_id, const char *status)
 	ow_raise(OW_SQLSTATE_409, "run_terminal", &d,
 			 "A completed, failed or cancelled run accepts no further change; start a new run instead.",
 			 "run \"%s\" is %s", run_id, status);
+}
+
+/*
+ * Run fn(arg) in a subtransaction.  Returns NULL when it succeeded; when
+ * it raised, the subtransaction is rolled back first and the error is
+ * returned for the caller to handle or re-throw (ReThrowError), so no
+ * error ever escapes with our subtransaction still open.
+ */
+ErrorData *
+ow_try_subtransaction(void (*fn) (void *), void *arg)
+{
+	MemoryContext oldcxt = CurrentMemoryContext;
+	ResourceOwner oldowner = CurrentResourceOwner;
+	ErrorData  *volatile edata = NULL;
+
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(oldcxt);
+	PG_TRY();
+	{
+		fn(arg);
+		ReleaseCurrentSubTransaction();
+	}
+	PG_CATCH();
+	{
+		MemoryContextSwitchTo(oldcxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+	}
+	PG_END_TRY();
+	MemoryContextSwitchTo(oldcxt);
+	CurrentResourceOwner = oldowner;
+	return edata;
 }

@@ -17,13 +17,11 @@
  */
 #include "openwop.h"
 
-#include "access/xact.h"
 #include "catalog/pg_type.h"
 #include "common/cryptohash.h"
 #include "common/sha2.h"
 #include "utils/builtins.h"
 #include "utils/memutils.h"
-#include "utils/resowner.h"
 
 extern int	ow_idempotency_retention;
 
@@ -90,44 +88,34 @@ in_flight(const char *key)
  * waiting for a concurrent same-key request becomes idempotency_in_flight
  * instead of a 55P03 that PostgREST would answer with HTTP 500.
  */
+typedef struct InsertCall
+{
+	SPIPlanPtr	plan;
+	Datum	   *args;
+	bool		inserted;
+} InsertCall;
+
+static void
+run_insert(void *arg)
+{
+	InsertCall *c = arg;
+
+	if (SPI_execute_plan(c->plan, c->args, NULL, false, 0) != SPI_OK_INSERT)
+		elog(ERROR, "could not record idempotency key");
+	c->inserted = SPI_processed == 1;
+}
+
 static bool
 try_insert(SPIPlanPtr plan, Datum *args, const char *key)
 {
-	MemoryContext oldcxt = CurrentMemoryContext;
-	ResourceOwner oldowner = CurrentResourceOwner;
-	volatile bool inserted = false;
-	volatile bool timed_out = false;
+	InsertCall	c = {plan, args, false};
+	ErrorData  *edata = ow_try_subtransaction(run_insert, &c);
 
-	BeginInternalSubTransaction(NULL);
-	MemoryContextSwitchTo(oldcxt);
-	PG_TRY();
-	{
-		if (SPI_execute_plan(plan, args, NULL, false, 0) != SPI_OK_INSERT)
-			elog(ERROR, "could not record idempotency key");
-		inserted = SPI_processed == 1;
-		ReleaseCurrentSubTransaction();
-	}
-	PG_CATCH();
-	{
-		ErrorData  *edata;
-
-		/* always leave our subtransaction before anything propagates */
-		MemoryContextSwitchTo(oldcxt);
-		edata = CopyErrorData();
-		FlushErrorState();
-		RollbackAndReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(oldcxt);
-		CurrentResourceOwner = oldowner;
-		if (edata->sqlerrcode != ERRCODE_LOCK_NOT_AVAILABLE)
-			ReThrowError(edata);
-		timed_out = true;
-	}
-	PG_END_TRY();
-	MemoryContextSwitchTo(oldcxt);
-	CurrentResourceOwner = oldowner;
-	if (timed_out)
+	if (edata && edata->sqlerrcode != ERRCODE_LOCK_NOT_AVAILABLE)
+		ReThrowError(edata);
+	if (edata)
 		in_flight(key);
-	return inserted;
+	return c.inserted;
 }
 
 /*

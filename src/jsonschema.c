@@ -21,7 +21,6 @@
  */
 #include "openwop.h"
 
-#include "access/xact.h"
 #include "catalog/pg_collation.h"
 #include "lib/stringinfo.h"
 #include "mb/pg_wchar.h"
@@ -32,7 +31,6 @@
 #include "utils/json.h"
 #include "utils/memutils.h"
 #include "utils/numeric.h"
-#include "utils/resowner.h"
 
 #define SCHEMA_MAX_DEPTH 64
 
@@ -777,41 +775,25 @@ check_schema_array(CheckCtx *c, JsonbValue *v, const char *kw)
 	}
 }
 
+static void
+compile_pattern(void *arg)
+{
+	JsonbValue *pattern = arg;
+	text	   *re = cstring_to_text_with_len(pattern->val.string.val, pattern->val.string.len);
+
+	(void) RE_compile_and_execute(re, "", 0, REG_ADVANCED, C_COLLATION_OID, 0, NULL);
+}
+
 /* Does a regular expression compile?  Checked in a subtransaction. */
 static bool
 pattern_compiles(JsonbValue *pattern)
 {
-	MemoryContext oldcxt = CurrentMemoryContext;
-	ResourceOwner oldowner = CurrentResourceOwner;
-	volatile bool ok = true;
+	ErrorData  *edata = ow_try_subtransaction(compile_pattern, pattern);
 
-	BeginInternalSubTransaction(NULL);
-	MemoryContextSwitchTo(oldcxt);
-	PG_TRY();
-	{
-		text	   *re = cstring_to_text_with_len(pattern->val.string.val, pattern->val.string.len);
-
-		(void) RE_compile_and_execute(re, "", 0, REG_ADVANCED, C_COLLATION_OID, 0, NULL);
-		ReleaseCurrentSubTransaction();
-	}
-	PG_CATCH();
-	{
-		ErrorData  *edata;
-
-		MemoryContextSwitchTo(oldcxt);
-		edata = CopyErrorData();
-		FlushErrorState();
-		RollbackAndReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(oldcxt);
-		CurrentResourceOwner = oldowner;
-		if (edata->sqlerrcode != ERRCODE_INVALID_REGULAR_EXPRESSION)
-			ReThrowError(edata);	/* a cancel or out-of-memory is not a verdict */
-		ok = false;
-	}
-	PG_END_TRY();
-	MemoryContextSwitchTo(oldcxt);
-	CurrentResourceOwner = oldowner;
-	return ok;
+	/* a cancel or out-of-memory is not a verdict on the pattern */
+	if (edata && edata->sqlerrcode != ERRCODE_INVALID_REGULAR_EXPRESSION)
+		ReThrowError(edata);
+	return edata == NULL;
 }
 
 static void

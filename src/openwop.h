@@ -68,6 +68,8 @@ extern void ow_raise(int sqlstate, const char *code, OwDetails *details,
 					 const char *hint, const char *fmt,...)
 			pg_attribute_printf(5, 6) pg_attribute_noreturn();
 
+extern ErrorData *ow_try_subtransaction(void (*fn) (void *), void *arg);
+
 /* Shorthands for the common refusals. */
 extern void ow_validation_error(const char *field, const char *fmt,...)
 			pg_attribute_printf(2, 3) pg_attribute_noreturn();

@@ -66,6 +66,7 @@ typedef struct DueInterrupt
 	char	   *tenant;
 	char	   *run_id;
 	char	   *interrupt_id;
+	bool		settled;
 } DueInterrupt;
 
 /*
@@ -143,6 +144,14 @@ settle_due(DueInterrupt *due)
 	return true;
 }
 
+static void
+settle_one(void *arg)
+{
+	DueInterrupt *due = arg;
+
+	due->settled = settle_due(due);
+}
+
 /*
  * Settle at most max due interrupts, oldest deadline first.  Returns how
  * many were settled.  A failure settling one is logged and skipped (INT-18:
@@ -156,7 +165,7 @@ ow_sweep_deadlines(int max)
 	DueInterrupt *due;
 	int			n;
 	int			i;
-	volatile int settled = 0;
+	int			settled = 0;
 
 	if (plan == NULL)
 	{
@@ -182,38 +191,20 @@ ow_sweep_deadlines(int max)
 
 	for (i = 0; i < n; i++)
 	{
-		MemoryContext oldcxt = CurrentMemoryContext;
-		ResourceOwner oldowner = CurrentResourceOwner;
+		ErrorData  *edata = ow_try_subtransaction(settle_one, &due[i]);
 
-		BeginInternalSubTransaction(NULL);
-		MemoryContextSwitchTo(oldcxt);
-		PG_TRY();
+		if (edata == NULL)
 		{
-			if (settle_due(&due[i]))
-				settled++;
-			ReleaseCurrentSubTransaction();
+			settled += due[i].settled;
+			continue;
 		}
-		PG_CATCH();
-		{
-			ErrorData  *edata;
-
-			MemoryContextSwitchTo(oldcxt);
-			edata = CopyErrorData();
-			FlushErrorState();
-			RollbackAndReleaseCurrentSubTransaction();
-			MemoryContextSwitchTo(oldcxt);
-			CurrentResourceOwner = oldowner;
-			/* a cancel stops the sweep; anything else is logged and skipped */
-			if (edata->sqlerrcode == ERRCODE_QUERY_CANCELED || edata->sqlerrcode == ERRCODE_ADMIN_SHUTDOWN)
-				ReThrowError(edata);
-			ereport(WARNING,
-					(errmsg("openwop: could not apply the deadline of interrupt \"%s\": %s",
-							due[i].interrupt_id, edata->message)));
-			FreeErrorData(edata);
-		}
-		PG_END_TRY();
-		MemoryContextSwitchTo(oldcxt);
-		CurrentResourceOwner = oldowner;
+		/* a cancel stops the sweep; anything else is logged and skipped */
+		if (edata->sqlerrcode == ERRCODE_QUERY_CANCELED || edata->sqlerrcode == ERRCODE_ADMIN_SHUTDOWN)
+			ReThrowError(edata);
+		ereport(WARNING,
+				(errmsg("openwop: could not apply the deadline of interrupt \"%s\": %s",
+						due[i].interrupt_id, edata->message)));
+		FreeErrorData(edata);
 	}
 	return settled;
 }
