@@ -81,6 +81,7 @@ CREATE TABLE openwop.node_executions (
     outputs     jsonb,
     error       jsonb,
     interrupt_id text,
+    ended_sequence bigint,
     started_at  timestamptz NOT NULL DEFAULT pg_catalog.now(),
     ended_at    timestamptz,
     PRIMARY KEY (tenant, run_id, node_id, visit),
@@ -104,6 +105,7 @@ COMMENT ON COLUMN openwop.node_executions.attempt IS 'Zero-based attempt counter
 COMMENT ON COLUMN openwop.node_executions.outputs IS 'Outputs of a completed execution.';
 COMMENT ON COLUMN openwop.node_executions.error IS 'Error of a failed execution.';
 COMMENT ON COLUMN openwop.node_executions.interrupt_id IS 'Interrupt the execution last raised (FlowDrop: the job carries the interrupt id).';
+COMMENT ON COLUMN openwop.node_executions.ended_sequence IS 'Sequence of the node.completed or node.failed event that ended it.';
 COMMENT ON COLUMN openwop.node_executions.started_at IS 'When the execution began.';
 COMMENT ON COLUMN openwop.node_executions.ended_at IS 'When the execution ended; NULL while it is open.';
 
@@ -426,17 +428,17 @@ ALTER TABLE openwop.events ENABLE ALWAYS TRIGGER events_escalate_low_confidence;
 COMMENT ON TRIGGER events_escalate_low_confidence ON openwop.events IS
   'Escalates an agent.decided whose confidence is below the run''s threshold: low-confidence interrupt, node.suspended {reason: low-confidence}, run waiting-approval.';
 
-CREATE FUNCTION openwop.add_group_member(group_ref text, principal text)
+CREATE FUNCTION openwop.add_group_member(group_ref text, principal text, tenant text DEFAULT NULL)
     RETURNS boolean AS 'MODULE_PATHNAME', 'ow_add_group_member'
     LANGUAGE C VOLATILE;
-COMMENT ON FUNCTION openwop.add_group_member(text, text) IS
-  'Adds principal to group_ref in the caller''s tenant (approverGroupRefs; the group named by openwop.override_group holds the override principals). Returns false if it was already a member.';
+COMMENT ON FUNCTION openwop.add_group_member(text, text, text) IS
+  'Adds principal to group_ref in tenant (default: the caller''s tenant) for approverGroupRefs; the group named by openwop.override_group holds the override principals. Only the extension owner or a superuser may call it. Returns false if it was already a member.';
 
-CREATE FUNCTION openwop.remove_group_member(group_ref text, principal text)
+CREATE FUNCTION openwop.remove_group_member(group_ref text, principal text, tenant text DEFAULT NULL)
     RETURNS boolean AS 'MODULE_PATHNAME', 'ow_remove_group_member'
     LANGUAGE C VOLATILE;
-COMMENT ON FUNCTION openwop.remove_group_member(text, text) IS
-  'Removes principal from group_ref in the caller''s tenant. Votes already cast keep the membership recorded at the time. Returns false if it was not a member.';
+COMMENT ON FUNCTION openwop.remove_group_member(text, text, text) IS
+  'Removes principal from group_ref in tenant (default: the caller''s tenant). Votes already cast keep the membership recorded at the time. Only the extension owner or a superuser may call it. Returns false if it was not a member.';
 
 CREATE FUNCTION openwop.capabilities()
     RETURNS jsonb AS 'MODULE_PATHNAME', 'ow_capabilities'
@@ -462,7 +464,7 @@ REVOKE ALL ON FUNCTION
     openwop.sweep(integer),
     openwop.record_agent_decision(text, text, text, float8, jsonb),
     openwop.escalate_low_confidence(),
-    openwop.add_group_member(text, text),
-    openwop.remove_group_member(text, text),
+    openwop.add_group_member(text, text, text),
+    openwop.remove_group_member(text, text, text),
     openwop.capabilities()
 FROM PUBLIC;

@@ -127,7 +127,8 @@ held_roles(const char *principal, List *refs)
  * {principal, matched: [...], groups: [...], roles: [...], override}.
  */
 Jsonb *
-ow_approval_eligibility(OwRun *run, JsonbContainer *data, const char *principal, bool *is_override)
+ow_approval_eligibility(OwRun *run, JsonbContainer *data, const char *principal,
+						bool principal_is_role, bool *is_override)
 {
 	List	   *listed = string_list(data, "approversList");
 	List	   *group_refs = string_list(data, "approverGroupRefs");
@@ -142,7 +143,8 @@ ow_approval_eligibility(OwRun *run, JsonbContainer *data, const char *principal,
 	if (ow_override_group && ow_override_group[0] != '\0')
 		asked = lappend(asked, ow_override_group);
 	groups = member_groups(run, principal, asked);
-	roles = held_roles(principal, role_refs);
+	/* a JWT subject is not a role, whatever its spelling */
+	roles = principal_is_role ? held_roles(principal, role_refs) : NIL;
 	*is_override = ow_override_group && ow_override_group[0] != '\0' &&
 		list_has_string(groups, ow_override_group);
 
@@ -226,6 +228,7 @@ ow_approval_vote(OwRun *run, const char *interrupt_id, JsonbContainer *data,
 								"  FROM (SELECT DISTINCT ON (voter) voter, action FROM openwop.votes"
 								"         WHERE tenant OPERATOR(pg_catalog.=) $1"
 								"           AND interrupt_id OPERATOR(pg_catalog.=) $2"
+								"           AND action OPERATOR(pg_catalog.<>) 'ask'"
 								"         ORDER BY voter, revision DESC) latest", 2, types);
 	}
 	args[0] = CStringGetTextDatum(run->tenant);
@@ -292,11 +295,18 @@ change_membership(FunctionCallInfo fcinfo, bool add)
 	Oid			types[3] = {TEXTOID, TEXTOID, TEXTOID};
 	char	   *group_ref;
 	char	   *principal;
-	char	   *tenant = ow_caller_tenant();
+	char	   *tenant = NULL;
 	Datum		args[3];
 	OwPriv		priv;
 	bool		changed;
 
+	ow_require_admin("manage approver groups");
+	if (!PG_ARGISNULL(2))
+	{
+		tenant = text_to_cstring(PG_GETARG_TEXT_PP(2));
+		if (!ow_valid_tenant(tenant))
+			ow_validation_error("tenant", "\"%s\" is not a valid tenant id", tenant);
+	}
 	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
 		ow_validation_error(PG_ARGISNULL(0) ? "groupRef" : "principal",
 							"group_ref and principal must not be null");
@@ -305,6 +315,8 @@ change_membership(FunctionCallInfo fcinfo, bool add)
 	if (group_ref[0] == '\0' || principal[0] == '\0')
 		ow_validation_error(group_ref[0] == '\0' ? "groupRef" : "principal",
 							"group_ref and principal must not be empty");
+	if (tenant == NULL)
+		tenant = ow_caller_tenant();
 
 	SPI_connect();
 	ow_become_owner(&priv);

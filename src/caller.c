@@ -34,11 +34,31 @@ extern char *ow_tenant_claim;
 extern char *ow_jwt_session_role;
 
 /*
+ * May this session speak for others through request.jwt.claims?  Any role
+ * can SET that setting, so claims count only where the session user is
+ * trusted to have verified them: a session of the role named by
+ * openwop.jwt_session_role (PostgREST's authenticator), or a superuser's.
+ * Anywhere else the caller is current_user in openwop.tenant.
+ */
+static bool
+claims_trusted(void)
+{
+	Oid			session = GetSessionUserId();
+
+	if (superuser_arg(session))
+		return true;
+	if (ow_jwt_session_role != NULL && ow_jwt_session_role[0] != '\0')
+	{
+		Oid			role = get_role_oid(ow_jwt_session_role, true);
+
+		return OidIsValid(role) && has_privs_of_role(session, role);
+	}
+	return false;
+}
+
+/*
  * The verified JWT claims PostgREST put in request.jwt.claims, or NULL when
- * the setting is absent or empty (a plain SQL session).  When
- * openwop.jwt_session_role names a role, claims count only in sessions whose
- * session_user has that role (PostgREST's authenticator): anywhere else a
- * role could forge them with SET.
+ * the setting is absent or empty (a plain SQL session) or not trusted here.
  */
 Jsonb *
 ow_jwt_claims(void)
@@ -46,15 +66,8 @@ ow_jwt_claims(void)
 	const char *raw = GetConfigOption("request.jwt.claims", true, false);
 	JsonLexContext *lex;
 
-	if (raw == NULL || raw[0] == '\0')
+	if (raw == NULL || raw[0] == '\0' || !claims_trusted())
 		return NULL;
-	if (ow_jwt_session_role != NULL && ow_jwt_session_role[0] != '\0')
-	{
-		Oid			role = get_role_oid(ow_jwt_session_role, true);
-
-		if (!OidIsValid(role) || !has_privs_of_role(GetSessionUserId(), role))
-			return NULL;
-	}
 	lex = makeJsonLexContextCstringLen(pstrdup(raw), strlen(raw), GetDatabaseEncoding(), false);
 	if (pg_parse_json(lex, &nullSemAction) != JSON_SUCCESS)
 	{
@@ -77,16 +90,26 @@ claim_string(Jsonb *claims, const char *name)
 }
 
 /*
- * The principal: the "sub" claim when PostgREST set one, else current_user.
+ * The principal: the "sub" claim when trusted claims carry one, else
+ * current_user.  *is_role (may be NULL) tells whether it is a role name, the
+ * only kind of principal approverRoleRefs can match.
  */
 char *
-ow_caller_principal(void)
+ow_caller_principal_ex(bool *is_role)
 {
 	char	   *sub = claim_string(ow_jwt_claims(), "sub");
 
+	if (is_role)
+		*is_role = sub == NULL || sub[0] == '\0';
 	if (sub != NULL && sub[0] != '\0')
 		return sub;
 	return GetUserNameFromId(GetUserId(), false);
+}
+
+char *
+ow_caller_principal(void)
+{
+	return ow_caller_principal_ex(NULL);
 }
 
 /*
@@ -401,4 +424,22 @@ void
 ow_restore_user(OwPriv *priv)
 {
 	SetUserIdAndSecContext(priv->save_userid, priv->save_sec_context);
+}
+
+/*
+ * Administration (approver groups, signing keys) is for the extension's
+ * owner and superusers, whatever EXECUTE grants say.
+ */
+void
+ow_require_admin(const char *what)
+{
+	if (!has_privs_of_role(GetUserId(), openwop_owner()))
+	{
+		OwDetails	d;
+
+		ow_details_init(&d);
+		ow_raise(OW_SQLSTATE_403, "forbidden", &d,
+				 "Ask the owner of the openwop_interrupt extension.",
+				 "only the owner of the openwop tables may %s", what);
+	}
 }

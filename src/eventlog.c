@@ -92,6 +92,8 @@ spi_datum(int n, bool *isnull)
 	return SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, n, isnull);
 }
 
+static bool lock_run_row(OwRun *run, const char *tenant, const char *run_id, bool skip_locked);
+
 /*
  * Parse and check the run id, then lock the run row.  Refusals, in order:
  * malformed id (400), foreign tenant (403), unknown run (404).  The caller
@@ -109,22 +111,39 @@ ow_lock_run(OwRun *run, const char *run_id_input)
 void
 ow_lock_run_id(OwRun *run, const char *tenant, const char *run_id)
 {
-	static SPIPlanPtr plan = NULL;
+	if (!lock_run_row(run, tenant, run_id, false))
+		ow_run_not_found(run_id);
+}
+
+/* The same without waiting: false when another transaction holds the run. */
+bool
+ow_try_lock_run_id(OwRun *run, const char *tenant, const char *run_id)
+{
+	return lock_run_row(run, tenant, run_id, true);
+}
+
+static bool
+lock_run_row(OwRun *run, const char *tenant, const char *run_id, bool skip_locked)
+{
+	static SPIPlanPtr wait_plan = NULL;
+	static SPIPlanPtr skip_plan = NULL;
 	bool		isnull;
 
 	run->tenant = pstrdup(tenant);
 	run->run_id = pstrdup(run_id);
 
-	if (ow_run_query(&plan, "SELECT workflow_id, status, current_node_id, event_prefix,"
-							"       created_at, next_sequence, definition IS NOT NULL"
-							"  FROM openwop.runs"
-							" WHERE tenant OPERATOR(pg_catalog.=) $1"
-							"   AND run_id OPERATOR(pg_catalog.=) $2"
-							"   FOR UPDATE",
+#define LOCK_RUN_SQL "SELECT workflow_id, status, current_node_id, event_prefix," \
+		"       created_at, next_sequence, definition IS NOT NULL" \
+		"  FROM openwop.runs" \
+		" WHERE tenant OPERATOR(pg_catalog.=) $1" \
+		"   AND run_id OPERATOR(pg_catalog.=) $2"
+	if (ow_run_query(skip_locked ? &skip_plan : &wait_plan,
+					 skip_locked ? LOCK_RUN_SQL " FOR UPDATE SKIP LOCKED" : LOCK_RUN_SQL " FOR UPDATE",
 					 run, NULL, false, 1) != SPI_OK_SELECT)
 		elog(ERROR, "could not lock run \"%s\"", run->run_id);
+#undef LOCK_RUN_SQL
 	if (SPI_processed == 0)
-		ow_run_not_found(run->run_id);
+		return false;
 
 	/* no fork API yet: every run is the root of its own chain */
 	run->root_run_id = run->run_id;
@@ -139,6 +158,7 @@ ow_lock_run_id(OwRun *run, const char *tenant, const char *run_id)
 	run->has_definition = DatumGetBool(spi_datum(7, &isnull));
 	run->error = NULL;
 	run->outputs = NULL;
+	return true;
 }
 
 /* Insert one event row at sequence seq. */

@@ -715,11 +715,9 @@ ow_suspend(OwRun *run, const char *node_id, OwExec *ex, int32 ordinal, Jsonb *re
 	args[8] = CStringGetTextDatum(kind);
 	args[9] = JsonbPGetDatum(payload);
 	args[10] = Int64GetDatum(req_seq);
-	/* absent or 0: never expires (FlowDrop INT-23) */
-	if (timeout_ms <= 0)
+	/* absent or 0: never expires (FlowDrop INT-23); nor does a deadline past year 100000 */
+	if (timeout_ms <= 0 || timeout_ms > INT64CONST(100000) * 365 * 24 * 3600 * 1000)
 		nulls[11] = 'n';
-	else if (timeout_ms > INT64CONST(100000) * 365 * 24 * 3600 * 1000)
-		args[11] = TimestampTzGetDatum(DT_NOEND);
 	else
 		args[11] = TimestampTzGetDatum(TimestampTzPlusMilliseconds(GetCurrentTransactionStartTimestamp(),
 																	timeout_ms));

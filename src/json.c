@@ -12,6 +12,7 @@
 
 #include "nodes/pg_list.h"
 #include "utils/datetime.h"
+#include "utils/float.h"
 #include "utils/fmgrprotos.h"
 #include "utils/numeric.h"
 
@@ -102,8 +103,12 @@ owj_float(OwJson *j, const char *key, double value)
 {
 	JsonbValue	v;
 
+	/* the shortest text that reads back as the same double, not 15 digits */
 	v.type = jbvNumeric;
-	v.val.numeric = DatumGetNumeric(DirectFunctionCall1(float8_numeric, Float8GetDatum(value)));
+	v.val.numeric = DatumGetNumeric(DirectFunctionCall3(numeric_in,
+														CStringGetDatum(float8out_internal(value)),
+														ObjectIdGetDatum(InvalidOid),
+														Int32GetDatum(-1)));
 	owj_value(j, key, &v);
 }
 

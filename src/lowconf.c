@@ -28,6 +28,13 @@ PG_FUNCTION_INFO_V1(ow_escalate_low_confidence);
 
 extern double ow_escalation_threshold;
 
+/*
+ * Set by record_agent_decision around its own insert: the trigger escalates
+ * only decisions recorded through the API, never rows arriving by COPY,
+ * pg_restore, replication or a direct INSERT.
+ */
+static bool escalation_armed = false;
+
 /* The run's threshold: configurable.run.escalationThreshold, else the setting. */
 static double
 run_threshold(OwRun *run)
@@ -105,11 +112,13 @@ ow_escalate_low_confidence(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
 				 errmsg("openwop.escalate_low_confidence() must be an AFTER INSERT row trigger")));
+	if (!escalation_armed)
+		return PointerGetDatum(NULL);
 	desc = RelationGetDescr(trigdata->tg_relation);
 	row = trigdata->tg_trigtuple;
 	payload = DatumGetJsonbP(heap_getattr(row, SPI_fnumber(desc, "payload"), desc, &isnull));
 	conf = owj_get(payload, "confidence");
-	if (conf == NULL || conf->type != jbvNumeric)
+	if (conf == NULL || conf->type != jbvNumeric || owj_string(owj_get(payload, "agentId")) == NULL)
 		return PointerGetDatum(NULL);	/* missing: no signal */
 	confidence = DatumGetFloat8(DirectFunctionCall1(numeric_float8, NumericGetDatum(conf->val.numeric)));
 	if (isnan(confidence) || isinf(confidence))
@@ -169,7 +178,7 @@ ow_record_agent_decision(PG_FUNCTION_ARGS)
 	OwRun		run;
 	OwExec		ex;
 	OwJson		j;
-	int64		seq;
+	volatile int64 seq = 0;
 	Jsonb	   *result;
 	char	   *interrupt_id = NULL;
 	Datum		args[3];
@@ -209,7 +218,16 @@ ow_record_agent_decision(PG_FUNCTION_ARGS)
 		owj_null(&j, "decision");
 	if (has_conf)
 		owj_float(&j, "confidence", confidence);
-	seq = ow_append_then_triggers(&run, "agent.decided", node_id, owj_end(&j));
+	escalation_armed = true;
+	PG_TRY();
+	{
+		seq = ow_append_then_triggers(&run, "agent.decided", node_id, owj_end(&j));
+	}
+	PG_FINALLY();
+	{
+		escalation_armed = false;
+	}
+	PG_END_TRY();
 
 	/* what the escalation trigger did, if anything */
 	ow_lock_run_id(&run, run.tenant, run.run_id);

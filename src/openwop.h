@@ -120,6 +120,7 @@ extern char *owj_iso8601(TimestampTz ts);
  */
 extern Jsonb *ow_jwt_claims(void);
 extern char *ow_caller_principal(void);
+extern char *ow_caller_principal_ex(bool *is_role);
 extern char *ow_caller_tenant(void);
 extern char *ow_normalize_run_id(const char *input, const char *caller_tenant);
 extern bool ow_valid_tenant(const char *tenant);
@@ -137,6 +138,7 @@ typedef struct OwPriv
 } OwPriv;
 
 extern void ow_become_owner(OwPriv *priv);
+extern void ow_require_admin(const char *what);
 extern void ow_restore_user(OwPriv *priv);
 
 /* ----------
@@ -169,6 +171,7 @@ extern int	ow_run_query(SPIPlanPtr *plan, const char *sql, OwRun *run, const cha
 extern bool ow_run_is_terminal(const char *status);
 extern void ow_lock_run(OwRun *run, const char *run_id_input);
 extern void ow_lock_run_id(OwRun *run, const char *tenant, const char *run_id);
+extern bool ow_try_lock_run_id(OwRun *run, const char *tenant, const char *run_id);
 extern int64 ow_append(OwRun *run, const char *type, const char *node_id, Jsonb *payload);
 extern int64 ow_append_then_triggers(OwRun *run, const char *type, const char *node_id, Jsonb *payload);
 extern void ow_save_run(OwRun *run);
@@ -249,7 +252,7 @@ typedef struct OwVote
 } OwVote;
 
 extern Jsonb *ow_approval_eligibility(OwRun *run, JsonbContainer *data, const char *principal,
-									  bool *is_override);
+									  bool principal_is_role, bool *is_override);
 extern void ow_approval_vote(OwRun *run, const char *interrupt_id, JsonbContainer *data,
 							 const char *principal, const char *action, Jsonb *resume_value,
 							 Jsonb *eligibility, bool is_override, OwVote *vote);

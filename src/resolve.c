@@ -442,6 +442,7 @@ ow_resolve_interrupt(PG_FUNCTION_ARGS)
 	int64		resolved_seq;
 	Jsonb	   *result;
 	bool		is_override = false;
+	bool		principal_is_role;
 
 	if (PG_ARGISNULL(0))
 		ow_validation_error("runId", "run_id must not be null");
@@ -459,7 +460,7 @@ ow_resolve_interrupt(PG_FUNCTION_ARGS)
 		ow_check_idempotency_key(idem_key);
 
 	check_scope();
-	principal = ow_caller_principal();
+	principal = ow_caller_principal_ex(&principal_is_role);
 	tenant = ow_caller_tenant();
 	run_id = ow_normalize_run_id(run_input, tenant);
 
@@ -511,7 +512,7 @@ ow_resolve_interrupt(PG_FUNCTION_ARGS)
 	/* who may decide, then what they may say */
 	if (strcmp(p.kind, "approval") == 0)
 	{
-		r.eligibility = ow_approval_eligibility(&run, data, principal, &is_override);
+		r.eligibility = ow_approval_eligibility(&run, data, principal, principal_is_role, &is_override);
 		r.action = check_approval_resume(data, value);
 		if (owj_get(value, "decidedAt") == NULL)
 		{

@@ -583,7 +583,8 @@ ow_node_not_open(OwRun *run, const char *node_id, const OwExec *ex)
 /*
  * With a registered definition, a node fires by the triggerRule of its
  * first incoming edge (all_success when unset), judged on the latest
- * execution of every source (digest §9.5):
+ * execution of every source, and never when a failed source reaches it over
+ * an all_success, any_success or none_failed edge (digest §9.5):
  *   all_success  every source completed
  *   any_success  at least one source completed
  *   all_complete every source completed, failed, skipped or was cancelled
@@ -596,6 +597,7 @@ check_trigger_rule(OwRun *run, const char *node_id)
 {
 	static SPIPlanPtr plan = NULL;
 	char	   *rule;
+	char	   *failed_edge;
 	int64		completed;
 	int64		failed;
 	int64		done;
@@ -621,6 +623,11 @@ check_trigger_rule(OwRun *run, const char *node_id)
 					 "     AND x.node_id OPERATOR(pg_catalog.=) ANY (SELECT source FROM incoming)"
 					 "   ORDER BY x.node_id, x.visit DESC)"
 					 " SELECT (SELECT rule FROM incoming ORDER BY ord LIMIT 1),"
+					 "        (SELECT pg_catalog.string_agg(i.source, ', ') FROM incoming i"
+					 "           JOIN latest f ON f.node_id OPERATOR(pg_catalog.=) i.source"
+					 "          WHERE f.status OPERATOR(pg_catalog.=) 'failed'"
+					 "            AND i.rule OPERATOR(pg_catalog.=) ANY"
+					 "                ('{all_success,any_success,none_failed}'::pg_catalog.text[])),"
 					 "        pg_catalog.count(*) FILTER (WHERE l.status OPERATOR(pg_catalog.=) 'completed'),"
 					 "        pg_catalog.count(*) FILTER (WHERE l.status OPERATOR(pg_catalog.=) 'failed'),"
 					 "        pg_catalog.count(*) FILTER (WHERE l.status OPERATOR(pg_catalog.=) ANY"
@@ -635,10 +642,11 @@ check_trigger_rule(OwRun *run, const char *node_id)
 	rule = SPI_getvalue(tup, desc, 1);
 	if (rule == NULL)
 		return;					/* no incoming edge */
-	completed = DatumGetInt64(SPI_getbinval(tup, desc, 2, &isnull));
-	failed = DatumGetInt64(SPI_getbinval(tup, desc, 3, &isnull));
-	done = DatumGetInt64(SPI_getbinval(tup, desc, 4, &isnull));
-	total = DatumGetInt64(SPI_getbinval(tup, desc, 5, &isnull));
+	failed_edge = SPI_getvalue(tup, desc, 2);
+	completed = DatumGetInt64(SPI_getbinval(tup, desc, 3, &isnull));
+	failed = DatumGetInt64(SPI_getbinval(tup, desc, 4, &isnull));
+	done = DatumGetInt64(SPI_getbinval(tup, desc, 5, &isnull));
+	total = DatumGetInt64(SPI_getbinval(tup, desc, 6, &isnull));
 
 	if (strcmp(rule, "any_success") == 0)
 		fires = completed >= 1;
@@ -650,6 +658,9 @@ check_trigger_rule(OwRun *run, const char *node_id)
 		fires = failed >= 1;
 	else
 		fires = completed == total;
+	/* whatever the node's own rule, a failed source never satisfies its edge unless it admits failure */
+	if (failed_edge != NULL)
+		fires = false;
 
 	if (!fires)
 	{
@@ -663,6 +674,59 @@ check_trigger_rule(OwRun *run, const char *node_id)
 		ow_raise(OW_SQLSTATE_409, "run_state_conflict", &d,
 				 "A failed source (such as a rejected approval) only satisfies all_complete or any_failed.",
 				 "node \"%s\" does not fire: its trigger rule %s is not met by its sources", node_id, rule);
+	}
+}
+
+/*
+ * A node whose latest execution failed with retryable: false (a rejected
+ * approval, a declined credential) must not be retried.  It may run again
+ * only as a new invocation reached over an edge: some source on an
+ * incoming edge of the registered definition completed after the failure.
+ */
+static void
+refuse_retry(OwRun *run, const char *node_id)
+{
+	static SPIPlanPtr plan = NULL;
+	HeapTuple	tup;
+	TupleDesc	desc;
+	bool		isnull;
+	bool		retryable;
+	bool		reentered;
+
+	if (ow_run_query(&plan,
+					 "WITH last AS ("
+					 "  SELECT error, ended_sequence FROM openwop.node_executions"
+					 "   WHERE tenant OPERATOR(pg_catalog.=) $1 AND run_id OPERATOR(pg_catalog.=) $2"
+					 "     AND node_id OPERATOR(pg_catalog.=) $3"
+					 "   ORDER BY visit DESC LIMIT 1)"
+					 " SELECT COALESCE((SELECT error OPERATOR(pg_catalog.->) 'retryable' FROM last)"
+					 "                 OPERATOR(pg_catalog.<>) 'false'::pg_catalog.jsonb, true),"
+					 "        EXISTS (SELECT 1 FROM openwop.runs r,"
+					 "                  pg_catalog.jsonb_array_elements(r.definition OPERATOR(pg_catalog.->) 'edges') e,"
+					 "                  openwop.node_executions x"
+					 "                 WHERE r.tenant OPERATOR(pg_catalog.=) $1 AND r.run_id OPERATOR(pg_catalog.=) $2"
+					 "                   AND (e OPERATOR(pg_catalog.->>) 'to') OPERATOR(pg_catalog.=) $3"
+					 "                   AND x.tenant OPERATOR(pg_catalog.=) $1 AND x.run_id OPERATOR(pg_catalog.=) $2"
+					 "                   AND x.node_id OPERATOR(pg_catalog.=) (e OPERATOR(pg_catalog.->>) 'from')"
+					 "                   AND x.status OPERATOR(pg_catalog.=) 'completed'"
+					 "                   AND x.ended_sequence OPERATOR(pg_catalog.>) (SELECT ended_sequence FROM last))",
+					 run, node_id, true, 1) != SPI_OK_SELECT || SPI_processed != 1)
+		elog(ERROR, "could not read the last execution of node \"%s\"", node_id);
+	tup = SPI_tuptable->vals[0];
+	desc = SPI_tuptable->tupdesc;
+	retryable = DatumGetBool(SPI_getbinval(tup, desc, 1, &isnull));
+	reentered = DatumGetBool(SPI_getbinval(tup, desc, 2, &isnull));
+	if (!retryable && !reentered)
+	{
+		OwDetails	d;
+
+		ow_details_init(&d);
+		ow_details_str(&d, "runId", run->run_id);
+		ow_details_str(&d, "runStatus", run->status);
+		ow_details_str(&d, "nodeId", node_id);
+		ow_raise(OW_SQLSTATE_409, "run_state_conflict", &d,
+				 "Reach the node again over an edge (a loop) to ask anew.",
+				 "node \"%s\" failed with retryable false and must not be retried", node_id);
 	}
 }
 
@@ -738,6 +802,8 @@ ow_start_node(PG_FUNCTION_ARGS)
 	}
 	else
 	{
+		if (ex.found && strcmp(ex.status, "failed") == 0)
+			refuse_retry(run, node_id);
 		if (run->has_definition)
 			check_trigger_rule(run, node_id);
 		visit = ex.found ? ex.visit + 1 : 0;
@@ -791,31 +857,10 @@ static int64
 finish_execution(OwRun *run, const char *node_id, const OwExec *ex, bool failed, Jsonb *value)
 {
 	static SPIPlanPtr plan = NULL;
-	Datum		args[7];
-	char		nulls[7] = {' ', ' ', ' ', ' ', ' ', ' ', ' '};
+	Datum		args[8];
+	char		nulls[8] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
 	OwJson		j;
-
-	if (plan == NULL)
-	{
-		Oid			types[7] = {TEXTOID, TEXTOID, TEXTOID, INT4OID, TEXTOID, JSONBOID, JSONBOID};
-
-		plan = ow_prepare("UPDATE openwop.node_executions"
-						  "   SET status = $5, outputs = $6, error = $7, ended_at = pg_catalog.now()"
-						  " WHERE tenant OPERATOR(pg_catalog.=) $1"
-						  "   AND run_id OPERATOR(pg_catalog.=) $2"
-						  "   AND node_id OPERATOR(pg_catalog.=) $3"
-						  "   AND visit OPERATOR(pg_catalog.=) $4", 7, types);
-	}
-	args[0] = CStringGetTextDatum(run->tenant);
-	args[1] = CStringGetTextDatum(run->run_id);
-	args[2] = CStringGetTextDatum(node_id);
-	args[3] = Int32GetDatum(ex->visit);
-	args[4] = CStringGetTextDatum(failed ? "failed" : "completed");
-	args[5] = JsonbPGetDatum(value);
-	args[6] = JsonbPGetDatum(value);
-	nulls[failed ? 5 : 6] = 'n';
-	if (SPI_execute_plan(plan, args, nulls, false, 0) != SPI_OK_UPDATE || SPI_processed != 1)
-		elog(ERROR, "could not end execution of node \"%s\"", node_id);
+	int64		seq;
 
 	owj_begin(&j);
 	owj_str(&j, "nodeId", node_id);
@@ -832,7 +877,32 @@ finish_execution(OwRun *run, const char *node_id, const OwExec *ex, bool failed,
 	}
 	if (run->current_node_id && strcmp(run->current_node_id, node_id) == 0)
 		run->current_node_id = NULL;
-	return ow_append(run, failed ? "node.failed" : "node.completed", node_id, owj_end(&j));
+	seq = ow_append(run, failed ? "node.failed" : "node.completed", node_id, owj_end(&j));
+
+	if (plan == NULL)
+	{
+		Oid			types[8] = {TEXTOID, TEXTOID, TEXTOID, INT4OID, TEXTOID, JSONBOID, JSONBOID, INT8OID};
+
+		plan = ow_prepare("UPDATE openwop.node_executions"
+						  "   SET status = $5, outputs = $6, error = $7, ended_at = pg_catalog.now(),"
+						  "       ended_sequence = $8"
+						  " WHERE tenant OPERATOR(pg_catalog.=) $1"
+						  "   AND run_id OPERATOR(pg_catalog.=) $2"
+						  "   AND node_id OPERATOR(pg_catalog.=) $3"
+						  "   AND visit OPERATOR(pg_catalog.=) $4", 8, types);
+	}
+	args[0] = CStringGetTextDatum(run->tenant);
+	args[1] = CStringGetTextDatum(run->run_id);
+	args[2] = CStringGetTextDatum(node_id);
+	args[3] = Int32GetDatum(ex->visit);
+	args[4] = CStringGetTextDatum(failed ? "failed" : "completed");
+	args[5] = JsonbPGetDatum(value);
+	args[6] = JsonbPGetDatum(value);
+	nulls[failed ? 5 : 6] = 'n';
+	args[7] = Int64GetDatum(seq);
+	if (SPI_execute_plan(plan, args, nulls, false, 0) != SPI_OK_UPDATE || SPI_processed != 1)
+		elog(ERROR, "could not end execution of node \"%s\"", node_id);
+	return seq;
 }
 
 /* Fail an open execution (node.failed): fail_run, rejected approvals. */
@@ -840,6 +910,54 @@ int64
 ow_fail_execution(OwRun *run, const char *node_id, const OwExec *ex, Jsonb *error)
 {
 	return finish_execution(run, node_id, ex, true, error);
+}
+
+/*
+ * A gate whose last answer was refine was sent back, not approved: the
+ * execution may not complete on it.  The node raises the gate again (the
+ * next ordinal) or fails.
+ */
+static void
+refuse_after_refine(OwRun *run, const char *node_id, const OwExec *ex)
+{
+	static SPIPlanPtr plan = NULL;
+	Datum		args[4];
+
+	if (plan == NULL)
+	{
+		Oid			types[4] = {TEXTOID, TEXTOID, TEXTOID, INT4OID};
+
+		plan = ow_prepare("SELECT action FROM openwop.interrupts"
+						  " WHERE tenant OPERATOR(pg_catalog.=) $1"
+						  "   AND root_run_id OPERATOR(pg_catalog.=) $2"
+						  "   AND run_id OPERATOR(pg_catalog.=) $2"
+						  "   AND node_id OPERATOR(pg_catalog.=) $3"
+						  "   AND visit OPERATOR(pg_catalog.=) $4"
+						  " ORDER BY ordinal DESC LIMIT 1", 4, types);
+	}
+	args[0] = CStringGetTextDatum(run->tenant);
+	args[1] = CStringGetTextDatum(run->run_id);
+	args[2] = CStringGetTextDatum(node_id);
+	args[3] = Int32GetDatum(ex->visit);
+	if (SPI_execute_plan(plan, args, NULL, true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not read the interrupts of node \"%s\"", node_id);
+	if (SPI_processed == 1)
+	{
+		char	   *action = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+
+		if (action && strcmp(action, "refine") == 0)
+		{
+			OwDetails	d;
+
+			ow_details_init(&d);
+			ow_details_str(&d, "runId", run->run_id);
+			ow_details_str(&d, "runStatus", run->status);
+			ow_details_str(&d, "nodeId", node_id);
+			ow_raise(OW_SQLSTATE_409, "run_state_conflict", &d,
+					 "Raise the gate again (the next ordinal) after revising, or fail the node.",
+					 "node \"%s\" cannot complete: its approval gate was sent back with refine", node_id);
+		}
+	}
 }
 
 /* complete_node and fail_node */
@@ -863,6 +981,8 @@ end_node(FunctionCallInfo fcinfo, bool failed)
 		ow_node_not_found(run, node_id, "has not been started");
 	if (!ow_exec_is_open(&ex) || strcmp(ex.status, "interrupted") == 0)
 		ow_node_not_open(run, node_id, &ex);
+	if (!failed)
+		refuse_after_refine(run, node_id, &ex);
 	seq = finish_execution(run, node_id, &ex, failed, value);
 	ow_save_run(run);
 

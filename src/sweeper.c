@@ -35,6 +35,7 @@
 #include "storage/spin.h"
 #include "tcop/tcopprot.h"
 #include "utils/builtins.h"
+#include "utils/fmgrprotos.h"
 #include "utils/memutils.h"
 #include "utils/resowner.h"
 #include "utils/snapmgr.h"
@@ -71,7 +72,7 @@ typedef struct DueInterrupt
 
 /*
  * Settle one due interrupt under its run's lock; false when it was no
- * longer pending and due (a resolve won the race).
+ * longer pending and due (a resolve won the race) or its run is busy.
  */
 static bool
 settle_due(DueInterrupt *due)
@@ -87,8 +88,8 @@ settle_due(DueInterrupt *due)
 	char	   *node_id;
 	int32		visit;
 
-	ow_lock_run_id(&run, due->tenant, due->run_id);
-	if (ow_run_is_terminal(run.status))
+	/* a run another transaction holds is left for a later pass */
+	if (!ow_try_lock_run_id(&run, due->tenant, due->run_id) || ow_run_is_terminal(run.status))
 		return false;
 	if (plan == NULL)
 	{
@@ -358,7 +359,7 @@ sweeper_pass(void)
 		n += ow_purge_idempotency(batch);
 		if (n >= batch)
 			sleep_ms = 0;
-		else if (SPI_execute("SELECT pg_catalog.min(expires_at) OPERATOR(pg_catalog.-) pg_catalog.now()"
+		else if (SPI_execute("SELECT EXTRACT(EPOCH FROM pg_catalog.min(expires_at) OPERATOR(pg_catalog.-) pg_catalog.now())"
 							 "  FROM openwop.interrupts"
 							 " WHERE status OPERATOR(pg_catalog.=) 'pending' AND expires_at IS NOT NULL",
 							 true, 1) == SPI_OK_SELECT && SPI_processed == 1)
@@ -368,12 +369,13 @@ sweeper_pass(void)
 
 			if (!isnull)
 			{
-				Interval   *until = DatumGetIntervalP(d);
-				double		ms = (until->time / 1000.0) +
-					(until->day * (double) USECS_PER_DAY + until->month * 30.0 * USECS_PER_DAY) / 1000.0;
+				double		ms = DatumGetFloat8(DirectFunctionCall1(numeric_float8, d)) * 1000.0;
 
-				/* wake just after the deadline; never sleep past the interval */
-				sleep_ms = Min(sleep_ms, (long) Max(ms + 10, 50));
+				/*
+				 * Wake just after the next deadline.  One already due was left
+				 * because its run is busy: retry in a second, not in a hot loop.
+				 */
+				sleep_ms = Min(sleep_ms, ms > 0 ? (long) ms + 10 : 1000L);
 			}
 		}
 		ow_restore_user(&priv);
@@ -404,8 +406,24 @@ ow_sweeper_main(Datum arg)
 
 	for (;;)
 	{
-		long		sleep_ms = sweeper_pass();
+		volatile long sleep_ms;
+		MemoryContext oldcxt = CurrentMemoryContext;
 
+		/* an error in a pass is logged; the worker backs off and carries on */
+		PG_TRY();
+		{
+			sleep_ms = sweeper_pass();
+		}
+		PG_CATCH();
+		{
+			MemoryContextSwitchTo(oldcxt);
+			EmitErrorReport();
+			FlushErrorState();
+			AbortCurrentTransaction();
+			pgstat_report_activity(STATE_IDLE, NULL);
+			sleep_ms = 10000;
+		}
+		PG_END_TRY();
 		if (sleep_ms > 0)
 			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 							 sleep_ms, PG_WAIT_EXTENSION);

@@ -2,7 +2,7 @@
 -- majority, eligibility by list, group and role, overrides, fail-closed
 -- rejection and trigger rules, timeouts, low-confidence escalation.
 BEGIN;
-SELECT plan(56);
+SELECT plan(66);
 SET LOCAL openwop.tenant = 'acme';
 \ir refusal.psql
 
@@ -98,7 +98,22 @@ SELECT is(pg_temp.refusal($$ SELECT pg_temp.vote('acme/ap-refs-000000001', 'mall
           'forbidden', 'audience never grants');
 SELECT is(pg_temp.vote('acme/ap-refs-000000001', 'dave', '{"action": "accept"}') ->> 'counted', 'true',
           'a member of an approverGroupRefs group may vote');
-SELECT is(pg_temp.vote('acme/ap-refs-000000001', 'openwop_tap_erin', '{"action": "accept"}') ->> 'decision', 'granted',
+SELECT is(pg_temp.refusal($$ SELECT pg_temp.vote('acme/ap-refs-000000001', 'openwop_tap_erin', '{"action": "accept"}') $$)->>'code',
+          'forbidden', 'a JWT subject spelled like a role name does not hold the role');
+-- a SQL session of a role holding the ref role (current_user is the principal)
+DO $$ BEGIN
+  IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'openwop_approver') THEN CREATE ROLE openwop_approver; END IF;
+END $$;
+GRANT USAGE ON SCHEMA openwop TO openwop_tap_erin;
+GRANT EXECUTE ON FUNCTION openwop.resolve_interrupt(text, text, jsonb, text) TO openwop_tap_erin;
+GRANT openwop_approver TO openwop_tap_erin;
+CREATE TEMP TABLE erin_vote (r jsonb);
+GRANT ALL ON erin_vote TO openwop_tap_erin;
+SELECT set_config('request.jwt.claims', '', true) IS NOT NULL AS claims_cleared \gset
+SET LOCAL ROLE openwop_tap_erin;
+INSERT INTO erin_vote SELECT openwop.resolve_interrupt('acme/ap-refs-000000001', 'gate', '{"action": "accept"}');
+RESET ROLE;
+SELECT is((SELECT r ->> 'decision' FROM erin_vote), 'granted',
           'a role holding an approverRoleRefs role may vote (GRANT grants approval rights)');
 SELECT is((SELECT v.eligibility FROM openwop.votes v JOIN openwop.interrupts i USING (tenant, interrupt_id)
             WHERE i.run_id = 'acme/ap-refs-000000001' AND voter = 'dave'),
@@ -193,6 +208,57 @@ SELECT is(openwop.record_agent_decision('acme/ap-lowconf-000002', 'agent', 'plan
           'true', 'without a run threshold the default 0.7 applies');
 SELECT is(pg_temp.refusal($$ SELECT openwop.record_agent_decision('acme/ap-lowconf-000002', 'agent', 'planner', 1.5) $$)->'details'->>'field',
           'confidence', 'a confidence outside [0, 1] is refused');
+
+-- an ask never withdraws an earlier vote
+DO $$ BEGIN PERFORM pg_temp.gate('acme/ap-askkeep-000001', '{"actions": ["accept", "reject", "ask"], "requiredApprovals": 3, "rejectionPolicy": "majority"}');
+  PERFORM pg_temp.vote('acme/ap-askkeep-000001', 'alice', '{"action": "reject"}');
+  PERFORM pg_temp.vote('acme/ap-askkeep-000001', 'alice', '{"action": "ask"}'); END $$;
+SELECT is(pg_temp.vote('acme/ap-askkeep-000001', 'bob', '{"action": "reject"}') ->> 'decision', 'rejected',
+          'an ask after a reject leaves the reject counted');
+
+-- refine sends the work back: the execution cannot complete until the gate is raised again and granted
+DO $$ BEGIN PERFORM pg_temp.gate('acme/ap-refine-0000001', '{"actions": ["accept", "reject", "refine"], "requiredApprovals": 3, "rejectionPolicy": "majority"}');
+  PERFORM pg_temp.vote('acme/ap-refine-0000001', 'alice', '{"action": "refine", "refineFeedback": {"scope": "whole", "text": "more detail"}}'); END $$;
+RESET request.jwt.claims;
+SELECT is(pg_temp.resolved('acme/ap-refine-0000001') ->> 'decision', NULL, 'refine exits the suspend without granting');
+SELECT is(pg_temp.refusal($$ SELECT openwop.complete_node('acme/ap-refine-0000001', 'gate') $$)->>'code',
+          'run_state_conflict', 'a node whose gate was sent back with refine cannot complete');
+DO $$ BEGIN PERFORM openwop.interrupt('acme/ap-refine-0000001', 'gate', '{"kind": "approval", "data": {"artifactId": "a", "artifactType": "doc", "title": "T v2", "actions": ["accept"]}}', 1);
+  PERFORM pg_temp.vote('acme/ap-refine-0000001', 'alice', '{"action": "accept"}'); END $$;
+RESET request.jwt.claims;
+SELECT is(openwop.complete_node('acme/ap-refine-0000001', 'gate') ->> 'status', 'completed',
+          '... until the gate, raised again, is granted');
+
+-- every incoming edge from a failed source must admit failure, whatever the first edge says
+DO $$ BEGIN PERFORM openwop.create_run('approvals', '{"runId": "acme/ap-edges-00000001",
+    "definition": {"nodes": [{"id": "prep"}, {"id": "gate"}, {"id": "ship"}, {"id": "notify"}],
+                   "edges": [{"from": "prep", "to": "ship", "triggerRule": "all_complete"},
+                             {"from": "gate", "to": "ship", "triggerRule": "all_success"},
+                             {"from": "gate", "to": "notify", "triggerRule": "any_failed"}]}}');
+  PERFORM openwop.start_node('acme/ap-edges-00000001', 'prep');
+  PERFORM openwop.complete_node('acme/ap-edges-00000001', 'prep');
+  PERFORM openwop.start_node('acme/ap-edges-00000001', 'gate');
+  PERFORM openwop.interrupt('acme/ap-edges-00000001', 'gate', '{"kind": "approval", "data": {"artifactId": "a", "artifactType": "doc", "title": "T", "actions": ["accept", "reject"]}}');
+  PERFORM openwop.resolve_interrupt('acme/ap-edges-00000001', 'gate', '{"action": "reject"}'); END $$;
+SELECT is(pg_temp.refusal($$ SELECT openwop.start_node('acme/ap-edges-00000001', 'ship') $$)->>'code',
+          'run_state_conflict', 'a failed source over an all_success edge blocks the node even if its first edge is all_complete');
+SELECT is(pg_temp.refusal($$ SELECT openwop.start_node('acme/ap-edges-00000001', 'gate') $$)->>'code',
+          'run_state_conflict', 'a node failed with retryable false is not retried');
+
+-- a deadline too far away to represent never expires (and never stalls the worker)
+DO $$ BEGIN PERFORM pg_temp.gate('acme/ap-farfuture-0001', '{"actions": ["accept"]}', 'gate', NULL, '{"timeoutMs": 9000000000000000}'); END $$;
+SELECT is((SELECT expires_at FROM openwop.interrupts WHERE run_id = 'acme/ap-farfuture-0001'), NULL, 'timeoutMs beyond year 100000 is stored as no deadline');
+
+-- the escalation trigger acts only for record_agent_decision
+INSERT INTO openwop.events (tenant, run_id, sequence, type, node_id, payload)
+SELECT 'acme', 'acme/ap-lowconf-000002', next_sequence, 'agent.decided', 'agent', '{"agentId": "planner", "confidence": 0.1, "decision": null}'
+  FROM openwop.runs WHERE run_id = 'acme/ap-lowconf-000002';
+SELECT is((SELECT count(*) FROM openwop.interrupts WHERE run_id = 'acme/ap-lowconf-000002'), 1::bigint,
+          'a row inserted directly (restore, replication) never escalates');
+DO $$ BEGIN PERFORM openwop.create_run('approvals', '{"runId": "acme/ap-lowconf-000003"}');
+  PERFORM openwop.start_node('acme/ap-lowconf-000003', 'agent'); END $$;
+SELECT is(openwop.record_agent_decision('acme/ap-lowconf-000003', 'agent', 'planner', 0.69999999999999984) ->> 'escalated',
+          'true', 'a confidence a hair below the threshold escalates (no rounding to 15 digits)');
 
 SELECT * FROM finish();
 ROLLBACK;
