@@ -3,7 +3,7 @@
 -- name the principal and tenant; the statements inside cannot be hijacked
 -- through search_path.
 BEGIN;
-SELECT plan(12);
+SELECT plan(15);
 
 CREATE ROLE openwop_tap_app;
 CREATE ROLE openwop_tap_stranger;
@@ -11,6 +11,9 @@ GRANT USAGE ON SCHEMA openwop TO openwop_tap_app, openwop_tap_stranger;
 GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA openwop TO openwop_tap_app;
 GRANT CREATE ON SCHEMA public TO openwop_tap_app;
 CREATE TEMP TABLE hijack_outcome (outcome text);
+CREATE TEMP TABLE claims_outcome (label text, r jsonb);
+CREATE ROLE openwop_tap_authenticator NOINHERIT;
+GRANT openwop_tap_app TO openwop_tap_authenticator;
 -- pgTAP keeps its counters in temp tables: let the test roles write them
 DO $$
 DECLARE r record;
@@ -70,9 +73,42 @@ SELECT throws_ok($$ SELECT openwop.run_snapshot('acme/priv-run-0000001') $$, 'PT
                  'the claim''s tenant cannot reach another tenant''s run');
 RESET ROLE;
 
+-- request.jwt.claims count only from a trusted session user
+SET LOCAL openwop.jwt_session_role = 'openwop_tap_authenticator';
+SET LOCAL SESSION AUTHORIZATION openwop_tap_authenticator;
+SET LOCAL ROLE openwop_tap_app;
+SET LOCAL request.jwt.claims = '{"sub": "alice@example.org", "tenant": "initech"}';
+INSERT INTO claims_outcome SELECT 'authenticator', openwop.create_run('priv', '{"runId": "initech/priv-run-0000002"}');
+RESET ROLE;
+RESET SESSION AUTHORIZATION;
+SET LOCAL SESSION AUTHORIZATION openwop_tap_app;
+SET LOCAL openwop.tenant = 'acme';
+SET LOCAL request.jwt.claims = '{"sub": "alice@example.org", "tenant": "initech", "scope": "approvals:respond"}';
+INSERT INTO claims_outcome SELECT 'forged', openwop.create_run('priv', '{"runId": "acme/priv-run-0000003"}');
+RESET SESSION AUTHORIZATION;
+RESET request.jwt.claims;
+SELECT is((SELECT openwop.run_snapshot('initech/priv-run-0000002') -> 'owner' FROM (SELECT set_config('openwop.tenant', 'initech', true)) t),
+          '{"tenant": "initech", "subject": {"id": "alice@example.org"}}',
+          'claims set in a session of openwop.jwt_session_role name the principal and tenant');
+SELECT is((SELECT openwop.run_snapshot('acme/priv-run-0000003') -> 'owner' FROM (SELECT set_config('openwop.tenant', 'acme', true)) t),
+          '{"tenant": "acme", "subject": {"id": "openwop_tap_app"}}',
+          'claims a plain role sets for itself are ignored: it stays current_user in openwop.tenant');
+
 -- superusers cannot rewrite history either
 SELECT throws_ok($$ DELETE FROM openwop.events $$, '42501',
                  'the openwop event log is append-only', 'the owner cannot delete events');
 
+-- group administration is for the extension owner only, whatever EXECUTE says
+SET LOCAL ROLE openwop_tap_app;
+DO $$
+BEGIN
+  PERFORM openwop.add_group_member('openwop-override', 'openwop_tap_app');
+  INSERT INTO pg_temp.hijack_outcome VALUES ('group:added');
+EXCEPTION WHEN OTHERS THEN
+  INSERT INTO pg_temp.hijack_outcome VALUES ('group:' || SQLSTATE);
+END $$;
+RESET ROLE;
+SELECT is((SELECT outcome FROM pg_temp.hijack_outcome WHERE outcome LIKE 'group:%'), 'group:PT403',
+          'an application role cannot make itself an override principal');
 SELECT * FROM finish();
 ROLLBACK;
