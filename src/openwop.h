@@ -212,6 +212,27 @@ extern int64 ow_end_run(OwRun *run, OwTerminal how, Jsonb *value, const char *fa
 						const char *reason, const char *principal);
 
 /* ----------
+ * Resolving (resolve.c)
+ * ----------
+ */
+
+/* A pending interrupt, as stored. */
+typedef struct OwPending
+{
+	char	   *interrupt_id;
+	char	   *node_id;
+	char	   *kind;
+	Jsonb	   *payload;
+	int32		visit;
+	bool		overdue;		/* past its deadline */
+} OwPending;
+
+extern Jsonb *ow_resolve_locked(OwRun *run, OwPending *p, Jsonb *value, const char *principal,
+								bool principal_is_role, MemoryContext resultctx);
+extern bool ow_find_pending_by_id(OwRun *run, const char *interrupt_id, OwPending *p);
+extern void ow_check_scope(void);
+
+/* ----------
  * Recording an interrupt's outcome (resolution.c)
  * ----------
  */

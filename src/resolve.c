@@ -27,23 +27,14 @@ extern char *ow_approver_role;
 
 #define OW_SCOPE "approvals:respond"
 
-/* The pending interrupt of a node, as stored. */
-typedef struct OwPending
-{
-	char	   *interrupt_id;
-	char	   *kind;
-	Jsonb	   *payload;
-	int32		visit;
-	bool		overdue;		/* past its deadline */
-} OwPending;
 
 /*
  * approvals:respond: in the JWT "scope" claim (space-separated string or
  * array), or, for SQL sessions, through the privileges of the role named by
  * openwop.approver_role (superusers have every role's privileges).
  */
-static void
-check_scope(void)
+void
+ow_check_scope(void)
 {
 	Jsonb	   *claims = ow_jwt_claims();
 	Oid			role;
@@ -91,16 +82,31 @@ check_scope(void)
 	}
 }
 
+#define PENDING_COLUMNS "interrupt_id, node_id, kind, payload, visit," \
+	"       COALESCE(expires_at OPERATOR(pg_catalog.<=) pg_catalog.now(), false)"
+
+static void
+read_pending(OwPending *p)
+{
+	HeapTuple	tup = SPI_tuptable->vals[0];
+	TupleDesc	desc = SPI_tuptable->tupdesc;
+	bool		isnull;
+
+	p->interrupt_id = SPI_getvalue(tup, desc, 1);
+	p->node_id = SPI_getvalue(tup, desc, 2);
+	p->kind = SPI_getvalue(tup, desc, 3);
+	p->payload = DatumGetJsonbP(SPI_getbinval(tup, desc, 4, &isnull));
+	p->visit = DatumGetInt32(SPI_getbinval(tup, desc, 5, &isnull));
+	p->overdue = DatumGetBool(SPI_getbinval(tup, desc, 6, &isnull));
+}
+
+/* The pending interrupt of node_id in the locked run, if any. */
 static bool
 find_pending(OwRun *run, const char *node_id, OwPending *p)
 {
 	static SPIPlanPtr plan = NULL;
-	HeapTuple	tup;
-	TupleDesc	desc;
-	bool		isnull;
 
-	if (ow_run_query(&plan, "SELECT interrupt_id, kind, payload, visit,"
-							"       COALESCE(expires_at OPERATOR(pg_catalog.<=) pg_catalog.now(), false)"
+	if (ow_run_query(&plan, "SELECT " PENDING_COLUMNS
 							"  FROM openwop.interrupts"
 							" WHERE tenant OPERATOR(pg_catalog.=) $1"
 							"   AND run_id OPERATOR(pg_catalog.=) $2"
@@ -110,13 +116,27 @@ find_pending(OwRun *run, const char *node_id, OwPending *p)
 		elog(ERROR, "could not look up the pending interrupt of node \"%s\"", node_id);
 	if (SPI_processed == 0)
 		return false;
-	tup = SPI_tuptable->vals[0];
-	desc = SPI_tuptable->tupdesc;
-	p->interrupt_id = SPI_getvalue(tup, desc, 1);
-	p->kind = SPI_getvalue(tup, desc, 2);
-	p->payload = DatumGetJsonbP(SPI_getbinval(tup, desc, 3, &isnull));
-	p->visit = DatumGetInt32(SPI_getbinval(tup, desc, 4, &isnull));
-	p->overdue = DatumGetBool(SPI_getbinval(tup, desc, 5, &isnull));
+	read_pending(p);
+	return true;
+}
+
+/* Interrupt interrupt_id of the locked run, if it is still pending. */
+bool
+ow_find_pending_by_id(OwRun *run, const char *interrupt_id, OwPending *p)
+{
+	static SPIPlanPtr plan = NULL;
+
+	if (ow_run_query(&plan, "SELECT " PENDING_COLUMNS
+							"  FROM openwop.interrupts"
+							" WHERE tenant OPERATOR(pg_catalog.=) $1"
+							"   AND run_id OPERATOR(pg_catalog.=) $2"
+							"   AND interrupt_id OPERATOR(pg_catalog.=) $3"
+							"   AND status OPERATOR(pg_catalog.=) 'pending'",
+					 run, interrupt_id, false, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not look up interrupt \"%s\"", interrupt_id);
+	if (SPI_processed == 0)
+		return false;
+	read_pending(p);
 	return true;
 }
 
@@ -419,6 +439,130 @@ late_answer(OwRun *run, const char *node_id, OwPending *p, MemoryContext resultc
 }
 
 /*
+ * Resolve the pending interrupt p of the locked run, answering as
+ * principal: eligibility, resume validation, the vote tally for approvals,
+ * then the record.  Shared by the run-scoped and the token surfaces.
+ * Returns the response, built in resultctx.
+ */
+Jsonb *
+ow_resolve_locked(OwRun *run, OwPending *p, Jsonb *value, const char *principal,
+				  bool principal_is_role, MemoryContext resultctx)
+{
+	const char *node_id = p->node_id;
+	JsonbValue *rs;
+	JsonbContainer *data;
+	OwResolution r = {0};
+	OwJson		j;
+	int64		resolved_seq;
+	Jsonb	   *result;
+	bool		is_override = false;
+	MemoryContext old;
+
+	if (p->overdue)
+		return late_answer(run, node_id, p, resultctx);
+	data = owj_get(p->payload, "data")->val.binary.data;
+
+	r.interrupt_id = p->interrupt_id;
+	r.kind = p->kind;
+	r.node_id = node_id;
+	r.visit = p->visit;
+	r.resume_value = value;
+	r.principal = principal;
+
+	/* who may decide, then what they may say */
+	if (strcmp(p->kind, "approval") == 0)
+	{
+		r.eligibility = ow_approval_eligibility(run, data, principal, principal_is_role, &is_override);
+		r.action = check_approval_resume(data, value);
+		if (owj_get(value, "decidedAt") == NULL)
+		{
+			/* every resume carries decidedAt: stamp it when the caller did not */
+			owj_begin(&j);
+			owj_members(&j, value);
+			owj_str(&j, "decidedAt", owj_iso8601(GetCurrentTransactionStartTimestamp()));
+			r.resume_value = owj_end(&j);
+		}
+	}
+	rs = owj_get(p->payload, "resumeSchema");
+	if (rs)
+	{
+		char	   *errors;
+
+		if (!ow_schema_validate(owj_to_jsonb(rs), value, &errors))
+			resume_error("resumeValue", errors, "resumeValue does not match the interrupt's resumeSchema");
+	}
+	if (strcmp(p->kind, "clarification") == 0)
+		check_clarification_answers(data, value);
+	else if (strcmp(p->kind, "credential") == 0)
+	{
+		if (strcmp(owj_string(owj_get(value, "outcome")), "authorized") == 0)
+			resume_error("resumeValue",
+						 NULL, "outcome \"authorized\" is refused: no credential resolves on this host");
+		r.fail_code = "connector_auth_declined";
+		r.fail_message = "the credential request was declined";
+	}
+	else if (strcmp(p->kind, "approval") == 0)
+	{
+		OwVote		v;
+
+		ow_approval_vote(run, p->interrupt_id, data, principal, r.action, r.resume_value,
+						 r.eligibility, is_override, &v);
+		if (!v.decided)
+		{
+			/* counted (or an ask, recorded): the gate stays suspended, nothing appended */
+			old = MemoryContextSwitchTo(resultctx);
+			owj_begin(&j);
+			owj_str(&j, "status", "pending");
+			owj_str(&j, "runId", run->run_id);
+			owj_str(&j, "nodeId", node_id);
+			owj_str(&j, "interruptId", p->interrupt_id);
+			owj_str(&j, "action", r.action);
+			owj_bool(&j, "counted", strcmp(r.action, "ask") != 0);
+			owj_begin_object(&j, "tally");
+			owj_int(&j, "accepts", v.accepts);
+			owj_int(&j, "rejects", v.rejects);
+			owj_int(&j, "requiredApprovals", v.required);
+			owj_int(&j, "voters", v.voters);
+			owj_end_object(&j);
+			result = owj_end(&j);
+			MemoryContextSwitchTo(old);
+			return result;
+		}
+		r.decision = v.decision;
+		r.action = v.action;
+		r.reason = v.reason;
+		if (v.decision && strcmp(v.decision, "rejected") == 0)
+		{
+			r.fail_code = "approval_rejected";
+			r.fail_message = "the approval was rejected";
+		}
+	}
+
+	/* the claim: the run lock makes this the only resolution of the interrupt */
+	resolved_seq = ow_record_resolution(run, &r);
+	ow_save_run(run);
+
+	old = MemoryContextSwitchTo(resultctx);
+	owj_begin(&j);
+	owj_str(&j, "status", "resolved");
+	owj_str(&j, "runId", run->run_id);
+	owj_str(&j, "nodeId", node_id);
+	owj_str(&j, "interruptId", p->interrupt_id);
+	owj_str(&j, "kind", p->kind);
+	if (r.decision)
+		owj_str(&j, "decision", r.decision);
+	if (r.action)
+		owj_str(&j, "action", r.action);
+	if (r.reason)
+		owj_str(&j, "reason", r.reason);
+	owj_str(&j, "runStatus", run->status);
+	owj_int(&j, "sequence", resolved_seq);
+	result = owj_end(&j);
+	MemoryContextSwitchTo(old);
+	return result;
+}
+
+/*
  * openwop.resolve_interrupt(run_id, node_id, resume_value, idempotency_key)
  */
 Datum
@@ -435,13 +579,8 @@ ow_resolve_interrupt(PG_FUNCTION_ARGS)
 	OwPriv		priv;
 	OwRun		run;
 	OwPending	p;
-	JsonbValue *rs;
-	JsonbContainer *data;
-	OwResolution r = {0};
 	OwJson		j;
-	int64		resolved_seq;
 	Jsonb	   *result;
-	bool		is_override = false;
 	bool		principal_is_role;
 
 	if (PG_ARGISNULL(0))
@@ -459,7 +598,7 @@ ow_resolve_interrupt(PG_FUNCTION_ARGS)
 	if (idem_key)
 		ow_check_idempotency_key(idem_key);
 
-	check_scope();
+	ow_check_scope();
 	principal = ow_caller_principal_ex(&principal_is_role);
 	tenant = ow_caller_tenant();
 	run_id = ow_normalize_run_id(run_input, tenant);
@@ -498,102 +637,6 @@ ow_resolve_interrupt(PG_FUNCTION_ARGS)
 			already_resolved(&run, node_id);
 		ow_node_not_found(&run, node_id, "has no interrupt");
 	}
-	if (p.overdue)
-		return respond(late_answer(&run, node_id, &p, callerctx), tenant, idem_key, &priv);
-	data = owj_get(p.payload, "data")->val.binary.data;
-
-	r.interrupt_id = p.interrupt_id;
-	r.kind = p.kind;
-	r.node_id = node_id;
-	r.visit = p.visit;
-	r.resume_value = value;
-	r.principal = principal;
-
-	/* who may decide, then what they may say */
-	if (strcmp(p.kind, "approval") == 0)
-	{
-		r.eligibility = ow_approval_eligibility(&run, data, principal, principal_is_role, &is_override);
-		r.action = check_approval_resume(data, value);
-		if (owj_get(value, "decidedAt") == NULL)
-		{
-			/* every resume carries decidedAt: stamp it when the caller did not */
-			owj_begin(&j);
-			owj_members(&j, value);
-			owj_str(&j, "decidedAt", owj_iso8601(GetCurrentTransactionStartTimestamp()));
-			r.resume_value = owj_end(&j);
-		}
-	}
-	rs = owj_get(p.payload, "resumeSchema");
-	if (rs)
-	{
-		char	   *errors;
-
-		if (!ow_schema_validate(owj_to_jsonb(rs), value, &errors))
-			resume_error("resumeValue", errors, "resumeValue does not match the interrupt's resumeSchema");
-	}
-	if (strcmp(p.kind, "clarification") == 0)
-		check_clarification_answers(data, value);
-	else if (strcmp(p.kind, "credential") == 0)
-	{
-		if (strcmp(owj_string(owj_get(value, "outcome")), "authorized") == 0)
-			resume_error("resumeValue",
-						 NULL, "outcome \"authorized\" is refused: no credential resolves on this host");
-		r.fail_code = "connector_auth_declined";
-		r.fail_message = "the credential request was declined";
-	}
-	else if (strcmp(p.kind, "approval") == 0)
-	{
-		OwVote		v;
-
-		ow_approval_vote(&run, p.interrupt_id, data, principal, r.action, r.resume_value,
-						 r.eligibility, is_override, &v);
-		if (!v.decided)
-		{
-			/* counted (or an ask, recorded): the gate stays suspended, nothing appended */
-			MemoryContextSwitchTo(callerctx);
-			owj_begin(&j);
-			owj_str(&j, "status", "pending");
-			owj_str(&j, "runId", run.run_id);
-			owj_str(&j, "nodeId", node_id);
-			owj_str(&j, "interruptId", p.interrupt_id);
-			owj_str(&j, "action", r.action);
-			owj_bool(&j, "counted", strcmp(r.action, "ask") != 0);
-			owj_begin_object(&j, "tally");
-			owj_int(&j, "accepts", v.accepts);
-			owj_int(&j, "rejects", v.rejects);
-			owj_int(&j, "requiredApprovals", v.required);
-			owj_int(&j, "voters", v.voters);
-			owj_end_object(&j);
-			return respond(owj_end(&j), tenant, idem_key, &priv);
-		}
-		r.decision = v.decision;
-		r.action = v.action;
-		r.reason = v.reason;
-		if (v.decision && strcmp(v.decision, "rejected") == 0)
-		{
-			r.fail_code = "approval_rejected";
-			r.fail_message = "the approval was rejected";
-		}
-	}
-
-	/* the claim: the run lock makes this the only resolution of the interrupt */
-	resolved_seq = ow_record_resolution(&run, &r);
-	ow_save_run(&run);
-
-	MemoryContextSwitchTo(callerctx);
-	owj_begin(&j);
-	owj_str(&j, "status", "resolved");
-	owj_str(&j, "runId", run.run_id);
-	owj_str(&j, "nodeId", node_id);
-	owj_str(&j, "interruptId", p.interrupt_id);
-	owj_str(&j, "kind", p.kind);
-	if (r.decision)
-		owj_str(&j, "decision", r.decision);
-	if (r.action)
-		owj_str(&j, "action", r.action);
-	if (r.reason)
-		owj_str(&j, "reason", r.reason);
-	owj_str(&j, "runStatus", run.status);
-	owj_int(&j, "sequence", resolved_seq);
-	return respond(owj_end(&j), tenant, idem_key, &priv);
+	result = ow_resolve_locked(&run, &p, value, principal, principal_is_role, callerctx);
+	return respond(result, tenant, idem_key, &priv);
 }
