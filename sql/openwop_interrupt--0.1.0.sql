@@ -274,6 +274,31 @@ COMMENT ON COLUMN openwop.group_members.group_ref IS 'Opaque group ref, as writt
 COMMENT ON COLUMN openwop.group_members.principal IS 'Member principal (a JWT sub or a role name).';
 COMMENT ON COLUMN openwop.group_members.added_at IS 'When the membership was added.';
 
+CREATE TABLE openwop.signing_keys (
+    kid          text        PRIMARY KEY,
+    alg          text        NOT NULL DEFAULT 'hs256',
+    secret       bytea       NOT NULL,
+    encrypted    boolean     NOT NULL DEFAULT false,
+    state        text        NOT NULL DEFAULT 'active',
+    created_at   timestamptz NOT NULL DEFAULT pg_catalog.clock_timestamp(),
+    retired_at   timestamptz,
+    verify_until timestamptz,
+    CONSTRAINT signing_keys_kid_grammar CHECK (kid ~ '^[A-Za-z0-9._~-]{1,128}$'),
+    CONSTRAINT signing_keys_alg_known CHECK (alg = 'hs256'),
+    CONSTRAINT signing_keys_state_known CHECK (state IN ('active', 'retired')),
+    CONSTRAINT signing_keys_retired CHECK ((state = 'retired') = (retired_at IS NOT NULL))
+);
+COMMENT ON TABLE openwop.signing_keys IS
+  'The keyring of interrupt tokens (host-wide). Secrets are readable by the extension owner only, and are not dumped by pg_dump: after a restore, add new keys; outstanding tokens stop verifying (401).';
+COMMENT ON COLUMN openwop.signing_keys.kid IS 'Key id carried in every token it signs.';
+COMMENT ON COLUMN openwop.signing_keys.alg IS 'Token algorithm: hs256.';
+COMMENT ON COLUMN openwop.signing_keys.secret IS 'HMAC secret; pgcrypto-encrypted when encrypted is true.';
+COMMENT ON COLUMN openwop.signing_keys.encrypted IS 'Whether secret is encrypted under openwop.key_encryption_key.';
+COMMENT ON COLUMN openwop.signing_keys.state IS 'active (mints and verifies) or retired (verifies until verify_until).';
+COMMENT ON COLUMN openwop.signing_keys.created_at IS 'When the key was added; the newest active key mints.';
+COMMENT ON COLUMN openwop.signing_keys.retired_at IS 'When the key was retired.';
+COMMENT ON COLUMN openwop.signing_keys.verify_until IS 'A retired key verifies until then (retirement + openwop.token_max_ttl).';
+
 /* Dump the rows of every table that holds user data (pg_dump skips extension tables otherwise). */
 SELECT pg_catalog.pg_extension_config_dump('openwop.runs', '');
 SELECT pg_catalog.pg_extension_config_dump('openwop.node_executions', '');
@@ -284,7 +309,8 @@ SELECT pg_catalog.pg_extension_config_dump('openwop.votes', '');
 SELECT pg_catalog.pg_extension_config_dump('openwop.group_members', '');
 
 REVOKE ALL ON openwop.runs, openwop.node_executions, openwop.events,
-    openwop.interrupts, openwop.idempotency_keys, openwop.votes, openwop.group_members FROM PUBLIC;
+    openwop.interrupts, openwop.idempotency_keys, openwop.votes, openwop.group_members,
+    openwop.signing_keys FROM PUBLIC;
 
 /* ------------------------------------------------------------------------
  * Append-only event log, enforced in C for every role.  ENABLE ALWAYS keeps
@@ -446,6 +472,41 @@ CREATE FUNCTION openwop.capabilities()
 COMMENT ON FUNCTION openwop.capabilities() IS
   'The interrupt facet this host advertises: refKinds, callbackDelivery, tokenAlgs.';
 
+/* ------------------------------------------------------------------------
+ * Signed interrupt tokens
+ * ------------------------------------------------------------------------ */
+
+CREATE FUNCTION openwop.add_signing_key(kid text, secret bytea DEFAULT NULL)
+    RETURNS text AS 'MODULE_PATHNAME', 'ow_add_signing_key'
+    LANGUAGE C VOLATILE;
+COMMENT ON FUNCTION openwop.add_signing_key(text, bytea) IS
+  'Adds an active signing key (the newest active key mints); without a secret, 32 bytes from pg_strong_random. Owner or superuser only.';
+
+CREATE FUNCTION openwop.retire_signing_key(kid text)
+    RETURNS void AS 'MODULE_PATHNAME', 'ow_retire_signing_key'
+    LANGUAGE C VOLATILE;
+COMMENT ON FUNCTION openwop.retire_signing_key(text) IS
+  'Retires a signing key: it stops minting now and keeps verifying for openwop.token_max_ttl, until every token it signed has expired. Owner or superuser only.';
+
+CREATE FUNCTION openwop.mint_interrupt_token(interrupt_id text, intent text DEFAULT 'resolve',
+                                             ttl interval DEFAULT NULL, principal text DEFAULT NULL)
+    RETURNS text AS 'MODULE_PATHNAME', 'ow_mint_interrupt_token'
+    LANGUAGE C VOLATILE;
+COMMENT ON FUNCTION openwop.mint_interrupt_token(text, text, interval, text) IS
+  'A signed token ow2.hs256.<kid>.<payload>.<mac> for a pending interrupt; lifetime ttl (default openwop.token_ttl, 30 min), capped at openwop.token_max_ttl and the interrupt''s deadline. A resolve token for a gate that restricts its approvers needs a named eligible principal, which it carries.';
+
+CREATE FUNCTION openwop.inspect_interrupt(token text)
+    RETURNS jsonb AS 'MODULE_PATHNAME', 'ow_inspect_interrupt'
+    LANGUAGE C STABLE;
+COMMENT ON FUNCTION openwop.inspect_interrupt(text) IS
+  'inspectInterruptByToken: the InterruptPayload of the token''s interrupt. 401 interrupt_token_invalid, 404 not_found, 409 interrupt_already_resolved, 410 interrupt_expired.';
+
+CREATE FUNCTION openwop.resolve_interrupt_by_token(token text, resume_value jsonb, idempotency_key text DEFAULT NULL)
+    RETURNS jsonb AS 'MODULE_PATHNAME', 'ow_resolve_interrupt_by_token'
+    LANGUAGE C VOLATILE;
+COMMENT ON FUNCTION openwop.resolve_interrupt_by_token(text, jsonb, text) IS
+  'resolveInterruptByToken: resolves the token''s interrupt through the same path as resolve_interrupt (single winner, eligibility, votes, idempotency). 401, 404, 409, 410, and 403 for an inspect-intent token.';
+
 /* No role but the owner may call anything until the DBA grants it (see README, "Roles and grants"). */
 REVOKE ALL ON FUNCTION
     openwop.events_append_only(),
@@ -466,5 +527,10 @@ REVOKE ALL ON FUNCTION
     openwop.escalate_low_confidence(),
     openwop.add_group_member(text, text, text),
     openwop.remove_group_member(text, text, text),
-    openwop.capabilities()
+    openwop.capabilities(),
+    openwop.add_signing_key(text, bytea),
+    openwop.retire_signing_key(text),
+    openwop.mint_interrupt_token(text, text, interval, text),
+    openwop.inspect_interrupt(text),
+    openwop.resolve_interrupt_by_token(text, jsonb, text)
 FROM PUBLIC;

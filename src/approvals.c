@@ -354,7 +354,6 @@ ow_remove_group_member(PG_FUNCTION_ARGS)
 
 /*
  * openwop.capabilities() → jsonb: the interrupt facet as advertised.
- * tokenAlgs stays empty until the signed-token surface exists.
  */
 Datum
 ow_capabilities(PG_FUNCTION_ARGS)
@@ -363,7 +362,7 @@ ow_capabilities(PG_FUNCTION_ARGS)
 
 	owj_begin(&j);
 	owj_begin_object(&j, "interrupt");
-	owj_str_array(&j, "tokenAlgs", NIL);
+	owj_str_array(&j, "tokenAlgs", list_make1("hs256"));
 	owj_str_array(&j, "refKinds", list_make3("principal", "group", "role"));
 	owj_bool(&j, "callbackDelivery", false);
 	owj_end_object(&j);

@@ -276,6 +276,13 @@ hexval(char c)
 char *
 ow_normalize_run_id(const char *input, const char *caller_tenant)
 {
+	return ow_normalize_id(input, caller_tenant, "runId", "run");
+}
+
+/* The same for any tenant-bound id (runs, interrupts); field and what name it in errors. */
+char *
+ow_normalize_id(const char *input, const char *caller_tenant, const char *field, const char *what)
+{
 	char	   *id;
 	const char *slash;
 	char	   *tenant;
@@ -321,11 +328,11 @@ ow_normalize_run_id(const char *input, const char *caller_tenant)
 		OwDetails	d;
 
 		ow_details_init(&d);
-		ow_details_str(&d, "field", "runId");
-		ow_details_str(&d, "runId", input);
+		ow_details_str(&d, "field", field);
+		ow_details_str(&d, field, input);
 		ow_raise(OW_SQLSTATE_400, "validation_error", &d,
-				 "A run id is \"<tenant>/<opaque>\": the tenant, a slash, then 16 to 128 characters of A-Z a-z 0-9 . _ ~ -.",
-				 "\"%s\" is not a valid run id", input);
+				 psprintf("A %s id is \"<tenant>/<opaque>\": the tenant, a slash, then 16 to 128 characters of A-Z a-z 0-9 . _ ~ -.", what),
+				 "\"%s\" is not a valid %s id", input, what);
 	}
 
 	if (strcmp(tenant, caller_tenant) != 0)
@@ -333,10 +340,10 @@ ow_normalize_run_id(const char *input, const char *caller_tenant)
 		OwDetails	d;
 
 		ow_details_init(&d);
-		ow_details_str(&d, "runId", id);
+		ow_details_str(&d, field, id);
 		ow_details_str(&d, "tenant", caller_tenant);
 		ow_raise(OW_SQLSTATE_403, "id_tenant_mismatch", &d, NULL,
-				 "run \"%s\" does not belong to tenant \"%s\"", id, caller_tenant);
+				 "%s \"%s\" does not belong to tenant \"%s\"", what, id, caller_tenant);
 	}
 	return id;
 }

@@ -39,6 +39,13 @@ char	   *ow_override_group = NULL;
 /* Escalation threshold when a run's configurable names none. */
 double		ow_escalation_threshold = 0.7;
 
+/* Token lifetimes, in seconds: the default, and the cap of every token. */
+int			ow_token_ttl = 1800;
+int			ow_token_max_ttl = 604800;
+
+/* Key that encrypts signing secrets at rest (pgcrypto); superuser-only. */
+char	   *ow_key_encryption_key = NULL;
+
 /* Database the timeout worker serves, and its longest sleep in seconds. */
 char	   *ow_database = NULL;
 int			ow_sweeper_interval = 60;
@@ -128,6 +135,33 @@ _PG_init(void)
 							PGC_SIGHUP,
 							GUC_UNIT_S,
 							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("openwop.token_ttl",
+							"Default lifetime of an interrupt token.",
+							"Capped at openwop.token_max_ttl and at the interrupt's deadline.",
+							&ow_token_ttl,
+							1800, 1, INT_MAX,
+							PGC_USERSET,
+							GUC_UNIT_S,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("openwop.token_max_ttl",
+							"Longest lifetime of any interrupt token.",
+							"A retired signing key keeps verifying this long after its retirement.",
+							&ow_token_max_ttl,
+							604800, 1, INT_MAX,
+							PGC_SUSET,
+							GUC_UNIT_S,
+							NULL, NULL, NULL);
+
+	DefineCustomStringVariable("openwop.key_encryption_key",
+							   "Passphrase that encrypts signing secrets at rest with pgcrypto.",
+							   "Set it in postgresql.conf; only superusers can read it.",
+							   &ow_key_encryption_key,
+							   "",
+							   PGC_SUSET,
+							   GUC_SUPERUSER_ONLY | GUC_NO_SHOW_ALL | GUC_NOT_IN_SAMPLE,
+							   NULL, NULL, NULL);
 
 	/* the timeout worker exists only when loaded at server start */
 	if (process_shared_preload_libraries_in_progress)

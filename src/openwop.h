@@ -123,6 +123,8 @@ extern char *ow_caller_principal(void);
 extern char *ow_caller_principal_ex(bool *is_role);
 extern char *ow_caller_tenant(void);
 extern char *ow_normalize_run_id(const char *input, const char *caller_tenant);
+extern char *ow_normalize_id(const char *input, const char *caller_tenant, const char *field,
+							 const char *what);
 extern bool ow_valid_tenant(const char *tenant);
 extern bool ow_valid_opaque(const char *s);
 extern bool ow_valid_author_id(const char *s);

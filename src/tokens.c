@@ -1,0 +1,781 @@
+/*-------------------------------------------------------------------------
+ *
+ * tokens.c
+ *	  Signed interrupt tokens: the keyring, mint_interrupt_token(),
+ *	  inspect_interrupt() and resolve_interrupt_by_token() (digest §7).
+ *
+ * Order of checks on the token surface: grammar, alg, kid and MAC
+ * (constant time) before any interrupt is looked up -> 401
+ * interrupt_token_invalid; then an unknown interrupt -> 404; resolved, or
+ * its run ended -> 409 interrupt_already_resolved; past expiresAt -> 410
+ * interrupt_expired; an inspect-intent token used to resolve -> 403.  A
+ * token resolve then takes the same path as a run-scoped one (run lock,
+ * single winner, eligibility, votes, idempotency).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "openwop.h"
+
+#include "catalog/pg_type.h"
+#include "common/jsonapi.h"
+#include "lib/stringinfo.h"
+#include "mb/pg_wchar.h"
+#include "miscadmin.h"
+#include "utils/builtins.h"
+#include "utils/datetime.h"
+#include "utils/json.h"
+#include "utils/memutils.h"
+
+#include "token.h"
+
+PG_FUNCTION_INFO_V1(ow_add_signing_key);
+PG_FUNCTION_INFO_V1(ow_retire_signing_key);
+PG_FUNCTION_INFO_V1(ow_mint_interrupt_token);
+PG_FUNCTION_INFO_V1(ow_inspect_interrupt);
+PG_FUNCTION_INFO_V1(ow_resolve_interrupt_by_token);
+
+extern int	ow_token_ttl;
+extern int	ow_token_max_ttl;
+extern char *ow_key_encryption_key;
+
+#define TOKEN_ENDPOINT "resolveInterruptByToken"
+#define TOKEN_PRINCIPAL "token-holder"
+
+/* The claims of a verified token. */
+typedef struct OwClaims
+{
+	char	   *interrupt_id;
+	char	   *tenant;
+	char	   *run_id;
+	char	   *node_id;
+	char	   *intent;
+	char	   *principal;		/* the "p" claim, or NULL */
+	TimestampTz expires;
+} OwClaims;
+
+static void
+token_invalid(const char *why)
+{
+	OwDetails	d;
+
+	ow_details_init(&d);
+	ow_raise(OW_SQLSTATE_401, "interrupt_token_invalid", &d, NULL, "%s", why);
+}
+
+/* ----------
+ * Secrets, optionally encrypted at rest with pgcrypto
+ * ----------
+ */
+
+/* "schema.function" of a pgcrypto function, from the catalog; errors if pgcrypto is absent. */
+static char *
+pgcrypto_function(const char *name)
+{
+	if (SPI_execute("SELECT n.nspname FROM pg_catalog.pg_extension e"
+					"  JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) e.extnamespace"
+					" WHERE e.extname OPERATOR(pg_catalog.=) 'pgcrypto'", true, 1) != SPI_OK_SELECT ||
+		SPI_processed != 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("openwop.key_encryption_key is set but the pgcrypto extension is not installed"),
+				 errhint("CREATE EXTENSION pgcrypto, or RESET openwop.key_encryption_key.")));
+	return psprintf("%s.%s",
+					quote_identifier(SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1)),
+					quote_identifier(name));
+}
+
+/* pgp_sym_encrypt_bytea / pgp_sym_decrypt_bytea of data under the key-encryption key. */
+static bytea *
+pgcrypto_apply(const char *fn, bytea *data)
+{
+	char	   *sql = psprintf("SELECT %s($1, $2)", pgcrypto_function(fn));
+	Oid			types[2] = {BYTEAOID, TEXTOID};
+	Datum		args[2];
+	bool		isnull;
+
+	args[0] = PointerGetDatum(data);
+	args[1] = CStringGetTextDatum(ow_key_encryption_key);
+	if (SPI_execute_with_args(sql, 2, types, args, NULL, true, 1) != SPI_OK_SELECT || SPI_processed != 1)
+		elog(ERROR, "could not apply %s", fn);
+	return DatumGetByteaPCopy(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+}
+
+/*
+ * Decrypted secrets stay cached in this backend (keyed by kid and the
+ * stored ciphertext), so verification does not pay pgcrypto's key
+ * stretching on every token.
+ */
+typedef struct SecretCache
+{
+	char		kid[OW_KID_MAX_LEN + 1];
+	bytea	   *stored;
+	bytea	   *plain;
+} SecretCache;
+
+static SecretCache secret_cache[8];
+static int	secret_cache_next = 0;
+
+static bytea *
+plain_secret(const char *kid, bytea *stored, bool encrypted)
+{
+	MemoryContext old;
+	SecretCache *slot;
+	int			i;
+
+	if (!encrypted)
+		return stored;
+	for (i = 0; i < (int) lengthof(secret_cache); i++)
+	{
+		slot = &secret_cache[i];
+		if (slot->stored && strcmp(slot->kid, kid) == 0 &&
+			VARSIZE_ANY(slot->stored) == VARSIZE_ANY(stored) &&
+			memcmp(VARDATA_ANY(slot->stored), VARDATA_ANY(stored), VARSIZE_ANY_EXHDR(stored)) == 0)
+			return slot->plain;
+	}
+	if (ow_key_encryption_key == NULL || ow_key_encryption_key[0] == '\0')
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("signing key \"%s\" is encrypted but openwop.key_encryption_key is not set", kid)));
+	slot = &secret_cache[secret_cache_next];
+	secret_cache_next = (secret_cache_next + 1) % lengthof(secret_cache);
+	if (slot->stored)
+	{
+		pfree(slot->stored);
+		pfree(slot->plain);
+	}
+	{
+		bytea	   *plain = pgcrypto_apply("pgp_sym_decrypt_bytea", stored);
+
+		old = MemoryContextSwitchTo(TopMemoryContext);
+		strlcpy(slot->kid, kid, sizeof(slot->kid));
+		slot->stored = DatumGetByteaPCopy(PointerGetDatum(stored));
+		slot->plain = DatumGetByteaPCopy(PointerGetDatum(plain));
+		MemoryContextSwitchTo(old);
+	}
+	return slot->plain;
+}
+
+/*
+ * The secret of kid if this host holds it for verification: an active key,
+ * or a retired one whose tokens may still be unexpired.  NULL otherwise.
+ */
+static bytea *
+verification_secret(const char *kid)
+{
+	static SPIPlanPtr plan = NULL;
+	Datum		args[1];
+	bool		isnull;
+	bytea	   *stored;
+	bool		encrypted;
+
+	if (plan == NULL)
+	{
+		Oid			types[1] = {TEXTOID};
+
+		plan = ow_prepare("SELECT secret, encrypted FROM openwop.signing_keys"
+						  " WHERE kid OPERATOR(pg_catalog.=) $1"
+						  "   AND (state OPERATOR(pg_catalog.=) 'active'"
+						  "        OR verify_until OPERATOR(pg_catalog.>=) pg_catalog.now())", 1, types);
+	}
+	args[0] = CStringGetTextDatum(kid);
+	if (SPI_execute_plan(plan, args, NULL, true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not read signing key \"%s\"", kid);
+	if (SPI_processed == 0)
+		return NULL;
+	stored = DatumGetByteaPCopy(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	encrypted = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
+	return plain_secret(kid, stored, encrypted);
+}
+
+/* ----------
+ * Verifying
+ * ----------
+ */
+
+/* "YYYY-MM-DDTHH:MM:SS.mmmZ", the only expiry form this host mints. */
+static bool
+iso8601_shape(const char *s)
+{
+	static const char shape[] = "dddd-dd-ddTdd:dd:dd.dddZ";
+	int			i;
+
+	if (strlen(s) != strlen(shape))
+		return false;
+	for (i = 0; shape[i]; i++)
+	{
+		if (shape[i] == 'd' ? (s[i] < '0' || s[i] > '9') : s[i] != shape[i])
+			return false;
+	}
+	return true;
+}
+
+/*
+ * Verify a token's grammar, alg, kid and MAC, then read its claims.  Every
+ * failure is 401 interrupt_token_invalid, decided before any interrupt is
+ * looked up.  Runs as the extension owner (it reads the keyring).
+ */
+static void
+verify_token(const char *token, OwClaims *c)
+{
+	OwTokenParts parts;
+	OwTokenStatus status = ow_token_split(token, strlen(token), &parts);
+	char	   *kid;
+	bytea	   *secret;
+	char		mac[OW_MAC_HEX_LEN + 1];
+	char		given[OW_MAC_HEX_LEN + 1];
+	unsigned char *json;
+	int			json_len;
+	JsonLexContext *lex;
+	Jsonb	   *claims;
+	JsonbValue *v;
+	char	   *slash;
+
+	if (status == OW_TOKEN_NOT_OW2)
+		token_invalid("the token is not an ow2 token (v1 tokens are not accepted by this host)");
+	if (status == OW_TOKEN_BAD_ALG)
+		token_invalid("the token's algorithm is not one this host advertises (hs256)");
+	if (status != OW_TOKEN_OK)
+		token_invalid("the token is not well formed");
+
+	kid = pnstrdup(parts.kid, parts.kid_len);
+	secret = verification_secret(kid);
+	if (secret == NULL)
+		token_invalid("the token's key is not held by this host");
+	if (!ow_token_mac((unsigned char *) VARDATA_ANY(secret), VARSIZE_ANY_EXHDR(secret),
+					  parts.kid, parts.kid_len, parts.payload, parts.payload_len, mac))
+		elog(ERROR, "could not compute HMAC-SHA256");
+	memcpy(given, parts.mac, OW_MAC_HEX_LEN);
+	given[OW_MAC_HEX_LEN] = '\0';
+	if (!ow_token_mac_equal(mac, given))
+		token_invalid("the token's signature does not verify");
+
+	/* signed by us: the claims are ours, but read them defensively all the same */
+	json = palloc(parts.payload_len + 1);
+	json_len = ow_b64url_decode(parts.payload, parts.payload_len, json, parts.payload_len);
+	if (json_len < 0)
+		token_invalid("the token's payload is not base64url");
+	json[json_len] = '\0';
+	lex = makeJsonLexContextCstringLen((char *) json, json_len, PG_UTF8, false);
+	if (pg_parse_json(lex, &nullSemAction) != JSON_SUCCESS)
+		token_invalid("the token's claims are not JSON");
+	claims = DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum((char *) json)));
+	if (!JB_ROOT_IS_OBJECT(claims))
+		token_invalid("the token's claims are not an object");
+	c->interrupt_id = owj_string(owj_get(claims, "i"));
+	c->run_id = owj_string(owj_get(claims, "r"));
+	c->node_id = owj_string(owj_get(claims, "n"));
+	c->intent = owj_string(owj_get(claims, "t"));
+	c->principal = owj_string(owj_get(claims, "p"));
+	v = owj_get(claims, "e");
+	if (!c->interrupt_id || !c->run_id || !c->node_id || !c->intent || v == NULL ||
+		v->type != jbvString)
+		token_invalid("the token's claims are incomplete");
+	if (strcmp(c->intent, "resolve") != 0 && strcmp(c->intent, "inspect") != 0)
+		token_invalid("the token's intent is neither resolve nor inspect");
+	if (!iso8601_shape(owj_string(v)))
+		token_invalid("the token's expiry is not an ISO-8601 UTC timestamp");
+	c->expires = DatumGetTimestampTz(DirectFunctionCall3(timestamptz_in,
+														 CStringGetDatum(owj_string(v)),
+														 ObjectIdGetDatum(InvalidOid),
+														 Int32GetDatum(-1)));
+	slash = strchr(c->interrupt_id, '/');
+	if (slash == NULL || !ow_valid_opaque(slash + 1))
+		token_invalid("the token's interrupt id is not tenant-bound");
+	c->tenant = pnstrdup(c->interrupt_id, slash - c->interrupt_id);
+	if (!ow_valid_tenant(c->tenant))
+		token_invalid("the token's interrupt id is not tenant-bound");
+}
+
+static void
+interrupt_not_found(const char *interrupt_id)
+{
+	OwDetails	d;
+
+	ow_details_init(&d);
+	ow_details_str(&d, "interruptId", interrupt_id);
+	ow_raise(OW_SQLSTATE_404, "not_found", &d, NULL, "interrupt \"%s\" does not exist", interrupt_id);
+}
+
+static void
+token_already_resolved(const char *interrupt_id, const char *why)
+{
+	OwDetails	d;
+
+	ow_details_init(&d);
+	ow_details_str(&d, "interruptId", interrupt_id);
+	ow_raise(OW_SQLSTATE_409, "interrupt_already_resolved", &d, NULL,
+			 "interrupt \"%s\" is no longer pending: %s", interrupt_id, why);
+}
+
+static void
+token_expired(const char *interrupt_id, TimestampTz expires)
+{
+	OwDetails	d;
+
+	ow_details_init(&d);
+	ow_details_str(&d, "interruptId", interrupt_id);
+	ow_details_str(&d, "expiresAt", owj_iso8601(expires));
+	ow_raise(OW_SQLSTATE_410, "interrupt_expired", &d,
+			 "Ask for a new link.", "the token expired at %s", owj_iso8601(expires));
+}
+
+/*
+ * The interrupt a verified token names: 404 when it does not exist (or
+ * does not match the token's run and node), 409 when it is no longer
+ * pending or its run has ended.  With lock_run, the run row is locked and
+ * the interrupt read under the lock; otherwise it is read as of now.
+ */
+static void
+token_interrupt(OwClaims *c, bool lock_run, OwRun *run, OwPending *p, Jsonb **payload)
+{
+	static SPIPlanPtr plan = NULL;
+	Datum		args[2];
+	char	   *status;
+	char	   *run_status;
+	char	   *run_id;
+	char	   *node_id;
+	bool		isnull;
+
+	if (plan == NULL)
+	{
+		Oid			types[2] = {TEXTOID, TEXTOID};
+
+		plan = ow_prepare("SELECT i.status, i.run_id, i.node_id, r.status, i.payload"
+						  "  FROM openwop.interrupts i"
+						  "  JOIN openwop.runs r ON r.tenant OPERATOR(pg_catalog.=) i.tenant"
+						  "                     AND r.run_id OPERATOR(pg_catalog.=) i.run_id"
+						  " WHERE i.tenant OPERATOR(pg_catalog.=) $1"
+						  "   AND i.interrupt_id OPERATOR(pg_catalog.=) $2", 2, types);
+	}
+	args[0] = CStringGetTextDatum(c->tenant);
+	args[1] = CStringGetTextDatum(c->interrupt_id);
+	if (SPI_execute_plan(plan, args, NULL, false, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not read interrupt \"%s\"", c->interrupt_id);
+	if (SPI_processed == 0)
+		interrupt_not_found(c->interrupt_id);
+	status = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+	run_id = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2);
+	node_id = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3);
+	run_status = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 4);
+	if (payload)
+		*payload = DatumGetJsonbPCopy(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 5, &isnull));
+	if (strcmp(run_id, c->run_id) != 0 || strcmp(node_id, c->node_id) != 0)
+		interrupt_not_found(c->interrupt_id);
+	if (!lock_run)
+	{
+		if (ow_run_is_terminal(run_status))
+			token_already_resolved(c->interrupt_id, psprintf("its run is %s", run_status));
+		if (strcmp(status, "pending") != 0)
+			token_already_resolved(c->interrupt_id, psprintf("it is %s", status));
+		return;
+	}
+	ow_lock_run_id(run, c->tenant, run_id);
+	if (ow_run_is_terminal(run->status))
+		token_already_resolved(c->interrupt_id, psprintf("its run is %s", run->status));
+	if (!ow_find_pending_by_id(run, c->interrupt_id, p))
+		token_already_resolved(c->interrupt_id, "it was already resolved");
+}
+
+/* ----------
+ * The SQL functions
+ * ----------
+ */
+
+/* openwop.inspect_interrupt(token) → jsonb: the InterruptPayload. */
+Datum
+ow_inspect_interrupt(PG_FUNCTION_ARGS)
+{
+	MemoryContext callerctx = CurrentMemoryContext;
+	OwPriv		priv;
+	OwClaims	c;
+	Jsonb	   *payload;
+	Jsonb	   *result;
+
+	if (PG_ARGISNULL(0))
+		token_invalid("no token");
+	SPI_connect();
+	ow_become_owner(&priv);
+	verify_token(text_to_cstring(PG_GETARG_TEXT_PP(0)), &c);
+	token_interrupt(&c, false, NULL, NULL, &payload);
+	if (GetCurrentTimestamp() > c.expires)
+		token_expired(c.interrupt_id, c.expires);
+	MemoryContextSwitchTo(callerctx);
+	result = DatumGetJsonbPCopy(JsonbPGetDatum(payload));
+	ow_restore_user(&priv);
+	SPI_finish();
+	PG_RETURN_JSONB_P(result);
+}
+
+/* openwop.resolve_interrupt_by_token(token, resume_value, idempotency_key) → jsonb */
+Datum
+ow_resolve_interrupt_by_token(PG_FUNCTION_ARGS)
+{
+	MemoryContext callerctx = CurrentMemoryContext;
+	char	   *token;
+	Jsonb	   *value;
+	char	   *idem_key;
+	OwPriv		priv;
+	OwClaims	c;
+	OwRun		run;
+	OwPending	p;
+	Jsonb	   *result;
+	OwJson		j;
+
+	if (PG_ARGISNULL(0))
+		token_invalid("no token");
+	if (PG_ARGISNULL(1))
+		ow_validation_error("resumeValue", "resume_value is required");
+	token = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	value = PG_GETARG_JSONB_P(1);
+	idem_key = PG_ARGISNULL(2) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(2));
+	if (idem_key)
+		ow_check_idempotency_key(idem_key);
+
+	SPI_connect();
+	ow_become_owner(&priv);
+	verify_token(token, &c);
+
+	/* the tenant of the record key is the token's: there is no other credential */
+	if (idem_key)
+	{
+		Jsonb	   *replay;
+
+		owj_begin(&j);
+		owj_str(&j, "token", token);
+		owj_jsonb(&j, "resumeValue", value);
+		replay = ow_idempotency_claim(c.tenant, TOKEN_ENDPOINT, idem_key, ow_request_digest(owj_end(&j)));
+		if (replay)
+		{
+			MemoryContextSwitchTo(callerctx);
+			owj_begin(&j);
+			owj_members(&j, replay);
+			owj_bool(&j, "idempotentReplay", true);
+			result = owj_end(&j);
+			ow_restore_user(&priv);
+			SPI_finish();
+			PG_RETURN_JSONB_P(result);
+		}
+	}
+
+	token_interrupt(&c, true, &run, &p, NULL);
+	if (GetCurrentTimestamp() > c.expires)
+		token_expired(c.interrupt_id, c.expires);
+	if (strcmp(c.intent, "resolve") != 0)
+	{
+		OwDetails	d;
+
+		ow_details_init(&d);
+		ow_details_str(&d, "intent", c.intent);
+		ow_raise(OW_SQLSTATE_403, "forbidden", &d, NULL,
+				 "this token may inspect the interrupt but not resolve it");
+	}
+
+	result = ow_resolve_locked(&run, &p, value, c.principal ? c.principal : TOKEN_PRINCIPAL,
+							   false, callerctx);
+	if (idem_key)
+		ow_idempotency_complete(c.tenant, TOKEN_ENDPOINT, idem_key, result);
+	ow_restore_user(&priv);
+	SPI_finish();
+	PG_RETURN_JSONB_P(result);
+}
+
+/* Does the gate restrict who may approve it? */
+static bool
+gate_restricts(JsonbContainer *data)
+{
+	static const char *const refs[] = {"approversList", "approverGroupRefs", "approverRoleRefs", NULL};
+	const char *const *r;
+
+	for (r = refs; *r; r++)
+	{
+		JsonbValue *v = owj_get_container(data, *r);
+
+		if (owj_is_array(v) && JsonContainerSize(v->val.binary.data) > 0)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * openwop.mint_interrupt_token(interrupt_id, intent, ttl, principal) → text
+ *
+ * Lifetime: ttl (default openwop.token_ttl, 30 min), at most
+ * openwop.token_max_ttl, never past the interrupt's deadline.  A resolve
+ * token for a gate that restricts its approvers is minted only for a
+ * named, eligible principal, which it carries: a token never bypasses
+ * approversList, groups or roles.
+ */
+Datum
+ow_mint_interrupt_token(PG_FUNCTION_ARGS)
+{
+	static SPIPlanPtr interrupt_plan = NULL;
+	static SPIPlanPtr key_plan = NULL;
+	MemoryContext callerctx = CurrentMemoryContext;
+	char	   *tenant = ow_caller_tenant();
+	char	   *interrupt_id;
+	char	   *intent;
+	char	   *principal;
+	int64		ttl_ms;
+	OwPriv		priv;
+	Datum		args[2];
+	bool		isnull;
+	char	   *run_id;
+	char	   *node_id;
+	char	   *status;
+	char	   *kind;
+	Jsonb	   *payload;
+	bool		has_deadline;
+	TimestampTz deadline = 0;
+	TimestampTz expires;
+	char	   *kid;
+	bytea	   *secret;
+	StringInfoData claims;
+	char	   *b64;
+	char		mac[OW_MAC_HEX_LEN + 1];
+	char	   *token;
+	text	   *result;
+
+	if (PG_ARGISNULL(0))
+		ow_validation_error("interruptId", "interrupt_id must not be null");
+	interrupt_id = ow_normalize_id(text_to_cstring(PG_GETARG_TEXT_PP(0)), tenant, "interruptId", "interrupt");
+	intent = PG_ARGISNULL(1) ? "resolve" : text_to_cstring(PG_GETARG_TEXT_PP(1));
+	if (strcmp(intent, "resolve") != 0 && strcmp(intent, "inspect") != 0)
+		ow_validation_error("intent", "intent must be resolve or inspect, not \"%s\"", intent);
+	if (PG_ARGISNULL(2))
+		ttl_ms = (int64) ow_token_ttl * 1000;
+	else
+	{
+		Interval   *ttl = PG_GETARG_INTERVAL_P(2);
+		double		secs = DatumGetFloat8(DirectFunctionCall2(interval_part,
+															  CStringGetTextDatum("epoch"),
+															  IntervalPGetDatum(ttl)));
+
+		if (!(secs > 0))
+			ow_validation_error("ttl", "ttl must be a positive interval");
+		ttl_ms = secs > (double) ow_token_max_ttl ? (int64) ow_token_max_ttl * 1000 : (int64) (secs * 1000);
+	}
+	ttl_ms = Min(ttl_ms, (int64) ow_token_max_ttl * 1000);
+	principal = PG_ARGISNULL(3) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(3));
+	if (principal && principal[0] == '\0')
+		ow_validation_error("principal", "principal must not be empty");
+
+	SPI_connect();
+	ow_become_owner(&priv);
+	if (interrupt_plan == NULL)
+	{
+		Oid			types[2] = {TEXTOID, TEXTOID};
+
+		interrupt_plan = ow_prepare("SELECT run_id, node_id, status, kind, payload, expires_at,"
+									"       COALESCE(expires_at OPERATOR(pg_catalog.<=) pg_catalog.now(), false)"
+									"  FROM openwop.interrupts"
+									" WHERE tenant OPERATOR(pg_catalog.=) $1"
+									"   AND interrupt_id OPERATOR(pg_catalog.=) $2", 2, types);
+		key_plan = ow_prepare("SELECT kid, secret, encrypted FROM openwop.signing_keys"
+							  " WHERE state OPERATOR(pg_catalog.=) 'active'"
+							  " ORDER BY created_at DESC, kid DESC LIMIT 1", 0, NULL);
+	}
+	args[0] = CStringGetTextDatum(tenant);
+	args[1] = CStringGetTextDatum(interrupt_id);
+	if (SPI_execute_plan(interrupt_plan, args, NULL, true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not read interrupt \"%s\"", interrupt_id);
+	if (SPI_processed == 0)
+		interrupt_not_found(interrupt_id);
+	run_id = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+	node_id = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2);
+	status = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3);
+	kind = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 4);
+	payload = DatumGetJsonbPCopy(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 5, &isnull));
+	deadline = DatumGetTimestampTz(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 6, &has_deadline));
+	has_deadline = !has_deadline;
+	if (strcmp(status, "pending") != 0)
+		token_already_resolved(interrupt_id, psprintf("it is %s", status));
+	if (DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 7, &isnull)))
+		token_expired(interrupt_id, deadline);
+
+	if (strcmp(kind, "approval") == 0 && strcmp(intent, "resolve") == 0 &&
+		gate_restricts(owj_get(payload, "data")->val.binary.data))
+	{
+		OwRun		run = {0};
+		bool		is_override;
+
+		if (principal == NULL)
+			ow_validation_error("principal",
+								"this gate restricts its approvers: mint the token for a named eligible principal");
+		run.tenant = tenant;
+		run.run_id = run_id;
+		(void) ow_approval_eligibility(&run, owj_get(payload, "data")->val.binary.data,
+									   principal, false, &is_override);
+	}
+
+	if (SPI_execute_plan(key_plan, NULL, NULL, true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not read the signing keys");
+	if (SPI_processed == 0)
+	{
+		OwDetails	d;
+
+		ow_details_init(&d);
+		ow_details_str(&d, "requiredCapability", "signingKey");
+		ow_raise(OW_SQLSTATE_422, "capability_required", &d,
+				 "A DBA adds one with SELECT openwop.add_signing_key('k1').",
+				 "openwop has no active signing key");
+	}
+	kid = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+	secret = plain_secret(kid,
+						  DatumGetByteaPCopy(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull)),
+						  DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3, &isnull)));
+
+	expires = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), ttl_ms);
+	if (has_deadline && deadline < expires)
+		expires = deadline;		/* never outlive the interrupt */
+
+	/* claims in a fixed order, as the reference host writes them */
+	initStringInfo(&claims);
+	appendStringInfoString(&claims, "{\"i\":");
+	escape_json(&claims, interrupt_id);
+	appendStringInfoString(&claims, ",\"r\":");
+	escape_json(&claims, run_id);
+	appendStringInfoString(&claims, ",\"n\":");
+	escape_json(&claims, node_id);
+	appendStringInfoString(&claims, ",\"e\":");
+	escape_json(&claims, owj_iso8601(expires));
+	appendStringInfoString(&claims, ",\"t\":");
+	escape_json(&claims, intent);
+	if (principal)
+	{
+		appendStringInfoString(&claims, ",\"p\":");
+		escape_json(&claims, principal);
+	}
+	appendStringInfoChar(&claims, '}');
+
+	b64 = palloc(claims.len * 4 / 3 + 4);
+	if (ow_b64url_encode((unsigned char *) claims.data, claims.len, b64, claims.len * 4 / 3 + 4) < 0 ||
+		!ow_token_mac((unsigned char *) VARDATA_ANY(secret), VARSIZE_ANY_EXHDR(secret),
+					  kid, strlen(kid), b64, strlen(b64), mac))
+		elog(ERROR, "could not sign the token");
+	token = psprintf("ow2.hs256.%s.%s.%s", kid, b64, mac);
+
+	MemoryContextSwitchTo(callerctx);
+	result = cstring_to_text(token);
+	ow_restore_user(&priv);
+	SPI_finish();
+	PG_RETURN_TEXT_P(result);
+}
+
+/* ----------
+ * The keyring
+ * ----------
+ */
+
+/*
+ * openwop.add_signing_key(kid, secret) → text: a new active key.  Without
+ * a secret, 32 bytes from pg_strong_random.  With
+ * openwop.key_encryption_key set, the secret is stored encrypted with
+ * pgcrypto.
+ */
+Datum
+ow_add_signing_key(PG_FUNCTION_ARGS)
+{
+	static SPIPlanPtr plan = NULL;
+	char	   *kid;
+	bytea	   *secret;
+	bool		encrypted = false;
+	OwPriv		priv;
+	Datum		args[3];
+	size_t		i;
+
+	ow_require_admin("manage signing keys");
+	if (PG_ARGISNULL(0))
+		ow_validation_error("kid", "kid must not be null");
+	kid = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	for (i = 0; kid[i]; i++)
+		if (!((kid[i] >= 'A' && kid[i] <= 'Z') || (kid[i] >= 'a' && kid[i] <= 'z') ||
+			  (kid[i] >= '0' && kid[i] <= '9') || strchr("._~-", kid[i])))
+			break;
+	if (kid[i] != '\0' || i < 1 || i > OW_KID_MAX_LEN)
+		ow_validation_error("kid", "\"%s\" is not a key id (1 to 128 characters of A-Z a-z 0-9 . _ ~ -)", kid);
+	if (PG_ARGISNULL(1))
+	{
+		secret = palloc(VARHDRSZ + 32);
+		SET_VARSIZE(secret, VARHDRSZ + 32);
+		if (!pg_strong_random(VARDATA(secret), 32))
+			ereport(ERROR, (errcode(ERRCODE_INTERNAL_ERROR), errmsg("could not generate random bytes")));
+	}
+	else
+	{
+		secret = PG_GETARG_BYTEA_PP(1);
+		if (VARSIZE_ANY_EXHDR(secret) < 16)
+			ow_validation_error("secret", "a signing secret must be at least 16 bytes");
+	}
+
+	SPI_connect();
+	ow_become_owner(&priv);
+	if (ow_key_encryption_key != NULL && ow_key_encryption_key[0] != '\0')
+	{
+		secret = pgcrypto_apply("pgp_sym_encrypt_bytea", secret);
+		encrypted = true;
+	}
+	if (plan == NULL)
+	{
+		Oid			types[3] = {TEXTOID, BYTEAOID, BOOLOID};
+
+		plan = ow_prepare("INSERT INTO openwop.signing_keys (kid, secret, encrypted)"
+						  " VALUES ($1, $2, $3) ON CONFLICT DO NOTHING", 3, types);
+	}
+	args[0] = CStringGetTextDatum(kid);
+	args[1] = PointerGetDatum(secret);
+	args[2] = BoolGetDatum(encrypted);
+	if (SPI_execute_plan(plan, args, NULL, false, 0) != SPI_OK_INSERT)
+		elog(ERROR, "could not add signing key \"%s\"", kid);
+	if (SPI_processed == 0)
+		ow_validation_error("kid", "signing key \"%s\" already exists; retire it and add a key with a new kid", kid);
+	ow_restore_user(&priv);
+	SPI_finish();
+	PG_RETURN_TEXT_P(cstring_to_text(kid));
+}
+
+/*
+ * openwop.retire_signing_key(kid): the key stops minting at once and keeps
+ * verifying until openwop.token_max_ttl from now, after which every token
+ * it signed has expired.
+ */
+Datum
+ow_retire_signing_key(PG_FUNCTION_ARGS)
+{
+	static SPIPlanPtr plan = NULL;
+	char	   *kid;
+	OwPriv		priv;
+	Datum		args[2];
+
+	ow_require_admin("manage signing keys");
+	if (PG_ARGISNULL(0))
+		ow_validation_error("kid", "kid must not be null");
+	kid = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	SPI_connect();
+	ow_become_owner(&priv);
+	if (plan == NULL)
+	{
+		Oid			types[2] = {TEXTOID, INT4OID};
+
+		plan = ow_prepare("UPDATE openwop.signing_keys"
+						  "   SET state = 'retired', retired_at = pg_catalog.now(),"
+						  "       verify_until = pg_catalog.now() OPERATOR(pg_catalog.+)"
+						  "                      pg_catalog.make_interval(secs => $2)"
+						  " WHERE kid OPERATOR(pg_catalog.=) $1"
+						  "   AND state OPERATOR(pg_catalog.=) 'active'", 2, types);
+	}
+	args[0] = CStringGetTextDatum(kid);
+	args[1] = Int32GetDatum(ow_token_max_ttl);
+	if (SPI_execute_plan(plan, args, NULL, false, 0) != SPI_OK_UPDATE)
+		elog(ERROR, "could not retire signing key \"%s\"", kid);
+	if (SPI_processed == 0)
+	{
+		OwDetails	d;
+
+		ow_details_init(&d);
+		ow_details_str(&d, "kid", kid);
+		ow_raise(OW_SQLSTATE_404, "not_found", &d, NULL, "no active signing key \"%s\"", kid);
+	}
+	ow_restore_user(&priv);
+	SPI_finish();
+	PG_RETURN_VOID();
+}
