@@ -42,6 +42,11 @@ for d in $R/regression.diffs $R/isolation/regression.diffs; do
 	[ -s "$d" ] && { echo "---- $d"; cat "$d"; }
 done
 
+echo "== C unit checks of the token module (standalone, libpgcommon)"
+unit=$(test/fuzz/build.sh unit 2>$R/unit-build.log | tail -n 1)
+"$unit" >$R/unit.log 2>&1
+tally $R/unit.log '^ok [0-9]' '^not ok [0-9]' $? "token_unit"
+
 echo "== pgTAP"
 dropdb --if-exists openwop_tap >/dev/null 2>&1
 createdb openwop_tap
