@@ -304,7 +304,7 @@ token_already_resolved(const char *interrupt_id, const char *why)
 	ow_details_init(&d);
 	ow_details_str(&d, "interruptId", interrupt_id);
 	ow_raise(OW_SQLSTATE_409, "interrupt_already_resolved", &d, NULL,
-			 "interrupt \"%s\" is no longer pending: %s", interrupt_id, why);
+			 "the token's interrupt is no longer pending: %s", why);
 }
 
 static void

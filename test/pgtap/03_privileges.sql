@@ -3,7 +3,7 @@
 -- name the principal and tenant; the statements inside cannot be hijacked
 -- through search_path.
 BEGIN;
-SELECT plan(15);
+SELECT plan(17);
 
 CREATE ROLE openwop_tap_app;
 CREATE ROLE openwop_tap_stranger;
@@ -37,6 +37,10 @@ SELECT throws_ok($$ INSERT INTO openwop.events (tenant, run_id, sequence, type, 
                  '42501', NULL, 'it cannot forge an event');
 SELECT throws_ok($$ UPDATE openwop.runs SET status = 'completed' $$, '42501', NULL,
                  'it cannot change a run behind the API');
+SELECT throws_ok($$ SELECT secret FROM openwop.signing_keys $$, '42501', NULL,
+                 'it cannot read a signing secret');
+SELECT throws_ok($$ SHOW openwop.key_encryption_key $$, '42501', NULL,
+                 'it cannot read the key-encryption key');
 
 -- a malicious "=" earlier on search_path does not change what the API reads
 -- (pgTAP itself would be fooled by it, so the outcome is recorded first)

@@ -1,0 +1,179 @@
+-- Signed interrupt tokens (digest §7): the recipe checked against the
+-- worked example and pgcrypto, the order of checks, lifetimes, the
+-- keyring, eligibility carried by the token, and idempotency.
+BEGIN;
+SELECT plan(45);
+SET LOCAL openwop.tenant = 'acme';
+\ir refusal.psql
+CREATE EXTENSION IF NOT EXISTS pgcrypto;
+
+-- a token built with pgcrypto alone: the independent implementation of the recipe
+CREATE FUNCTION pg_temp.pgcrypto_token(kid text, secret text, claims text) RETURNS text LANGUAGE sql AS $$
+  SELECT 'ow2.hs256.' || kid || '.' || p || '.' || encode(hmac('hs256.' || kid || '.' || p, secret, 'sha256'), 'hex')
+    FROM (SELECT rtrim(translate(encode(convert_to(claims, 'UTF8'), 'base64'), E'+/\n', '-_'), '=') AS p) x
+$$;
+CREATE FUNCTION pg_temp.iso(t timestamptz) RETURNS text LANGUAGE sql AS $$
+  SELECT to_char(t AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')
+$$;
+CREATE FUNCTION pg_temp.claims(token text) RETURNS jsonb LANGUAGE sql AS $$
+  SELECT convert_from(decode(rpad(translate(split_part(token, '.', -2), '-_', '+/'),
+                                  (length(split_part(token, '.', -2)) + 3) / 4 * 4, '='), 'base64'), 'UTF8')::jsonb
+$$;
+CREATE FUNCTION pg_temp.gate(run text, data jsonb, extra jsonb DEFAULT '{}') RETURNS text LANGUAGE plpgsql AS $$
+BEGIN
+  PERFORM openwop.create_run('tokens', jsonb_build_object('runId', run));
+  PERFORM openwop.start_node(run, 'gate');
+  RETURN openwop.interrupt(run, 'gate', jsonb_build_object('kind', 'approval', 'data',
+           jsonb_build_object('artifactId', 'a', 'artifactType', 'doc', 'title', 'T',
+                              'actions', '["accept", "reject"]'::jsonb) || data) || extra) #>> '{metadata,interrupt,id}';
+END $$;
+
+-- the worked example of the digest: key k2026a, interrupt acme/int-0123456789abcdef
+SELECT is(openwop.add_signing_key('k2026a', 'example-secret-do-not-use'::bytea), 'k2026a', 'add_signing_key with a given secret');
+DO $$ BEGIN PERFORM pg_temp.gate('acme/run-0123456789abcdef', '{}'); END $$;
+UPDATE openwop.interrupts SET interrupt_id = 'acme/int-0123456789abcdef' WHERE run_id = 'acme/run-0123456789abcdef';
+SELECT is(pg_temp.pgcrypto_token('k2026a', 'example-secret-do-not-use',
+            '{"i":"acme/int-0123456789abcdef","r":"acme/run-0123456789abcdef","n":"gate","e":"2026-10-01T12:30:00.000Z","t":"resolve"}'),
+          'ow2.hs256.k2026a.eyJpIjoiYWNtZS9pbnQtMDEyMzQ1Njc4OWFiY2RlZiIsInIiOiJhY21lL3J1bi0wMTIzNDU2Nzg5YWJjZGVmIiwibiI6ImdhdGUiLCJlIjoiMjAyNi0xMC0wMVQxMjozMDowMC4wMDBaIiwidCI6InJlc29sdmUifQ.817d0bf3fbae75b9e082f149f8366288c43bbfbce68666856ad66c21830d3b5a',
+          'the recipe with pgcrypto reproduces the worked example byte for byte');
+SELECT is(pg_temp.refusal($$ SELECT openwop.inspect_interrupt('ow2.hs256.k2026a.eyJpIjoiYWNtZS9pbnQtMDEyMzQ1Njc4OWFiY2RlZiIsInIiOiJhY21lL3J1bi0wMTIzNDU2Nzg5YWJjZGVmIiwibiI6ImdhdGUiLCJlIjoiMjAyNi0xMC0wMVQxMjozMDowMC4wMDBaIiwidCI6InJlc29sdmUifQ.817d0bf3fbae75b9e082f149f8366288c43bbfbce68666856ad66c21830d3b5a') $$)->>'code',
+          'interrupt_expired', 'the worked example verifies in C (its MAC is accepted; it expired on 2026-10-01: 410)');
+SELECT is(openwop.inspect_interrupt(pg_temp.pgcrypto_token('k2026a', 'example-secret-do-not-use',
+            format('{"i":"acme/int-0123456789abcdef","r":"acme/run-0123456789abcdef","n":"gate","e":"%s","t":"resolve"}',
+                   pg_temp.iso(clock_timestamp() + interval '1 hour')))) ->> 'kind',
+          'approval', 'a token computed independently with pgcrypto hmac() is accepted');
+
+-- order of checks: 401 before any lookup
+SELECT is(pg_temp.refusal($$ SELECT openwop.inspect_interrupt('b3BlbndvcC1jb25mb3JtYW5jZQ.0123456789abcdef0123456789abcdef') $$),
+          '{"sqlstate": "PT401", "code": "interrupt_token_invalid", "details": {}}',
+          'openwop.requirement.0170.interrupt-token-scheme.unprefixed-refused: a v1 (unprefixed) token is 401');
+SELECT is(pg_temp.refusal($$ SELECT openwop.inspect_interrupt('ow2.hs256.nokid.b3BlbndvcC1jb25mb3JtYW5jZQ.0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef') $$)->>'sqlstate',
+          'PT401', 'openwop.requirement.0170.interrupt-token-scheme.unheld-kid-refused: an unheld kid is 401, never 404');
+SELECT is(pg_temp.refusal($$ SELECT openwop.inspect_interrupt('ow2.hs512.k2026a.cA.0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef') $$)->>'code',
+          'interrupt_token_invalid', 'an alg that is not advertised is 401');
+SELECT is(pg_temp.refusal($$ SELECT openwop.inspect_interrupt('ow2.hs256.k2026a.cA.XYZ') $$)->>'code',
+          'interrupt_token_invalid', 'a malformed MAC is 401');
+SELECT is(pg_temp.refusal(format('SELECT openwop.inspect_interrupt(%L)',
+            pg_temp.pgcrypto_token('k2026a', 'wrong-secret-0123456789', '{"i":"acme/int-0123456789abcdef","r":"acme/run-0123456789abcdef","n":"gate","e":"2099-01-01T00:00:00.000Z","t":"resolve"}')))->>'code',
+          'interrupt_token_invalid', 'a wrong MAC is 401');
+SELECT is(pg_temp.refusal(format('SELECT openwop.inspect_interrupt(%L)',
+            pg_temp.pgcrypto_token('k2026a', 'example-secret-do-not-use', '{"i":"acme/no-such-interrupt-0001","r":"acme/run-0123456789abcdef","n":"gate","e":"2099-01-01T00:00:00.000Z","t":"resolve"}')))->>'sqlstate',
+          'PT404', 'a valid token for an unknown interrupt is 404');
+SELECT is(pg_temp.refusal(format('SELECT openwop.resolve_interrupt_by_token(%L, %L)',
+            pg_temp.pgcrypto_token('k2026a', 'example-secret-do-not-use', format('{"i":"acme/int-0123456789abcdef","r":"acme/run-0123456789abcdef","n":"gate","e":"%s","t":"resolve"}', pg_temp.iso(clock_timestamp() - interval '1 second'))),
+            '{"action": "accept"}'))->>'code',
+          'interrupt_expired', 'past expiresAt: 410 interrupt_expired');
+SELECT is(pg_temp.refusal(format('SELECT openwop.resolve_interrupt_by_token(%L, %L)',
+            openwop.mint_interrupt_token('acme/int-0123456789abcdef', 'inspect'), '{"action": "accept"}'))->>'sqlstate',
+          'PT403', 'an inspect-intent token used to resolve is 403');
+
+-- mint, inspect, resolve, then the token is spent
+DO $$ BEGIN PERFORM pg_temp.gate('acme/tok-run-0000000001', '{}'); END $$;
+CREATE TEMP TABLE t1 AS SELECT interrupt_id AS id, openwop.mint_interrupt_token(interrupt_id) AS token
+  FROM openwop.interrupts WHERE run_id = 'acme/tok-run-0000000001';
+SELECT matches((SELECT token FROM t1), '^ow2\.hs256\.k2026a\.[A-Za-z0-9_-]+\.[0-9a-f]{64}$', 'mint_interrupt_token: ow2.hs256.<kid>.<payload>.<mac>');
+SELECT is((SELECT pg_temp.claims(token) - 'e' FROM t1),
+          (SELECT jsonb_build_object('i', id, 'r', 'acme/tok-run-0000000001', 'n', 'gate', 't', 'resolve') FROM t1),
+          'the claims are {i, r, n, e, t}');
+SELECT ok((SELECT (pg_temp.claims(token)->>'e')::timestamptz BETWEEN clock_timestamp() + interval '29 minutes 50 seconds'
+                                                                  AND clock_timestamp() + interval '30 minutes 10 seconds' FROM t1),
+          'the default lifetime is 30 minutes');
+SELECT is((SELECT openwop.inspect_interrupt(token) FROM t1),
+          (SELECT payload FROM openwop.interrupts WHERE interrupt_id = (SELECT id FROM t1)),
+          'inspect_interrupt returns the InterruptPayload');
+SELECT is((SELECT openwop.resolve_interrupt_by_token(token, '{"action": "accept"}') ->> 'decision' FROM t1), 'granted',
+          'resolve_interrupt_by_token resolves through the same path');
+SELECT is((SELECT e->'payload'->'resolvedBy' FROM openwop.events('acme/tok-run-0000000001') e WHERE e->>'type' = 'interrupt.resolved'),
+          '{"id": "token-holder"}', 'the resolver of an anonymous token is the token holder');
+SELECT is(pg_temp.refusal((SELECT format('SELECT openwop.resolve_interrupt_by_token(%L, %L)', token, '{"action": "accept"}') FROM t1))->>'code',
+          'interrupt_already_resolved', 'a token reused after its interrupt resolved is 409');
+SELECT is(pg_temp.refusal((SELECT format('SELECT openwop.inspect_interrupt(%L)', token) FROM t1))->>'code',
+          'interrupt_already_resolved', '... for inspect too');
+
+-- invalidated by the run ending: cancelled, completed or failed
+DO $$ BEGIN PERFORM pg_temp.gate('acme/tok-run-0000000002', '{}');
+  PERFORM pg_temp.gate('acme/tok-run-0000000003', '{}');
+  PERFORM pg_temp.gate('acme/tok-run-0000000004', '{}'); END $$;
+CREATE TEMP TABLE t2 AS SELECT run_id, openwop.mint_interrupt_token(interrupt_id) AS token
+  FROM openwop.interrupts WHERE run_id IN ('acme/tok-run-0000000002', 'acme/tok-run-0000000003', 'acme/tok-run-0000000004');
+DO $$ BEGIN PERFORM openwop.cancel_run('acme/tok-run-0000000002');
+  PERFORM openwop.complete_run('acme/tok-run-0000000003');
+  PERFORM openwop.fail_run('acme/tok-run-0000000004', '{"code": "x", "message": "y"}'); END $$;
+SELECT is((SELECT array_agg(pg_temp.refusal(format('SELECT openwop.resolve_interrupt_by_token(%L, %L)', token, '{"action": "accept"}'))->>'code' ORDER BY run_id) FROM t2),
+          ARRAY['interrupt_already_resolved', 'interrupt_already_resolved', 'interrupt_already_resolved'],
+          'a token is invalidated when its run is cancelled, completed or failed: 409');
+
+-- lifetime caps
+DO $$ BEGIN PERFORM pg_temp.gate('acme/tok-run-0000000005', '{}', '{"timeoutMs": 60000}'); END $$;
+SELECT ok((SELECT (pg_temp.claims(openwop.mint_interrupt_token(interrupt_id, 'resolve', interval '2 hours'))->>'e')::timestamptz
+                  <= expires_at FROM openwop.interrupts WHERE run_id = 'acme/tok-run-0000000005'),
+          'a token never outlives its interrupt: capped at the deadline');
+SET LOCAL openwop.token_max_ttl = '1h';
+DO $$ BEGIN PERFORM pg_temp.gate('acme/tok-run-0000000006', '{}'); END $$;
+SELECT ok((SELECT (pg_temp.claims(openwop.mint_interrupt_token(interrupt_id, 'resolve', interval '3 days'))->>'e')::timestamptz
+                  <= clock_timestamp() + interval '1 hour 1 second' FROM openwop.interrupts WHERE run_id = 'acme/tok-run-0000000006'),
+          'a requested lifetime is capped at openwop.token_max_ttl');
+RESET openwop.token_max_ttl;
+SELECT is(pg_temp.refusal($$ SELECT openwop.mint_interrupt_token((SELECT interrupt_id FROM openwop.interrupts WHERE run_id = 'acme/tok-run-0000000006'), 'resolve', interval '-1 minute') $$)->>'code',
+          'validation_error', 'a non-positive ttl is refused');
+SELECT is(pg_temp.refusal($$ SELECT openwop.mint_interrupt_token((SELECT interrupt_id FROM openwop.interrupts WHERE run_id = 'acme/tok-run-0000000006'), 'delete') $$)->>'code',
+          'validation_error', 'an unknown intent is refused');
+SELECT is(pg_temp.refusal($$ SELECT openwop.mint_interrupt_token('globex/tok-interrupt-000001') $$)->>'code',
+          'id_tenant_mismatch', 'minting for another tenant''s interrupt is 403');
+
+-- eligibility: no token bypasses approversList, groups or roles
+DO $$ BEGIN PERFORM pg_temp.gate('acme/tok-run-0000000007', '{"approversList": ["alice@example.org"], "requiredApprovals": 1}'); END $$;
+SELECT is(pg_temp.refusal($$ SELECT openwop.mint_interrupt_token((SELECT interrupt_id FROM openwop.interrupts WHERE run_id = 'acme/tok-run-0000000007')) $$)->'details'->>'field',
+          'principal', 'a resolve token for a gate that restricts its approvers needs a named principal');
+SELECT is(pg_temp.refusal($$ SELECT openwop.mint_interrupt_token((SELECT interrupt_id FROM openwop.interrupts WHERE run_id = 'acme/tok-run-0000000007'), 'resolve', NULL, 'mallory@example.org') $$)->>'code',
+          'forbidden', '... and refuses one who is not eligible');
+CREATE TEMP TABLE t3 AS SELECT openwop.mint_interrupt_token(interrupt_id, 'resolve', NULL, 'alice@example.org') AS token
+  FROM openwop.interrupts WHERE run_id = 'acme/tok-run-0000000007';
+SELECT is((SELECT pg_temp.claims(token)->>'p' FROM t3), 'alice@example.org', 'the token carries the eligible principal');
+SELECT is((SELECT openwop.resolve_interrupt_by_token(token, '{"action": "accept"}') ->> 'decision' FROM t3), 'granted',
+          'a token for an eligible principal resolves');
+SELECT is((SELECT e->'payload'->'resolvedBy' FROM openwop.events('acme/tok-run-0000000007') e WHERE e->>'type' = 'interrupt.resolved'),
+          '{"id": "alice@example.org"}', '... recorded as that principal');
+SELECT ok(openwop.mint_interrupt_token((SELECT interrupt_id FROM openwop.interrupts WHERE run_id = 'acme/tok-run-0000000006'), 'inspect') IS NOT NULL,
+          'an inspect token needs no principal');
+
+-- idempotency on the token surface
+DO $$ BEGIN PERFORM pg_temp.gate('acme/tok-run-0000000008', '{}'); END $$;
+CREATE TEMP TABLE t4 AS SELECT openwop.mint_interrupt_token(interrupt_id) AS token FROM openwop.interrupts WHERE run_id = 'acme/tok-run-0000000008';
+CREATE TEMP TABLE t5 AS SELECT openwop.resolve_interrupt_by_token(token, '{"action": "accept"}', 'tok-idem-00000000000000000001') AS r FROM t4;
+SELECT is((SELECT openwop.resolve_interrupt_by_token(token, '{"action": "accept"}', 'tok-idem-00000000000000000001') FROM t4),
+          (SELECT r || '{"idempotentReplay": true}' FROM t5), 'a token resolve repeated with its key replays the stored response');
+
+-- the keyring
+DO $$ BEGIN PERFORM openwop.add_signing_key('k-generated'); END $$;
+SELECT is(length((SELECT secret FROM openwop.signing_keys WHERE kid = 'k-generated')), 32,
+          'a generated secret is 32 random bytes');
+SELECT is(split_part(openwop.mint_interrupt_token((SELECT interrupt_id FROM openwop.interrupts WHERE run_id = 'acme/tok-run-0000000006')), '.', 3),
+          'k-generated', 'the newest active key mints');
+CREATE TEMP TABLE t6 AS SELECT openwop.mint_interrupt_token(interrupt_id) AS token FROM openwop.interrupts WHERE run_id = 'acme/tok-run-0000000006';
+SELECT lives_ok($$ SELECT openwop.retire_signing_key('k-generated') $$, 'retire_signing_key');
+SELECT is(split_part(openwop.mint_interrupt_token((SELECT interrupt_id FROM openwop.interrupts WHERE run_id = 'acme/tok-run-0000000006')), '.', 3),
+          'k2026a', 'a retired key no longer mints');
+SELECT is((SELECT openwop.inspect_interrupt(token) ->> 'kind' FROM t6), 'approval', 'a retired key keeps verifying its tokens');
+UPDATE openwop.signing_keys SET verify_until = now() - interval '1 second' WHERE kid = 'k-generated';
+SELECT is(pg_temp.refusal((SELECT format('SELECT openwop.inspect_interrupt(%L)', token) FROM t6))->>'sqlstate', 'PT401',
+          'once its tokens can no longer be valid, a retired key is not held: 401');
+SELECT is(pg_temp.refusal($$ SELECT openwop.retire_signing_key('no-such-kid') $$)->>'code', 'not_found', 'retiring an unknown key is 404');
+SELECT is(pg_temp.refusal($$ SELECT openwop.add_signing_key('k2026a') $$)->>'code', 'validation_error', 'a kid is added once');
+SELECT is(pg_temp.refusal($$ SELECT openwop.add_signing_key('short', 'tiny'::bytea) $$)->'details'->>'field', 'secret',
+          'a secret shorter than 16 bytes is refused');
+
+-- secrets at rest, optionally encrypted with pgcrypto
+SET LOCAL openwop.key_encryption_key = 'kek-for-the-tests';
+SELECT is(openwop.add_signing_key('k-encrypted', 'an-encrypted-secret-0123456789'::bytea), 'k-encrypted', 'a key added with a key-encryption key set');
+SELECT ok((SELECT encrypted AND position('an-encrypted-secret'::bytea IN secret) = 0 FROM openwop.signing_keys WHERE kid = 'k-encrypted'),
+          'is stored encrypted');
+SELECT is(openwop.inspect_interrupt(pg_temp.pgcrypto_token('k-encrypted', 'an-encrypted-secret-0123456789',
+            format('{"i":"%s","r":"acme/tok-run-0000000006","n":"gate","e":"%s","t":"inspect"}',
+                   (SELECT interrupt_id FROM openwop.interrupts WHERE run_id = 'acme/tok-run-0000000006'),
+                   pg_temp.iso(clock_timestamp() + interval '5 minutes')))) ->> 'kind',
+          'approval', 'and verifies tokens signed with the plain secret');
+RESET openwop.key_encryption_key;
+
+SELECT * FROM finish();
+ROLLBACK;
