@@ -251,3 +251,15 @@ ow_purge_idempotency(int max)
 		elog(ERROR, "could not remove expired idempotency keys");
 	return (int) SPI_processed;
 }
+
+/* A stored final response handed back again, marked as a replay. */
+Jsonb *
+ow_replay_response(Jsonb *stored)
+{
+	OwJson		j;
+
+	owj_begin(&j);
+	owj_members(&j, stored);
+	owj_bool(&j, "idempotentReplay", true);
+	return owj_end(&j);
+}

@@ -668,17 +668,9 @@ ow_suspend(OwRun *run, const char *node_id, OwExec *ex, int32 ordinal, Jsonb *re
 	/* a new interrupt: validate fully before writing anything */
 	payload = check_request(request, key, &kind, &timeout_ms);
 	if (strcmp(ex->status, "interrupted") == 0)
-	{
-		OwDetails	d;
-
-		ow_details_init(&d);
-		ow_details_str(&d, "runId", run->run_id);
-		ow_details_str(&d, "runStatus", run->status);
-		ow_details_str(&d, "nodeId", node_id);
-		ow_raise(OW_SQLSTATE_409, "run_state_conflict", &d,
-				 "Resolve the node's pending interrupt before raising another.",
-				 "node \"%s\" is already suspended on another interrupt", node_id);
-	}
+		ow_node_conflict(run, node_id,
+						 "Resolve the node's pending interrupt before raising another.",
+						 "node \"%s\" is already suspended on another interrupt", node_id);
 
 	interrupt_id = psprintf("%s/%s", run->tenant, ow_mint_opaque(16));
 

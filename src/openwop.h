@@ -209,6 +209,8 @@ extern Jsonb *ow_suspend(OwRun *run, const char *node_id, OwExec *ex, int32 ordi
 extern bool ow_exec_is_open(const OwExec *ex);
 extern void ow_node_not_found(OwRun *run, const char *node_id, const char *why) pg_attribute_noreturn();
 extern void ow_node_not_open(OwRun *run, const char *node_id, const OwExec *ex) pg_attribute_noreturn();
+extern void ow_node_conflict(OwRun *run, const char *node_id, const char *hint,
+							 const char *fmt,...) pg_attribute_printf(4, 5) pg_attribute_noreturn();
 extern int64 ow_fail_execution(OwRun *run, const char *node_id, const OwExec *ex, Jsonb *error);
 extern int64 ow_end_run(OwRun *run, OwTerminal how, Jsonb *value, const char *failed_node,
 						const char *reason, const char *principal);
@@ -298,6 +300,7 @@ extern Jsonb *ow_idempotency_claim(const char *tenant, const char *endpoint,
 								   const char *key, const char *digest);
 extern void ow_idempotency_complete(const char *tenant, const char *endpoint,
 									const char *key, Jsonb *response);
+extern Jsonb *ow_replay_response(Jsonb *stored);
 extern int	ow_purge_idempotency(int max);
 
 /* ----------

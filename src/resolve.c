@@ -618,12 +618,8 @@ ow_resolve_interrupt(PG_FUNCTION_ARGS)
 									  ow_request_digest(owj_end(&j)));
 		if (replay)
 		{
-			/* the stored final response, marked as a replay */
 			MemoryContextSwitchTo(callerctx);
-			owj_begin(&j);
-			owj_members(&j, replay);
-			owj_bool(&j, "idempotentReplay", true);
-			result = owj_end(&j);
+			result = ow_replay_response(replay);
 			ow_restore_user(&priv);
 			SPI_finish();
 			PG_RETURN_JSONB_P(result);

@@ -580,6 +580,24 @@ ow_node_not_open(OwRun *run, const char *node_id, const OwExec *ex)
 			 node_id, run->run_id, ex->status);
 }
 
+/* A 409 about one node of the run, with the run's and node's identity. */
+void
+ow_node_conflict(OwRun *run, const char *node_id, const char *hint,
+				 const char *fmt,...)
+{
+	StringInfoData msg;
+	OwDetails	d;
+
+	initStringInfo(&msg);
+	OW_APPEND_VA(&msg, fmt);
+
+	ow_details_init(&d);
+	ow_details_str(&d, "runId", run->run_id);
+	ow_details_str(&d, "runStatus", run->status);
+	ow_details_str(&d, "nodeId", node_id);
+	ow_raise(OW_SQLSTATE_409, "run_state_conflict", &d, hint, "%s", msg.data);
+}
+
 /*
  * With a registered definition, a node fires by the triggerRule of its
  * first incoming edge (all_success when unset), judged on the latest
@@ -717,17 +735,9 @@ refuse_retry(OwRun *run, const char *node_id)
 	retryable = DatumGetBool(SPI_getbinval(tup, desc, 1, &isnull));
 	reentered = DatumGetBool(SPI_getbinval(tup, desc, 2, &isnull));
 	if (!retryable && !reentered)
-	{
-		OwDetails	d;
-
-		ow_details_init(&d);
-		ow_details_str(&d, "runId", run->run_id);
-		ow_details_str(&d, "runStatus", run->status);
-		ow_details_str(&d, "nodeId", node_id);
-		ow_raise(OW_SQLSTATE_409, "run_state_conflict", &d,
-				 "Reach the node again over an edge (a loop) to ask anew.",
-				 "node \"%s\" failed with retryable false and must not be retried", node_id);
-	}
+		ow_node_conflict(run, node_id,
+						 "Reach the node again over an edge (a loop) to ask anew.",
+						 "node \"%s\" failed with retryable false and must not be retried", node_id);
 }
 
 /*
@@ -946,17 +956,9 @@ refuse_after_refine(OwRun *run, const char *node_id, const OwExec *ex)
 		char	   *action = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
 
 		if (action && strcmp(action, "refine") == 0)
-		{
-			OwDetails	d;
-
-			ow_details_init(&d);
-			ow_details_str(&d, "runId", run->run_id);
-			ow_details_str(&d, "runStatus", run->status);
-			ow_details_str(&d, "nodeId", node_id);
-			ow_raise(OW_SQLSTATE_409, "run_state_conflict", &d,
-					 "Raise the gate again (the next ordinal) after revising, or fail the node.",
-					 "node \"%s\" cannot complete: its approval gate was sent back with refine", node_id);
-		}
+			ow_node_conflict(run, node_id,
+							 "Raise the gate again (the next ordinal) after revising, or fail the node.",
+							 "node \"%s\" cannot complete: its approval gate was sent back with refine", node_id);
 	}
 }
 

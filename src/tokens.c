@@ -447,10 +447,7 @@ ow_resolve_interrupt_by_token(PG_FUNCTION_ARGS)
 		if (replay)
 		{
 			MemoryContextSwitchTo(callerctx);
-			owj_begin(&j);
-			owj_members(&j, replay);
-			owj_bool(&j, "idempotentReplay", true);
-			result = owj_end(&j);
+			result = ow_replay_response(replay);
 			ow_restore_user(&priv);
 			SPI_finish();
 			PG_RETURN_JSONB_P(result);
