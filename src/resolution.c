@@ -100,8 +100,8 @@ ow_record_resolution(OwRun *run, const OwResolution *r)
 {
 	static SPIPlanPtr claim_plan = NULL;
 	static SPIPlanPtr job_plan = NULL;
-	Datum		args[8];
-	char		nulls[8];
+	Datum		args[10];
+	char		nulls[10];
 	OwJson		j;
 	int64		seq;
 
@@ -138,15 +138,23 @@ ow_record_resolution(OwRun *run, const OwResolution *r)
 
 	if (claim_plan == NULL)
 	{
-		Oid			types[8] = {TEXTOID, TEXTOID, JSONBOID, TEXTOID, TEXTOID, TEXTOID, INT8OID, TEXTOID};
+		Oid			types[10] = {TEXTOID, TEXTOID, JSONBOID, TEXTOID, TEXTOID, TEXTOID, INT8OID, TEXTOID,
+		TEXTOID, TEXTOID};
 
+		/*
+		 * Name the run and node too: with only the id, a generic plan may
+		 * pick the pending-per-node partial index on the tenant prefix and
+		 * walk every pending interrupt of the tenant.
+		 */
 		claim_plan = ow_prepare("UPDATE openwop.interrupts"
 								"   SET status = 'resolved', resolved_at = pg_catalog.now(),"
 								"       resume_value = $3, decision = $4, action = $5,"
 								"       resolved_by = $6, resolved_sequence = $7, reason = $8"
 								" WHERE tenant OPERATOR(pg_catalog.=) $1"
-								"   AND interrupt_id OPERATOR(pg_catalog.=) $2"
-								"   AND status OPERATOR(pg_catalog.=) 'pending'", 8, types);
+								"   AND run_id OPERATOR(pg_catalog.=) $9"
+								"   AND node_id OPERATOR(pg_catalog.=) $10"
+								"   AND status OPERATOR(pg_catalog.=) 'pending'"
+								"   AND interrupt_id OPERATOR(pg_catalog.=) $2", 10, types);
 	}
 	memset(nulls, ' ', sizeof(nulls));
 	args[0] = CStringGetTextDatum(run->tenant);
@@ -162,6 +170,8 @@ ow_record_resolution(OwRun *run, const OwResolution *r)
 	args[6] = Int64GetDatum(seq);
 	args[7] = r->reason ? CStringGetTextDatum(r->reason) : (Datum) 0;
 	nulls[7] = r->reason ? ' ' : 'n';
+	args[8] = CStringGetTextDatum(run->run_id);
+	args[9] = CStringGetTextDatum(r->node_id);
 	if (SPI_execute_plan(claim_plan, args, nulls, false, 0) != SPI_OK_UPDATE || SPI_processed != 1)
 		elog(ERROR, "interrupt \"%s\" is no longer pending", r->interrupt_id);
 
