@@ -283,6 +283,7 @@ CREATE TABLE openwop.signing_keys (
     created_at   timestamptz NOT NULL DEFAULT pg_catalog.clock_timestamp(),
     retired_at   timestamptz,
     verify_until timestamptz,
+    longest_ttl  integer     NOT NULL DEFAULT 0,
     CONSTRAINT signing_keys_kid_grammar CHECK (kid ~ '^[A-Za-z0-9._~-]{1,128}$'),
     CONSTRAINT signing_keys_alg_known CHECK (alg = 'hs256'),
     CONSTRAINT signing_keys_state_known CHECK (state IN ('active', 'retired')),
@@ -297,7 +298,8 @@ COMMENT ON COLUMN openwop.signing_keys.encrypted IS 'Whether secret is encrypted
 COMMENT ON COLUMN openwop.signing_keys.state IS 'active (mints and verifies) or retired (verifies until verify_until).';
 COMMENT ON COLUMN openwop.signing_keys.created_at IS 'When the key was added; the newest active key mints.';
 COMMENT ON COLUMN openwop.signing_keys.retired_at IS 'When the key was retired.';
-COMMENT ON COLUMN openwop.signing_keys.verify_until IS 'A retired key verifies until then (retirement + openwop.token_max_ttl).';
+COMMENT ON COLUMN openwop.signing_keys.verify_until IS 'A retired key verifies until then: retirement + the longer of openwop.token_max_ttl and longest_ttl.';
+COMMENT ON COLUMN openwop.signing_keys.longest_ttl IS 'Longest lifetime, in seconds, of a token this key signed (raised by mint only when exceeded).';
 
 /* Dump the rows of every table that holds user data (pg_dump skips extension tables otherwise). */
 SELECT pg_catalog.pg_extension_config_dump('openwop.runs', '');
@@ -493,7 +495,7 @@ CREATE FUNCTION openwop.mint_interrupt_token(interrupt_id text, intent text DEFA
     RETURNS text AS 'MODULE_PATHNAME', 'ow_mint_interrupt_token'
     LANGUAGE C VOLATILE;
 COMMENT ON FUNCTION openwop.mint_interrupt_token(text, text, interval, text) IS
-  'A signed token ow2.hs256.<kid>.<payload>.<mac> for a pending interrupt; lifetime ttl (default openwop.token_ttl, 30 min), capped at openwop.token_max_ttl and the interrupt''s deadline. A resolve token for a gate that restricts its approvers needs a named eligible principal, which it carries.';
+  'A signed token ow2.hs256.<kid>.<payload>.<mac> for a pending interrupt; lifetime ttl (default openwop.token_ttl, 30 min), capped at openwop.token_max_ttl and the interrupt''s deadline. A resolve token for a gate that restricts its approvers needs a named eligible principal, which it carries. Minting a resolve token needs the privileges of openwop.token_issuer_role.';
 
 CREATE FUNCTION openwop.inspect_interrupt(token text)
     RETURNS jsonb AS 'MODULE_PATHNAME', 'ow_inspect_interrupt'

@@ -315,6 +315,9 @@ change_membership(FunctionCallInfo fcinfo, bool add)
 	if (group_ref[0] == '\0' || principal[0] == '\0')
 		ow_validation_error(group_ref[0] == '\0' ? "groupRef" : "principal",
 							"group_ref and principal must not be empty");
+	if (add && strcmp(principal, OW_TOKEN_PRINCIPAL) == 0)
+		ow_validation_error("principal", "\"%s\" is reserved for tokens that name no principal",
+							OW_TOKEN_PRINCIPAL);
 	if (tenant == NULL)
 		tenant = ow_caller_tenant();
 

@@ -437,10 +437,16 @@ ow_restore_user(OwPriv *priv)
  * Administration (approver groups, signing keys) is for the extension's
  * owner and superusers, whatever EXECUTE grants say.
  */
+bool
+ow_is_admin(void)
+{
+	return has_privs_of_role(GetUserId(), openwop_owner());
+}
+
 void
 ow_require_admin(const char *what)
 {
-	if (!has_privs_of_role(GetUserId(), openwop_owner()))
+	if (!ow_is_admin())
 	{
 		OwDetails	d;
 

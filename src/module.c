@@ -30,6 +30,9 @@ char	   *ow_jwt_session_role = NULL;
 /* The role whose members hold approvals:respond in SQL sessions. */
 char	   *ow_approver_role = NULL;
 
+/* The role whose members may mint resolve tokens (issue credentials). */
+char	   *ow_token_issuer_role = NULL;
+
 /* How long idempotency records are kept, in seconds (at least 24 hours). */
 int			ow_idempotency_retention = 86400;
 
@@ -98,6 +101,15 @@ _PG_init(void)
 							   0,
 							   NULL, NULL, NULL);
 
+	DefineCustomStringVariable("openwop.token_issuer_role",
+							   "Role whose members may mint resolve tokens.",
+							   "A resolve token decides on behalf of whoever holds it (or of the principal it names): minting one is issuing a credential. Superusers and the extension's owner may always mint.",
+							   &ow_token_issuer_role,
+							   "openwop_token_issuer",
+							   PGC_SUSET,
+							   0,
+							   NULL, NULL, NULL);
+
 	DefineCustomIntVariable("openwop.idempotency_retention",
 							"How long Idempotency-Key records are kept.",
 							NULL,
@@ -156,7 +168,7 @@ _PG_init(void)
 
 	DefineCustomStringVariable("openwop.key_encryption_key",
 							   "Passphrase that encrypts signing secrets at rest with pgcrypto.",
-							   "Set it in postgresql.conf; only superusers can read it.",
+							   "Set it in postgresql.conf. Superusers and members of pg_read_all_settings can read it.",
 							   &ow_key_encryption_key,
 							   "",
 							   PGC_SUSET,

@@ -141,6 +141,13 @@ typedef struct OwPriv
 
 extern void ow_become_owner(OwPriv *priv);
 extern void ow_require_admin(const char *what);
+extern bool ow_is_admin(void);
+
+/*
+ * The voter of a token that names no principal.  Reserved: no caller,
+ * group member or token principal may be called this.
+ */
+#define OW_TOKEN_PRINCIPAL "token-holder"
 extern void ow_restore_user(OwPriv *priv);
 
 /* ----------

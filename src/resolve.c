@@ -600,6 +600,15 @@ ow_resolve_interrupt(PG_FUNCTION_ARGS)
 
 	ow_check_scope();
 	principal = ow_caller_principal_ex(&principal_is_role);
+	if (strcmp(principal, OW_TOKEN_PRINCIPAL) == 0)
+	{
+		OwDetails	d;
+
+		ow_details_init(&d);
+		ow_details_str(&d, "principal", principal);
+		ow_raise(OW_SQLSTATE_403, "forbidden", &d, NULL,
+				 "\"%s\" is reserved for the holders of tokens that name no principal", principal);
+	}
 	tenant = ow_caller_tenant();
 	run_id = ow_normalize_run_id(run_input, tenant);
 

@@ -16,15 +16,20 @@
  */
 #include "openwop.h"
 
+#include <math.h>
+
 #include "catalog/pg_type.h"
 #include "common/jsonapi.h"
 #include "lib/stringinfo.h"
 #include "mb/pg_wchar.h"
 #include "miscadmin.h"
+#include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/datetime.h"
+#include "utils/hsearch.h"
 #include "utils/json.h"
 #include "utils/memutils.h"
+#include "utils/timestamp.h"
 
 #include "token.h"
 
@@ -39,7 +44,9 @@ extern int	ow_token_max_ttl;
 extern char *ow_key_encryption_key;
 
 #define TOKEN_ENDPOINT "resolveInterruptByToken"
-#define TOKEN_PRINCIPAL "token-holder"
+#define PRINCIPAL_MAX_LEN 256
+
+extern char *ow_token_issuer_role;
 
 /* The claims of a verified token. */
 typedef struct OwClaims
@@ -101,58 +108,89 @@ pgcrypto_apply(const char *fn, bytea *data)
 }
 
 /*
- * Decrypted secrets stay cached in this backend (keyed by kid and the
- * stored ciphertext), so verification does not pay pgcrypto's key
- * stretching on every token.
+ * Decrypted secrets stay cached in this backend, one entry per kid (the
+ * keyring is DBA-sized), keyed on the stored ciphertext too, so a re-added
+ * or re-encrypted key is decrypted afresh.  Verification then pays
+ * pgcrypto's key stretching once per key and backend, not per token.
  */
-typedef struct SecretCache
+typedef struct SecretEntry
 {
-	char		kid[OW_KID_MAX_LEN + 1];
+	char		kid[OW_KID_MAX_LEN + 1];	/* hash key */
 	bytea	   *stored;
 	bytea	   *plain;
-} SecretCache;
+} SecretEntry;
 
-static SecretCache secret_cache[8];
-static int	secret_cache_next = 0;
+static HTAB *secret_cache = NULL;
+
+typedef struct DecryptArgs
+{
+	bytea	   *stored;
+	bytea	   *plain;
+} DecryptArgs;
+
+static void
+decrypt_secret(void *arg)
+{
+	DecryptArgs *a = (DecryptArgs *) arg;
+
+	a->plain = pgcrypto_apply("pgp_sym_decrypt_bytea", a->stored);
+}
 
 static bytea *
 plain_secret(const char *kid, bytea *stored, bool encrypted)
 {
-	MemoryContext old;
-	SecretCache *slot;
-	int			i;
+	SecretEntry *entry;
+	DecryptArgs a;
+	ErrorData  *edata;
+	bool		found;
 
 	if (!encrypted)
 		return stored;
-	for (i = 0; i < (int) lengthof(secret_cache); i++)
+	if (secret_cache == NULL)
 	{
-		slot = &secret_cache[i];
-		if (slot->stored && strcmp(slot->kid, kid) == 0 &&
-			VARSIZE_ANY(slot->stored) == VARSIZE_ANY(stored) &&
-			memcmp(VARDATA_ANY(slot->stored), VARDATA_ANY(stored), VARSIZE_ANY_EXHDR(stored)) == 0)
-			return slot->plain;
+		HASHCTL		ctl;
+
+		ctl.keysize = OW_KID_MAX_LEN + 1;
+		ctl.entrysize = sizeof(SecretEntry);
+		secret_cache = hash_create("openwop signing secrets", 16, &ctl, HASH_ELEM | HASH_STRINGS);
 	}
+	entry = hash_search(secret_cache, kid, HASH_FIND, NULL);
+	if (entry && VARSIZE_ANY(entry->stored) == VARSIZE_ANY(stored) &&
+		memcmp(VARDATA_ANY(entry->stored), VARDATA_ANY(stored), VARSIZE_ANY_EXHDR(stored)) == 0)
+		return entry->plain;
+
 	if (ow_key_encryption_key == NULL || ow_key_encryption_key[0] == '\0')
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("signing key \"%s\" is encrypted but openwop.key_encryption_key is not set", kid)));
-	slot = &secret_cache[secret_cache_next];
-	secret_cache_next = (secret_cache_next + 1) % lengthof(secret_cache);
-	if (slot->stored)
-	{
-		pfree(slot->stored);
-		pfree(slot->plain);
-	}
-	{
-		bytea	   *plain = pgcrypto_apply("pgp_sym_decrypt_bytea", stored);
+				 errmsg("signing key \"%s\" is encrypted but openwop.key_encryption_key is not set", kid),
+				 errhint("Set openwop.key_encryption_key to the passphrase the key was added under.")));
 
-		old = MemoryContextSwitchTo(TopMemoryContext);
-		strlcpy(slot->kid, kid, sizeof(slot->kid));
-		slot->stored = DatumGetByteaPCopy(PointerGetDatum(stored));
-		slot->plain = DatumGetByteaPCopy(PointerGetDatum(plain));
-		MemoryContextSwitchTo(old);
+	/* decrypt first: the cache changes only once the plain secret exists */
+	a.stored = stored;
+	a.plain = NULL;
+	edata = ow_try_subtransaction(decrypt_secret, &a);
+	if (edata)
+	{
+		if (edata->sqlerrcode == ERRCODE_QUERY_CANCELED || edata->sqlerrcode == ERRCODE_OUT_OF_MEMORY)
+			ReThrowError(edata);
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("signing key \"%s\" cannot be decrypted with openwop.key_encryption_key", kid),
+				 errdetail_internal("%s", edata->message),
+				 errhint("Set openwop.key_encryption_key to the passphrase the key was added under, or retire the key.")));
 	}
-	return slot->plain;
+
+	entry = hash_search(secret_cache, kid, HASH_ENTER, &found);
+	if (found)
+	{
+		pfree(entry->stored);
+		pfree(entry->plain);
+	}
+	entry->stored = MemoryContextAlloc(TopMemoryContext, VARSIZE_ANY(stored));
+	memcpy(entry->stored, stored, VARSIZE_ANY(stored));
+	entry->plain = MemoryContextAlloc(TopMemoryContext, VARSIZE_ANY(a.plain));
+	memcpy(entry->plain, a.plain, VARSIZE_ANY(a.plain));
+	return entry->plain;
 }
 
 /*
@@ -192,11 +230,16 @@ verification_secret(const char *kid)
  * ----------
  */
 
-/* "YYYY-MM-DDTHH:MM:SS.mmmZ", the only expiry form this host mints. */
+/*
+ * Read "YYYY-MM-DDTHH:MM:SS.mmmZ", the only expiry form this host mints,
+ * into *ts.  False for any other shape or an impossible date or time.
+ */
 static bool
-iso8601_shape(const char *s)
+parse_expiry(const char *s, TimestampTz *ts)
 {
 	static const char shape[] = "dddd-dd-ddTdd:dd:dd.dddZ";
+	struct pg_tm tm;
+	int			ms;
 	int			i;
 
 	if (strlen(s) != strlen(shape))
@@ -206,6 +249,22 @@ iso8601_shape(const char *s)
 		if (shape[i] == 'd' ? (s[i] < '0' || s[i] > '9') : s[i] != shape[i])
 			return false;
 	}
+#define DIGITS2(p) (((p)[0] - '0') * 10 + ((p)[1] - '0'))
+	memset(&tm, 0, sizeof(tm));
+	tm.tm_year = DIGITS2(s) * 100 + DIGITS2(s + 2);
+	tm.tm_mon = DIGITS2(s + 5);
+	tm.tm_mday = DIGITS2(s + 8);
+	tm.tm_hour = DIGITS2(s + 11);
+	tm.tm_min = DIGITS2(s + 14);
+	tm.tm_sec = DIGITS2(s + 17);
+	ms = DIGITS2(s + 20) * 10 + (s[22] - '0');
+#undef DIGITS2
+	if (tm.tm_year < 1 || tm.tm_mon < 1 || tm.tm_mon > 12 || tm.tm_mday < 1 ||
+		tm.tm_mday > day_tab[isleap(tm.tm_year)][tm.tm_mon - 1] ||
+		tm.tm_hour > 23 || tm.tm_min > 59 || tm.tm_sec > 59)
+		return false;
+	if (tm2timestamp(&tm, (fsec_t) ms * 1000, NULL, ts) != 0)
+		return false;
 	return true;
 }
 
@@ -272,12 +331,8 @@ verify_token(const char *token, OwClaims *c)
 		token_invalid("the token's claims are incomplete");
 	if (strcmp(c->intent, "resolve") != 0 && strcmp(c->intent, "inspect") != 0)
 		token_invalid("the token's intent is neither resolve nor inspect");
-	if (!iso8601_shape(owj_string(v)))
+	if (!parse_expiry(owj_string(v), &c->expires))
 		token_invalid("the token's expiry is not an ISO-8601 UTC timestamp");
-	c->expires = DatumGetTimestampTz(DirectFunctionCall3(timestamptz_in,
-														 CStringGetDatum(owj_string(v)),
-														 ObjectIdGetDatum(InvalidOid),
-														 Int32GetDatum(-1)));
 	slash = strchr(c->interrupt_id, '/');
 	if (slash == NULL || !ow_valid_opaque(slash + 1))
 		token_invalid("the token's interrupt id is not tenant-bound");
@@ -423,17 +478,19 @@ ow_resolve_interrupt_by_token(PG_FUNCTION_ARGS)
 
 	if (PG_ARGISNULL(0))
 		token_invalid("no token");
+	token = text_to_cstring(PG_GETARG_TEXT_PP(0));
+
+	/* the token is the credential: it is checked before anything else */
+	SPI_connect();
+	ow_become_owner(&priv);
+	verify_token(token, &c);
+
 	if (PG_ARGISNULL(1))
 		ow_validation_error("resumeValue", "resume_value is required");
-	token = text_to_cstring(PG_GETARG_TEXT_PP(0));
 	value = PG_GETARG_JSONB_P(1);
 	idem_key = PG_ARGISNULL(2) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(2));
 	if (idem_key)
 		ow_check_idempotency_key(idem_key);
-
-	SPI_connect();
-	ow_become_owner(&priv);
-	verify_token(token, &c);
 
 	/* the tenant of the record key is the token's: there is no other credential */
 	if (idem_key)
@@ -467,13 +524,60 @@ ow_resolve_interrupt_by_token(PG_FUNCTION_ARGS)
 				 "this token may inspect the interrupt but not resolve it");
 	}
 
-	result = ow_resolve_locked(&run, &p, value, c.principal ? c.principal : TOKEN_PRINCIPAL,
+	result = ow_resolve_locked(&run, &p, value, c.principal ? c.principal : OW_TOKEN_PRINCIPAL,
 							   false, callerctx);
 	if (idem_key)
 		ow_idempotency_complete(c.tenant, TOKEN_ENDPOINT, idem_key, result);
 	ow_restore_user(&priv);
 	SPI_finish();
 	PG_RETURN_JSONB_P(result);
+}
+
+/*
+ * A resolve token decides for its holder: minting one is issuing a
+ * credential, kept to members of openwop.token_issuer_role, the extension's
+ * owner and superusers.
+ */
+static void
+require_issuer(void)
+{
+	Oid			role = get_role_oid(ow_token_issuer_role, true);
+	OwDetails	d;
+
+	if ((OidIsValid(role) && has_privs_of_role(GetUserId(), role)) || ow_is_admin())
+		return;
+	ow_details_init(&d);
+	ow_details_str(&d, "intent", "resolve");
+	ow_raise(OW_SQLSTATE_403, "forbidden", &d,
+			 psprintf("Grant the role %s to the service that sends approval links.", ow_token_issuer_role),
+			 "minting a resolve token needs the privileges of role %s", ow_token_issuer_role);
+}
+
+/*
+ * Remember the longest lifetime a key has signed for, so that retiring it
+ * keeps it verifying until its last token expired even if token_max_ttl
+ * was lowered since.  Written only when exceeded: rarely.
+ */
+static void
+note_lifetime(const char *kid, int32 longest_ttl, int32 lifetime)
+{
+	static SPIPlanPtr plan = NULL;
+	Datum		args[2];
+
+	if (lifetime <= longest_ttl)
+		return;
+	if (plan == NULL)
+	{
+		Oid			types[2] = {TEXTOID, INT4OID};
+
+		plan = ow_prepare("UPDATE openwop.signing_keys SET longest_ttl = $2"
+						  " WHERE kid OPERATOR(pg_catalog.=) $1"
+						  "   AND longest_ttl OPERATOR(pg_catalog.<) $2", 2, types);
+	}
+	args[0] = CStringGetTextDatum(kid);
+	args[1] = Int32GetDatum(lifetime);
+	if (SPI_execute_plan(plan, args, NULL, false, 0) != SPI_OK_UPDATE)
+		elog(ERROR, "could not record the lifetime of signing key \"%s\"", kid);
 }
 
 /* Does the gate restrict who may approve it? */
@@ -523,8 +627,10 @@ ow_mint_interrupt_token(PG_FUNCTION_ARGS)
 	Jsonb	   *payload;
 	bool		has_deadline;
 	TimestampTz deadline = 0;
+	TimestampTz now;
 	TimestampTz expires;
 	char	   *kid;
+	int32		longest_ttl;
 	bytea	   *secret;
 	StringInfoData claims;
 	char	   *b64;
@@ -538,6 +644,8 @@ ow_mint_interrupt_token(PG_FUNCTION_ARGS)
 	intent = PG_ARGISNULL(1) ? "resolve" : text_to_cstring(PG_GETARG_TEXT_PP(1));
 	if (strcmp(intent, "resolve") != 0 && strcmp(intent, "inspect") != 0)
 		ow_validation_error("intent", "intent must be resolve or inspect, not \"%s\"", intent);
+	if (strcmp(intent, "resolve") == 0)
+		require_issuer();
 	if (PG_ARGISNULL(2))
 		ttl_ms = (int64) ow_token_ttl * 1000;
 	else
@@ -549,12 +657,15 @@ ow_mint_interrupt_token(PG_FUNCTION_ARGS)
 
 		if (!(secs > 0))
 			ow_validation_error("ttl", "ttl must be a positive interval");
-		ttl_ms = secs > (double) ow_token_max_ttl ? (int64) ow_token_max_ttl * 1000 : (int64) (secs * 1000);
+		/* rounded up: a sub-millisecond ttl still gives a token that lives */
+		ttl_ms = secs > (double) ow_token_max_ttl ? (int64) ow_token_max_ttl * 1000 : (int64) ceil(secs * 1000);
 	}
 	ttl_ms = Min(ttl_ms, (int64) ow_token_max_ttl * 1000);
 	principal = PG_ARGISNULL(3) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(3));
-	if (principal && principal[0] == '\0')
-		ow_validation_error("principal", "principal must not be empty");
+	if (principal && (principal[0] == '\0' || strlen(principal) > PRINCIPAL_MAX_LEN))
+		ow_validation_error("principal", "principal must be 1 to %d bytes", PRINCIPAL_MAX_LEN);
+	if (principal && strcmp(principal, OW_TOKEN_PRINCIPAL) == 0)
+		ow_validation_error("principal", "\"%s\" is reserved for tokens that name no principal", OW_TOKEN_PRINCIPAL);
 
 	SPI_connect();
 	ow_become_owner(&priv);
@@ -567,7 +678,7 @@ ow_mint_interrupt_token(PG_FUNCTION_ARGS)
 									"  FROM openwop.interrupts"
 									" WHERE tenant OPERATOR(pg_catalog.=) $1"
 									"   AND interrupt_id OPERATOR(pg_catalog.=) $2", 2, types);
-		key_plan = ow_prepare("SELECT kid, secret, encrypted FROM openwop.signing_keys"
+		key_plan = ow_prepare("SELECT kid, secret, encrypted, longest_ttl FROM openwop.signing_keys"
 							  " WHERE state OPERATOR(pg_catalog.=) 'active'"
 							  " ORDER BY created_at DESC, kid DESC LIMIT 1", 0, NULL);
 	}
@@ -621,9 +732,15 @@ ow_mint_interrupt_token(PG_FUNCTION_ARGS)
 						  DatumGetByteaPCopy(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull)),
 						  DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3, &isnull)));
 
-	expires = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), ttl_ms);
+	longest_ttl = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 4, &isnull));
+
+	now = GetCurrentTimestamp();
+	/* whole milliseconds, rounded up, as the claim writes them */
+	expires = TimestampTzPlusMilliseconds(now, ttl_ms);
+	expires += (1000 - expires % 1000) % 1000;
 	if (has_deadline && deadline < expires)
 		expires = deadline;		/* never outlive the interrupt */
+	note_lifetime(kid, longest_ttl, (int32) ((expires - now + USECS_PER_SEC - 1) / USECS_PER_SEC));
 
 	/* claims in a fixed order, as the reference host writes them */
 	initStringInfo(&claims);
@@ -650,6 +767,9 @@ ow_mint_interrupt_token(PG_FUNCTION_ARGS)
 					  kid, strlen(kid), b64, strlen(b64), mac))
 		elog(ERROR, "could not sign the token");
 	token = psprintf("ow2.hs256.%s.%s.%s", kid, b64, mac);
+	/* ids, node ids and the principal are bounded well below this */
+	if (strlen(token) > OW_TOKEN_MAX_LEN)
+		elog(ERROR, "a minted token of %zu characters exceeds %d", strlen(token), OW_TOKEN_MAX_LEN);
 
 	MemoryContextSwitchTo(callerctx);
 	result = cstring_to_text(token);
@@ -732,8 +852,8 @@ ow_add_signing_key(PG_FUNCTION_ARGS)
 
 /*
  * openwop.retire_signing_key(kid): the key stops minting at once and keeps
- * verifying until openwop.token_max_ttl from now, after which every token
- * it signed has expired.
+ * verifying for the longer of openwop.token_max_ttl and the longest
+ * lifetime it ever signed, after which every token it signed has expired.
  */
 Datum
 ow_retire_signing_key(PG_FUNCTION_ARGS)
@@ -756,7 +876,7 @@ ow_retire_signing_key(PG_FUNCTION_ARGS)
 		plan = ow_prepare("UPDATE openwop.signing_keys"
 						  "   SET state = 'retired', retired_at = pg_catalog.now(),"
 						  "       verify_until = pg_catalog.now() OPERATOR(pg_catalog.+)"
-						  "                      pg_catalog.make_interval(secs => $2)"
+						  "                      pg_catalog.make_interval(secs => GREATEST($2, longest_ttl))"
 						  " WHERE kid OPERATOR(pg_catalog.=) $1"
 						  "   AND state OPERATOR(pg_catalog.=) 'active'", 2, types);
 	}

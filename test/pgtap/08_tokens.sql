@@ -2,7 +2,7 @@
 -- worked example and pgcrypto, the order of checks, lifetimes, the
 -- keyring, eligibility carried by the token, and idempotency.
 BEGIN;
-SELECT plan(45);
+SELECT plan(69);
 SET LOCAL openwop.tenant = 'acme';
 \ir refusal.psql
 CREATE EXTENSION IF NOT EXISTS pgcrypto;
@@ -174,6 +174,125 @@ SELECT is(openwop.inspect_interrupt(pg_temp.pgcrypto_token('k-encrypted', 'an-en
                    pg_temp.iso(clock_timestamp() + interval '5 minutes')))) ->> 'kind',
           'approval', 'and verifies tokens signed with the plain secret');
 RESET openwop.key_encryption_key;
+
+-- the token is checked first: a bad token with a bad body is still 401
+SELECT is(pg_temp.refusal($$ SELECT openwop.resolve_interrupt_by_token('not-a-token', NULL, 'bad key!') $$)->>'sqlstate',
+          'PT401', 'a bad token is 401 even when the resume value and idempotency key are bad too');
+SELECT is(pg_temp.refusal(format('SELECT openwop.inspect_interrupt(%L)',
+            pg_temp.pgcrypto_token('k2026a', 'example-secret-do-not-use', '{"i":"acme/int-0123456789abcdef","r":"acme/run-0123456789abcdef","n":"gate","e":"2099-02-30T00:00:00.000Z","t":"inspect"}')))->>'sqlstate',
+          'PT401', 'a signed expiry that is not a calendar date is 401');
+SELECT matches((SELECT convert_from(decode(rpad(translate(split_part(token, '.', 4), '-_', '+/'),
+                                              (length(split_part(token, '.', 4)) + 3) / 4 * 4, '='), 'base64'), 'UTF8') FROM t3),
+               '^\{"i":"[^"]+","r":"[^"]+","n":"gate","e":"[0-9T:.Z-]+","t":"resolve","p":"alice@example\.org"\}$',
+               'the claims are written in the reference order i, r, n, e, t (then p)');
+
+-- minting refusals
+SELECT is(pg_temp.refusal($$ SELECT openwop.mint_interrupt_token((SELECT id FROM t1)) $$)->>'code',
+          'interrupt_already_resolved', 'minting for an interrupt that is no longer pending is 409');
+DO $$ BEGIN PERFORM pg_temp.gate('acme/tok-run-0000000009', '{}', '{"timeoutMs": 600000}'); END $$;
+UPDATE openwop.interrupts SET expires_at = now() - interval '1 second' WHERE run_id = 'acme/tok-run-0000000009';
+SELECT is(pg_temp.refusal($$ SELECT openwop.mint_interrupt_token((SELECT interrupt_id FROM openwop.interrupts WHERE run_id = 'acme/tok-run-0000000009')) $$)->>'code',
+          'interrupt_expired', 'minting past the interrupt''s deadline is 410');
+SELECT is(pg_temp.refusal($$ SELECT openwop.mint_interrupt_token((SELECT interrupt_id FROM openwop.interrupts WHERE run_id = 'acme/tok-run-0000000006'), 'resolve', NULL, repeat('x', 257)) $$)->'details'->>'field',
+          'principal', 'a principal longer than 256 bytes is refused');
+SELECT is(pg_temp.refusal($$ SELECT openwop.mint_interrupt_token((SELECT interrupt_id FROM openwop.interrupts WHERE run_id = 'acme/tok-run-0000000006'), 'resolve', NULL, 'token-holder') $$)->'details'->>'field',
+          'principal', 'the anonymous voter''s name is reserved: no token names it as its principal');
+SELECT ok((SELECT (pg_temp.claims(openwop.mint_interrupt_token(interrupt_id, 'inspect', interval '1 microsecond'))->>'e')::timestamptz
+                  >= statement_timestamp() + interval '1 millisecond' FROM openwop.interrupts WHERE run_id = 'acme/tok-run-0000000006'),
+          'a sub-millisecond ttl is rounded up: no token is born expired');
+
+-- the reserved voter name
+SELECT is(pg_temp.refusal($$ SELECT openwop.add_group_member('reviewers', 'token-holder') $$)->'details'->>'field',
+          'principal', 'no group member may be called token-holder');
+CREATE ROLE "token-holder";
+GRANT USAGE ON SCHEMA openwop TO "token-holder";
+GRANT EXECUTE ON FUNCTION openwop.resolve_interrupt(text, text, jsonb, text) TO "token-holder";
+SET LOCAL openwop.approver_role = 'token-holder';
+SET LOCAL ROLE "token-holder";
+SELECT is(pg_temp.refusal($$ SELECT openwop.resolve_interrupt('acme/tok-run-0000000006', 'gate', '{"action": "accept"}') $$),
+          '{"sqlstate": "PT403", "code": "forbidden", "details": {"principal": "token-holder"}}',
+          'a caller named token-holder cannot vote as the holders of anonymous tokens');
+RESET ROLE;
+RESET openwop.approver_role;
+
+-- who may mint: a resolve token is a credential, issued by openwop.token_issuer_role
+CREATE ROLE openwop_tap_mailer;
+GRANT USAGE ON SCHEMA openwop TO openwop_tap_mailer;
+GRANT EXECUTE ON FUNCTION openwop.mint_interrupt_token(text, text, interval, text) TO openwop_tap_mailer;
+CREATE TEMP TABLE t7 AS SELECT interrupt_id FROM openwop.interrupts WHERE run_id = 'acme/tok-run-0000000006';
+GRANT SELECT ON t7 TO openwop_tap_mailer;
+SET LOCAL ROLE openwop_tap_mailer;
+SELECT is(pg_temp.refusal($$ SELECT openwop.mint_interrupt_token((SELECT interrupt_id FROM t7)) $$),
+          '{"sqlstate": "PT403", "code": "forbidden", "details": {"intent": "resolve"}}',
+          'minting a resolve token without openwop.token_issuer_role is 403');
+SELECT ok(openwop.mint_interrupt_token((SELECT interrupt_id FROM t7), 'inspect') IS NOT NULL,
+          'an inspect token needs EXECUTE only');
+RESET ROLE;
+CREATE ROLE openwop_token_issuer;
+GRANT openwop_token_issuer TO openwop_tap_mailer;
+CREATE ROLE openwop_tap_web;
+GRANT USAGE ON SCHEMA openwop TO openwop_tap_web;
+GRANT EXECUTE ON FUNCTION openwop.inspect_interrupt(text), openwop.resolve_interrupt_by_token(text, jsonb, text) TO openwop_tap_web;
+-- EXECUTE on the keyring functions too: the owner check holds whatever EXECUTE says
+GRANT EXECUTE ON FUNCTION openwop.add_signing_key(text, bytea), openwop.retire_signing_key(text) TO openwop_tap_web;
+SET LOCAL ROLE openwop_tap_mailer;
+CREATE TEMP TABLE t8 AS SELECT openwop.mint_interrupt_token((SELECT interrupt_id FROM t7)) AS token;
+RESET ROLE;
+GRANT SELECT ON t8 TO openwop_tap_web;
+SET LOCAL ROLE openwop_tap_web;
+SELECT is((SELECT openwop.inspect_interrupt(token) ->> 'kind' FROM t8), 'approval',
+          'an issuer mints a resolve token; an ordinary role with EXECUTE inspects with it');
+SELECT is((SELECT openwop.resolve_interrupt_by_token(token, '{"action": "accept"}') ->> 'decision' FROM t8), 'granted',
+          '... and resolves with it, with no approver role of its own');
+SELECT throws_ok($$ SELECT openwop.add_signing_key('k-by-web') $$, 'PT403', NULL,
+                 'an ordinary role cannot add a signing key, even with EXECUTE');
+SELECT throws_ok($$ SELECT openwop.retire_signing_key('k2026a') $$, 'PT403', NULL,
+                 '... nor retire one');
+SELECT throws_ok($$ SHOW openwop.key_encryption_key $$, '42501', NULL,
+                 'an ordinary role cannot read the key-encryption key');
+RESET ROLE;
+
+-- a retired key verifies as long as the longest token it signed, even if token_max_ttl was lowered since
+DO $$ BEGIN PERFORM openwop.add_signing_key('k-long'); PERFORM pg_temp.gate('acme/tok-run-0000000010', '{}'); END $$;
+DO $$ BEGIN PERFORM openwop.mint_interrupt_token(interrupt_id, 'inspect', interval '3 days')
+              FROM openwop.interrupts WHERE run_id = 'acme/tok-run-0000000010'; END $$;
+SET LOCAL openwop.token_max_ttl = '1h';
+DO $$ BEGIN PERFORM openwop.retire_signing_key('k-long'); END $$;
+SELECT ok((SELECT verify_until >= now() + interval '3 days' FROM openwop.signing_keys WHERE kid = 'k-long'),
+          'retiring a key keeps it verifying until the longest-lived token it signed has expired');
+RESET openwop.token_max_ttl;
+
+-- encrypted secrets: a missing or wrong key-encryption key is a clear error, never a crash
+SET LOCAL openwop.key_encryption_key = 'kek-for-the-tests';
+DO $$ BEGIN PERFORM openwop.add_signing_key('k-enc2', 'a-second-encrypted-secret-0123'::bytea); END $$;
+CREATE TEMP TABLE t9 AS SELECT pg_temp.pgcrypto_token('k-enc2', 'a-second-encrypted-secret-0123',
+            format('{"i":"%s","r":"acme/tok-run-0000000010","n":"gate","e":"%s","t":"inspect"}',
+                   (SELECT interrupt_id FROM openwop.interrupts WHERE run_id = 'acme/tok-run-0000000010'),
+                   pg_temp.iso(clock_timestamp() + interval '5 minutes'))) AS token;
+RESET openwop.key_encryption_key;
+SELECT throws_like((SELECT format('SELECT openwop.inspect_interrupt(%L)', token) FROM t9),
+                   '%is encrypted but openwop.key_encryption_key is not set%',
+                   'an encrypted key with no key-encryption key set is a configuration error');
+SET LOCAL openwop.key_encryption_key = 'not-the-right-kek';
+SELECT throws_like((SELECT format('SELECT openwop.inspect_interrupt(%L)', token) FROM t9),
+                   '%cannot be decrypted with openwop.key_encryption_key%',
+                   'a wrong key-encryption key is a configuration error');
+SELECT throws_like((SELECT format('SELECT openwop.inspect_interrupt(%L)', token) FROM t9),
+                   '%cannot be decrypted with openwop.key_encryption_key%',
+                   '... every time (nothing half-cached)');
+SET LOCAL openwop.key_encryption_key = 'kek-for-the-tests';
+SELECT is((SELECT openwop.inspect_interrupt(token) ->> 'kind' FROM t9), 'approval',
+          'with the right key-encryption key the same token verifies');
+SELECT throws_like($$ DO $x$ BEGIN DROP EXTENSION pgcrypto; PERFORM openwop.add_signing_key('k-nopgcrypto'); END $x$ $$,
+                   '%pgcrypto extension is not installed%',
+                   'a key-encryption key without pgcrypto is refused with a hint');
+RESET openwop.key_encryption_key;
+
+-- with no active key, minting needs a capability the host lacks
+UPDATE openwop.signing_keys SET state = 'retired', retired_at = now(), verify_until = now() WHERE state = 'active';
+SELECT is(pg_temp.refusal($$ SELECT openwop.mint_interrupt_token((SELECT interrupt_id FROM openwop.interrupts WHERE run_id = 'acme/tok-run-0000000010'), 'inspect') $$),
+          '{"sqlstate": "PT422", "code": "capability_required", "details": {"requiredCapability": "signingKey"}}',
+          'minting with no active signing key is 422');
 
 SELECT * FROM finish();
 ROLLBACK;
