@@ -239,11 +239,24 @@ ow_approval_vote(OwRun *run, const char *interrupt_id, JsonbContainer *data,
 	args[5] = JsonbPGetDatum(eligibility);
 	if (SPI_execute_plan(insert_plan, args, NULL, false, 0) != SPI_OK_INSERT || SPI_processed != 1)
 		elog(ERROR, "could not record the vote of \"%s\"", principal);
-	if (SPI_execute_plan(tally_plan, args, NULL, false, 1) != SPI_OK_SELECT || SPI_processed != 1)
-		elog(ERROR, "could not tally the votes of interrupt \"%s\"", interrupt_id);
-	vote->accepts = (int) DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
-	vote->rejects = (int) DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
-	vote->voters = (int) DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3, &isnull));
+	if (vote->required == 1 && strcmp(action, "ask") != 0)
+	{
+		/*
+		 * A one-vote gate: any vote but ask decides it, so no counted vote
+		 * can precede this one and the tally is this vote alone.
+		 */
+		vote->accepts = (strcmp(action, "accept") == 0 || strcmp(action, "edit-accept") == 0) ? 1 : 0;
+		vote->rejects = strcmp(action, "reject") == 0 ? 1 : 0;
+		vote->voters = 1;
+	}
+	else
+	{
+		if (SPI_execute_plan(tally_plan, args, NULL, false, 1) != SPI_OK_SELECT || SPI_processed != 1)
+			elog(ERROR, "could not tally the votes of interrupt \"%s\"", interrupt_id);
+		vote->accepts = (int) DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+		vote->rejects = (int) DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
+		vote->voters = (int) DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3, &isnull));
+	}
 
 	vote->decided = false;
 	vote->decision = NULL;

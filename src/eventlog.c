@@ -17,13 +17,11 @@
 
 #include "access/xact.h"
 #include "catalog/pg_type.h"
-#include "commands/async.h"
 #include "commands/trigger.h"
 #include "funcapi.h"
 #include "lib/stringinfo.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
-#include "utils/json.h"
 #include "utils/memutils.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
@@ -32,7 +30,6 @@ PG_FUNCTION_INFO_V1(ow_events_append_only);
 PG_FUNCTION_INFO_V1(ow_events);
 PG_FUNCTION_INFO_V1(ow_run_snapshot);
 
-#define OW_NOTIFY_CHANNEL "openwop_events"
 #define OW_EVENTS_MAX 10000
 
 /* Prepare a statement once per backend and keep the plan. */
@@ -202,128 +199,6 @@ ow_append(OwRun *run, const char *type, const char *node_id, Jsonb *payload)
 	return seq;
 }
 
-/* ----------
- * One NOTIFY per committed transaction and run
- *
- * Each change remembers (run, first, last sequence, subtransaction level);
- * an aborted subtransaction forgets what it appended; at pre-commit the
- * ranges are merged per run and one notification per run is queued, which
- * PostgreSQL delivers when the commit completes.
- * ----------
- */
-typedef struct PendingNotify
-{
-	char	   *run_id;
-	int64		first;
-	int64		last;
-	int			level;
-} PendingNotify;
-
-static List *pending_notifies = NIL;	/* in TopTransactionContext */
-static bool notify_callbacks_registered = false;
-
-static void
-notify_xact_callback(XactEvent event, void *arg)
-{
-	ListCell   *lc;
-
-	if (event == XACT_EVENT_PRE_COMMIT)
-	{
-		List	   *merged = NIL;
-
-		/* merge the ranges per run, in order of first change */
-		foreach(lc, pending_notifies)
-		{
-			PendingNotify *p = lfirst(lc);
-			PendingNotify *m = NULL;
-			ListCell   *lc2;
-
-			foreach(lc2, merged)
-			{
-				if (strcmp(((PendingNotify *) lfirst(lc2))->run_id, p->run_id) == 0)
-					m = lfirst(lc2);
-			}
-			if (m == NULL)
-			{
-				m = palloc(sizeof(PendingNotify));
-				*m = *p;
-				merged = lappend(merged, m);
-			}
-			m->first = Min(m->first, p->first);
-			m->last = Max(m->last, p->last);
-		}
-		foreach(lc, merged)
-		{
-			PendingNotify *m = lfirst(lc);
-			StringInfoData payload;
-
-			initStringInfo(&payload);
-			appendStringInfoString(&payload, "{\"runId\": ");
-			escape_json(&payload, m->run_id);
-			appendStringInfo(&payload, ", \"fromSequence\": " INT64_FORMAT ", \"sequence\": " INT64_FORMAT "}",
-							 m->first, m->last);
-			Async_Notify(OW_NOTIFY_CHANNEL, payload.data);
-		}
-	}
-	/* PRE_PREPARE: a prepared transaction cannot NOTIFY; its changes are not announced */
-	if (event == XACT_EVENT_PRE_COMMIT || event == XACT_EVENT_COMMIT ||
-		event == XACT_EVENT_ABORT || event == XACT_EVENT_PREPARE ||
-		event == XACT_EVENT_PRE_PREPARE || event == XACT_EVENT_PARALLEL_ABORT ||
-		event == XACT_EVENT_PARALLEL_COMMIT)
-		pending_notifies = NIL;
-}
-
-static void
-notify_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
-						SubTransactionId parentSubid, void *arg)
-{
-	int			level = GetCurrentTransactionNestLevel();
-	ListCell   *lc;
-
-	if (event == SUBXACT_EVENT_ABORT_SUB)
-	{
-		foreach(lc, pending_notifies)
-		{
-			PendingNotify *p = lfirst(lc);
-
-			if (p->level >= level)
-				pending_notifies = foreach_delete_current(pending_notifies, lc);
-		}
-	}
-	else if (event == SUBXACT_EVENT_COMMIT_SUB)
-	{
-		foreach(lc, pending_notifies)
-		{
-			PendingNotify *p = lfirst(lc);
-
-			if (p->level >= level)
-				p->level = level - 1;
-		}
-	}
-}
-
-static void
-remember_notify(const char *run_id, int64 first, int64 last)
-{
-	MemoryContext old;
-	PendingNotify *p;
-
-	if (!notify_callbacks_registered)
-	{
-		RegisterXactCallback(notify_xact_callback, NULL);
-		RegisterSubXactCallback(notify_subxact_callback, NULL);
-		notify_callbacks_registered = true;
-	}
-	old = MemoryContextSwitchTo(TopTransactionContext);
-	p = palloc(sizeof(PendingNotify));
-	p->run_id = pstrdup(run_id);
-	p->first = first;
-	p->last = last;
-	p->level = GetCurrentTransactionNestLevel();
-	pending_notifies = lappend(pending_notifies, p);
-	MemoryContextSwitchTo(old);
-}
-
 /*
  * Write the run row back (sequence, status, current node, terminal fields)
  * and remember the appended range for the commit-time NOTIFY.
@@ -369,7 +244,7 @@ ow_save_run(OwRun *run)
 		elog(ERROR, "could not update run \"%s\"", run->run_id);
 
 	if (run->appended > 0)
-		remember_notify(run->run_id, run->first_sequence, run->next_sequence - 1);
+		ow_notify_later(run->run_id, run->first_sequence, run->next_sequence - 1);
 }
 
 /*

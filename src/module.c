@@ -179,7 +179,7 @@ _PG_init(void)
 	if (process_shared_preload_libraries_in_progress)
 	{
 		DefineCustomStringVariable("openwop.database",
-								   "Database whose deadlines the timeout worker applies.",
+								   "Database whose deadlines the timeout worker applies and whose notifications the relay sends.",
 								   NULL,
 								   &ow_database,
 								   "postgres",
@@ -187,6 +187,7 @@ _PG_init(void)
 								   0,
 								   NULL, NULL, NULL);
 		ow_sweeper_register();
+		ow_relay_register();
 	}
 
 	MarkGUCPrefixReserved("openwop");

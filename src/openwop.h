@@ -297,6 +297,10 @@ extern int	ow_sweep_deadlines(int max);
 extern void ow_deadline_raised(void);
 extern void ow_sweeper_register(void);
 
+/* notify.c */
+extern void ow_notify_later(const char *run_id, int64 first, int64 last);
+extern void ow_relay_register(void);
+
 /* ----------
  * Idempotency records (idempotency.c)
  * ----------
