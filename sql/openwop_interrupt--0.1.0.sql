@@ -23,15 +23,19 @@ COMMENT ON SCHEMA openwop IS
  * PostgreSQL re-plans each CHECK expression on every INSERT and UPDATE
  * statement — measured at 36% of a resolve (bench/, docs/benchmarks.md).
  * The invariants that concurrency could break are unique indexes.
+ *
+ * Text columns hold identifiers and vocabulary: COLLATE "C" compares them
+ * bytewise, so keys sort the same under every database locale and index
+ * lookups skip the locale library.
  * ------------------------------------------------------------------------ */
 
 CREATE TABLE openwop.runs (
-    tenant          text        NOT NULL,
-    run_id          text        NOT NULL,
-    workflow_id     text        NOT NULL,
-    status          text        NOT NULL,
-    current_node_id text,
-    owner_principal text        NOT NULL,
+    tenant          text COLLATE "C" NOT NULL,
+    run_id          text COLLATE "C" NOT NULL,
+    workflow_id     text COLLATE "C" NOT NULL,
+    status          text COLLATE "C" NOT NULL,
+    current_node_id text COLLATE "C",
+    owner_principal text COLLATE "C" NOT NULL,
     configurable    jsonb       NOT NULL DEFAULT '{}',
     definition      jsonb,
     inputs          jsonb,
@@ -39,8 +43,8 @@ CREATE TABLE openwop.runs (
     outputs         jsonb,
     error           jsonb,
     next_sequence   bigint      NOT NULL DEFAULT 0,
-    event_prefix    text        NOT NULL,
-    fork_of         text,
+    event_prefix    text COLLATE "C" NOT NULL,
+    fork_of         text COLLATE "C",
     created_at      timestamptz NOT NULL DEFAULT pg_catalog.now(),
     updated_at      timestamptz NOT NULL DEFAULT pg_catalog.now(),
     ended_at        timestamptz,
@@ -69,16 +73,16 @@ COMMENT ON COLUMN openwop.runs.updated_at IS 'When the run last changed.';
 COMMENT ON COLUMN openwop.runs.ended_at IS 'When the run reached its terminal status; NULL while it is live.';
 
 CREATE TABLE openwop.node_executions (
-    tenant      text        NOT NULL,
-    run_id      text        NOT NULL,
-    node_id     text        NOT NULL,
+    tenant      text COLLATE "C" NOT NULL,
+    run_id      text COLLATE "C" NOT NULL,
+    node_id     text COLLATE "C" NOT NULL,
     visit       integer     NOT NULL,
-    type_id     text        NOT NULL,
-    status      text        NOT NULL,
+    type_id     text COLLATE "C" NOT NULL,
+    status      text COLLATE "C" NOT NULL,
     attempt     integer     NOT NULL DEFAULT 0,
     outputs     jsonb,
     error       jsonb,
-    interrupt_id text,
+    interrupt_id text COLLATE "C",
     ended_sequence bigint,
     started_at  timestamptz NOT NULL DEFAULT pg_catalog.now(),
     ended_at    timestamptz,
@@ -102,15 +106,15 @@ COMMENT ON COLUMN openwop.node_executions.started_at IS 'When the execution bega
 COMMENT ON COLUMN openwop.node_executions.ended_at IS 'When the execution ended; NULL while it is open.';
 
 CREATE TABLE openwop.events (
-    tenant         text        NOT NULL,
-    run_id         text        NOT NULL,
+    tenant         text COLLATE "C" NOT NULL,
+    run_id         text COLLATE "C" NOT NULL,
     sequence       bigint      NOT NULL,
-    type           text        NOT NULL,
-    node_id        text,
+    type           text COLLATE "C" NOT NULL,
+    node_id        text COLLATE "C",
     payload        jsonb       NOT NULL,
     created_at     timestamptz NOT NULL DEFAULT pg_catalog.now(),
     schema_version integer     NOT NULL DEFAULT 1,
-    causation_id   text,
+    causation_id   text COLLATE "C",
     PRIMARY KEY (tenant, run_id, sequence)
 );
 
@@ -133,25 +137,25 @@ COMMENT ON COLUMN openwop.events.schema_version IS 'Envelope schemaVersion.';
 COMMENT ON COLUMN openwop.events.causation_id IS 'Envelope causationId: the eventId that caused this event, if any.';
 
 CREATE TABLE openwop.interrupts (
-    tenant            text        NOT NULL,
-    interrupt_id      text        NOT NULL,
-    run_id            text        NOT NULL,
-    root_run_id       text        NOT NULL,
-    node_id           text        NOT NULL,
+    tenant            text COLLATE "C" NOT NULL,
+    interrupt_id      text COLLATE "C" NOT NULL,
+    run_id            text COLLATE "C" NOT NULL,
+    root_run_id       text COLLATE "C" NOT NULL,
+    node_id           text COLLATE "C" NOT NULL,
     visit             integer     NOT NULL,
     ordinal           integer     NOT NULL,
-    key               text        NOT NULL,
-    kind              text        NOT NULL,
+    key               text COLLATE "C" NOT NULL,
+    kind              text COLLATE "C" NOT NULL,
     payload           jsonb       NOT NULL,
-    status            text        NOT NULL DEFAULT 'pending',
+    status            text COLLATE "C" NOT NULL DEFAULT 'pending',
     expires_at        timestamptz,
     requested_sequence bigint     NOT NULL,
     resolved_sequence bigint,
     resume_value      jsonb,
-    decision          text,
-    action            text,
-    reason            text,
-    resolved_by       text,
+    decision          text COLLATE "C",
+    action            text COLLATE "C",
+    reason            text COLLATE "C",
+    resolved_by       text COLLATE "C",
     created_at        timestamptz NOT NULL DEFAULT pg_catalog.now(),
     resolved_at       timestamptz,
     PRIMARY KEY (tenant, interrupt_id),
@@ -190,10 +194,10 @@ COMMENT ON COLUMN openwop.interrupts.created_at IS 'When it was raised.';
 COMMENT ON COLUMN openwop.interrupts.resolved_at IS 'When it stopped being pending.';
 
 CREATE TABLE openwop.idempotency_keys (
-    tenant         text        NOT NULL,
-    endpoint       text        NOT NULL,
-    key            text        NOT NULL,
-    request_digest text        NOT NULL,
+    tenant         text COLLATE "C" NOT NULL,
+    endpoint       text COLLATE "C" NOT NULL,
+    key            text COLLATE "C" NOT NULL,
+    request_digest text COLLATE "C" NOT NULL,
     response       jsonb,
     created_at     timestamptz NOT NULL DEFAULT pg_catalog.now(),
     expires_at     timestamptz NOT NULL,
@@ -216,11 +220,11 @@ COMMENT ON INDEX openwop.interrupts_due IS
   'Pending interrupts by deadline, for openwop.sweep() and the timeout worker.';
 
 CREATE TABLE openwop.votes (
-    tenant        text        NOT NULL,
-    interrupt_id  text        NOT NULL,
-    voter         text        NOT NULL,
+    tenant        text COLLATE "C" NOT NULL,
+    interrupt_id  text COLLATE "C" NOT NULL,
+    voter         text COLLATE "C" NOT NULL,
     revision      integer     NOT NULL,
-    action        text        NOT NULL,
+    action        text COLLATE "C" NOT NULL,
     resume_value  jsonb       NOT NULL,
     eligibility   jsonb       NOT NULL,
     cast_at       timestamptz NOT NULL DEFAULT pg_catalog.now(),
@@ -238,9 +242,9 @@ COMMENT ON COLUMN openwop.votes.eligibility IS 'The eligibility decision made at
 COMMENT ON COLUMN openwop.votes.cast_at IS 'When the vote was cast.';
 
 CREATE TABLE openwop.group_members (
-    tenant     text        NOT NULL,
-    group_ref  text        NOT NULL,
-    principal  text        NOT NULL,
+    tenant     text COLLATE "C" NOT NULL,
+    group_ref  text COLLATE "C" NOT NULL,
+    principal  text COLLATE "C" NOT NULL,
     added_at   timestamptz NOT NULL DEFAULT pg_catalog.now(),
     PRIMARY KEY (tenant, group_ref, principal)
 );
@@ -252,11 +256,11 @@ COMMENT ON COLUMN openwop.group_members.principal IS 'Member principal (a JWT su
 COMMENT ON COLUMN openwop.group_members.added_at IS 'When the membership was added.';
 
 CREATE TABLE openwop.signing_keys (
-    kid          text        PRIMARY KEY,
-    alg          text        NOT NULL DEFAULT 'hs256',
+    kid          text COLLATE "C" PRIMARY KEY,
+    alg          text COLLATE "C" NOT NULL DEFAULT 'hs256',
     secret       bytea       NOT NULL,
     encrypted    boolean     NOT NULL DEFAULT false,
-    state        text        NOT NULL DEFAULT 'active',
+    state        text COLLATE "C" NOT NULL DEFAULT 'active',
     created_at   timestamptz NOT NULL DEFAULT pg_catalog.clock_timestamp(),
     retired_at   timestamptz,
     verify_until timestamptz,

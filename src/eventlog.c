@@ -158,13 +158,28 @@ lock_run_row(OwRun *run, const char *tenant, const char *run_id, bool skip_locke
 	return true;
 }
 
+/* The parameters of one event row, from args[0] and nulls[0] on. */
+static void
+event_args(OwRun *run, int64 seq, const char *type, const char *node_id, Jsonb *payload,
+		   Datum *args, char *nulls)
+{
+	args[0] = CStringGetTextDatum(run->tenant);
+	args[1] = CStringGetTextDatum(run->run_id);
+	args[2] = Int64GetDatum(seq);
+	args[3] = CStringGetTextDatum(type);
+	args[4] = node_id ? CStringGetTextDatum(node_id) : (Datum) 0;
+	args[5] = JsonbPGetDatum(payload);
+	memset(nulls, ' ', 6);
+	nulls[4] = node_id ? ' ' : 'n';
+}
+
 /* Insert one event row at sequence seq. */
 static int64
 insert_event(OwRun *run, int64 seq, const char *type, const char *node_id, Jsonb *payload)
 {
 	static SPIPlanPtr plan = NULL;
 	Datum		args[6];
-	char		nulls[6] = {' ', ' ', ' ', ' ', ' ', ' '};
+	char		nulls[6];
 
 	if (plan == NULL)
 	{
@@ -174,17 +189,42 @@ insert_event(OwRun *run, int64 seq, const char *type, const char *node_id, Jsonb
 						  " (tenant, run_id, sequence, type, node_id, payload)"
 						  " VALUES ($1, $2, $3, $4, $5, $6)", 6, types);
 	}
-	args[0] = CStringGetTextDatum(run->tenant);
-	args[1] = CStringGetTextDatum(run->run_id);
-	args[2] = Int64GetDatum(seq);
-	args[3] = CStringGetTextDatum(type);
-	if (node_id)
-		args[4] = CStringGetTextDatum(node_id);
-	else
-		nulls[4] = 'n';
-	args[5] = JsonbPGetDatum(payload);
+	event_args(run, seq, type, node_id, payload, args, nulls);
 	if (SPI_execute_plan(plan, args, nulls, false, 0) != SPI_OK_INSERT)
 		elog(ERROR, "could not append event to run \"%s\"", run->run_id);
+	return seq;
+}
+
+/*
+ * Append two events in one statement (the pairs the hot paths write:
+ * interrupt.requested + node.suspended, interrupt.resolved + node.resumed);
+ * each statement costs executor start-up more than its row.  Returns the
+ * sequence of the first.
+ */
+int64
+ow_append_pair(OwRun *run, const char *node_id,
+			   const char *type1, Jsonb *payload1, const char *type2, Jsonb *payload2)
+{
+	static SPIPlanPtr plan = NULL;
+	int64		seq = run->next_sequence;
+	Datum		args[12];
+	char		nulls[12];
+
+	if (plan == NULL)
+	{
+		Oid			types[12] = {TEXTOID, TEXTOID, INT8OID, TEXTOID, TEXTOID, JSONBOID,
+		TEXTOID, TEXTOID, INT8OID, TEXTOID, TEXTOID, JSONBOID};
+
+		plan = ow_prepare("INSERT INTO openwop.events"
+						  " (tenant, run_id, sequence, type, node_id, payload)"
+						  " VALUES ($1, $2, $3, $4, $5, $6), ($7, $8, $9, $10, $11, $12)", 12, types);
+	}
+	event_args(run, seq, type1, node_id, payload1, args, nulls);
+	event_args(run, seq + 1, type2, node_id, payload2, args + 6, nulls + 6);
+	if (SPI_execute_plan(plan, args, nulls, false, 0) != SPI_OK_INSERT || SPI_processed != 2)
+		elog(ERROR, "could not append events to run \"%s\"", run->run_id);
+	run->next_sequence = seq + 2;
+	run->appended += 2;
 	return seq;
 }
 

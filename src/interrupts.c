@@ -674,7 +674,6 @@ ow_suspend(OwRun *run, const char *node_id, OwExec *ex, int32 ordinal, Jsonb *re
 
 	interrupt_id = psprintf("%s/%s", run->tenant, ow_mint_opaque(16));
 
-	req_seq = ow_append(run, "interrupt.requested", node_id, payload);
 	owj_begin(&j);
 	owj_str(&j, "nodeId", node_id);
 	owj_str(&j, "interruptId", interrupt_id);
@@ -682,7 +681,7 @@ ow_suspend(OwRun *run, const char *node_id, OwExec *ex, int32 ordinal, Jsonb *re
 	if (strcmp(kind, "low-confidence") == 0)
 		owj_str(&j, "reason", "low-confidence");
 	owj_str(&j, "key", key);
-	ow_append(run, "node.suspended", node_id, owj_end(&j));
+	req_seq = ow_append_pair(run, node_id, "interrupt.requested", payload, "node.suspended", owj_end(&j));
 
 	if (insert_plan == NULL)
 	{

@@ -182,6 +182,8 @@ extern void ow_lock_run(OwRun *run, const char *run_id_input);
 extern void ow_lock_run_id(OwRun *run, const char *tenant, const char *run_id);
 extern bool ow_try_lock_run_id(OwRun *run, const char *tenant, const char *run_id);
 extern int64 ow_append(OwRun *run, const char *type, const char *node_id, Jsonb *payload);
+extern int64 ow_append_pair(OwRun *run, const char *node_id, const char *type1, Jsonb *payload1,
+							const char *type2, Jsonb *payload2);
 extern int64 ow_append_then_triggers(OwRun *run, const char *type, const char *node_id, Jsonb *payload);
 extern void ow_save_run(OwRun *run);
 extern int64 ow_duration_ms(OwRun *run);

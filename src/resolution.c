@@ -103,6 +103,7 @@ ow_record_resolution(OwRun *run, const OwResolution *r)
 	Datum		args[10];
 	char		nulls[10];
 	OwJson		j;
+	Jsonb	   *resolved;
 	int64		seq;
 
 	owj_begin(&j);
@@ -134,7 +135,19 @@ ow_record_resolution(OwRun *run, const OwResolution *r)
 	}
 	if (r->eligibility)
 		owj_jsonb(&j, "openwop-eligibility", r->eligibility);
-	seq = ow_append(run, "interrupt.resolved", r->node_id, owj_end(&j));
+	resolved = owj_end(&j);
+	if (r->fail_code)
+		seq = ow_append(run, "interrupt.resolved", r->node_id, resolved);
+	else
+	{
+		/* resumed at once: both events in one statement */
+		owj_begin(&j);
+		owj_str(&j, "nodeId", r->node_id);
+		owj_str(&j, "interruptId", r->interrupt_id);
+		if (r->resume_value)
+			owj_jsonb(&j, "resumeValue", r->resume_value);
+		seq = ow_append_pair(run, r->node_id, "interrupt.resolved", resolved, "node.resumed", owj_end(&j));
+	}
 
 	if (claim_plan == NULL)
 	{
@@ -195,15 +208,6 @@ ow_record_resolution(OwRun *run, const OwResolution *r)
 
 	if (r->fail_code)
 		ow_fail_closed(run, r->node_id, r->fail_code, r->fail_message, r->principal);
-	else
-	{
-		owj_begin(&j);
-		owj_str(&j, "nodeId", r->node_id);
-		owj_str(&j, "interruptId", r->interrupt_id);
-		if (r->resume_value)
-			owj_jsonb(&j, "resumeValue", r->resume_value);
-		ow_append(run, "node.resumed", r->node_id, owj_end(&j));
-	}
 	if (!ow_run_is_terminal(run->status) && !settle_run_status(run) && !r->fail_code)
 		run->current_node_id = (char *) r->node_id;
 	return seq;
