@@ -484,6 +484,12 @@ CREATE FUNCTION openwop.inspect_interrupt(token text)
 COMMENT ON FUNCTION openwop.inspect_interrupt(text) IS
   'inspectInterruptByToken: the InterruptPayload of the token''s interrupt. 401 interrupt_token_invalid, 404 not_found, 409 interrupt_already_resolved, 410 interrupt_expired.';
 
+CREATE FUNCTION openwop.verify_interrupt_token(token text)
+    RETURNS jsonb AS 'MODULE_PATHNAME', 'ow_verify_interrupt_token'
+    LANGUAGE C STABLE;
+COMMENT ON FUNCTION openwop.verify_interrupt_token(text) IS
+  'Checks a token''s grammar, algorithm, key and signature and returns its claims {interruptId, runId, nodeId, expiresAt, intent, principal?, expired} without reading the interrupt. 401 interrupt_token_invalid for anything else.';
+
 CREATE FUNCTION openwop.resolve_interrupt_by_token(token text, resume_value jsonb, idempotency_key text DEFAULT NULL)
     RETURNS jsonb AS 'MODULE_PATHNAME', 'ow_resolve_interrupt_by_token'
     LANGUAGE C VOLATILE;
@@ -515,5 +521,6 @@ REVOKE ALL ON FUNCTION
     openwop.retire_signing_key(text),
     openwop.mint_interrupt_token(text, text, interval, text),
     openwop.inspect_interrupt(text),
+    openwop.verify_interrupt_token(text),
     openwop.resolve_interrupt_by_token(text, jsonb, text)
 FROM PUBLIC;

@@ -37,6 +37,7 @@ PG_FUNCTION_INFO_V1(ow_add_signing_key);
 PG_FUNCTION_INFO_V1(ow_retire_signing_key);
 PG_FUNCTION_INFO_V1(ow_mint_interrupt_token);
 PG_FUNCTION_INFO_V1(ow_inspect_interrupt);
+PG_FUNCTION_INFO_V1(ow_verify_interrupt_token);
 PG_FUNCTION_INFO_V1(ow_resolve_interrupt_by_token);
 
 extern int	ow_token_ttl;
@@ -456,6 +457,41 @@ ow_inspect_interrupt(PG_FUNCTION_ARGS)
 		token_expired(c.interrupt_id, c.expires);
 	MemoryContextSwitchTo(callerctx);
 	result = DatumGetJsonbPCopy(JsonbPGetDatum(payload));
+	ow_restore_user(&priv);
+	SPI_finish();
+	PG_RETURN_JSONB_P(result);
+}
+
+/*
+ * openwop.verify_interrupt_token(token) → jsonb: the claims of a token that
+ * verifies, with whether it has expired; the interrupt is not read.  For a
+ * front end that routes or renders a link before acting on it.
+ */
+Datum
+ow_verify_interrupt_token(PG_FUNCTION_ARGS)
+{
+	MemoryContext callerctx = CurrentMemoryContext;
+	OwPriv		priv;
+	OwClaims	c;
+	OwJson		j;
+	Jsonb	   *result;
+
+	if (PG_ARGISNULL(0))
+		token_invalid("no token");
+	SPI_connect();
+	ow_become_owner(&priv);
+	verify_token(text_to_cstring(PG_GETARG_TEXT_PP(0)), &c);
+	MemoryContextSwitchTo(callerctx);
+	owj_begin(&j);
+	owj_str(&j, "interruptId", c.interrupt_id);
+	owj_str(&j, "runId", c.run_id);
+	owj_str(&j, "nodeId", c.node_id);
+	owj_str(&j, "expiresAt", owj_iso8601(c.expires));
+	owj_str(&j, "intent", c.intent);
+	if (c.principal)
+		owj_str(&j, "principal", c.principal);
+	owj_bool(&j, "expired", GetCurrentTimestamp() > c.expires);
+	result = owj_end(&j);
 	ow_restore_user(&priv);
 	SPI_finish();
 	PG_RETURN_JSONB_P(result);

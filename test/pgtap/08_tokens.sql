@@ -2,7 +2,7 @@
 -- worked example and pgcrypto, the order of checks, lifetimes, the
 -- keyring, eligibility carried by the token, and idempotency.
 BEGIN;
-SELECT plan(69);
+SELECT plan(73);
 SET LOCAL openwop.tenant = 'acme';
 \ir refusal.psql
 CREATE EXTENSION IF NOT EXISTS pgcrypto;
@@ -185,6 +185,22 @@ SELECT matches((SELECT convert_from(decode(rpad(translate(split_part(token, '.',
                                               (length(split_part(token, '.', 4)) + 3) / 4 * 4, '='), 'base64'), 'UTF8') FROM t3),
                '^\{"i":"[^"]+","r":"[^"]+","n":"gate","e":"[0-9T:.Z-]+","t":"resolve","p":"alice@example\.org"\}$',
                'the claims are written in the reference order i, r, n, e, t (then p)');
+
+-- verify_interrupt_token: the signature and the claims, no interrupt lookup
+SELECT is((SELECT openwop.verify_interrupt_token(token) - 'expiresAt' FROM t3),
+          (SELECT jsonb_build_object('interruptId', pg_temp.claims(token)->>'i', 'runId', 'acme/tok-run-0000000007',
+                                     'nodeId', 'gate', 'intent', 'resolve', 'principal', 'alice@example.org', 'expired', false) FROM t3),
+          'verify_interrupt_token returns the claims of a token that verifies');
+SELECT is(openwop.verify_interrupt_token(pg_temp.pgcrypto_token('k2026a', 'example-secret-do-not-use',
+            '{"i":"acme/no-such-interrupt-0001","r":"acme/run-0123456789abcdef","n":"gate","e":"2026-10-01T12:30:00.000Z","t":"inspect"}')),
+          '{"interruptId": "acme/no-such-interrupt-0001", "runId": "acme/run-0123456789abcdef", "nodeId": "gate",
+            "expiresAt": "2026-10-01T12:30:00.000Z", "intent": "inspect", "expired": true}',
+          '... without reading the interrupt, and says when it has expired');
+SELECT is(pg_temp.refusal(format('SELECT openwop.verify_interrupt_token(%L)',
+            pg_temp.pgcrypto_token('k2026a', 'wrong-secret-0123456789', '{"i":"acme/int-0123456789abcdef","r":"acme/run-0123456789abcdef","n":"gate","e":"2099-01-01T00:00:00.000Z","t":"resolve"}'))),
+          '{"sqlstate": "PT401", "code": "interrupt_token_invalid", "details": {}}',
+          'verify_interrupt_token: a wrong MAC is 401');
+SELECT is(pg_temp.refusal('SELECT openwop.verify_interrupt_token(NULL)')->>'sqlstate', 'PT401', '... and so is no token');
 
 -- minting refusals
 SELECT is(pg_temp.refusal($$ SELECT openwop.mint_interrupt_token((SELECT id FROM t1)) $$)->>'code',
