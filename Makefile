@@ -35,3 +35,11 @@ installcheck-regress:
 	$(pg_regress_installcheck) $(REGRESS_OPTS) $(REGRESS)
 installcheck-isolation:
 	$(pg_isolation_regress_installcheck) $(ISOLATION_OPTS) $(ISOLATION)
+
+# Benchmarks (not part of the tests): a throwaway durable cluster, every
+# figure next to its baseline; see docs/benchmarks.md.
+.PHONY: bench bench-quick
+bench:
+	bench/run
+bench-quick:
+	bench/run --quick

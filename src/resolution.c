@@ -98,12 +98,15 @@ settle_run_status(OwRun *run)
 int64
 ow_record_resolution(OwRun *run, const OwResolution *r)
 {
-	static SPIPlanPtr claim_plan = NULL;
-	static SPIPlanPtr job_plan = NULL;
-	Datum		args[10];
-	char		nulls[10];
+	static SPIPlanPtr plan = NULL;
+	Datum		args[13];
+	char		nulls[13];
+	bool		isnull;
 	OwJson		j;
 	Jsonb	   *resolved;
+	Jsonb	   *resumed = NULL;
+	char	   *other_kind;
+	char	   *other_node;
 	int64		seq;
 
 	owj_begin(&j);
@@ -136,79 +139,108 @@ ow_record_resolution(OwRun *run, const OwResolution *r)
 	if (r->eligibility)
 		owj_jsonb(&j, "openwop-eligibility", r->eligibility);
 	resolved = owj_end(&j);
-	if (r->fail_code)
-		seq = ow_append(run, "interrupt.resolved", r->node_id, resolved);
-	else
+	if (!r->fail_code)
 	{
-		/* resumed at once: both events in one statement */
+		/* resumed at once: node.resumed follows in the same statement */
 		owj_begin(&j);
 		owj_str(&j, "nodeId", r->node_id);
 		owj_str(&j, "interruptId", r->interrupt_id);
 		if (r->resume_value)
 			owj_jsonb(&j, "resumeValue", r->resume_value);
-		seq = ow_append_pair(run, r->node_id, "interrupt.resolved", resolved, "node.resumed", owj_end(&j));
+		resumed = owj_end(&j);
 	}
 
-	if (claim_plan == NULL)
+	/*
+	 * One statement appends the events, claims the interrupt (the run lock
+	 * makes this the only claim), returns the job to pending (INT-3) and
+	 * finds whichever other interrupt still holds the run: each statement
+	 * costs executor start-up more than its rows.  The claim names run and
+	 * node too, so no generic plan can walk the tenant's pending interrupts;
+	 * the final SELECT sees the interrupt as it was, hence "<> $12".
+	 */
+	if (plan == NULL)
 	{
-		Oid			types[10] = {TEXTOID, TEXTOID, JSONBOID, TEXTOID, TEXTOID, TEXTOID, INT8OID, TEXTOID,
-		TEXTOID, TEXTOID};
+		Oid			types[13] = {TEXTOID, TEXTOID, INT8OID, TEXTOID, JSONBOID, JSONBOID, JSONBOID,
+		TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, INT4OID};
 
-		/*
-		 * Name the run and node too: with only the id, a generic plan may
-		 * pick the pending-per-node partial index on the tenant prefix and
-		 * walk every pending interrupt of the tenant.
-		 */
-		claim_plan = ow_prepare("UPDATE openwop.interrupts"
-								"   SET status = 'resolved', resolved_at = pg_catalog.now(),"
-								"       resume_value = $3, decision = $4, action = $5,"
-								"       resolved_by = $6, resolved_sequence = $7, reason = $8"
-								" WHERE tenant OPERATOR(pg_catalog.=) $1"
-								"   AND run_id OPERATOR(pg_catalog.=) $9"
-								"   AND node_id OPERATOR(pg_catalog.=) $10"
-								"   AND status OPERATOR(pg_catalog.=) 'pending'"
-								"   AND interrupt_id OPERATOR(pg_catalog.=) $2", 10, types);
+		plan = ow_prepare("WITH appended AS ("
+						  "  INSERT INTO openwop.events (tenant, run_id, sequence, type, node_id, payload)"
+						  "  SELECT $1, $2, $3 OPERATOR(pg_catalog.+) v.k, v.type, $4, v.payload"
+						  "    FROM (VALUES (0, 'interrupt.resolved', $5::pg_catalog.jsonb),"
+						  "                 (1, 'node.resumed', $6::pg_catalog.jsonb)) v (k, type, payload)"
+						  "   WHERE v.payload IS NOT NULL"
+						  "), claimed AS ("
+						  "  UPDATE openwop.interrupts"
+						  "     SET status = 'resolved', resolved_at = pg_catalog.now(),"
+						  "         resume_value = $7, decision = $8, action = $9,"
+						  "         resolved_by = $10, resolved_sequence = $3, reason = $11"
+						  "   WHERE tenant OPERATOR(pg_catalog.=) $1 AND run_id OPERATOR(pg_catalog.=) $2"
+						  "     AND node_id OPERATOR(pg_catalog.=) $4 AND status OPERATOR(pg_catalog.=) 'pending'"
+						  "     AND interrupt_id OPERATOR(pg_catalog.=) $12"
+						  "  RETURNING 1"
+						  "), resumed AS ("
+						  "  UPDATE openwop.node_executions SET status = 'pending'"
+						  "   WHERE tenant OPERATOR(pg_catalog.=) $1 AND run_id OPERATOR(pg_catalog.=) $2"
+						  "     AND node_id OPERATOR(pg_catalog.=) $4 AND visit OPERATOR(pg_catalog.=) $13"
+						  "     AND status OPERATOR(pg_catalog.=) 'interrupted'"
+						  ")"
+						  " SELECT (SELECT pg_catalog.count(*) FROM claimed), o.kind, o.node_id"
+						  "   FROM (SELECT 1) one LEFT JOIN LATERAL ("
+						  "        SELECT kind, node_id FROM openwop.interrupts"
+						  "         WHERE tenant OPERATOR(pg_catalog.=) $1 AND run_id OPERATOR(pg_catalog.=) $2"
+						  "           AND status OPERATOR(pg_catalog.=) 'pending'"
+						  "           AND interrupt_id OPERATOR(pg_catalog.<>) $12"
+						  "         ORDER BY requested_sequence DESC LIMIT 1) o ON true", 13, types);
 	}
+	seq = run->next_sequence;
 	memset(nulls, ' ', sizeof(nulls));
 	args[0] = CStringGetTextDatum(run->tenant);
-	args[1] = CStringGetTextDatum(r->interrupt_id);
-	args[2] = r->resume_value ? JsonbPGetDatum(r->resume_value) : (Datum) 0;
-	nulls[2] = r->resume_value ? ' ' : 'n';
-	args[3] = r->decision ? CStringGetTextDatum(r->decision) : (Datum) 0;
-	nulls[3] = r->decision ? ' ' : 'n';
-	args[4] = r->action ? CStringGetTextDatum(r->action) : (Datum) 0;
-	nulls[4] = r->action ? ' ' : 'n';
-	args[5] = r->principal ? CStringGetTextDatum(r->principal) : (Datum) 0;
-	nulls[5] = r->principal ? ' ' : 'n';
-	args[6] = Int64GetDatum(seq);
-	args[7] = r->reason ? CStringGetTextDatum(r->reason) : (Datum) 0;
-	nulls[7] = r->reason ? ' ' : 'n';
-	args[8] = CStringGetTextDatum(run->run_id);
-	args[9] = CStringGetTextDatum(r->node_id);
-	if (SPI_execute_plan(claim_plan, args, nulls, false, 0) != SPI_OK_UPDATE || SPI_processed != 1)
-		elog(ERROR, "interrupt \"%s\" is no longer pending", r->interrupt_id);
-
-	/* INT-3: the job returns to pending unconditionally */
-	if (job_plan == NULL)
-	{
-		Oid			types[4] = {TEXTOID, TEXTOID, TEXTOID, INT4OID};
-
-		job_plan = ow_prepare("UPDATE openwop.node_executions SET status = 'pending'"
-							  " WHERE tenant OPERATOR(pg_catalog.=) $1"
-							  "   AND run_id OPERATOR(pg_catalog.=) $2"
-							  "   AND node_id OPERATOR(pg_catalog.=) $3"
-							  "   AND visit OPERATOR(pg_catalog.=) $4"
-							  "   AND status OPERATOR(pg_catalog.=) 'interrupted'", 4, types);
-	}
 	args[1] = CStringGetTextDatum(run->run_id);
-	args[2] = CStringGetTextDatum(r->node_id);
-	args[3] = Int32GetDatum(r->visit);
-	if (SPI_execute_plan(job_plan, args, NULL, false, 0) != SPI_OK_UPDATE)
-		elog(ERROR, "could not resume execution of node \"%s\"", r->node_id);
+	args[2] = Int64GetDatum(seq);
+	args[3] = CStringGetTextDatum(r->node_id);
+	args[4] = JsonbPGetDatum(resolved);
+	args[5] = resumed ? JsonbPGetDatum(resumed) : (Datum) 0;
+	nulls[5] = resumed ? ' ' : 'n';
+	args[6] = r->resume_value ? JsonbPGetDatum(r->resume_value) : (Datum) 0;
+	nulls[6] = r->resume_value ? ' ' : 'n';
+	args[7] = r->decision ? CStringGetTextDatum(r->decision) : (Datum) 0;
+	nulls[7] = r->decision ? ' ' : 'n';
+	args[8] = r->action ? CStringGetTextDatum(r->action) : (Datum) 0;
+	nulls[8] = r->action ? ' ' : 'n';
+	args[9] = r->principal ? CStringGetTextDatum(r->principal) : (Datum) 0;
+	nulls[9] = r->principal ? ' ' : 'n';
+	args[10] = r->reason ? CStringGetTextDatum(r->reason) : (Datum) 0;
+	nulls[10] = r->reason ? ' ' : 'n';
+	args[11] = CStringGetTextDatum(r->interrupt_id);
+	args[12] = Int32GetDatum(r->visit);
+	if (SPI_execute_plan(plan, args, nulls, false, 0) != SPI_OK_SELECT || SPI_processed != 1)
+		elog(ERROR, "could not record the resolution of interrupt \"%s\"", r->interrupt_id);
+	if (DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull)) != 1)
+		elog(ERROR, "interrupt \"%s\" is no longer pending", r->interrupt_id);
+	other_kind = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2);
+	other_node = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3);
+	run->next_sequence = seq + (resumed ? 2 : 1);
+	run->appended += resumed ? 2 : 1;
 
 	if (r->fail_code)
+	{
+		/* the disposition may end the run or route on: read what holds it afterwards */
 		ow_fail_closed(run, r->node_id, r->fail_code, r->fail_message, r->principal);
-	if (!ow_run_is_terminal(run->status) && !settle_run_status(run) && !r->fail_code)
+		if (!ow_run_is_terminal(run->status))
+			(void) settle_run_status(run);
+	}
+	else if (strncmp(run->status, "waiting-", 8) == 0 && other_kind != NULL)
+	{
+		/* another interrupt still holds the run: it waits on the latest raised */
+		run->status = (char *) ow_waiting_status(other_kind);
+		run->current_node_id = other_node;
+	}
+	else
+	{
+		/* INT-3: only a waiting run resumes */
+		if (strncmp(run->status, "waiting-", 8) == 0)
+			run->status = "running";
 		run->current_node_id = (char *) r->node_id;
+	}
 	return seq;
 }

@@ -1,0 +1,95 @@
+-- The "write it yourself" alternative: the same resolve transaction as a
+-- straightforward PL/pgSQL function over its own tables — lock the run row,
+-- find the pending interrupt, check the action, append interrupt.resolved
+-- and node.resumed, update the interrupt and the run, NOTIFY.  No
+-- eligibility, quorum, idempotency or tenancy: it does less than the
+-- extension, which is what a first version written by hand does.
+CREATE SCHEMA plbench;
+
+CREATE TABLE plbench.runs (
+    run_id          text PRIMARY KEY,
+    status          text NOT NULL,
+    current_node_id text,
+    next_sequence   bigint NOT NULL DEFAULT 0,
+    updated_at      timestamptz NOT NULL DEFAULT now()
+);
+CREATE TABLE plbench.interrupts (
+    interrupt_id text PRIMARY KEY,
+    run_id       text NOT NULL,
+    node_id      text NOT NULL,
+    payload      jsonb NOT NULL,
+    status       text NOT NULL DEFAULT 'pending',
+    resume_value jsonb,
+    decision     text,
+    resolved_by  text,
+    resolved_at  timestamptz
+);
+CREATE UNIQUE INDEX ON plbench.interrupts (run_id, node_id) WHERE status = 'pending';
+CREATE TABLE plbench.events (
+    run_id     text NOT NULL,
+    sequence   bigint NOT NULL,
+    type       text NOT NULL,
+    node_id    text,
+    payload    jsonb NOT NULL,
+    created_at timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (run_id, sequence)
+);
+
+CREATE FUNCTION plbench.resolve_interrupt(p_run_id text, p_node_id text, p_value jsonb)
+RETURNS jsonb LANGUAGE plpgsql AS $$
+DECLARE
+  r plbench.runs;
+  i plbench.interrupts;
+  v_action text := p_value ->> 'action';
+  v_decision text;
+BEGIN
+  SELECT * INTO r FROM plbench.runs WHERE run_id = p_run_id FOR UPDATE;
+  IF NOT FOUND THEN
+    RAISE EXCEPTION 'not_found: run "%" does not exist', p_run_id USING ERRCODE = 'PT404';
+  END IF;
+  SELECT * INTO i FROM plbench.interrupts
+   WHERE run_id = p_run_id AND node_id = p_node_id AND status = 'pending';
+  IF NOT FOUND OR r.status IN ('completed', 'failed', 'cancelled') THEN
+    RAISE EXCEPTION 'interrupt_already_resolved' USING ERRCODE = 'PT409';
+  END IF;
+  IF v_action IS NULL OR NOT (i.payload -> 'data' -> 'actions') ? v_action THEN
+    RAISE EXCEPTION 'validation_error: action not allowed' USING ERRCODE = 'PT400';
+  END IF;
+  v_decision := CASE v_action WHEN 'reject' THEN 'rejected' ELSE 'granted' END;
+
+  INSERT INTO plbench.events (run_id, sequence, type, node_id, payload)
+  VALUES (p_run_id, r.next_sequence, 'interrupt.resolved', p_node_id,
+          jsonb_build_object('nodeId', p_node_id, 'interruptId', i.interrupt_id, 'kind', 'approval',
+                             'resumeValue', p_value, 'resolvedBy', jsonb_build_object('id', current_user),
+                             'decision', v_decision, 'action', v_action));
+  INSERT INTO plbench.events (run_id, sequence, type, node_id, payload)
+  VALUES (p_run_id, r.next_sequence + 1, 'node.resumed', p_node_id,
+          jsonb_build_object('nodeId', p_node_id, 'interruptId', i.interrupt_id, 'resumeValue', p_value));
+  UPDATE plbench.interrupts
+     SET status = 'resolved', resume_value = p_value, decision = v_decision,
+         resolved_by = current_user, resolved_at = now()
+   WHERE interrupt_id = i.interrupt_id;
+  UPDATE plbench.runs
+     SET next_sequence = r.next_sequence + 2, status = 'running', updated_at = now()
+   WHERE run_id = p_run_id;
+  PERFORM pg_notify('plbench_events',
+                    json_build_object('runId', p_run_id, 'sequence', r.next_sequence + 1)::text);
+  RETURN jsonb_build_object('status', 'resolved', 'runId', p_run_id, 'nodeId', p_node_id,
+                            'interruptId', i.interrupt_id, 'decision', v_decision,
+                            'sequence', r.next_sequence);
+END $$;
+
+-- fixtures: the same runs, suspended on the same gate (events 0..3 as the extension writes them)
+CREATE PROCEDURE plbench.make_gates(tag int, clients int, per int) LANGUAGE plpgsql AS $$
+BEGIN
+  INSERT INTO plbench.runs (run_id, status, current_node_id, next_sequence)
+  SELECT bench.run_id(tag, c, n), 'waiting-approval', 'gate', 4
+    FROM generate_series(0, clients - 1) c, generate_series(1, per) n;
+  INSERT INTO plbench.interrupts (interrupt_id, run_id, node_id, payload)
+  SELECT 'default/int-' || md5(bench.run_id(tag, c, n)), bench.run_id(tag, c, n), 'gate', bench.gate_request()
+    FROM generate_series(0, clients - 1) c, generate_series(1, per) n;
+  INSERT INTO plbench.events (run_id, sequence, type, node_id, payload)
+  SELECT bench.run_id(tag, c, n), s, t, CASE WHEN s > 0 THEN 'gate' END, '{}'::jsonb
+    FROM generate_series(0, clients - 1) c, generate_series(1, per) n,
+         unnest(ARRAY[0, 1, 2, 3], ARRAY['run.started', 'node.started', 'interrupt.requested', 'node.suspended']) AS e(s, t);
+END $$;

@@ -1,0 +1,50 @@
+-- Benchmark fixtures, run once per benchmark cluster (database postgres,
+-- where the notify relay runs).  Everything lives in schema bench except
+-- the PL/pgSQL alternative (plpgsql_resolve.sql).
+CREATE EXTENSION IF NOT EXISTS openwop_interrupt;
+CREATE EXTENSION IF NOT EXISTS pgcrypto;
+CREATE SCHEMA IF NOT EXISTS bench;
+
+-- the approval gate every resolve benchmark answers
+CREATE FUNCTION bench.gate_request() RETURNS jsonb LANGUAGE sql IMMUTABLE AS $$
+  SELECT '{"kind": "approval", "data": {"artifactId": "expense-412", "artifactType": "expense",
+           "title": "Approve 412.50 for jo", "actions": ["accept", "reject"]}}'::jsonb
+$$;
+
+-- run ids: default/benchmark-run-<tag>-<client>-<n>; pgbench scripts build them from -D tag, :client_id and :n
+CREATE FUNCTION bench.run_id(tag int, client int, n int) RETURNS text LANGUAGE sql IMMUTABLE AS $$
+  SELECT 'default/benchmark-run-' || tag || '-' || client || '-' || n
+$$;
+
+-- per client, "per" runs suspended on an approval gate, through the extension's API
+CREATE PROCEDURE bench.make_gates(tag int, clients int, per int) LANGUAGE plpgsql AS $$
+DECLARE c int; n int; r text;
+BEGIN
+  FOR c IN 0 .. clients - 1 LOOP
+    FOR n IN 1 .. per LOOP
+      r := bench.run_id(tag, c, n);
+      PERFORM openwop.create_run('bench', jsonb_build_object('runId', r));
+      PERFORM openwop.start_node(r, 'gate');
+      PERFORM openwop.interrupt(r, 'gate', bench.gate_request());
+    END LOOP;
+    COMMIT;
+  END LOOP;
+END $$;
+
+-- a resolve that may lose the race: 409 is a result here, not an error
+CREATE FUNCTION bench.try_resolve(run text) RETURNS boolean LANGUAGE plpgsql AS $$
+BEGIN
+  PERFORM openwop.resolve_interrupt(run, 'gate', '{"action": "accept"}');
+  RETURN true;
+EXCEPTION WHEN SQLSTATE 'PT409' THEN
+  RETURN false;
+END $$;
+
+-- percentile of a pgbench per-transaction log (latency in microseconds)
+CREATE TABLE bench.latency (us bigint NOT NULL);
+
+-- results, one row per figure
+CREATE TABLE bench.results (
+    figure   text, clients int, value numeric, unit text,
+    baseline text, baseline_value numeric, ratio numeric, target text, met text
+);
