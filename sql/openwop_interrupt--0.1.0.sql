@@ -231,7 +231,7 @@ CREATE TABLE openwop.votes (
     PRIMARY KEY (tenant, interrupt_id, voter, revision)
 );
 COMMENT ON TABLE openwop.votes IS
-  'Every answer to an approval gate, one row per (voter, revision): a re-vote adds a revision and the latest counts, so every vote stays auditable.';
+  'The answers an approval gate has to count or keep, one row per (voter, revision): votes toward a quorum, re-votes (the latest counts, every revision stays) and asks. The answer that decides a one-vote gate is recorded once, in its interrupt.resolved event, with the eligibility decision.';
 COMMENT ON COLUMN openwop.votes.tenant IS 'Tenant of the run.';
 COMMENT ON COLUMN openwop.votes.interrupt_id IS 'The approval interrupt voted on.';
 COMMENT ON COLUMN openwop.votes.voter IS 'Principal that voted.';

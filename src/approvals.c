@@ -178,8 +178,9 @@ ow_approval_eligibility(OwRun *run, JsonbContainer *data, const char *principal,
 }
 
 /*
- * Record principal's vote (a new revision; the latest per voter counts) and
- * tally the gate:
+ * Record principal's vote (a new revision; the latest per voter counts;
+ * the deciding answer of a one-vote gate lives only in interrupt.resolved)
+ * and tally the gate:
  *   - ask is recorded and never decides;
  *   - refine exits the suspend at once (the node revises; nothing is granted);
  *   - an override principal releases the gate alone when
@@ -237,13 +238,13 @@ ow_approval_vote(OwRun *run, const char *interrupt_id, JsonbContainer *data,
 	args[3] = CStringGetTextDatum(action);
 	args[4] = JsonbPGetDatum(resume_value);
 	args[5] = JsonbPGetDatum(eligibility);
-	if (SPI_execute_plan(insert_plan, args, NULL, false, 0) != SPI_OK_INSERT || SPI_processed != 1)
-		elog(ERROR, "could not record the vote of \"%s\"", principal);
 	if (vote->required == 1 && strcmp(action, "ask") != 0)
 	{
 		/*
-		 * A one-vote gate: any vote but ask decides it, so no counted vote
-		 * can precede this one and the tally is this vote alone.
+		 * A one-vote gate: any answer but ask decides it, so no counted vote
+		 * precedes this one, the tally is this vote alone, and the answer
+		 * is recorded once, in interrupt.resolved (with the eligibility
+		 * decision): openwop.votes keeps what a gate has to count or keep.
 		 */
 		vote->accepts = (strcmp(action, "accept") == 0 || strcmp(action, "edit-accept") == 0) ? 1 : 0;
 		vote->rejects = strcmp(action, "reject") == 0 ? 1 : 0;
@@ -251,6 +252,8 @@ ow_approval_vote(OwRun *run, const char *interrupt_id, JsonbContainer *data,
 	}
 	else
 	{
+		if (SPI_execute_plan(insert_plan, args, NULL, false, 0) != SPI_OK_INSERT || SPI_processed != 1)
+			elog(ERROR, "could not record the vote of \"%s\"", principal);
 		if (SPI_execute_plan(tally_plan, args, NULL, false, 1) != SPI_OK_SELECT || SPI_processed != 1)
 			elog(ERROR, "could not tally the votes of interrupt \"%s\"", interrupt_id);
 		vote->accepts = (int) DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));

@@ -2,7 +2,7 @@
 -- majority, eligibility by list, group and role, overrides, fail-closed
 -- rejection and trigger rules, timeouts, low-confidence escalation.
 BEGIN;
-SELECT plan(66);
+SELECT plan(68);
 SET LOCAL openwop.tenant = 'acme';
 \ir refusal.psql
 
@@ -45,6 +45,17 @@ SELECT is(pg_temp.vote('acme/ap-quorum-0000001', 'alice', '{"action": "accept"}'
 SELECT is((SELECT array_agg(v.action ORDER BY v.revision) FROM openwop.votes v JOIN openwop.interrupts i USING (tenant, interrupt_id)
             WHERE i.run_id = 'acme/ap-quorum-0000001' AND voter = 'alice'),
           ARRAY['accept', 'ask', 'accept'], '... and every vote stays auditable');
+-- a one-vote gate: the deciding answer is recorded once, in interrupt.resolved
+DO $$ BEGIN PERFORM pg_temp.gate('acme/ap-onevote-000001', '{"actions": ["accept", "reject", "ask"], "approversList": ["alice"]}'); END $$;
+DO $$ BEGIN PERFORM pg_temp.vote('acme/ap-onevote-000001', 'alice', '{"action": "ask", "feedback": "which budget?"}');
+            PERFORM pg_temp.vote('acme/ap-onevote-000001', 'alice', '{"action": "accept"}'); END $$;
+SELECT is((SELECT array_agg(v.action ORDER BY v.revision) FROM openwop.votes v JOIN openwop.interrupts i USING (tenant, interrupt_id)
+            WHERE i.run_id = 'acme/ap-onevote-000001'),
+          ARRAY['ask'], 'a one-vote gate keeps its asks as votes; the deciding answer is not also a vote row');
+SELECT is(pg_temp.resolved('acme/ap-onevote-000001') - 'resumeValue' - 'interruptId',
+          '{"nodeId": "gate", "kind": "approval", "resolvedBy": {"id": "alice"}, "decision": "granted", "action": "accept",
+            "openwop-eligibility": {"principal": "alice", "matched": ["approversList"], "groups": [], "roles": [], "override": false}}',
+          '... it is recorded once, in interrupt.resolved, with the eligibility decision');
 SELECT is(pg_temp.refusal($$ SELECT pg_temp.vote('acme/ap-quorum-0000001', 'mallory', '{"action": "accept"}') $$)->>'code',
           'forbidden', 'approversList binds: an unlisted principal is forbidden');
 SELECT is(openwop.run_snapshot('acme/ap-quorum-0000001') ->> 'status', 'waiting-approval', '... and the run stays waiting');
