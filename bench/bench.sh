@@ -73,10 +73,10 @@ for c in 1 8 32; do
 		NB[$c]+="$(pgbench -N -c $c -j 2 -T $DUR 2>/dev/null | tps) "
 		next_tag; sql -c "CALL bench.make_gates($tag, $c, $t)"; settle
 		say "throughput, $c clients, round $rep: resolve (C), $((c * t)) interrupts"
-		CX[$c]+="$(pgbench -n -f "$here/scripts/resolve.pgb" -D tag=$tag -D n=0 -c $c -j 2 -t $t 2>/dev/null | tps) "
+		CX[$c]+="$(pgbench -n -f "$here/scripts/resolve.pgb" -D impl=openwop -D tag=$tag -D n=0 -c $c -j 2 -t $t 2>/dev/null | tps) "
 		next_tag; sql -c "CALL plbench.make_gates($tag, $c, $t)"; settle
 		say "throughput, $c clients, round $rep: resolve (PL/pgSQL), $((c * t)) interrupts"
-		PL[$c]+="$(pgbench -n -f "$here/scripts/resolve_plpgsql.pgb" -D tag=$tag -D n=0 -c $c -j 2 -t $t 2>/dev/null | tps) "
+		PL[$c]+="$(pgbench -n -f "$here/scripts/resolve.pgb" -D impl=plbench -D tag=$tag -D n=0 -c $c -j 2 -t $t 2>/dev/null | tps) "
 	done
 	nb=$(echo ${NB[$c]} | tr ' ' '\n' | median)
 	cx=$(echo ${CX[$c]} | tr ' ' '\n' | median)
@@ -141,7 +141,7 @@ record "token verifications/s" 1 "$cv" "per s" "PL/pgSQL + pgcrypto" "$pv" min 1
 latency() {   # latency TAG: p50 and p99 in ms of $LAT resolves at 1 client
 	sql -c "CALL bench.make_gates($1, 1, $LAT)"; settle
 	rm -f "$out"/lat.*
-	(cd "$out" && pgbench -n -f "$here/scripts/resolve.pgb" -D tag=$1 -D n=0 -c 1 -t $LAT -l --log-prefix=lat >/dev/null 2>&1)
+	(cd "$out" && pgbench -n -f "$here/scripts/resolve.pgb" -D impl=openwop -D tag=$1 -D n=0 -c 1 -t $LAT -l --log-prefix=lat >/dev/null 2>&1)
 	cat "$out"/lat.* | awk '{ print $3 }' | sort -n |
 		awk '{ v[NR] = $1 } END { printf "%.3f %.3f\n", v[int(NR * 0.50 + 0.5)] / 1000, v[int(NR * 0.99 + 0.5)] / 1000 }'
 	rm -f "$out"/lat.*
