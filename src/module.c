@@ -1,7 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * module.c
- *	  Module initialisation and the openwop.* settings.
+ *	  Module initialisation, the openwop.* settings and the registration of
+ *	  the background workers.
  *
  *-------------------------------------------------------------------------
  */
@@ -9,6 +10,7 @@
 
 #include "fmgr.h"
 #include "miscadmin.h"
+#include "postmaster/bgworker.h"
 #include "utils/guc.h"
 
 PG_MODULE_MAGIC;
@@ -191,4 +193,24 @@ _PG_init(void)
 	}
 
 	MarkGUCPrefixReserved("openwop");
+}
+
+/*
+ * Register a background worker of this library that connects to
+ * openwop.database; restart is seconds before the postmaster restarts it.
+ */
+void
+ow_register_worker(const char *function, const char *name, int restart)
+{
+	BackgroundWorker worker;
+
+	memset(&worker, 0, sizeof(worker));
+	worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
+	worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
+	worker.bgw_restart_time = restart;
+	snprintf(worker.bgw_library_name, BGW_MAXLEN, "openwop_interrupt");
+	snprintf(worker.bgw_function_name, BGW_MAXLEN, "%s", function);
+	snprintf(worker.bgw_name, BGW_MAXLEN, "%s", name);
+	snprintf(worker.bgw_type, BGW_MAXLEN, "%s", name);
+	RegisterBackgroundWorker(&worker);
 }

@@ -313,22 +313,12 @@ ring_shmem_startup(void)
 void
 ow_relay_register(void)
 {
-	BackgroundWorker worker;
-
 	prev_shmem_request_hook = shmem_request_hook;
 	shmem_request_hook = ring_shmem_request;
 	prev_shmem_startup_hook = shmem_startup_hook;
 	shmem_startup_hook = ring_shmem_startup;
 
-	memset(&worker, 0, sizeof(worker));
-	worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
-	worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
-	worker.bgw_restart_time = 1;
-	snprintf(worker.bgw_library_name, BGW_MAXLEN, "openwop_interrupt");
-	snprintf(worker.bgw_function_name, BGW_MAXLEN, "ow_relay_main");
-	snprintf(worker.bgw_name, BGW_MAXLEN, "openwop notify relay");
-	snprintf(worker.bgw_type, BGW_MAXLEN, "openwop notify relay");
-	RegisterBackgroundWorker(&worker);
+	ow_register_worker("ow_relay_main", "openwop notify relay", 1);
 }
 
 static void

@@ -298,6 +298,7 @@ extern void ow_approval_vote(OwRun *run, const char *interrupt_id, JsonbContaine
 extern int	ow_sweep_deadlines(int max);
 extern void ow_deadline_raised(void);
 extern void ow_sweeper_register(void);
+extern void ow_register_worker(const char *function, const char *name, int restart);
 
 /* notify.c */
 extern void ow_notify_later(const char *run_id, int64 first, int64 last);

@@ -306,22 +306,12 @@ sweeper_shmem_startup(void)
 void
 ow_sweeper_register(void)
 {
-	BackgroundWorker worker;
-
 	prev_shmem_request_hook = shmem_request_hook;
 	shmem_request_hook = sweeper_shmem_request;
 	prev_shmem_startup_hook = shmem_startup_hook;
 	shmem_startup_hook = sweeper_shmem_startup;
 
-	memset(&worker, 0, sizeof(worker));
-	worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
-	worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
-	worker.bgw_restart_time = 10;
-	snprintf(worker.bgw_library_name, BGW_MAXLEN, "openwop_interrupt");
-	snprintf(worker.bgw_function_name, BGW_MAXLEN, "ow_sweeper_main");
-	snprintf(worker.bgw_name, BGW_MAXLEN, "openwop timeout worker");
-	snprintf(worker.bgw_type, BGW_MAXLEN, "openwop timeout worker");
-	RegisterBackgroundWorker(&worker);
+	ow_register_worker("ow_sweeper_main", "openwop timeout worker", 10);
 }
 
 static void
