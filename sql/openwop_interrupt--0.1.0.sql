@@ -254,6 +254,10 @@ COMMENT ON COLUMN openwop.group_members.tenant IS 'Tenant the membership applies
 COMMENT ON COLUMN openwop.group_members.group_ref IS 'Opaque group ref, as written in approverGroupRefs.';
 COMMENT ON COLUMN openwop.group_members.principal IS 'Member principal (a JWT sub or a role name).';
 COMMENT ON COLUMN openwop.group_members.added_at IS 'When the membership was added.';
+-- a resolve reads the answering principal's groups with the pending interrupt
+CREATE INDEX group_members_by_principal ON openwop.group_members (tenant, principal, group_ref);
+COMMENT ON INDEX openwop.group_members_by_principal IS
+  'The groups of a principal in a tenant, in group order: read by every approval resolve.';
 
 CREATE TABLE openwop.signing_keys (
     kid          text COLLATE "C" PRIMARY KEY,

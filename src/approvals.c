@@ -119,7 +119,9 @@ held_roles(const char *principal, List *refs)
 }
 
 /*
- * Decide, now, whether principal may vote on the gate described by data.
+ * Decide, now, whether principal may vote on the gate described by data;
+ * known_groups, when given, are all the principal's groups in the tenant,
+ * already read (else they are looked up).
  * Eligible when the gate names no approvers at all, or when the principal
  * is in approversList, in one of approverGroupRefs, or holds one of
  * approverRoleRefs.  Refuses with 403 forbidden otherwise (the run keeps
@@ -128,7 +130,7 @@ held_roles(const char *principal, List *refs)
  */
 Jsonb *
 ow_approval_eligibility(OwRun *run, JsonbContainer *data, const char *principal,
-						bool principal_is_role, bool *is_override)
+						bool principal_is_role, List **known_groups, bool *is_override)
 {
 	List	   *listed = string_list(data, "approversList");
 	List	   *group_refs = string_list(data, "approverGroupRefs");
@@ -142,7 +144,16 @@ ow_approval_eligibility(OwRun *run, JsonbContainer *data, const char *principal,
 
 	if (ow_override_group && ow_override_group[0] != '\0')
 		asked = lappend(asked, ow_override_group);
-	groups = member_groups(run, principal, asked);
+	if (known_groups)
+	{
+		/* the principal's groups were read with the pending interrupt */
+		groups = NIL;
+		foreach(lc, *known_groups)
+			if (list_has_string(asked, lfirst(lc)))
+				groups = lappend(groups, lfirst(lc));
+	}
+	else
+		groups = member_groups(run, principal, asked);
 	/* a JWT subject is not a role, whatever its spelling */
 	roles = principal_is_role ? held_roles(principal, role_refs) : NIL;
 	*is_override = ow_override_group && ow_override_group[0] != '\0' &&

@@ -238,11 +238,15 @@ typedef struct OwPending
 	Jsonb	   *payload;
 	int32		visit;
 	bool		overdue;		/* past its deadline */
+	char	   *other_kind;		/* the run's other pending interrupt, if any */
+	char	   *other_node;
+	List	   *groups;			/* the answering principal's groups in the tenant */
 } OwPending;
 
 extern Jsonb *ow_resolve_locked(OwRun *run, OwPending *p, Jsonb *value, const char *principal,
 								bool principal_is_role, MemoryContext resultctx);
-extern bool ow_find_pending_by_id(OwRun *run, const char *interrupt_id, OwPending *p);
+extern bool ow_find_pending_by_id(OwRun *run, const char *interrupt_id, const char *principal,
+								  OwPending *p);
 extern void ow_check_scope(void);
 
 /* ----------
@@ -263,9 +267,13 @@ typedef struct OwResolution
 	Jsonb	   *eligibility;	/* recorded eligibility decision, or NULL */
 	const char *fail_code;		/* fail closed with this code, or NULL */
 	const char *fail_message;
+	bool		other_known;	/* other_kind/other_node were read under the lock */
+	const char *other_kind;		/* the run's other pending interrupt, if any */
+	const char *other_node;
+	bool		saved;			/* out: the run row was written with the record */
 } OwResolution;
 
-extern int64 ow_record_resolution(OwRun *run, const OwResolution *r);
+extern int64 ow_record_resolution(OwRun *run, OwResolution *r);
 extern void ow_fail_closed(OwRun *run, const char *node_id, const char *code,
 						   const char *message, const char *principal);
 
@@ -286,7 +294,7 @@ typedef struct OwVote
 } OwVote;
 
 extern Jsonb *ow_approval_eligibility(OwRun *run, JsonbContainer *data, const char *principal,
-									  bool principal_is_role, bool *is_override);
+									  bool principal_is_role, List **known_groups, bool *is_override);
 extern void ow_approval_vote(OwRun *run, const char *interrupt_id, JsonbContainer *data,
 							 const char *principal, const char *action, Jsonb *resume_value,
 							 Jsonb *eligibility, bool is_override, OwVote *vote);

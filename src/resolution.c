@@ -91,16 +91,37 @@ settle_run_status(OwRun *run)
 
 
 /*
+ * The run's state once node_id's interrupt resumed: if another interrupt
+ * is still pending (other_kind, other_node), a waiting run keeps waiting
+ * on it; otherwise a waiting run resumes (INT-3: a run that was not
+ * waiting is left alone) and names node_id as current.
+ */
+static void
+resume_run_status(OwRun *run, const char *node_id, const char *other_kind, const char *other_node)
+{
+	if (strncmp(run->status, "waiting-", 8) == 0 && other_kind != NULL)
+	{
+		run->status = (char *) ow_waiting_status(other_kind);
+		run->current_node_id = (char *) other_node;
+		return;
+	}
+	if (strncmp(run->status, "waiting-", 8) == 0)
+		run->status = "running";
+	run->current_node_id = (char *) node_id;
+}
+
+/*
  * Record the resolution r of a pending interrupt in the locked run, all in
  * the caller's transaction.  Returns the sequence of interrupt.resolved.
- * The caller saves the run.
+ * The caller saves the run unless r->saved says it was written already.
  */
 int64
-ow_record_resolution(OwRun *run, const OwResolution *r)
+ow_record_resolution(OwRun *run, OwResolution *r)
 {
-	static SPIPlanPtr plan = NULL;
-	Datum		args[13];
-	char		nulls[13];
+	static SPIPlanPtr settle_plan = NULL;
+	static SPIPlanPtr save_plan = NULL;
+	Datum		args[16];
+	char		nulls[16];
 	bool		isnull;
 	OwJson		j;
 	Jsonb	   *resolved;
@@ -152,46 +173,62 @@ ow_record_resolution(OwRun *run, const OwResolution *r)
 
 	/*
 	 * One statement appends the events, claims the interrupt (the run lock
-	 * makes this the only claim), returns the job to pending (INT-3) and
-	 * finds whichever other interrupt still holds the run: each statement
-	 * costs executor start-up more than its rows.  The claim names run and
-	 * node too, so no generic plan can walk the tenant's pending interrupts;
-	 * the final SELECT sees the interrupt as it was, hence "<> $12".
+	 * makes this the only claim) and returns the job to pending (INT-3):
+	 * each statement costs executor start-up more than its rows.  The claim
+	 * names run and node too, so no generic plan can walk the tenant's
+	 * pending interrupts.  When the caller read the run's other pending
+	 * interrupt under the lock and the interrupt resumes, the run's new
+	 * state is known and its row is written by the same statement;
+	 * otherwise the statement finds what else holds the run (it sees the
+	 * interrupt as it was, hence "<> $12") and the caller saves the run.
 	 */
-	if (plan == NULL)
+#define RECORD_CTE \
+	"WITH appended AS (" \
+	"  INSERT INTO openwop.events (tenant, run_id, sequence, type, node_id, payload)" \
+	"  SELECT $1, $2, $3 OPERATOR(pg_catalog.+) v.k, v.type, $4, v.payload" \
+	"    FROM (VALUES (0, 'interrupt.resolved', $5::pg_catalog.jsonb)," \
+	"                 (1, 'node.resumed', $6::pg_catalog.jsonb)) v (k, type, payload)" \
+	"   WHERE v.payload IS NOT NULL" \
+	"), claimed AS (" \
+	"  UPDATE openwop.interrupts" \
+	"     SET status = 'resolved', resolved_at = pg_catalog.now()," \
+	"         resume_value = $7, decision = $8, action = $9," \
+	"         resolved_by = $10, resolved_sequence = $3, reason = $11" \
+	"   WHERE tenant OPERATOR(pg_catalog.=) $1 AND run_id OPERATOR(pg_catalog.=) $2" \
+	"     AND node_id OPERATOR(pg_catalog.=) $4 AND status OPERATOR(pg_catalog.=) 'pending'" \
+	"     AND interrupt_id OPERATOR(pg_catalog.=) $12" \
+	"  RETURNING 1" \
+	"), resumed AS (" \
+	"  UPDATE openwop.node_executions SET status = 'pending'" \
+	"   WHERE tenant OPERATOR(pg_catalog.=) $1 AND run_id OPERATOR(pg_catalog.=) $2" \
+	"     AND node_id OPERATOR(pg_catalog.=) $4 AND visit OPERATOR(pg_catalog.=) $13" \
+	"     AND status OPERATOR(pg_catalog.=) 'interrupted'" \
+	")"
+	if (settle_plan == NULL)
 	{
-		Oid			types[13] = {TEXTOID, TEXTOID, INT8OID, TEXTOID, JSONBOID, JSONBOID, JSONBOID,
-		TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, INT4OID};
+		Oid			types[16] = {TEXTOID, TEXTOID, INT8OID, TEXTOID, JSONBOID, JSONBOID, JSONBOID,
+		TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, INT4OID, INT8OID, TEXTOID, TEXTOID};
 
-		plan = ow_prepare("WITH appended AS ("
-						  "  INSERT INTO openwop.events (tenant, run_id, sequence, type, node_id, payload)"
-						  "  SELECT $1, $2, $3 OPERATOR(pg_catalog.+) v.k, v.type, $4, v.payload"
-						  "    FROM (VALUES (0, 'interrupt.resolved', $5::pg_catalog.jsonb),"
-						  "                 (1, 'node.resumed', $6::pg_catalog.jsonb)) v (k, type, payload)"
-						  "   WHERE v.payload IS NOT NULL"
-						  "), claimed AS ("
-						  "  UPDATE openwop.interrupts"
-						  "     SET status = 'resolved', resolved_at = pg_catalog.now(),"
-						  "         resume_value = $7, decision = $8, action = $9,"
-						  "         resolved_by = $10, resolved_sequence = $3, reason = $11"
-						  "   WHERE tenant OPERATOR(pg_catalog.=) $1 AND run_id OPERATOR(pg_catalog.=) $2"
-						  "     AND node_id OPERATOR(pg_catalog.=) $4 AND status OPERATOR(pg_catalog.=) 'pending'"
-						  "     AND interrupt_id OPERATOR(pg_catalog.=) $12"
-						  "  RETURNING 1"
-						  "), resumed AS ("
-						  "  UPDATE openwop.node_executions SET status = 'pending'"
-						  "   WHERE tenant OPERATOR(pg_catalog.=) $1 AND run_id OPERATOR(pg_catalog.=) $2"
-						  "     AND node_id OPERATOR(pg_catalog.=) $4 AND visit OPERATOR(pg_catalog.=) $13"
-						  "     AND status OPERATOR(pg_catalog.=) 'interrupted'"
-						  ")"
-						  " SELECT (SELECT pg_catalog.count(*) FROM claimed), o.kind, o.node_id"
-						  "   FROM (SELECT 1) one LEFT JOIN LATERAL ("
-						  "        SELECT kind, node_id FROM openwop.interrupts"
-						  "         WHERE tenant OPERATOR(pg_catalog.=) $1 AND run_id OPERATOR(pg_catalog.=) $2"
-						  "           AND status OPERATOR(pg_catalog.=) 'pending'"
-						  "           AND interrupt_id OPERATOR(pg_catalog.<>) $12"
-						  "         ORDER BY requested_sequence DESC LIMIT 1) o ON true", 13, types);
+		settle_plan = ow_prepare(RECORD_CTE
+								 " SELECT (SELECT pg_catalog.count(*) FROM claimed), o.kind, o.node_id"
+								 "   FROM (SELECT 1) one LEFT JOIN LATERAL ("
+								 "        SELECT kind, node_id FROM openwop.interrupts"
+								 "         WHERE tenant OPERATOR(pg_catalog.=) $1 AND run_id OPERATOR(pg_catalog.=) $2"
+								 "           AND status OPERATOR(pg_catalog.=) 'pending'"
+								 "           AND interrupt_id OPERATOR(pg_catalog.<>) $12"
+								 "         ORDER BY requested_sequence DESC LIMIT 1) o ON true", 13, types);
+		save_plan = ow_prepare(RECORD_CTE
+							   ", saved AS ("
+							   "  UPDATE openwop.runs"
+							   "     SET next_sequence = $14, status = $15, current_node_id = $16,"
+							   "         updated_at = pg_catalog.now()"
+							   "   WHERE tenant OPERATOR(pg_catalog.=) $1 AND run_id OPERATOR(pg_catalog.=) $2"
+							   "  RETURNING 1"
+							   ")"
+							   " SELECT (SELECT pg_catalog.count(*) FROM claimed),"
+							   "        (SELECT pg_catalog.count(*) FROM saved)", 16, types);
 	}
+#undef RECORD_CTE
 	seq = run->next_sequence;
 	memset(nulls, ' ', sizeof(nulls));
 	args[0] = CStringGetTextDatum(run->tenant);
@@ -213,14 +250,35 @@ ow_record_resolution(OwRun *run, const OwResolution *r)
 	nulls[10] = r->reason ? ' ' : 'n';
 	args[11] = CStringGetTextDatum(r->interrupt_id);
 	args[12] = Int32GetDatum(r->visit);
-	if (SPI_execute_plan(plan, args, nulls, false, 0) != SPI_OK_SELECT || SPI_processed != 1)
+	run->next_sequence = seq + (resumed ? 2 : 1);
+	run->appended += resumed ? 2 : 1;
+	r->saved = false;
+
+	if (resumed && r->other_known)
+	{
+		/* the run's new state is known: write it with the record */
+		resume_run_status(run, r->node_id, r->other_kind, r->other_node);
+		args[13] = Int64GetDatum(run->next_sequence);
+		args[14] = CStringGetTextDatum(run->status);
+		args[15] = run->current_node_id ? CStringGetTextDatum(run->current_node_id) : (Datum) 0;
+		nulls[15] = run->current_node_id ? ' ' : 'n';
+		if (SPI_execute_plan(save_plan, args, nulls, false, 0) != SPI_OK_SELECT || SPI_processed != 1)
+			elog(ERROR, "could not record the resolution of interrupt \"%s\"", r->interrupt_id);
+		if (DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull)) != 1)
+			elog(ERROR, "interrupt \"%s\" is no longer pending", r->interrupt_id);
+		if (DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull)) != 1)
+			elog(ERROR, "could not update run \"%s\"", run->run_id);
+		ow_notify_later(run->run_id, run->first_sequence, run->next_sequence - 1);
+		r->saved = true;
+		return seq;
+	}
+
+	if (SPI_execute_plan(settle_plan, args, nulls, false, 0) != SPI_OK_SELECT || SPI_processed != 1)
 		elog(ERROR, "could not record the resolution of interrupt \"%s\"", r->interrupt_id);
 	if (DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull)) != 1)
 		elog(ERROR, "interrupt \"%s\" is no longer pending", r->interrupt_id);
 	other_kind = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2);
 	other_node = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3);
-	run->next_sequence = seq + (resumed ? 2 : 1);
-	run->appended += resumed ? 2 : 1;
 
 	if (r->fail_code)
 	{
@@ -229,18 +287,7 @@ ow_record_resolution(OwRun *run, const OwResolution *r)
 		if (!ow_run_is_terminal(run->status))
 			(void) settle_run_status(run);
 	}
-	else if (strncmp(run->status, "waiting-", 8) == 0 && other_kind != NULL)
-	{
-		/* another interrupt still holds the run: it waits on the latest raised */
-		run->status = (char *) ow_waiting_status(other_kind);
-		run->current_node_id = other_node;
-	}
 	else
-	{
-		/* INT-3: only a waiting run resumes */
-		if (strncmp(run->status, "waiting-", 8) == 0)
-			run->status = "running";
-		run->current_node_id = (char *) r->node_id;
-	}
+		resume_run_status(run, r->node_id, other_kind, other_node);
 	return seq;
 }

@@ -428,7 +428,7 @@ token_interrupt(OwClaims *c, bool lock_run, OwRun *run, OwPending *p, Jsonb **pa
 	ow_lock_run_id(run, c->tenant, run_id);
 	if (ow_run_is_terminal(run->status))
 		token_already_resolved(c->interrupt_id, psprintf("its run is %s", run->status));
-	if (!ow_find_pending_by_id(run, c->interrupt_id, p))
+	if (!ow_find_pending_by_id(run, c->interrupt_id, c->principal ? c->principal : OW_TOKEN_PRINCIPAL, p))
 		token_already_resolved(c->interrupt_id, "it was already resolved");
 }
 
@@ -748,7 +748,7 @@ ow_mint_interrupt_token(PG_FUNCTION_ARGS)
 		run.tenant = tenant;
 		run.run_id = run_id;
 		(void) ow_approval_eligibility(&run, owj_get(payload, "data")->val.binary.data,
-									   principal, false, &is_override);
+									   principal, false, NULL, &is_override);
 	}
 
 	if (SPI_execute_plan(key_plan, NULL, NULL, true, 1) != SPI_OK_SELECT)

@@ -2,7 +2,7 @@
 -- worked example and pgcrypto, the order of checks, lifetimes, the
 -- keyring, eligibility carried by the token, and idempotency.
 BEGIN;
-SELECT plan(73);
+SELECT plan(75);
 SET LOCAL openwop.tenant = 'acme';
 \ir refusal.psql
 CREATE EXTENSION IF NOT EXISTS pgcrypto;
@@ -136,6 +136,13 @@ SELECT is((SELECT e->'payload'->'resolvedBy' FROM openwop.events('acme/tok-run-0
           '{"id": "alice@example.org"}', '... recorded as that principal');
 SELECT ok(openwop.mint_interrupt_token((SELECT interrupt_id FROM openwop.interrupts WHERE run_id = 'acme/tok-run-0000000006'), 'inspect') IS NOT NULL,
           'an inspect token needs no principal');
+DO $$ BEGIN PERFORM pg_temp.gate('acme/tok-run-0000000011', '{"approverGroupRefs": ["finance"]}');
+            PERFORM openwop.add_group_member('finance', 'dave@example.org'); END $$;
+SELECT is(pg_temp.claims(openwop.mint_interrupt_token((SELECT interrupt_id FROM openwop.interrupts WHERE run_id = 'acme/tok-run-0000000011'),
+                                                      'resolve', NULL, 'dave@example.org'))->>'p',
+          'dave@example.org', 'a resolve token for a group gate is minted for a member of the group');
+SELECT is(pg_temp.refusal($$ SELECT openwop.mint_interrupt_token((SELECT interrupt_id FROM openwop.interrupts WHERE run_id = 'acme/tok-run-0000000011'), 'resolve', NULL, 'erin@example.org') $$)->>'code',
+          'forbidden', '... and refused for anyone else');
 
 -- idempotency on the token surface
 DO $$ BEGIN PERFORM pg_temp.gate('acme/tok-run-0000000008', '{}'); END $$;
