@@ -29,9 +29,8 @@ fi
 sql() { psql -X -q -A -t -v ON_ERROR_STOP=1 "$@"; }
 say() { printf '%s  %s\n' "$(date +%T)" "$*" >&2; }
 tps() { sed -n 's/^tps = \([0-9.]*\) .*/\1/p' | tail -n 1; }
-# median of the numbers on stdin
-median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
-record() {   # figure clients value unit baseline baseline_value target_kind target
+# record FIGURE CLIENTS VALUE UNIT BASELINE BASELINE_VALUE TARGET_KIND TARGET [WAL BASE_WAL FPI BASE_FPI]
+record() {
 	local ratio=NULL met=NULL
 	if [ "$6" != NULL ] && [ "$6" != 0 ]; then
 		ratio=$(awk -v a="$3" -v b="$6" 'BEGIN { printf "%.3f", a / b }')
@@ -47,7 +46,32 @@ record() {   # figure clients value unit baseline baseline_value target_kind tar
 	text) target="'$8'" ;;
 	esac
 	[ "$met" != NULL ] && met="'$met'"
-	sql -c "INSERT INTO bench.results VALUES ('$1', $2, $3, '$4', $( [ "$5" = NULL ] && echo NULL || echo "'$5'"), $6, $ratio, $target, $met)"
+	sql -c "INSERT INTO bench.results VALUES ('$1', $2, $3, '$4', $( [ "$5" = NULL ] && echo NULL || echo "'$5'"), $6, $ratio, $target, $met,
+	                                           ${9:-NULL}, ${10:-NULL}, ${11:-NULL}, ${12:-NULL})"
+}
+# measure PGBENCH-ARGS...: sets MEASURED to "tps wal-bytes-per-transaction
+# full-page-images-per-transaction"; any pgbench error, aborted client or
+# failed transaction stops the benchmark (so never call it inside $(...))
+measure() {
+	local log n t
+	log=$(mktemp)
+	sql -c "SELECT pg_stat_reset_shared('wal')" >/dev/null
+	if ! pgbench "$@" >"$log" 2>&1 || grep -q -e 'aborted' -e '^number of failed transactions: [1-9]' "$log"; then
+		cat "$log" >&2
+		echo "pgbench $* failed" >&2
+		exit 1
+	fi
+	n=$(sed -n 's/^number of transactions actually processed: \([0-9]*\).*/\1/p' "$log")
+	t=$(tps <"$log")
+	rm -f "$log"
+	sleep 0.5   # the clients' backends report their WAL statistics as they exit
+	MEASURED=$(sql -F' ' -c "SELECT $t, round(wal_bytes / $n), round(wal_fpi::numeric / $n, 2) FROM pg_stat_wal")
+	[ -n "$t" ] && [ -n "$MEASURED" ] || { echo "pgbench $* reported no throughput" >&2; exit 1; }
+}
+# the C figures assume the notify relay (the library preloaded, database postgres)
+assert_relay() {
+	[ "$(sql -c "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'openwop notify relay' AND datname = current_database()")" = 1 ] ||
+		{ echo "the openwop notify relay is not running in database $db" >&2; exit 1; }
 }
 settle() { sql -c "ANALYZE" -c "CHECKPOINT"; }
 fresh() {    # the extension with empty tables
@@ -64,30 +88,44 @@ tag=0
 next_tag() { tag=$((tag + 1)); }
 
 # ---------------------------------------------------------------- throughput
-declare -A NB CX PL
+# each round: pgbench -N, the extension, the PL/pgSQL alternative, and the
+# same alternative without its pg_notify (what it costs besides the NOTIFY)
+declare -A NB CX PL PQ NBTPS
+assert_relay
 for c in 1 8 32; do
 	case $c in 1) t=$T1 ;; 8) t=$T8 ;; 32) t=$T32 ;; esac
+	NB[$c]="" CX[$c]="" PL[$c]="" PQ[$c]=""
 	for rep in $(seq 1 $REPS); do
 		say "throughput, $c clients, round $rep: pgbench -N"
 		settle
-		NB[$c]+="$(pgbench -N -c $c -j 2 -T $DUR 2>/dev/null | tps) "
+		measure -N -c $c -j 2 -T $DUR; NB[$c]+="$MEASURED"$'\n'
 		next_tag; sql -c "CALL bench.make_gates($tag, $c, $t)"; settle
 		say "throughput, $c clients, round $rep: resolve (C), $((c * t)) interrupts"
-		CX[$c]+="$(pgbench -n -f "$here/scripts/resolve.pgb" -D impl=openwop -D tag=$tag -D n=0 -c $c -j 2 -t $t 2>/dev/null | tps) "
+		measure -n -f "$here/scripts/resolve.pgb" -D impl=openwop -D tag=$tag -D n=0 -c $c -j 2 -t $t
+		CX[$c]+="$MEASURED"$'\n'
 		next_tag; sql -c "CALL plbench.make_gates($tag, $c, $t)"; settle
 		say "throughput, $c clients, round $rep: resolve (PL/pgSQL), $((c * t)) interrupts"
-		PL[$c]+="$(pgbench -n -f "$here/scripts/resolve.pgb" -D impl=plbench -D tag=$tag -D n=0 -c $c -j 2 -t $t 2>/dev/null | tps) "
+		measure -n -f "$here/scripts/resolve.pgb" -D impl=plbench -D tag=$tag -D n=0 -c $c -j 2 -t $t
+		PL[$c]+="$MEASURED"$'\n'
+		next_tag; sql -c "CALL plbench.make_gates($tag, $c, $t)"; settle
+		say "throughput, $c clients, round $rep: resolve (PL/pgSQL without pg_notify)"
+		PGOPTIONS="-c plbench.notify=off" measure -n -f "$here/scripts/resolve.pgb" -D impl=plbench -D tag=$tag -D n=0 -c $c -j 2 -t $t
+		PQ[$c]+="$MEASURED"$'\n'
 	done
-	nb=$(echo ${NB[$c]} | tr ' ' '\n' | median)
-	cx=$(echo ${CX[$c]} | tr ' ' '\n' | median)
-	pl=$(echo ${PL[$c]} | tr ' ' '\n' | median)
+	# the median round by throughput, with its WAL figures
+	read -r nb nbw nbf <<<"$(printf '%s' "${NB[$c]}" | sort -g | awk '{ r[NR] = $0 } END { print r[int((NR + 1) / 2)] }')"
+	read -r cx cxw cxf <<<"$(printf '%s' "${CX[$c]}" | sort -g | awk '{ r[NR] = $0 } END { print r[int((NR + 1) / 2)] }')"
+	read -r pl plw plf <<<"$(printf '%s' "${PL[$c]}" | sort -g | awk '{ r[NR] = $0 } END { print r[int((NR + 1) / 2)] }')"
+	read -r pq pqw pqf <<<"$(printf '%s' "${PQ[$c]}" | sort -g | awk '{ r[NR] = $0 } END { print r[int((NR + 1) / 2)] }')"
+	NBTPS[$c]=$nb
 	case $c in
-	1) record "resolve/s" $c "$cx" tps "pgbench -N" "$nb" min 1.3 ;;
-	8) record "resolve/s" $c "$cx" tps "pgbench -N" "$nb" min 0.9 ;;
-	*) record "resolve/s" $c "$cx" tps "pgbench -N" "$nb" none - ;;
+	1) record "resolve/s" $c "$cx" tps "pgbench -N" "$nb" min 1.3 "$cxw" "$nbw" "$cxf" "$nbf" ;;
+	8) record "resolve/s" $c "$cx" tps "pgbench -N" "$nb" min 0.9 "$cxw" "$nbw" "$cxf" "$nbf" ;;
+	*) record "resolve/s" $c "$cx" tps "pgbench -N" "$nb" none - "$cxw" "$nbw" "$cxf" "$nbf" ;;
 	esac
-	record "resolve/s vs PL/pgSQL" $c "$cx" tps "PL/pgSQL resolve" "$pl" text "wide margin"
-	record "PL/pgSQL resolve/s" $c "$pl" tps "pgbench -N" "$nb" none -
+	record "resolve/s vs PL/pgSQL" $c "$cx" tps "PL/pgSQL resolve" "$pl" text "wide margin" "$cxw" "$plw" "$cxf" "$plf"
+	record "resolve/s vs PL/pgSQL without NOTIFY" $c "$cx" tps "PL/pgSQL resolve without pg_notify" "$pq" none - "$cxw" "$pqw" "$cxf" "$pqf"
+	record "PL/pgSQL resolve/s" $c "$pl" tps "pgbench -N" "$nb" none - "$plw" "$nbw" "$plf" "$nbf"
 done
 
 # ---------------------------------------------------------------- whole cycle
@@ -95,18 +133,16 @@ for c in 1 8; do
 	case $c in 1) t=$C1 ;; 8) t=$C8 ;; esac
 	next_tag; settle
 	say "whole cycle, $c clients: create_run, start_node, interrupt, resolve, complete_node, complete_run"
-	cyc=$(pgbench -n -f "$here/scripts/cycle.pgb" -D tag=$tag -D n=0 -c $c -j 2 -t $t 2>/dev/null | tps)
-	nb=$(echo ${NB[$c]} | tr ' ' '\n' | median)
-	record "whole runs/s (6 commits each)" $c "$cyc" "runs/s" "pgbench -N" "$nb" none -
+	measure -n -f "$here/scripts/cycle.pgb" -D tag=$tag -D n=0 -c $c -j 2 -t $t
+	read -r cyc cycw cycf <<<"$MEASURED"
+	record "whole runs/s (6 commits each)" $c "$cyc" "runs/s" "pgbench -N" "${NBTPS[$c]}" none - "$cycw" NULL "$cycf" NULL
 done
 
 # ---------------------------------------------------------------- contention
 next_tag; sql -c "CALL bench.make_gates($tag, 1, $M)"; settle
 say "contention: 32 clients race over the same $M interrupts"
-start=$(date +%s.%N)
-pgbench -n -f "$here/scripts/contention.pgb" -D tag=$tag -D n=0 -c 32 -j 2 -t $M >/dev/null 2>&1
-end=$(date +%s.%N)
-attempts=$(awk -v m=$M -v s=$start -v e=$end 'BEGIN { printf "%.1f", 32 * m / (e - s) }')
+measure -n -f "$here/scripts/contention.pgb" -D tag=$tag -D n=0 -c 32 -j 2 -t $M
+read -r attempts _ _ <<<"$MEASURED"
 winners=$(sql -c "SELECT count(*) FROM openwop.interrupts WHERE run_id LIKE 'default/benchmark-run-$tag-0-%' AND status = 'resolved'")
 resolved_events=$(sql -c "SELECT count(*) FROM openwop.events WHERE run_id LIKE 'default/benchmark-run-$tag-0-%' AND type = 'interrupt.resolved'")
 record "contended attempts/s" 32 "$attempts" "attempts/s" NULL NULL none -
@@ -138,25 +174,32 @@ pv=$(rate plbench.verify_interrupt_token)
 record "token verifications/s" 1 "$cv" "per s" "PL/pgSQL + pgcrypto" "$pv" min 10
 
 # ---------------------------------------------------------------- latency at scale
-latency() {   # latency TAG: p50 and p99 in ms of $LAT resolves at 1 client
+latency() {   # latency TAG: "events p50 p99" (ms) of $LAT resolves at 1 client
+	local events n
 	sql -c "CALL bench.make_gates($1, 1, $LAT)"; settle
+	events=$(sql -c "SELECT count(*) FROM openwop.events")
 	rm -f "$out"/lat.*
-	(cd "$out" && pgbench -n -f "$here/scripts/resolve.pgb" -D impl=openwop -D tag=$1 -D n=0 -c 1 -t $LAT -l --log-prefix=lat >/dev/null 2>&1)
+	(cd "$out" && pgbench -n -f "$here/scripts/resolve.pgb" -D impl=openwop -D tag=$1 -D n=0 -c 1 -t $LAT \
+		-l --log-prefix=lat >/dev/null 2>&1) || { echo "the latency run failed" >&2; return 1; }
+	n=$(cat "$out"/lat.* | wc -l)
+	[ "$n" -eq "$LAT" ] || { echo "the latency run logged $n of $LAT transactions" >&2; return 1; }
 	cat "$out"/lat.* | awk '{ print $3 }' | sort -n |
-		awk '{ v[NR] = $1 } END { printf "%.3f %.3f\n", v[int(NR * 0.50 + 0.5)] / 1000, v[int(NR * 0.99 + 0.5)] / 1000 }'
+		awk -v e="$events" '{ v[NR] = $1 } END { printf "%d %.3f %.3f\n", e, v[int(NR * 0.50 + 0.5)] / 1000, v[int(NR * 0.99 + 0.5)] / 1000 }'
 	rm -f "$out"/lat.*
 }
 fresh
+assert_relay
 sql -c "CALL bench.grow_history($SMALL)"
-small_events=$(sql -c "SELECT count(*) FROM openwop.events")
-say "latency: $LAT resolves with $small_events events in the log"
 next_tag
-read -r p50s p99s <<<"$(latency $tag)"
+say "latency: $LAT resolves with about $SMALL events in the log"
+latency $tag >"$out/latency-small.txt" || exit 1
+read -r small_events p50s p99s <"$out/latency-small.txt"
 sql -c "CALL bench.grow_history($LARGE)"
-large_events=$(sql -c "SELECT count(*) FROM openwop.events")
-say "latency: $LAT resolves with $large_events events in the log"
 next_tag
-read -r p50l p99l <<<"$(latency $tag)"
+say "latency: $LAT resolves with about $LARGE events in the log"
+latency $tag >"$out/latency-large.txt" || exit 1
+read -r large_events p50l p99l <"$out/latency-large.txt"
+rm -f "$out/latency-small.txt" "$out/latency-large.txt"
 record "resolve p50 latency, $large_events events" 1 "$p50l" ms "p50 with $small_events events" "$p50s" max 1.25
 record "resolve p99 latency, $large_events events" 1 "$p99l" ms "p99 with $small_events events" "$p99s" none -
 
@@ -174,7 +217,7 @@ sql -F, -c "SELECT tbl, round(bytes::numeric / $STORE) FROM bench.openwop_bytes(
 	>"$out/storage.csv"
 
 # ---------------------------------------------------------------- report
-sql -c "\\copy (SELECT figure, clients, value, unit, baseline, baseline_value, ratio, target, met FROM bench.results) TO '$out/results.csv' CSV HEADER"
+sql -c "\\copy (SELECT * FROM bench.results) TO '$out/results.csv' CSV HEADER"
 {
 	echo "## machine"
 	echo "cpu: $(lscpu | sed -n 's/^Model name: *//p') ($(nproc) cores)"
@@ -188,5 +231,6 @@ sql -c "\\copy (SELECT figure, clients, value, unit, baseline, baseline_value, r
 cat "$out/machine.txt"
 echo
 psql -X -q -P pager=off -c "SELECT figure, clients, round(value, 2) AS value, unit, baseline,
-                                   round(baseline_value, 2) AS baseline_value, ratio, target, met
+                                   round(baseline_value, 2) AS baseline_value, ratio, target, met,
+                                   wal_per_txn || ' / ' || baseline_wal_per_txn AS \"WAL B/txn (vs baseline)\"
                               FROM bench.results"

@@ -1,5 +1,6 @@
 # Resolve throughput next to its baselines.  Called by bench/run with
-# data (clients, pgbench -N, C, PL/pgSQL) and output file names.
+# data (clients, pgbench -N, C, PL/pgSQL, PL/pgSQL without NOTIFY) and
+# output file names.
 set terminal svg size 720,420 dynamic font "sans,12"
 set output outfile
 set termoption noenhanced
@@ -15,4 +16,5 @@ set yrange [0:*]
 set grid ytics
 plot datafile using 2:xtic(1) title "pgbench -N (physical limit)" lc rgb "#9e9e9e", \
      '' using 3 title "openwop.resolve_interrupt (C)" lc rgb "#1565c0", \
-     '' using 4 title "PL/pgSQL resolve (write it yourself)" lc rgb "#ef6c00"
+     '' using 4 title "PL/pgSQL resolve (write it yourself)" lc rgb "#ef6c00", \
+     '' using 5 title "the same PL/pgSQL without its pg_notify" lc rgb "#ffcc80"

@@ -13,9 +13,11 @@
  * commit it writes its (run, range) entries there and wakes the relay,
  * which NOTIFYs them in batches from its own transactions.  Listeners in
  * the relay's database (openwop.database) get them from the relay; in any
- * other database, with no relay running or with the ring full, the
- * transaction NOTIFYs itself as before.  Either way a notification is
- * sent only for a committed change, once per transaction and run.
+ * other database, with no relay running, the ring full or the relay
+ * lagging, the transaction NOTIFYs itself as before.  Either way a
+ * notification is sent only for a committed change, once per transaction
+ * and run (twice at worst, if a relay dies between sending a batch and
+ * recording that it did).
  *
  *-------------------------------------------------------------------------
  */
@@ -41,6 +43,7 @@
 #define RING_SIZE 4096
 #define RUN_ID_BUF 272			/* "anon:" + 128-character tenant + "/" + 128 */
 #define RELAY_BATCH 256
+#define RELAY_STALL_MS 1000		/* an entry waiting this long: the relay lags */
 
 PGDLLEXPORT void ow_relay_main(Datum arg);
 
@@ -50,6 +53,7 @@ typedef struct RingEntry
 {
 	int64		first;
 	int64		last;
+	TimestampTz published;		/* when the committing backend handed it over */
 	char		run_id[RUN_ID_BUF];
 } RingEntry;
 
@@ -58,7 +62,7 @@ typedef struct Ring
 	slock_t		mutex;
 	Latch	   *relay_latch;	/* NULL when no relay is running */
 	Oid			relay_db;
-	uint64		head;			/* next entry the relay reads */
+	uint64		head;			/* next entry the relay sends; advanced once sent */
 	uint64		tail;			/* next entry a backend writes */
 	int			reserved;		/* promised to transactions still committing */
 	RingEntry	entries[RING_SIZE];
@@ -127,17 +131,24 @@ merged_changes(void)
 	return merged;
 }
 
-/* Reserve room for n entries if a relay serves this database. */
+/*
+ * Reserve room for n entries if a relay serves this database and keeps up:
+ * when the oldest waiting entry has waited RELAY_STALL_MS (the relay is
+ * blocked, say behind another session's NOTIFY waiting for a synchronous
+ * standby), the transaction notifies itself instead of queuing behind it.
+ */
 static bool
 ring_reserve(int n)
 {
 	bool		ok = false;
+	TimestampTz stale = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), -RELAY_STALL_MS);
 
 	if (ring == NULL)
 		return false;
 	SpinLockAcquire(&ring->mutex);
 	if (ring->relay_latch != NULL && ring->relay_db == MyDatabaseId &&
-		(ring->tail - ring->head) + ring->reserved + n <= RING_SIZE)
+		(ring->tail - ring->head) + ring->reserved + n <= RING_SIZE &&
+		(ring->head == ring->tail || ring->entries[ring->head % RING_SIZE].published > stale))
 	{
 		ring->reserved += n;
 		ok = true;
@@ -152,6 +163,7 @@ ring_publish(List *batch)
 {
 	Latch	   *latch;
 	ListCell   *lc;
+	TimestampTz now = GetCurrentTimestamp();
 
 	SpinLockAcquire(&ring->mutex);
 	foreach(lc, batch)
@@ -161,6 +173,7 @@ ring_publish(List *batch)
 
 		e->first = c->first;
 		e->last = c->last;
+		e->published = now;
 		strlcpy(e->run_id, c->run_id, RUN_ID_BUF);
 		ring->tail++;
 	}
@@ -330,34 +343,43 @@ relay_detach(int code, Datum arg)
 	SpinLockRelease(&ring->mutex);
 }
 
-/* Send what the ring holds, a batch per transaction.  Returns how many. */
-static int
+/*
+ * Send what the ring holds, a batch per transaction.  Entries between head
+ * and tail never change (backends only write past tail, into room they
+ * reserved), so they are copied out without the lock, and head advances
+ * only once the batch's transaction committed: an error or a FATAL in
+ * between leaves them for the next attempt, so a committed change is
+ * announced at least once, never lost.
+ */
+static void
 relay_drain(void)
 {
-	int			sent = 0;
+	static Change batch[RELAY_BATCH];
+	static char ids[RELAY_BATCH][RUN_ID_BUF];
 
 	for (;;)
 	{
-		Change		batch[RELAY_BATCH];
-		char		ids[RELAY_BATCH][RUN_ID_BUF];
-		int			n = 0;
+		uint64		head;
+		uint64		tail;
+		int			n;
 		int			i;
 
 		SpinLockAcquire(&ring->mutex);
-		while (ring->head < ring->tail && n < RELAY_BATCH)
-		{
-			RingEntry  *e = &ring->entries[ring->head % RING_SIZE];
-
-			memcpy(ids[n], e->run_id, RUN_ID_BUF);
-			batch[n].run_id = ids[n];
-			batch[n].first = e->first;
-			batch[n].last = e->last;
-			n++;
-			ring->head++;
-		}
+		head = ring->head;
+		tail = ring->tail;
 		SpinLockRelease(&ring->mutex);
+		n = (int) Min(tail - head, (uint64) RELAY_BATCH);
 		if (n == 0)
-			return sent;
+			return;
+		for (i = 0; i < n; i++)
+		{
+			RingEntry  *e = &ring->entries[(head + i) % RING_SIZE];
+
+			memcpy(ids[i], e->run_id, RUN_ID_BUF);
+			batch[i].run_id = ids[i];
+			batch[i].first = e->first;
+			batch[i].last = e->last;
+		}
 
 		SetCurrentStatementStartTimestamp();
 		StartTransactionCommand();
@@ -366,7 +388,10 @@ relay_drain(void)
 			Async_Notify(OW_NOTIFY_CHANNEL, payload_of(&batch[i]));
 		CommitTransactionCommand();
 		pgstat_report_activity(STATE_IDLE, NULL);
-		sent += n;
+
+		SpinLockAcquire(&ring->mutex);
+		ring->head = head + n;
+		SpinLockRelease(&ring->mutex);
 	}
 }
 
@@ -397,10 +422,12 @@ ow_relay_main(Datum arg)
 	{
 		MemoryContext oldcxt = CurrentMemoryContext;
 
-		/* entries taken from the ring before an error are lost: logged */
+		long		wait_ms = 1000L;
+
+		/* a failed batch stays in the ring: logged, retried after a pause */
 		PG_TRY();
 		{
-			(void) relay_drain();
+			relay_drain();
 		}
 		PG_CATCH();
 		{
@@ -409,10 +436,11 @@ ow_relay_main(Datum arg)
 			FlushErrorState();
 			AbortCurrentTransaction();
 			pgstat_report_activity(STATE_IDLE, NULL);
+			wait_ms = 100L;
 		}
 		PG_END_TRY();
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						 1000L, PG_WAIT_EXTENSION);
+						 wait_ms, PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);
 		CHECK_FOR_INTERRUPTS();
 		if (ConfigReloadPending)

@@ -256,8 +256,13 @@ ow_record_resolution(OwRun *run, OwResolution *r)
 
 	if (resumed && r->other_known)
 	{
-		/* the run's new state is known: write it with the record */
+		/*
+		 * The run's new state is known: write it with the record.  A resumed
+		 * run is never terminal, so of what ow_save_run writes only the
+		 * sequence, status, current node and updated_at can have changed.
+		 */
 		resume_run_status(run, r->node_id, r->other_kind, r->other_node);
+		Assert(!ow_run_is_terminal(run->status) && run->error == NULL && run->outputs == NULL);
 		args[13] = Int64GetDatum(run->next_sequence);
 		args[14] = CStringGetTextDatum(run->status);
 		args[15] = run->current_node_id ? CStringGetTextDatum(run->current_node_id) : (Datum) 0;

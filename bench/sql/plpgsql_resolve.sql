@@ -72,8 +72,11 @@ BEGIN
   UPDATE plbench.runs
      SET next_sequence = r.next_sequence + 2, status = 'running', updated_at = now()
    WHERE run_id = p_run_id;
-  PERFORM pg_notify('plbench_events',
-                    json_build_object('runId', p_run_id, 'sequence', r.next_sequence + 1)::text);
+  -- plbench.notify = off measures the same function without its NOTIFY
+  IF current_setting('plbench.notify', true) IS DISTINCT FROM 'off' THEN
+    PERFORM pg_notify('plbench_events',
+                      json_build_object('runId', p_run_id, 'sequence', r.next_sequence + 1)::text);
+  END IF;
   RETURN jsonb_build_object('status', 'resolved', 'runId', p_run_id, 'nodeId', p_node_id,
                             'interruptId', i.interrupt_id, 'decision', v_decision,
                             'sequence', r.next_sequence);

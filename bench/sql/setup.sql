@@ -41,11 +41,10 @@ EXCEPTION WHEN SQLSTATE 'PT409' THEN
   RETURN false;
 END $$;
 
--- percentile of a pgbench per-transaction log (latency in microseconds)
-CREATE TABLE bench.latency (us bigint NOT NULL);
-
 -- results, one row per figure
 CREATE TABLE bench.results (
     figure   text, clients int, value numeric, unit text,
-    baseline text, baseline_value numeric, ratio numeric, target text, met text
+    baseline text, baseline_value numeric, ratio numeric, target text, met text,
+    wal_per_txn numeric, baseline_wal_per_txn numeric,     -- WAL bytes per transaction
+    fpi_per_txn numeric, baseline_fpi_per_txn numeric      -- full-page images per transaction
 );

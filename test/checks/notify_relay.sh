@@ -101,4 +101,27 @@ if [ "$got" != "$want" ]; then
 	exit 1
 fi
 echo "a restarted relay relays again"
+
+# a stalled relay: what it holds waits for it, and after a second the
+# committing sessions notify themselves rather than queue behind it
+listen $db 4 "$out/stall.txt"
+sleep 0.5
+kill -STOP "$relay2"
+trap 'kill -CONT '"$relay2"' 2>/dev/null || true; psql -X -q -d $db -c "DROP EXTENSION IF EXISTS openwop_interrupt" >/dev/null 2>&1 || true;
+      psql -X -q -d $db -c "DROP DATABASE IF EXISTS $other" >/dev/null 2>&1 || true; rm -rf "$out"' EXIT
+psql -X -q -v ON_ERROR_STOP=1 -d $db -c "SET openwop.tenant = 'acme'" \
+	-c "SELECT openwop.start_node('acme/relay-run-000000001', 'd')" >/dev/null
+sleep 1.5
+writer=$(psql -X -A -t -q -v ON_ERROR_STOP=1 -d $db -c "SET openwop.tenant = 'acme'" \
+	-c "SELECT pg_backend_pid() FROM (SELECT openwop.start_node('acme/relay-run-000000001', 'e')) x" | tail -n 1)
+kill -CONT "$relay2"
+wait
+got=$(payloads "$out/stall.txt" | sort)
+want=$(printf '%s\n%s\n' "$relay2 {\"runId\": \"acme/relay-run-000000001\", \"fromSequence\": 4, \"sequence\": 4}" \
+	"$writer {\"runId\": \"acme/relay-run-000000001\", \"fromSequence\": 5, \"sequence\": 5}" | sort)
+if [ "$got" != "$want" ]; then
+	echo "with a stalled relay: want" >&2; echo "$want" >&2; echo "got" >&2; cat "$out/stall.txt" >&2
+	exit 1
+fi
+echo "a stalled relay delivers what it holds when it resumes; meanwhile sessions notify themselves"
 echo "notify relay checks passed"
