@@ -17,13 +17,13 @@ if [ "$mode" = quick ]; then
 	T1=2500 T8=600 T32=150          # transactions per client, resolve figures
 	C1=300 C8=100                   # cycles per client
 	M=300                           # interrupts raced over by 32 clients
-	TOKENS=5000 LAT=2000 SMALL=10000 LARGE=200000 STORE=500
+	TOKENS=5000 LAT=1000 SMALL=10000 LARGE=200000 STORE=500
 else
 	SCALE=50 DUR=20 REPS=3
 	T1=12000 T8=3000 T32=750
 	C1=1500 C8=500
 	M=1500
-	TOKENS=20000 LAT=10000 SMALL=10000 LARGE=1000000 STORE=2000
+	TOKENS=20000 LAT=2000 SMALL=10000 LARGE=1000000 STORE=2000
 fi
 
 sql() { psql -X -q -A -t -v ON_ERROR_STOP=1 "$@"; }
@@ -174,9 +174,10 @@ pv=$(rate plbench.verify_interrupt_token)
 record "token verifications/s" 1 "$cv" "per s" "PL/pgSQL + pgcrypto" "$pv" min 10
 
 # ---------------------------------------------------------------- latency at scale
-latency() {   # latency TAG: "events p50 p99" (ms) of $LAT resolves at 1 client
+latency() {   # latency TAG EVENTS: "events p50 p99" (ms) of $LAT resolves at 1 client, the log grown to EVENTS first
 	local events n
-	sql -c "CALL bench.make_gates($1, 1, $LAT)"; settle
+	sql -c "CALL bench.make_gates($1, 1, $LAT)"
+	sql -c "CALL bench.grow_history($2)"; settle
 	events=$(sql -c "SELECT count(*) FROM openwop.events")
 	rm -f "$out"/lat.*
 	(cd "$out" && pgbench -n -f "$here/scripts/resolve.pgb" -D impl=openwop -D tag=$1 -D n=0 -c 1 -t $LAT \
@@ -189,15 +190,13 @@ latency() {   # latency TAG: "events p50 p99" (ms) of $LAT resolves at 1 client
 }
 fresh
 assert_relay
-sql -c "CALL bench.grow_history($SMALL)"
 next_tag
 say "latency: $LAT resolves with about $SMALL events in the log"
-latency $tag >"$out/latency-small.txt" || exit 1
+latency $tag $SMALL >"$out/latency-small.txt" || exit 1
 read -r small_events p50s p99s <"$out/latency-small.txt"
-sql -c "CALL bench.grow_history($LARGE)"
 next_tag
 say "latency: $LAT resolves with about $LARGE events in the log"
-latency $tag >"$out/latency-large.txt" || exit 1
+latency $tag $LARGE >"$out/latency-large.txt" || exit 1
 read -r large_events p50l p99l <"$out/latency-large.txt"
 rm -f "$out/latency-small.txt" "$out/latency-large.txt"
 record "resolve p50 latency, $large_events events" 1 "$p50l" ms "p50 with $small_events events" "$p50s" max 1.25

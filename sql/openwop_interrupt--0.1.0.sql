@@ -246,7 +246,8 @@ CREATE TABLE openwop.group_members (
     group_ref  text COLLATE "C" NOT NULL,
     principal  text COLLATE "C" NOT NULL,
     added_at   timestamptz NOT NULL DEFAULT pg_catalog.now(),
-    PRIMARY KEY (tenant, group_ref, principal)
+    -- principal before group: a resolve reads all of a principal's groups
+    PRIMARY KEY (tenant, principal, group_ref)
 );
 COMMENT ON TABLE openwop.group_members IS
   'DBA-managed membership of the group refs named in approverGroupRefs (and of the override group), per tenant.';
@@ -254,10 +255,6 @@ COMMENT ON COLUMN openwop.group_members.tenant IS 'Tenant the membership applies
 COMMENT ON COLUMN openwop.group_members.group_ref IS 'Opaque group ref, as written in approverGroupRefs.';
 COMMENT ON COLUMN openwop.group_members.principal IS 'Member principal (a JWT sub or a role name).';
 COMMENT ON COLUMN openwop.group_members.added_at IS 'When the membership was added.';
--- a resolve reads the answering principal's groups with the pending interrupt
-CREATE INDEX group_members_by_principal ON openwop.group_members (tenant, principal, group_ref);
-COMMENT ON INDEX openwop.group_members_by_principal IS
-  'The groups of a principal in a tenant, in group order: read by every approval resolve.';
 
 CREATE TABLE openwop.signing_keys (
     kid          text COLLATE "C" PRIMARY KEY,
