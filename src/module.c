@@ -11,11 +11,58 @@
 #include "fmgr.h"
 #include "miscadmin.h"
 #include "postmaster/bgworker.h"
+#include "storage/ipc.h"
+#include "storage/lwlock.h"
+#include "storage/shmem.h"
 #include "utils/guc.h"
 
 PG_MODULE_MAGIC;
 
 void		_PG_init(void);
+
+static shmem_request_hook_type prev_shmem_request_hook = NULL;
+static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
+
+/*
+ * Register a background worker of this library that connects to
+ * openwop.database; restart is seconds before the postmaster restarts it.
+ */
+static void
+register_worker(const char *function, const char *name, int restart)
+{
+	BackgroundWorker worker;
+
+	memset(&worker, 0, sizeof(worker));
+	worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
+	worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
+	worker.bgw_restart_time = restart;
+	snprintf(worker.bgw_library_name, BGW_MAXLEN, "openwop_interrupt");
+	snprintf(worker.bgw_function_name, BGW_MAXLEN, "%s", function);
+	snprintf(worker.bgw_name, BGW_MAXLEN, "%s", name);
+	snprintf(worker.bgw_type, BGW_MAXLEN, "%s", name);
+	RegisterBackgroundWorker(&worker);
+}
+
+/* Shared memory of the timeout worker and of the notify relay. */
+static void
+ow_shmem_request(void)
+{
+	if (prev_shmem_request_hook)
+		prev_shmem_request_hook();
+	RequestAddinShmemSpace(ow_sweeper_shmem_size());
+	RequestAddinShmemSpace(ow_relay_shmem_size());
+}
+
+static void
+ow_shmem_startup(void)
+{
+	if (prev_shmem_startup_hook)
+		prev_shmem_startup_hook();
+	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
+	ow_sweeper_shmem_init();
+	ow_relay_shmem_init();
+	LWLockRelease(AddinShmemInitLock);
+}
 
 /* Tenant of a plain SQL session (DESIGN §4.4); empty means "use the default". */
 char	   *ow_tenant_setting = NULL;
@@ -188,29 +235,13 @@ _PG_init(void)
 								   PGC_POSTMASTER,
 								   0,
 								   NULL, NULL, NULL);
-		ow_sweeper_register();
-		ow_relay_register();
+		prev_shmem_request_hook = shmem_request_hook;
+		shmem_request_hook = ow_shmem_request;
+		prev_shmem_startup_hook = shmem_startup_hook;
+		shmem_startup_hook = ow_shmem_startup;
+		register_worker("ow_sweeper_main", "openwop timeout worker", 10);
+		register_worker("ow_relay_main", "openwop notify relay", 1);
 	}
 
 	MarkGUCPrefixReserved("openwop");
-}
-
-/*
- * Register a background worker of this library that connects to
- * openwop.database; restart is seconds before the postmaster restarts it.
- */
-void
-ow_register_worker(const char *function, const char *name, int restart)
-{
-	BackgroundWorker worker;
-
-	memset(&worker, 0, sizeof(worker));
-	worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
-	worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
-	worker.bgw_restart_time = restart;
-	snprintf(worker.bgw_library_name, BGW_MAXLEN, "openwop_interrupt");
-	snprintf(worker.bgw_function_name, BGW_MAXLEN, "%s", function);
-	snprintf(worker.bgw_name, BGW_MAXLEN, "%s", name);
-	snprintf(worker.bgw_type, BGW_MAXLEN, "%s", name);
-	RegisterBackgroundWorker(&worker);
 }

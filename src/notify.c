@@ -69,8 +69,6 @@ typedef struct Ring
 } Ring;
 
 static Ring *ring = NULL;
-static shmem_request_hook_type prev_shmem_request_hook = NULL;
-static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
 
 /* ----------
  * What this transaction changed, per (sub)transaction level
@@ -294,22 +292,18 @@ ow_notify_later(const char *run_id, int64 first, int64 last)
  * ----------
  */
 
-static void
-ring_shmem_request(void)
+Size
+ow_relay_shmem_size(void)
 {
-	if (prev_shmem_request_hook)
-		prev_shmem_request_hook();
-	RequestAddinShmemSpace(MAXALIGN(sizeof(Ring)));
+	return MAXALIGN(sizeof(Ring));
 }
 
-static void
-ring_shmem_startup(void)
+/* Called under AddinShmemInitLock. */
+void
+ow_relay_shmem_init(void)
 {
 	bool		found;
 
-	if (prev_shmem_startup_hook)
-		prev_shmem_startup_hook();
-	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
 	ring = ShmemInitStruct("openwop_interrupt notify ring", sizeof(Ring), &found);
 	if (!found)
 	{
@@ -319,19 +313,6 @@ ring_shmem_startup(void)
 		ring->head = ring->tail = 0;
 		ring->reserved = 0;
 	}
-	LWLockRelease(AddinShmemInitLock);
-}
-
-/* From _PG_init, when loaded through shared_preload_libraries. */
-void
-ow_relay_register(void)
-{
-	prev_shmem_request_hook = shmem_request_hook;
-	shmem_request_hook = ring_shmem_request;
-	prev_shmem_startup_hook = shmem_startup_hook;
-	shmem_startup_hook = ring_shmem_startup;
-
-	ow_register_worker("ow_relay_main", "openwop notify relay", 1);
 }
 
 static void

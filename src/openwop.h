@@ -305,12 +305,13 @@ extern void ow_approval_vote(OwRun *run, const char *interrupt_id, JsonbContaine
  */
 extern int	ow_sweep_deadlines(int max);
 extern void ow_deadline_raised(void);
-extern void ow_sweeper_register(void);
-extern void ow_register_worker(const char *function, const char *name, int restart);
+extern Size ow_sweeper_shmem_size(void);
+extern void ow_sweeper_shmem_init(void);
 
 /* notify.c */
 extern void ow_notify_later(const char *run_id, int64 first, int64 last);
-extern void ow_relay_register(void);
+extern Size ow_relay_shmem_size(void);
+extern void ow_relay_shmem_init(void);
 
 /* ----------
  * Idempotency records (idempotency.c)

@@ -56,8 +56,6 @@ typedef struct OwShared
 } OwShared;
 
 static OwShared *ow_shared = NULL;
-static shmem_request_hook_type prev_shmem_request_hook = NULL;
-static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
 static bool deadline_raised = false;
 static bool xact_callback_registered = false;
 
@@ -277,41 +275,24 @@ ow_deadline_raised(void)
  * ----------
  */
 
-static void
-sweeper_shmem_request(void)
+Size
+ow_sweeper_shmem_size(void)
 {
-	if (prev_shmem_request_hook)
-		prev_shmem_request_hook();
-	RequestAddinShmemSpace(MAXALIGN(sizeof(OwShared)));
+	return MAXALIGN(sizeof(OwShared));
 }
 
-static void
-sweeper_shmem_startup(void)
+/* Called under AddinShmemInitLock. */
+void
+ow_sweeper_shmem_init(void)
 {
 	bool		found;
 
-	if (prev_shmem_startup_hook)
-		prev_shmem_startup_hook();
-	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
 	ow_shared = ShmemInitStruct("openwop_interrupt", sizeof(OwShared), &found);
 	if (!found)
 	{
 		SpinLockInit(&ow_shared->mutex);
 		ow_shared->worker_latch = NULL;
 	}
-	LWLockRelease(AddinShmemInitLock);
-}
-
-/* From _PG_init, when loaded through shared_preload_libraries. */
-void
-ow_sweeper_register(void)
-{
-	prev_shmem_request_hook = shmem_request_hook;
-	shmem_request_hook = sweeper_shmem_request;
-	prev_shmem_startup_hook = shmem_startup_hook;
-	shmem_startup_hook = sweeper_shmem_startup;
-
-	ow_register_worker("ow_sweeper_main", "openwop timeout worker", 10);
 }
 
 static void
