@@ -8,12 +8,17 @@
  */
 #include "openwop.h"
 
+#include "access/xact.h"
 #include "fmgr.h"
 #include "miscadmin.h"
+#include "pgstat.h"
 #include "postmaster/bgworker.h"
+#include "postmaster/interrupt.h"
 #include "storage/ipc.h"
+#include "storage/latch.h"
 #include "storage/lwlock.h"
 #include "storage/shmem.h"
+#include "tcop/tcopprot.h"
 #include "utils/guc.h"
 
 PG_MODULE_MAGIC;
@@ -244,4 +249,52 @@ _PG_init(void)
 	}
 
 	MarkGUCPrefixReserved("openwop");
+}
+
+/*
+ * The body of both background workers: connect to openwop.database,
+ * attach, then run pass() and sleep on the latch as long as it asks (0:
+ * go again at once).  An error in a pass is logged, its transaction rolled
+ * back, and the worker sleeps error_ms before the next.
+ */
+void
+ow_worker_main(const char *name, void (*attach) (void), long (*pass) (void), long error_ms)
+{
+	pqsignal(SIGHUP, SignalHandlerForConfigReload);
+	pqsignal(SIGTERM, die);
+	BackgroundWorkerUnblockSignals();
+	BackgroundWorkerInitializeConnection(ow_database, NULL, 0);
+	attach();
+	elog(LOG, "%s started in database \"%s\"", name, ow_database);
+
+	for (;;)
+	{
+		volatile long sleep_ms;
+		MemoryContext oldcxt = CurrentMemoryContext;
+
+		PG_TRY();
+		{
+			sleep_ms = pass();
+		}
+		PG_CATCH();
+		{
+			MemoryContextSwitchTo(oldcxt);
+			EmitErrorReport();
+			FlushErrorState();
+			AbortCurrentTransaction();
+			pgstat_report_activity(STATE_IDLE, NULL);
+			sleep_ms = error_ms;
+		}
+		PG_END_TRY();
+		if (sleep_ms > 0)
+			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+							 sleep_ms, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+		if (ConfigReloadPending)
+		{
+			ConfigReloadPending = false;
+			ProcessConfigFile(PGC_SIGHUP);
+		}
+	}
 }

@@ -27,14 +27,10 @@
 #include "commands/async.h"
 #include "miscadmin.h"
 #include "pgstat.h"
-#include "postmaster/bgworker.h"
-#include "postmaster/interrupt.h"
 #include "storage/ipc.h"
 #include "storage/latch.h"
-#include "storage/lwlock.h"
 #include "storage/shmem.h"
 #include "storage/spin.h"
-#include "tcop/tcopprot.h"
 #include "utils/guc.h"
 #include "utils/json.h"
 #include "utils/memutils.h"
@@ -376,15 +372,9 @@ relay_drain(void)
 	}
 }
 
-void
-ow_relay_main(Datum arg)
+static void
+relay_attach(void)
 {
-	pqsignal(SIGHUP, SignalHandlerForConfigReload);
-	pqsignal(SIGTERM, die);
-	BackgroundWorkerUnblockSignals();
-
-	BackgroundWorkerInitializeConnection(ow_database, NULL, 0);
-
 	/*
 	 * Notifications carry no data of their own (listeners read the log), so
 	 * the relay's commits need not wait for a WAL flush.
@@ -396,38 +386,19 @@ ow_relay_main(Datum arg)
 	ring->relay_latch = MyLatch;
 	SpinLockRelease(&ring->mutex);
 	before_shmem_exit(relay_detach, (Datum) 0);
+}
 
-	elog(LOG, "openwop notify relay started in database \"%s\"", ow_database);
+/* One pass: send what waits; then sleep until woken (or a second). */
+static long
+relay_pass(void)
+{
+	relay_drain();
+	return 1000L;
+}
 
-	for (;;)
-	{
-		MemoryContext oldcxt = CurrentMemoryContext;
-
-		long		wait_ms = 1000L;
-
-		/* a failed batch stays in the ring: logged, retried after a pause */
-		PG_TRY();
-		{
-			relay_drain();
-		}
-		PG_CATCH();
-		{
-			MemoryContextSwitchTo(oldcxt);
-			EmitErrorReport();
-			FlushErrorState();
-			AbortCurrentTransaction();
-			pgstat_report_activity(STATE_IDLE, NULL);
-			wait_ms = 100L;
-		}
-		PG_END_TRY();
-		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						 wait_ms, PG_WAIT_EXTENSION);
-		ResetLatch(MyLatch);
-		CHECK_FOR_INTERRUPTS();
-		if (ConfigReloadPending)
-		{
-			ConfigReloadPending = false;
-			ProcessConfigFile(PGC_SIGHUP);
-		}
-	}
+void
+ow_relay_main(Datum arg)
+{
+	/* a failed batch stays in the ring: logged, retried after 100 ms */
+	ow_worker_main("openwop notify relay", relay_attach, relay_pass, 100L);
 }

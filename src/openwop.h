@@ -305,6 +305,8 @@ extern void ow_approval_vote(OwRun *run, const char *interrupt_id, JsonbContaine
  */
 extern int	ow_sweep_deadlines(int max);
 extern void ow_deadline_raised(void);
+extern void ow_worker_main(const char *name, void (*attach) (void), long (*pass) (void),
+						   long error_ms) pg_attribute_noreturn();
 extern Size ow_sweeper_shmem_size(void);
 extern void ow_sweeper_shmem_init(void);
 

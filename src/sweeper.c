@@ -26,18 +26,11 @@
 #include "commands/extension.h"
 #include "miscadmin.h"
 #include "pgstat.h"
-#include "postmaster/bgworker.h"
-#include "postmaster/interrupt.h"
 #include "storage/ipc.h"
 #include "storage/latch.h"
-#include "storage/proc.h"
 #include "storage/shmem.h"
 #include "storage/spin.h"
-#include "tcop/tcopprot.h"
 #include "utils/builtins.h"
-#include "utils/fmgrprotos.h"
-#include "utils/memutils.h"
-#include "utils/resowner.h"
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
@@ -359,51 +352,18 @@ sweeper_pass(void)
 	return sleep_ms;
 }
 
-void
-ow_sweeper_main(Datum arg)
+static void
+sweeper_attach(void)
 {
-	pqsignal(SIGHUP, SignalHandlerForConfigReload);
-	pqsignal(SIGTERM, die);
-	BackgroundWorkerUnblockSignals();
-
-	BackgroundWorkerInitializeConnection(ow_database, NULL, 0);
-
 	SpinLockAcquire(&ow_shared->mutex);
 	ow_shared->worker_latch = MyLatch;
 	SpinLockRelease(&ow_shared->mutex);
 	before_shmem_exit(sweeper_detach, (Datum) 0);
+}
 
-	elog(LOG, "openwop timeout worker started in database \"%s\"", ow_database);
-
-	for (;;)
-	{
-		volatile long sleep_ms;
-		MemoryContext oldcxt = CurrentMemoryContext;
-
-		/* an error in a pass is logged; the worker backs off and carries on */
-		PG_TRY();
-		{
-			sleep_ms = sweeper_pass();
-		}
-		PG_CATCH();
-		{
-			MemoryContextSwitchTo(oldcxt);
-			EmitErrorReport();
-			FlushErrorState();
-			AbortCurrentTransaction();
-			pgstat_report_activity(STATE_IDLE, NULL);
-			sleep_ms = 10000;
-		}
-		PG_END_TRY();
-		if (sleep_ms > 0)
-			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-							 sleep_ms, PG_WAIT_EXTENSION);
-		ResetLatch(MyLatch);
-		CHECK_FOR_INTERRUPTS();
-		if (ConfigReloadPending)
-		{
-			ConfigReloadPending = false;
-			ProcessConfigFile(PGC_SIGHUP);
-		}
-	}
+void
+ow_sweeper_main(Datum arg)
+{
+	/* an error in a pass is logged; the worker backs off 10 s and carries on */
+	ow_worker_main("openwop timeout worker", sweeper_attach, sweeper_pass, 10000L);
 }
