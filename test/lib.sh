@@ -10,7 +10,7 @@ ensure_packages() {
 	command -v pg_virtualenv >/dev/null 2>&1 || want+=(postgresql-common)
 	[ -x /usr/lib/postgresql/$PGVER/bin/postgres ] || want+=(postgresql-$PGVER)
 	[ -x /usr/lib/postgresql/$PGVER/bin/pg_dump ] || want+=(postgresql-client-$PGVER)
-	[ -f /usr/lib/postgresql/$PGVER/lib/pgxs/src/makefiles/pgxs.mk ] || want+=(postgresql-server-dev-$PGVER)
+	[ -f /usr/lib/postgresql/$PGVER/lib/pgxs/src/makefiles/pgxs.mk ] && [ -f /usr/include/postgresql/$PGVER/server/postgres.h ] || want+=(postgresql-server-dev-$PGVER)
 	if [ "${1:-}" = test ]; then
 		[ -f /usr/share/postgresql/$PGVER/extension/pgtap.control ] || want+=(postgresql-$PGVER-pgtap)
 		command -v pg_prove >/dev/null 2>&1 || want+=(libtap-parser-sourcehandler-pgtap-perl)
