@@ -57,9 +57,20 @@ list_has_string(List *l, const char *s)
 	return false;
 }
 
-/* The group refs among refs that principal belongs to, in the run's tenant. */
+/* The refs that name a subject in group_members: its subjectId and its issuer-qualified form. */
+Datum
+ow_subject_refs_array(const OwSubject *who)
+{
+	Datum		elems[2];
+
+	elems[0] = CStringGetTextDatum(who->subject_id);
+	elems[1] = CStringGetTextDatum(ow_subject_ref(who));
+	return PointerGetDatum(construct_array(elems, 2, TEXTOID, -1, false, TYPALIGN_INT));
+}
+
+/* The group refs among refs that the subject belongs to, in the run's tenant. */
 static List *
-member_groups(OwRun *run, const char *principal, List *refs)
+member_groups(OwRun *run, const OwSubject *who, List *refs)
 {
 	static SPIPlanPtr plan = NULL;
 	Datum	   *elems;
@@ -76,16 +87,16 @@ member_groups(OwRun *run, const char *principal, List *refs)
 		elems[n++] = CStringGetTextDatum((char *) lfirst(lc));
 	if (plan == NULL)
 	{
-		Oid			types[3] = {TEXTOID, TEXTOID, TEXTARRAYOID};
+		Oid			types[3] = {TEXTOID, TEXTARRAYOID, TEXTARRAYOID};
 
 		plan = ow_prepare("SELECT group_ref FROM openwop.group_members"
 						  " WHERE tenant OPERATOR(pg_catalog.=) $1"
-						  "   AND principal OPERATOR(pg_catalog.=) $2"
+						  "   AND principal OPERATOR(pg_catalog.=) ANY ($2)"
 						  "   AND group_ref OPERATOR(pg_catalog.=) ANY ($3)"
-						  " ORDER BY group_ref COLLATE pg_catalog.\"C\"", 3, types);
+						  " GROUP BY group_ref ORDER BY group_ref", 3, types);
 	}
 	args[0] = CStringGetTextDatum(run->tenant);
-	args[1] = CStringGetTextDatum(principal);
+	args[1] = ow_subject_refs_array(who);
 	args[2] = PointerGetDatum(construct_array(elems, n, TEXTOID, -1, false, TYPALIGN_INT));
 	if (SPI_execute_plan(plan, args, NULL, true, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not read group memberships");
@@ -95,42 +106,43 @@ member_groups(OwRun *run, const char *principal, List *refs)
 }
 
 /*
- * The role refs that principal holds: the principal is a role name with
- * actual membership of the ref role (not superuser privilege), so a DBA
- * grants approval rights with GRANT.
+ * The role refs that a login holds: actual membership of the ref role (not
+ * superuser privilege), whatever role the session has SET, so a DBA grants
+ * approval rights with GRANT and one login stays one approver.
  */
 static List *
-held_roles(const char *principal, List *refs)
+held_roles(Oid login, List *refs)
 {
-	Oid			member = get_role_oid(principal, true);
 	List	   *out = NIL;
 	ListCell   *lc;
 
-	if (!OidIsValid(member))
+	if (!OidIsValid(login))
 		return NIL;
 	foreach(lc, refs)
 	{
 		Oid			role = get_role_oid((char *) lfirst(lc), true);
 
-		if (OidIsValid(role) && is_member_of_role_nosuper(member, role))
+		if (OidIsValid(role) && is_member_of_role_nosuper(login, role))
 			out = lappend(out, lfirst(lc));
 	}
 	return out;
 }
 
 /*
- * Decide, now, whether principal may vote on the gate described by data;
- * known_groups, when given, are all the principal's groups in the tenant,
- * already read (else they are looked up).
- * Eligible when the gate names no approvers at all, or when the principal
- * is in approversList, in one of approverGroupRefs, or holds one of
- * approverRoleRefs.  Refuses with 403 forbidden otherwise (the run keeps
- * waiting).  Returns the decision to record:
- * {principal, matched: [...], groups: [...], roles: [...], override}.
+ * Decide, now, whether the subject who may vote on the gate described by
+ * data; login is the session's login for a SQL caller (role refs match only
+ * logins), InvalidOid otherwise.  known_groups, when given, are all the
+ * subject's groups in the tenant, already read (else they are looked up).
+ * Eligible when the gate names no approvers at all, or when an
+ * approversList entry names the subject (its subjectId, or
+ * "<issuer>:<subjectId>"), or it is in one of approverGroupRefs, or its
+ * login holds one of approverRoleRefs.  Refuses with 403 forbidden
+ * otherwise (the run keeps waiting).  Returns the decision to record:
+ * {principal, subject, matched: [...], groups: [...], roles: [...], override}.
  */
 Jsonb *
-ow_approval_eligibility(OwRun *run, JsonbContainer *data, const char *principal,
-						bool principal_is_role, List **known_groups, bool *is_override)
+ow_approval_eligibility(OwRun *run, JsonbContainer *data, const OwSubject *who, Oid login,
+						List **known_groups, bool *is_override)
 {
 	List	   *listed = string_list(data, "approversList");
 	List	   *group_refs = string_list(data, "approverGroupRefs");
@@ -146,21 +158,24 @@ ow_approval_eligibility(OwRun *run, JsonbContainer *data, const char *principal,
 		asked = lappend(asked, ow_override_group);
 	if (known_groups)
 	{
-		/* the principal's groups were read with the pending interrupt */
+		/* the subject's groups were read with the pending interrupt */
 		groups = NIL;
 		foreach(lc, *known_groups)
 			if (list_has_string(asked, lfirst(lc)))
 				groups = lappend(groups, lfirst(lc));
 	}
 	else
-		groups = member_groups(run, principal, asked);
-	/* a JWT subject is not a role, whatever its spelling */
-	roles = principal_is_role ? held_roles(principal, role_refs) : NIL;
+		groups = member_groups(run, who, asked);
+	roles = held_roles(login, role_refs);
 	*is_override = ow_override_group && ow_override_group[0] != '\0' &&
 		list_has_string(groups, ow_override_group);
 
-	if (list_has_string(listed, principal))
-		matched = lappend(matched, "approversList");
+	foreach(lc, listed)
+		if (ow_subject_matches(who, lfirst(lc)))
+		{
+			matched = lappend(matched, "approversList");
+			break;
+		}
 	foreach(lc, groups)
 		if (list_has_string(group_refs, lfirst(lc)))
 			matched = lappend(matched, psprintf("group:%s", (char *) lfirst(lc)));
@@ -174,13 +189,14 @@ ow_approval_eligibility(OwRun *run, JsonbContainer *data, const char *principal,
 		OwDetails	d;
 
 		ow_details_init(&d);
-		ow_details_str(&d, "principal", principal);
+		ow_details_str(&d, "principal", who->subject_id);
 		ow_raise(OW_SQLSTATE_403, "forbidden", &d, NULL,
-				 "principal \"%s\" is not an eligible approver of this interrupt", principal);
+				 "principal \"%s\" is not an eligible approver of this interrupt", who->subject_id);
 	}
 
 	owj_begin(&j);
-	owj_str(&j, "principal", principal);
+	owj_str(&j, "principal", who->subject_id);
+	owj_subject(&j, "subject", who);
 	owj_str_array(&j, "matched", matched);
 	owj_str_array(&j, "groups", groups);
 	owj_str_array(&j, "roles", roles);
@@ -189,7 +205,7 @@ ow_approval_eligibility(OwRun *run, JsonbContainer *data, const char *principal,
 }
 
 /*
- * Record principal's vote (a new revision; the latest per voter counts;
+ * Record who's vote (a new revision; the latest per principal counts;
  * the deciding answer of a one-vote gate lives only in interrupt.resolved)
  * and tally the gate:
  *   - ask is recorded and never decides;
@@ -202,7 +218,7 @@ ow_approval_eligibility(OwRun *run, JsonbContainer *data, const char *principal,
  */
 void
 ow_approval_vote(OwRun *run, const char *interrupt_id, JsonbContainer *data,
-				 const char *principal, const char *action, Jsonb *resume_value,
+				 const OwSubject *who, const char *action, Jsonb *resume_value,
 				 Jsonb *eligibility, bool is_override, OwVote *vote)
 {
 	static SPIPlanPtr insert_plan = NULL;
@@ -210,7 +226,7 @@ ow_approval_vote(OwRun *run, const char *interrupt_id, JsonbContainer *data,
 	JsonbValue *v;
 	bool		majority;
 	bool		bypass;
-	Datum		args[6];
+	Datum		args[7];
 	bool		isnull;
 
 	v = owj_get_container(data, "requiredApprovals");
@@ -223,16 +239,17 @@ ow_approval_vote(OwRun *run, const char *interrupt_id, JsonbContainer *data,
 
 	if (insert_plan == NULL)
 	{
-		Oid			types[6] = {TEXTOID, TEXTOID, TEXTOID, TEXTOID, JSONBOID, JSONBOID};
+		Oid			types[7] = {TEXTOID, TEXTOID, TEXTOID, TEXTOID, JSONBOID, JSONBOID, JSONBOID};
 
 		insert_plan = ow_prepare("INSERT INTO openwop.votes"
-								 " (tenant, interrupt_id, voter, revision, action, resume_value, eligibility)"
+								 " (tenant, interrupt_id, voter, revision, action, resume_value, eligibility,"
+								 "  voter_subject)"
 								 " SELECT $1, $2, $3, COALESCE(pg_catalog.max(revision), 0) OPERATOR(pg_catalog.+) 1,"
-								 "        $4, $5, $6"
+								 "        $4, $5, $6, $7"
 								 "   FROM openwop.votes"
 								 "  WHERE tenant OPERATOR(pg_catalog.=) $1"
 								 "    AND interrupt_id OPERATOR(pg_catalog.=) $2"
-								 "    AND voter OPERATOR(pg_catalog.=) $3", 6, types);
+								 "    AND voter OPERATOR(pg_catalog.=) $3", 7, types);
 		tally_plan = ow_prepare("SELECT pg_catalog.count(*) FILTER (WHERE action OPERATOR(pg_catalog.=) ANY"
 								"            ('{accept,edit-accept}'::pg_catalog.text[])),"
 								"       pg_catalog.count(*) FILTER (WHERE action OPERATOR(pg_catalog.=) 'reject'),"
@@ -245,10 +262,11 @@ ow_approval_vote(OwRun *run, const char *interrupt_id, JsonbContainer *data,
 	}
 	args[0] = CStringGetTextDatum(run->tenant);
 	args[1] = CStringGetTextDatum(interrupt_id);
-	args[2] = CStringGetTextDatum(principal);
+	args[2] = CStringGetTextDatum(who->subject_id);
 	args[3] = CStringGetTextDatum(action);
 	args[4] = JsonbPGetDatum(resume_value);
 	args[5] = JsonbPGetDatum(eligibility);
+	args[6] = JsonbPGetDatum(ow_subject_jsonb(who));
 	if (vote->required == 1 && strcmp(action, "ask") != 0)
 	{
 		/*
@@ -264,7 +282,7 @@ ow_approval_vote(OwRun *run, const char *interrupt_id, JsonbContainer *data,
 	else
 	{
 		if (SPI_execute_plan(insert_plan, args, NULL, false, 0) != SPI_OK_INSERT || SPI_processed != 1)
-			elog(ERROR, "could not record the vote of \"%s\"", principal);
+			elog(ERROR, "could not record the vote of \"%s\"", who->subject_id);
 		if (SPI_execute_plan(tally_plan, args, NULL, false, 1) != SPI_OK_SELECT || SPI_processed != 1)
 			elog(ERROR, "could not tally the votes of interrupt \"%s\"", interrupt_id);
 		vote->accepts = (int) DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
@@ -339,9 +357,11 @@ change_membership(FunctionCallInfo fcinfo, bool add)
 							"group_ref and principal must not be null");
 	group_ref = text_to_cstring(PG_GETARG_TEXT_PP(0));
 	principal = text_to_cstring(PG_GETARG_TEXT_PP(1));
-	if (group_ref[0] == '\0' || principal[0] == '\0')
-		ow_validation_error(group_ref[0] == '\0' ? "groupRef" : "principal",
-							"group_ref and principal must not be empty");
+	if (group_ref[0] == '\0')
+		ow_validation_error("groupRef", "group_ref must not be empty");
+	if (!ow_valid_subject_ref(principal))
+		ow_validation_error("principal",
+							"principal must be a subject id, or \"<issuer>:<subject id>\", without white space");
 	if (add && strcmp(principal, OW_TOKEN_PRINCIPAL) == 0)
 		ow_validation_error("principal", "\"%s\" is reserved for tokens that name no principal",
 							OW_TOKEN_PRINCIPAL);

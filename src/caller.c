@@ -1,14 +1,37 @@
 /*-------------------------------------------------------------------------
  *
  * caller.c
- *	  Who is calling (principal, tenant), the id grammars, and the switch to
- *	  the extension owner around table access.
+ *	  Who is calling (a Subject in a tenant, with or without the
+ *	  approvals:respond scope), the id grammars, and the switch to the
+ *	  extension owner around table access.
  *
- * The API functions are SECURITY INVOKER, so current_user is the caller's
- * role (after any SET ROLE, which is what PostgREST does per request).  They
- * become the owner of schema openwop only while running their own prepared
- * statements, in a restricted security context, so application roles need
- * no privilege on the tables at all.
+ * Identity is decided once per API call, before the call becomes the
+ * extension owner, from what the caller cannot forge:
+ *
+ *	- a request session (session_user is a real member of the role named by
+ *	  openwop.jwt_session_role, PostgREST's authenticator) speaks through the
+ *	  verified claims in request.jwt.claims: the subject is (iss, sub), the
+ *	  scope is the "scope" claim, the tenant the configured claim;
+ *	- any other session is its login: session_user, whatever role it has
+ *	  SET, so one login is one voter however many roles it holds.
+ *
+ * No identity at all is given inside a security-restricted operation
+ * (ANALYZE and autovacuum, VACUUM, REINDEX, CREATE INDEX, REFRESH
+ * MATERIALIZED VIEW, and the index and constraint expressions they
+ * evaluate), where code written by a table's owner runs in somebody else's
+ * session; nor to a request session inside a SECURITY DEFINER function,
+ * whose code is not the request's.  Superuser status never makes claims
+ * count.
+ *
+ * The tenant is bound by the DBA: openwop.bound_tenant, a superuser-only
+ * setting given to a login with ALTER ROLE ... SET, names the one tenant the
+ * login acts in, or "*" for the few roles that serve many tenants (their
+ * openwop.tenant chooses).  An unbound login acts in openwop.default_tenant
+ * only.  See docs/security.md.
+ *
+ * The API functions are SECURITY INVOKER; they become the owner of schema
+ * openwop only while running their own prepared statements, in a restricted
+ * security context, so application roles need no privilege on the tables.
  *
  *-------------------------------------------------------------------------
  */
@@ -17,14 +40,14 @@
 #include "access/htup_details.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_class.h"
+#include "common/base64.h"
 #include "common/jsonapi.h"
 #include "mb/pg_wchar.h"
-#include "utils/acl.h"
-#include "utils/lsyscache.h"
-#include "common/base64.h"
 #include "miscadmin.h"
+#include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
+#include "utils/lsyscache.h"
 #include "utils/syscache.h"
 
 /* GUCs, defined in module.c */
@@ -32,126 +55,287 @@ extern char *ow_tenant_setting;
 extern char *ow_default_tenant;
 extern char *ow_tenant_claim;
 extern char *ow_jwt_session_role;
+extern char *ow_bound_tenant;
+extern char *ow_approver_role;
 
-/*
- * May this session speak for others through request.jwt.claims?  Any role
- * can SET that setting, so claims count only where the session user is
- * trusted to have verified them: a session of the role named by
- * openwop.jwt_session_role (PostgREST's authenticator), or a superuser's.
- * Anywhere else the caller is current_user in openwop.tenant.
+#define OW_SCOPE "approvals:respond"
+
+/* ----------
+ * Subjects (OpenWOP identity, "The Subject is the owner")
+ * ----------
  */
+
+/* Is the character at p white space, as JSON Schema's \s reads it? */
 static bool
-claims_trusted(void)
+is_space_at(const unsigned char *p, bool utf8)
 {
-	Oid			session = GetSessionUserId();
+	pg_wchar	c;
 
-	if (superuser_arg(session))
+	if (*p == ' ' || (*p >= 0x09 && *p <= 0x0d))
 		return true;
-	if (ow_jwt_session_role != NULL && ow_jwt_session_role[0] != '\0')
-	{
-		Oid			role = get_role_oid(ow_jwt_session_role, true);
+	if (*p < 0x80 || !utf8)
+		return false;
+	c = utf8_to_unicode(p);
+	return c == 0xa0 || c == 0x1680 || (c >= 0x2000 && c <= 0x200a) || c == 0x2028 ||
+		c == 0x2029 || c == 0x202f || c == 0x205f || c == 0x3000 || c == 0xfeff;
+}
 
-		return OidIsValid(role) && has_privs_of_role(session, role);
+/* s is min to max characters with no white space, and no "/" when no_slash. */
+static bool
+no_space_span(const char *s, int min, int max, bool no_slash)
+{
+	const unsigned char *p = (const unsigned char *) s;
+	bool		utf8 = GetDatabaseEncoding() == PG_UTF8;
+	int			chars = 0;
+
+	while (*p)
+	{
+		if (is_space_at(p, utf8) || (no_slash && *p == '/'))
+			return false;
+		p += utf8 ? pg_utf_mblen(p) : pg_mblen((const char *) p);
+		chars++;
 	}
-	return false;
+	return chars >= min && chars <= max;
+}
+
+/* subjectId: ^[^\s/]{1,256}$ */
+bool
+ow_valid_subject_id(const char *s)
+{
+	return no_space_span(s, 1, 256, true);
 }
 
 /*
- * The verified JWT claims PostgREST put in request.jwt.claims, or NULL when
- * the setting is absent or empty (a plain SQL session) or not trusted here.
+ * A ref that names a subject (an approversList entry, a group member): a
+ * subjectId, or "<issuer>:<subjectId>"; in either case no white space.
  */
+bool
+ow_valid_subject_ref(const char *s)
+{
+	return no_space_span(s, 1, 1024 + 1 + 256, false);
+}
+
+/* issuer: ^\S+$, 1 to 1024 characters */
+static bool
+valid_issuer(const char *s)
+{
+	return no_space_span(s, 1, 1024, false);
+}
+
+static void
+set_subject(OwSubject *s, const char *issuer, const char *subject_id, const char *tenant,
+			const char *lane, const char *kind)
+{
+	s->issuer = pstrdup(issuer);
+	s->subject_id = pstrdup(subject_id);
+	s->tenant = pstrdup(tenant);
+	s->lane = lane;
+	s->kind = kind;
+}
+
+/* The host itself, deciding by its own clock (deadlines). */
+void
+ow_host_subject(OwSubject *s, const char *tenant)
+{
+	set_subject(s, OW_ISSUER_HOST, "deadline", tenant, "workload", "workload");
+}
+
+/*
+ * The holder of an interrupt token: the principal the token was minted for
+ * (the token is a key this host issued for that one decision), or, for a
+ * token that names none, whoever holds the link.
+ */
+void
+ow_token_subject(OwSubject *s, const char *tenant, const char *principal)
+{
+	if (principal)
+		set_subject(s, OW_ISSUER_TOKEN, principal, tenant, "api-key", "user");
+	else
+		set_subject(s, OW_ISSUER_ANON, OW_TOKEN_PRINCIPAL, tenant, "anonymous", "anonymous");
+}
+
+/* The Subject object {issuer, subjectId, tenant, lane, kind} under key. */
+void
+owj_subject(OwJson *j, const char *key, const OwSubject *s)
+{
+	owj_begin_object(j, key);
+	owj_str(j, "issuer", s->issuer);
+	owj_str(j, "subjectId", s->subject_id);
+	owj_str(j, "tenant", s->tenant);
+	owj_str(j, "lane", s->lane);
+	owj_str(j, "kind", s->kind);
+	owj_end_object(j);
+}
+
+/*
+ * The legacy subject of a principal recorded before this host stamped
+ * Subjects ({"id": ...}): issuer urn:openwop:legacy, lane api-key, kind
+ * user, as OpenWOP's legacy subject rule says.
+ */
+void
+owj_legacy_subject(OwJson *j, const char *key, const char *id, const char *tenant)
+{
+	OwSubject	s;
+
+	set_subject(&s, "urn:openwop:legacy", id, tenant, "api-key", "user");
+	owj_subject(j, key, &s);
+}
+
 Jsonb *
-ow_jwt_claims(void)
+ow_subject_jsonb(const OwSubject *s)
+{
+	OwJson		j;
+
+	owj_begin(&j);
+	owj_str(&j, "issuer", s->issuer);
+	owj_str(&j, "subjectId", s->subject_id);
+	owj_str(&j, "tenant", s->tenant);
+	owj_str(&j, "lane", s->lane);
+	owj_str(&j, "kind", s->kind);
+	return owj_end(&j);
+}
+
+/* The issuer-qualified ref of a subject, "<issuer>:<subjectId>". */
+char *
+ow_subject_ref(const OwSubject *s)
+{
+	return psprintf("%s:%s", s->issuer, s->subject_id);
+}
+
+/*
+ * Does an eligibility ref (an approversList entry, a group member) name
+ * this subject?  A bare ref names a subjectId under any issuer the host
+ * trusts; "<issuer>:<subjectId>" pins the issuer.
+ */
+bool
+ow_subject_matches(const OwSubject *s, const char *ref)
+{
+	size_t		ilen = strlen(s->issuer);
+
+	if (strcmp(ref, s->subject_id) == 0)
+		return true;
+	return strncmp(ref, s->issuer, ilen) == 0 && ref[ilen] == ':' &&
+		strcmp(ref + ilen + 1, s->subject_id) == 0;
+}
+
+/* ----------
+ * Where identity may be taken from
+ * ----------
+ */
+
+static void
+no_identity_here(const char *where)
+{
+	OwDetails	d;
+
+	ow_details_init(&d);
+	ow_details_str(&d, "context", where);
+	ow_raise(OW_SQLSTATE_403, "forbidden", &d,
+			 "Call openwop functions directly from the session that acts, not from code that ANALYZE, VACUUM, an index or a SECURITY DEFINER function runs.",
+			 "openwop cannot tell who is calling inside %s", where);
+}
+
+/*
+ * Is this a request session: does the login really belong to the role named
+ * by openwop.jwt_session_role?  Real membership, so a superuser's session
+ * is one only if a DBA made it so.
+ */
+static bool
+request_session(void)
+{
+	Oid			role;
+
+	if (ow_jwt_session_role == NULL || ow_jwt_session_role[0] == '\0')
+		return false;
+	role = get_role_oid(ow_jwt_session_role, true);
+	return OidIsValid(role) && is_member_of_role_nosuper(GetSessionUserId(), role);
+}
+
+/*
+ * The verified JWT claims of a request session: request.jwt.claims as an
+ * object ({} when PostgREST set none).
+ */
+static Jsonb *
+request_claims(void)
 {
 	const char *raw = GetConfigOption("request.jwt.claims", true, false);
 	JsonLexContext *lex;
+	Jsonb	   *claims;
 
-	if (raw == NULL || raw[0] == '\0' || !claims_trusted())
-		return NULL;
+	if (raw == NULL || raw[0] == '\0')
+		raw = "{}";
 	lex = makeJsonLexContextCstringLen(pstrdup(raw), strlen(raw), GetDatabaseEncoding(), false);
-	if (pg_parse_json(lex, &nullSemAction) != JSON_SUCCESS)
+	if (pg_parse_json(lex, &nullSemAction) != JSON_SUCCESS ||
+		!JB_ROOT_IS_OBJECT((claims = DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(raw))))))
 	{
 		OwDetails	d;
 
 		ow_details_init(&d);
 		ow_details_str(&d, "field", "request.jwt.claims");
 		ow_raise(OW_SQLSTATE_400, "validation_error", &d, NULL,
-				 "request.jwt.claims is not valid JSON");
+				 "request.jwt.claims is not a JSON object");
 	}
-	return DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(raw)));
+	return claims;
 }
 
-static char *
-claim_string(Jsonb *claims, const char *name)
+static void
+unresolvable(const char *claim, const char *why)
 {
-	if (claims == NULL || name == NULL || name[0] == '\0')
-		return NULL;
-	return owj_string(owj_get(claims, name));
+	OwDetails	d;
+
+	ow_details_init(&d);
+	ow_details_str(&d, "claim", claim);
+	ow_raise(OW_SQLSTATE_401, "identity_unresolvable", &d, NULL,
+			 "the verified identity resolves to no subject: %s", why);
 }
 
-/*
- * The principal: the "sub" claim when trusted claims carry one, else
- * current_user.  *is_role (may be NULL) tells whether it is a role name, the
- * only kind of principal approverRoleRefs can match.
- */
-char *
-ow_caller_principal_ex(bool *is_role)
+/* The subject of a request session's claims: (iss, sub), or anonymous. */
+static void
+claims_subject(Jsonb *claims, const char *tenant, OwSubject *s)
 {
-	char	   *sub = claim_string(ow_jwt_claims(), "sub");
+	JsonbValue *sub = owj_get(claims, "sub");
+	JsonbValue *iss = owj_get(claims, "iss");
+	char	   *issuer = OW_ISSUER_JWT;
 
-	if (is_role)
-		*is_role = sub == NULL || sub[0] == '\0';
-	if (sub != NULL && sub[0] != '\0')
-		return sub;
-	return GetUserNameFromId(GetUserId(), false);
-}
-
-char *
-ow_caller_principal(void)
-{
-	return ow_caller_principal_ex(NULL);
-}
-
-/*
- * The tenant: the configured claim (openwop.tenant_claim) of the JWT, else
- * the openwop.tenant setting, else openwop.default_tenant.
- */
-char *
-ow_caller_tenant(void)
-{
-	Jsonb	   *claims = ow_jwt_claims();
-	char	   *tenant = NULL;
-	const char *source = "the JWT claim named by openwop.tenant_claim";
-
-	if (claims != NULL && ow_tenant_claim != NULL && ow_tenant_claim[0] != '\0')
+	if (sub == NULL)
 	{
-		JsonbValue *v = owj_get(claims, ow_tenant_claim);
-
-		/* a tenant claim that is there but unusable never falls back */
-		if (v != NULL && (v->type != jbvString || v->val.string.len == 0))
-		{
-			OwDetails	d;
-
-			ow_details_init(&d);
-			ow_details_str(&d, "claim", ow_tenant_claim);
-			ow_raise(OW_SQLSTATE_403, "forbidden", &d, NULL,
-					 "the JWT claim \"%s\" does not name a tenant", ow_tenant_claim);
-		}
-		tenant = owj_string(v);
+		set_subject(s, OW_ISSUER_ANON, "anonymous", tenant, "anonymous", "anonymous");
+		return;
 	}
-	if (tenant == NULL)
+	if (sub->type != jbvString || !ow_valid_subject_id(owj_string(sub)))
+		unresolvable("sub", "the sub claim must be a string of 1 to 256 characters without white space or \"/\"");
+	if (iss != NULL)
 	{
-		if (ow_tenant_setting != NULL && ow_tenant_setting[0] != '\0')
-		{
-			tenant = ow_tenant_setting;
-			source = "openwop.tenant";
-		}
-		else
-		{
-			tenant = ow_default_tenant;
-			source = "openwop.default_tenant";
-		}
+		if (iss->type != jbvString || !valid_issuer(owj_string(iss)))
+			unresolvable("iss", "the iss claim must be a string of 1 to 1024 characters without white space");
+		issuer = owj_string(iss);
+		if (strncmp(issuer, OW_ISSUER_PREFIX, strlen(OW_ISSUER_PREFIX)) == 0)
+			unresolvable("iss", "issuers under " OW_ISSUER_PREFIX " name this host's own subjects");
 	}
+	set_subject(s, issuer, owj_string(sub), tenant, "oauth2", "user");
+}
+
+/* ----------
+ * The tenant
+ * ----------
+ */
+
+static void
+tenant_refused(const char *asked, const char *source, const char *tenant, const char *why)
+{
+	OwDetails	d;
+
+	ow_details_init(&d);
+	ow_details_str(&d, "tenant", asked);
+	ow_details_str(&d, "callerTenant", tenant);
+	ow_raise(OW_SQLSTATE_403, "id_tenant_mismatch", &d,
+			 "A DBA binds a login to its tenant with ALTER ROLE ... SET openwop.bound_tenant.",
+			 "tenant \"%s\" named by %s is not this caller's: %s", asked, source, why);
+}
+
+static void
+check_tenant_grammar(const char *tenant, const char *source)
+{
 	if (!ow_valid_tenant(tenant))
 	{
 		OwDetails	d;
@@ -162,8 +346,227 @@ ow_caller_tenant(void)
 				 "A tenant is 1 to 128 characters of A-Z a-z 0-9 . _ ~ -, optionally prefixed \"anon:\".",
 				 "tenant \"%s\" taken from %s is not a valid tenant id", tenant, source);
 	}
-	return tenant;
 }
+
+/*
+ * The caller's tenant.  The login's binding (openwop.bound_tenant) decides
+ * first: a bound login acts in its tenant only, and a claim or setting
+ * naming another is refused.  Then, for a request session, the tenant
+ * claim; for a login bound to "*" (or a superuser), openwop.tenant; else
+ * openwop.default_tenant, where an unbound login stays.
+ */
+static char *
+caller_tenant(Jsonb *claims, bool superuser_login)
+{
+	const char *bound = ow_bound_tenant ? ow_bound_tenant : "";
+	bool		single = bound[0] != '\0' && strcmp(bound, "*") != 0;
+	char	   *asked = NULL;
+	const char *source = NULL;
+
+	if (claims != NULL)
+	{
+		if (ow_tenant_claim != NULL && ow_tenant_claim[0] != '\0')
+		{
+			JsonbValue *v = owj_get(claims, ow_tenant_claim);
+
+			/* a tenant claim that is there but unusable never falls back */
+			if (v != NULL && (v->type != jbvString || v->val.string.len == 0))
+			{
+				OwDetails	d;
+
+				ow_details_init(&d);
+				ow_details_str(&d, "claim", ow_tenant_claim);
+				ow_raise(OW_SQLSTATE_403, "forbidden", &d, NULL,
+						 "the JWT claim \"%s\" does not name a tenant", ow_tenant_claim);
+			}
+			asked = owj_string(v);
+			source = "the JWT tenant claim";
+		}
+	}
+	else if (ow_tenant_setting != NULL && ow_tenant_setting[0] != '\0')
+	{
+		asked = ow_tenant_setting;
+		source = "openwop.tenant";
+	}
+
+	if (single)
+	{
+		if (asked && strcmp(asked, bound) != 0)
+			tenant_refused(asked, source, bound, "this login is bound to another tenant");
+		return pstrdup(bound);
+	}
+	if (asked && claims == NULL && bound[0] == '\0' && !superuser_login &&
+		strcmp(asked, ow_default_tenant) != 0)
+		tenant_refused(asked, source, ow_default_tenant,
+					   "openwop.tenant chooses the tenant only for logins bound to \"*\"");
+	if (asked)
+	{
+		check_tenant_grammar(asked, source);
+		return pstrdup(asked);
+	}
+	check_tenant_grammar(ow_default_tenant, "openwop.default_tenant");
+	return pstrdup(ow_default_tenant);
+}
+
+/* ----------
+ * The caller
+ * ----------
+ */
+
+/*
+ * Who is calling, in which tenant.  Call it at the top of an API function,
+ * before ow_become_owner: inside the owner's restricted context it refuses,
+ * like any security-restricted operation.
+ */
+void
+ow_caller(OwCaller *c)
+{
+	bool		request;
+
+	if (InSecurityRestrictedOperation())
+		no_identity_here("a security-restricted operation");
+	request = request_session();
+	if (request && InLocalUserIdChange())
+		no_identity_here("a SECURITY DEFINER function of a request session");
+
+	memset(c, 0, sizeof(*c));
+	c->login = GetSessionUserId();
+	if (request)
+	{
+		c->claims = request_claims();
+		c->subject.tenant = caller_tenant(c->claims, false);
+		claims_subject(c->claims, c->subject.tenant, &c->subject);
+		c->login = InvalidOid;
+	}
+	else
+	{
+		char	   *login = GetUserNameFromId(c->login, false);
+		char	   *tenant = caller_tenant(NULL, superuser_arg(c->login));
+
+		if (!ow_valid_subject_id(login))
+		{
+			OwDetails	d;
+
+			ow_details_init(&d);
+			ow_details_str(&d, "login", login);
+			ow_raise(OW_SQLSTATE_401, "identity_unresolvable", &d, NULL,
+					 "login \"%s\" is not a valid subject id (1 to 256 characters without white space or \"/\")",
+					 login);
+		}
+		set_subject(&c->subject, OW_ISSUER_SESSION, login, tenant, "session", "user");
+	}
+	if (strcmp(c->subject.subject_id, OW_TOKEN_PRINCIPAL) == 0)
+	{
+		OwDetails	d;
+
+		ow_details_init(&d);
+		ow_details_str(&d, "subjectId", OW_TOKEN_PRINCIPAL);
+		ow_raise(OW_SQLSTATE_403, "forbidden", &d, NULL,
+				 "\"%s\" is reserved for the holders of tokens that name no principal",
+				 OW_TOKEN_PRINCIPAL);
+	}
+}
+
+/* The caller's tenant alone (reads that need no more). */
+char *
+ow_caller_tenant(void)
+{
+	OwCaller	c;
+
+	ow_caller(&c);
+	return c.subject.tenant;
+}
+
+/*
+ * Does the caller hold approvals:respond?  A request session only through
+ * its "scope" claim (space-separated string or array), whatever role the
+ * JWT maps to; a login through real membership of openwop.approver_role
+ * (superuser status does not count).
+ */
+static bool
+has_scope(const OwCaller *c)
+{
+	Oid			role;
+
+	if (c->claims)
+	{
+		JsonbValue *scope = owj_get(c->claims, "scope");
+
+		/* an anonymous request holds no scope, whatever its claims say */
+		if (strcmp(c->subject.lane, "anonymous") == 0)
+			return false;
+		if (scope && scope->type == jbvString)
+		{
+			char	   *s = owj_string(scope);
+			char	   *tok;
+			char	   *save = NULL;
+
+			for (tok = strtok_r(s, " ", &save); tok; tok = strtok_r(NULL, " ", &save))
+				if (strcmp(tok, OW_SCOPE) == 0)
+					return true;
+		}
+		else if (owj_is_array(scope))
+		{
+			int			i;
+
+			for (i = 0; i < (int) JsonContainerSize(scope->val.binary.data); i++)
+			{
+				char	   *s = owj_string(getIthJsonbValueFromContainer(scope->val.binary.data, i));
+
+				if (s && strcmp(s, OW_SCOPE) == 0)
+					return true;
+			}
+		}
+		return false;
+	}
+	role = get_role_oid(ow_approver_role, true);
+	return OidIsValid(role) && is_member_of_role_nosuper(c->login, role);
+}
+
+/* Refuse a caller without approvals:respond (403 forbidden). */
+void
+ow_check_scope(const OwCaller *c)
+{
+	OwDetails	d;
+
+	if (has_scope(c))
+		return;
+	ow_details_init(&d);
+	ow_details_str(&d, "requiredScope", OW_SCOPE);
+	ow_raise(OW_SQLSTATE_403, "forbidden", &d,
+			 c->claims
+			 ? psprintf("Put %s in the JWT scope claim.", OW_SCOPE)
+			 : psprintf("Grant the role %s to the login.", ow_approver_role),
+			 "resolving an interrupt needs the %s scope", OW_SCOPE);
+}
+
+/*
+ * openwop.current_caller() → jsonb: who this session is to openwop —
+ * {subject, tenant, source, scopes} — for a DBA setting up roles, bindings
+ * and PostgREST.
+ */
+PG_FUNCTION_INFO_V1(ow_current_caller);
+
+Datum
+ow_current_caller(PG_FUNCTION_ARGS)
+{
+	OwCaller	c;
+	OwJson		j;
+
+	ow_caller(&c);
+	owj_begin(&j);
+	owj_subject(&j, "subject", &c.subject);
+	owj_str(&j, "tenant", c.subject.tenant);
+	owj_str(&j, "source", c.claims ? "request.jwt.claims" : "session_user");
+	owj_str_array(&j, "scopes", has_scope(&c) ? list_make1(OW_SCOPE) : NIL);
+	PG_RETURN_JSONB_P(owj_end(&j));
+}
+
+/* ----------
+ * Id grammars
+ * ----------
+ */
+
 
 static bool
 is_unreserved(char c)
@@ -446,6 +849,8 @@ ow_is_admin(void)
 void
 ow_require_admin(const char *what)
 {
+	if (InSecurityRestrictedOperation())
+		no_identity_here("a security-restricted operation");
 	if (!ow_is_admin())
 	{
 		OwDetails	d;

@@ -97,10 +97,8 @@ static bool lock_run_row(OwRun *run, const char *tenant, const char *run_id, boo
  * decides what a terminal status means for its operation.
  */
 void
-ow_lock_run(OwRun *run, const char *run_id_input)
+ow_lock_run(OwRun *run, const char *tenant, const char *run_id_input)
 {
-	char	   *tenant = ow_caller_tenant();
-
 	ow_lock_run_id(run, tenant, ow_normalize_run_id(run_id_input, tenant));
 }
 
@@ -359,6 +357,45 @@ ow_events_append_only(PG_FUNCTION_ARGS)
 }
 
 /*
+ * An event's payload as read back.  An interrupt.resolved recorded before
+ * this host stamped Subjects carries resolvedBy {"id": ...}: it is read
+ * with the legacy subject OpenWOP prescribes for such history (issuer
+ * urn:openwop:legacy), never rewritten in the log.
+ */
+Jsonb *
+ow_event_payload(const char *type, Jsonb *payload, const char *tenant)
+{
+	JsonbValue *by;
+	JsonbValue *id;
+	JsonbIterator *it;
+	JsonbValue	v;
+	JsonbIteratorToken tok;
+	OwJson		j;
+
+	if (strcmp(type, "interrupt.resolved") != 0 || (by = owj_get(payload, "resolvedBy")) == NULL ||
+		!owj_is_object(by) || owj_get_container(by->val.binary.data, "issuer") != NULL ||
+		(id = owj_get_container(by->val.binary.data, "id")) == NULL || id->type != jbvString)
+		return payload;
+
+	owj_begin(&j);
+	it = JsonbIteratorInit(&payload->root);
+	while ((tok = JsonbIteratorNext(&it, &v, true)) != WJB_DONE)
+	{
+		char	   *k;
+
+		if (tok != WJB_KEY)
+			continue;
+		k = pnstrdup(v.val.string.val, v.val.string.len);
+		JsonbIteratorNext(&it, &v, true);
+		if (strcmp(k, "resolvedBy") == 0)
+			owj_legacy_subject(&j, k, owj_string(id), tenant);
+		else
+			owj_value(&j, k, &v);
+	}
+	return owj_end(&j);
+}
+
+/*
  * openwop.events(run_id, after_sequence, max) → SETOF jsonb
  *
  * Envelopes in sequence order: eventId, runId, type, payload, timestamp,
@@ -438,6 +475,7 @@ ow_events(PG_FUNCTION_ARGS)
 		int64		seq = DatumGetInt64(SPI_getbinval(tup, desc, 1, &isnull));
 		char	   *node_id = SPI_getvalue(tup, desc, 3);
 		char	   *causation = SPI_getvalue(tup, desc, 7);
+		char	   *type = SPI_getvalue(tup, desc, 2);
 		OwJson		j;
 		Datum		value;
 		bool		nullflag = false;
@@ -445,8 +483,9 @@ ow_events(PG_FUNCTION_ARGS)
 		owj_begin(&j);
 		owj_str(&j, "eventId", psprintf("%s." INT64_FORMAT, prefix, seq));
 		owj_str(&j, "runId", run_id);
-		owj_str(&j, "type", SPI_getvalue(tup, desc, 2));
-		owj_jsonb(&j, "payload", DatumGetJsonbP(SPI_getbinval(tup, desc, 4, &isnull)));
+		owj_str(&j, "type", type);
+		owj_jsonb(&j, "payload", ow_event_payload(type, DatumGetJsonbP(SPI_getbinval(tup, desc, 4, &isnull)),
+												 tenant));
 		owj_str(&j, "timestamp",
 				owj_iso8601(DatumGetTimestampTz(SPI_getbinval(tup, desc, 5, &isnull))));
 		owj_int(&j, "sequence", seq);
@@ -497,7 +536,7 @@ ow_run_snapshot(PG_FUNCTION_ARGS)
 	{
 		Oid			types[2] = {TEXTOID, TEXTOID};
 
-		plan = ow_prepare("SELECT workflow_id, status, owner_principal, current_node_id,"
+		plan = ow_prepare("SELECT workflow_id, status, owner, current_node_id,"
 						  "       error, configurable, metadata"
 						  "  FROM openwop.runs"
 						  " WHERE tenant OPERATOR(pg_catalog.=) $1"
@@ -517,9 +556,7 @@ ow_run_snapshot(PG_FUNCTION_ARGS)
 	owj_str(&j, "status", spi_text(2));
 	owj_begin_object(&j, "owner");
 	owj_str(&j, "tenant", tenant);
-	owj_begin_object(&j, "subject");
-	owj_str(&j, "id", spi_text(3));
-	owj_end_object(&j);
+	owj_jsonb(&j, "subject", DatumGetJsonbP(spi_datum(3, &isnull)));
 	owj_end_object(&j);
 	owj_int(&j, "eventLogSchemaVersion", 1);
 	if ((s = spi_text(4)) != NULL)

@@ -13,6 +13,9 @@
  * whole transaction back, and a refused request changed nothing, so
  * repeating it yields the same refusal.
  *
+ * A record belongs to the subject that made it: another subject presenting
+ * the same key gets idempotency_key_mismatch, never the stored response.
+ *
  *-------------------------------------------------------------------------
  */
 #include "openwop.h"
@@ -118,36 +121,50 @@ try_insert(SPIPlanPtr plan, Datum *args, const char *key)
 	return c.inserted;
 }
 
+static void
+mismatch(void)
+{
+	OwDetails	d;
+
+	ow_details_init(&d);
+	ow_raise(OW_SQLSTATE_409, "idempotency_key_mismatch", &d,
+			 "Use a new idempotency key for a different request.",
+			 "the idempotency key was already used with a different request");
+}
+
 /*
- * Claim (tenant, endpoint, key) for a request with digest.  Returns NULL
- * when this request is the one to process, or the stored final response of
- * an earlier request with the same key and body (to replay).
+ * Claim (tenant, endpoint, key) for a request with digest made by who.
+ * Returns NULL when this request is the one to process, or the stored
+ * final response of an earlier request of the same subject with the same
+ * key and body (to replay).
  */
 Jsonb *
 ow_idempotency_claim(const char *tenant, const char *endpoint, const char *key,
-					 const char *digest)
+					 const char *digest, const OwSubject *who)
 {
 	static SPIPlanPtr insert_plan = NULL;
 	static SPIPlanPtr read_plan = NULL;
 	static SPIPlanPtr drop_plan = NULL;
-	Datum		args[5];
+	Datum		args[7];
 	int			attempt;
+	OwJson		j;
 
 	if (insert_plan == NULL)
 	{
-		Oid			types[5] = {TEXTOID, TEXTOID, TEXTOID, TEXTOID, INT4OID};
+		Oid			types[7] = {TEXTOID, TEXTOID, TEXTOID, TEXTOID, INT4OID, JSONBOID, JSONBOID};
 
 		insert_plan = ow_prepare("INSERT INTO openwop.idempotency_keys"
-								 " (tenant, endpoint, key, request_digest, expires_at)"
+								 " (tenant, endpoint, key, request_digest, expires_at, principal)"
 								 " VALUES ($1, $2, $3, $4, pg_catalog.now()"
-								 "   OPERATOR(pg_catalog.+) pg_catalog.make_interval(secs => $5))"
-								 " ON CONFLICT DO NOTHING", 5, types);
+								 "   OPERATOR(pg_catalog.+) pg_catalog.make_interval(secs => $5), $6)"
+								 " ON CONFLICT DO NOTHING", 7, types);
 		read_plan = ow_prepare("SELECT request_digest, response,"
-							   "       expires_at OPERATOR(pg_catalog.<) pg_catalog.now()"
+							   "       expires_at OPERATOR(pg_catalog.<) pg_catalog.now(),"
+							   "       COALESCE(principal OPERATOR(pg_catalog.@>) $7, false)"
 							   "  FROM openwop.idempotency_keys"
 							   " WHERE tenant OPERATOR(pg_catalog.=) $1"
 							   "   AND endpoint OPERATOR(pg_catalog.=) $2"
-							   "   AND key OPERATOR(pg_catalog.=) $3", 3, types);
+							   "   AND key OPERATOR(pg_catalog.=) $3", 7, types);
 		drop_plan = ow_prepare("DELETE FROM openwop.idempotency_keys"
 							   " WHERE tenant OPERATOR(pg_catalog.=) $1"
 							   "   AND endpoint OPERATOR(pg_catalog.=) $2"
@@ -159,6 +176,11 @@ ow_idempotency_claim(const char *tenant, const char *endpoint, const char *key,
 	args[2] = CStringGetTextDatum(key);
 	args[3] = CStringGetTextDatum(digest);
 	args[4] = Int32GetDatum(ow_idempotency_retention);
+	args[5] = JsonbPGetDatum(ow_subject_jsonb(who));
+	owj_begin(&j);
+	owj_str(&j, "issuer", who->issuer);
+	owj_str(&j, "subjectId", who->subject_id);
+	args[6] = JsonbPGetDatum(owj_end(&j));
 
 	for (attempt = 0; attempt < 2; attempt++)
 	{
@@ -187,15 +209,9 @@ ow_idempotency_claim(const char *tenant, const char *endpoint, const char *key,
 				elog(ERROR, "could not remove an expired idempotency key");
 			continue;
 		}
-		if (strcmp(stored_digest, digest) != 0)
-		{
-			OwDetails	d;
-
-			ow_details_init(&d);
-			ow_raise(OW_SQLSTATE_409, "idempotency_key_mismatch", &d,
-					 "Use a new idempotency key for a different request.",
-					 "the idempotency key was already used with a different request");
-		}
+		/* another subject's key, or another body: never the stored response */
+		if (!DatumGetBool(SPI_getbinval(tup, desc, 4, &isnull)) || strcmp(stored_digest, digest) != 0)
+			mismatch();
 		if (no_response)
 			in_flight(key);
 		return DatumGetJsonbPCopy(response);

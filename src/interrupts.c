@@ -597,7 +597,7 @@ static Jsonb *
 resolved_envelope(OwRun *run, const char *interrupt_id, int64 resolved_seq, MemoryContext resultctx)
 {
 	static SPIPlanPtr plan = NULL;
-	static const char *const copied[] = {"resumeValue", "decision", "action", "reason", NULL};
+	static const char *const copied[] = {"resumeValue", "decision", "action", "reason", "resolvedBy", NULL};
 	Datum		args[3];
 	bool		isnull;
 	Jsonb	   *ev;
@@ -622,7 +622,9 @@ resolved_envelope(OwRun *run, const char *interrupt_id, int64 resolved_seq, Memo
 	if (SPI_execute_plan(plan, args, NULL, true, 1) != SPI_OK_SELECT || SPI_processed != 1)
 		elog(ERROR, "interrupt \"%s\" has no interrupt.resolved event at sequence " INT64_FORMAT,
 			 interrupt_id, resolved_seq);
-	ev = DatumGetJsonbP(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	ev = ow_event_payload("interrupt.resolved",
+						  DatumGetJsonbP(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull)),
+						  run->tenant);
 
 	old = MemoryContextSwitchTo(resultctx);
 	owj_begin(&j);
@@ -766,6 +768,7 @@ ow_interrupt(PG_FUNCTION_ARGS)
 	char	   *node_id;
 	Jsonb	   *request;
 	int32		ordinal;
+	char	   *tenant;
 	OwPriv		priv;
 	OwRun		run;
 	OwExec		ex;
@@ -787,10 +790,11 @@ ow_interrupt(PG_FUNCTION_ARGS)
 		ow_validation_error("nodeId", "\"%s\" is not a valid node id", node_id);
 	if (ordinal < 0)
 		ow_validation_error("ordinal", "ordinal must be 0 or greater, not %d", ordinal);
+	tenant = ow_caller_tenant();
 
 	SPI_connect();
 	ow_become_owner(&priv);
-	ow_lock_run(&run, run_input);
+	ow_lock_run(&run, tenant, run_input);
 	ow_latest_exec(&run, node_id, &ex);
 	if (!ex.found)
 	{

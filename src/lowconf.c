@@ -169,6 +169,7 @@ ow_record_agent_decision(PG_FUNCTION_ARGS)
 	static SPIPlanPtr find_plan = NULL;
 	MemoryContext callerctx = CurrentMemoryContext;
 	char	   *run_input;
+	char	   *tenant;
 	char	   *node_id;
 	char	   *agent_id;
 	bool		has_conf = !PG_ARGISNULL(3);
@@ -198,10 +199,11 @@ ow_record_agent_decision(PG_FUNCTION_ARGS)
 		has_conf = false;
 	if (has_conf && (confidence < 0.0 || confidence > 1.0))
 		ow_validation_error("confidence", "confidence must be between 0 and 1");
+	tenant = ow_caller_tenant();
 
 	SPI_connect();
 	ow_become_owner(&priv);
-	ow_lock_run(&run, run_input);
+	ow_lock_run(&run, tenant, run_input);
 	if (ow_run_is_terminal(run.status))
 		ow_run_terminal(run.run_id, run.status);
 	ow_latest_exec(&run, node_id, &ex);

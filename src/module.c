@@ -78,8 +78,11 @@ char	   *ow_default_tenant = NULL;
 /* Name of the request.jwt.claims member that carries the tenant. */
 char	   *ow_tenant_claim = NULL;
 
-/* When set, request.jwt.claims count only in sessions of this role. */
+/* Logins that are members of this role speak through request.jwt.claims. */
 char	   *ow_jwt_session_role = NULL;
+
+/* The tenant a login is bound to ("*": any; empty: the default tenant only). */
+char	   *ow_bound_tenant = NULL;
 
 /* The role whose members hold approvals:respond in SQL sessions. */
 char	   *ow_approver_role = NULL;
@@ -100,19 +103,29 @@ double		ow_escalation_threshold = 0.7;
 int			ow_token_ttl = 1800;
 int			ow_token_max_ttl = 604800;
 
-/* Key that encrypts signing secrets at rest (pgcrypto); superuser-only. */
-char	   *ow_key_encryption_key = NULL;
+/* File holding the passphrase that encrypts signing secrets at rest (pgcrypto). */
+char	   *ow_key_encryption_key_file = NULL;
 
 /* Database the timeout worker serves, and its longest sleep in seconds. */
 char	   *ow_database = NULL;
 int			ow_sweeper_interval = 60;
 
+/* openwop.bound_tenant: empty, "*", or a tenant id */
+static bool
+check_bound_tenant(char **newval, void **extra, GucSource source)
+{
+	if (**newval == '\0' || strcmp(*newval, "*") == 0 || ow_valid_tenant(*newval))
+		return true;
+	GUC_check_errdetail("A bound tenant is a tenant id, \"*\" (any tenant), or empty (the default tenant only).");
+	return false;
+}
+
 void
 _PG_init(void)
 {
 	DefineCustomStringVariable("openwop.tenant",
-							   "Tenant of this session's OpenWOP calls.",
-							   "Used when request.jwt.claims carries no tenant claim. Empty means openwop.default_tenant.",
+							   "Tenant of this session's OpenWOP calls, for logins bound to \"*\".",
+							   "A login bound to one tenant acts in it whatever this says; an unbound login acts in openwop.default_tenant. Empty means openwop.default_tenant.",
 							   &ow_tenant_setting,
 							   "",
 							   PGC_USERSET,
@@ -138,13 +151,22 @@ _PG_init(void)
 							   NULL, NULL, NULL);
 
 	DefineCustomStringVariable("openwop.jwt_session_role",
-							   "Role whose sessions may pass identity in request.jwt.claims.",
-							   "Set it to PostgREST's authenticator role; other sessions then cannot forge a principal or tenant with SET request.jwt.claims. Empty trusts every session.",
+							   "Role whose member logins speak through request.jwt.claims.",
+							   "Set it to PostgREST's authenticator role. Only sessions whose login is a real member of it (superuser status does not count) take identity, tenant and scope from the claims; everyone else is their login. Empty: no session does.",
 							   &ow_jwt_session_role,
 							   "",
 							   PGC_SUSET,
 							   0,
 							   NULL, NULL, NULL);
+
+	DefineCustomStringVariable("openwop.bound_tenant",
+							   "Tenant this login is bound to: one tenant id, or \"*\" for a login that serves many.",
+							   "A DBA sets it per login with ALTER ROLE ... SET; the login cannot change it. Empty: the login acts in openwop.default_tenant only.",
+							   &ow_bound_tenant,
+							   "",
+							   PGC_SUSET,
+							   GUC_NO_RESET_ALL,
+							   check_bound_tenant, NULL, NULL);
 
 	DefineCustomStringVariable("openwop.approver_role",
 							   "Role whose members hold the approvals:respond scope in SQL sessions.",
@@ -220,13 +242,13 @@ _PG_init(void)
 							GUC_UNIT_S,
 							NULL, NULL, NULL);
 
-	DefineCustomStringVariable("openwop.key_encryption_key",
-							   "Passphrase that encrypts signing secrets at rest with pgcrypto.",
-							   "Set it in postgresql.conf. Superusers and members of pg_read_all_settings can read it.",
-							   &ow_key_encryption_key,
+	DefineCustomStringVariable("openwop.key_encryption_key_file",
+							   "File holding the passphrase that encrypts signing secrets at rest with pgcrypto.",
+							   "The file must be owned by the server's OS user and readable by nobody else; the passphrase itself is never a setting, so it reaches no log and no SHOW.",
+							   &ow_key_encryption_key_file,
 							   "",
 							   PGC_SUSET,
-							   GUC_SUPERUSER_ONLY | GUC_NO_SHOW_ALL | GUC_NOT_IN_SAMPLE,
+							   GUC_SUPERUSER_ONLY | GUC_NOT_IN_SAMPLE,
 							   NULL, NULL, NULL);
 
 	/* the timeout worker exists only when loaded at server start */

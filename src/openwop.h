@@ -118,10 +118,55 @@ extern char *owj_iso8601(TimestampTz ts);
  * Caller model and ids (caller.c)
  * ----------
  */
-extern Jsonb *ow_jwt_claims(void);
-extern char *ow_caller_principal(void);
-extern char *ow_caller_principal_ex(bool *is_role);
+
+/*
+ * A Subject (OpenWOP identity): who acts, as {issuer, subjectId, tenant,
+ * lane, kind}.  Within a tenant, subjectId is the principal: the key of a
+ * vote and what eligibility refs name.
+ */
+typedef struct OwSubject
+{
+	char	   *issuer;
+	char	   *subject_id;
+	char	   *tenant;
+	const char *lane;
+	const char *kind;
+} OwSubject;
+
+/* The issuers of the subjects this host vouches for itself. */
+#define OW_ISSUER_PREFIX "urn:openwop-interrupt:"
+#define OW_ISSUER_SESSION OW_ISSUER_PREFIX "session"	/* SQL logins */
+#define OW_ISSUER_TOKEN OW_ISSUER_PREFIX "interrupt-token"	/* tokens minted for a principal */
+#define OW_ISSUER_ANON OW_ISSUER_PREFIX "anon-surface"	/* anonymous callers, bare tokens */
+#define OW_ISSUER_HOST OW_ISSUER_PREFIX "host"	/* the host's own deadlines */
+#define OW_ISSUER_JWT OW_ISSUER_PREFIX "jwt"	/* JWTs that carry no iss claim */
+
+/*
+ * The voter of a token that names no principal.  Reserved: no caller,
+ * group member or token principal may be called this.
+ */
+#define OW_TOKEN_PRINCIPAL "token-holder"
+
+/* The caller of an API function, decided once, before it becomes the owner. */
+typedef struct OwCaller
+{
+	OwSubject	subject;		/* who, in which tenant (subject.tenant) */
+	Oid			login;			/* session_user of a SQL session, else InvalidOid */
+	Jsonb	   *claims;			/* verified claims of a request session, else NULL */
+} OwCaller;
+
+extern void ow_caller(OwCaller *c);
 extern char *ow_caller_tenant(void);
+extern void ow_check_scope(const OwCaller *c);
+extern void ow_host_subject(OwSubject *s, const char *tenant);
+extern void ow_token_subject(OwSubject *s, const char *tenant, const char *principal);
+extern void owj_subject(OwJson *j, const char *key, const OwSubject *s);
+extern void owj_legacy_subject(OwJson *j, const char *key, const char *id, const char *tenant);
+extern Jsonb *ow_subject_jsonb(const OwSubject *s);
+extern char *ow_subject_ref(const OwSubject *s);
+extern bool ow_subject_matches(const OwSubject *s, const char *ref);
+extern bool ow_valid_subject_id(const char *s);
+extern bool ow_valid_subject_ref(const char *s);
 extern char *ow_normalize_run_id(const char *input, const char *caller_tenant);
 extern char *ow_normalize_id(const char *input, const char *caller_tenant, const char *field,
 							 const char *what);
@@ -140,15 +185,9 @@ typedef struct OwPriv
 } OwPriv;
 
 extern void ow_become_owner(OwPriv *priv);
+extern void ow_restore_user(OwPriv *priv);
 extern void ow_require_admin(const char *what);
 extern bool ow_is_admin(void);
-
-/*
- * The voter of a token that names no principal.  Reserved: no caller,
- * group member or token principal may be called this.
- */
-#define OW_TOKEN_PRINCIPAL "token-holder"
-extern void ow_restore_user(OwPriv *priv);
 
 /* ----------
  * Event log (eventlog.c)
@@ -178,7 +217,8 @@ extern SPIPlanPtr ow_prepare(const char *sql, int nargs, Oid *argtypes);
 extern int	ow_run_query(SPIPlanPtr *plan, const char *sql, OwRun *run, const char *node_id,
 						 bool read_only, long count);
 extern bool ow_run_is_terminal(const char *status);
-extern void ow_lock_run(OwRun *run, const char *run_id_input);
+extern void ow_lock_run(OwRun *run, const char *tenant, const char *run_id_input);
+extern Jsonb *ow_event_payload(const char *type, Jsonb *payload, const char *tenant);
 extern void ow_lock_run_id(OwRun *run, const char *tenant, const char *run_id);
 extern bool ow_try_lock_run_id(OwRun *run, const char *tenant, const char *run_id);
 extern int64 ow_append(OwRun *run, const char *type, const char *node_id, Jsonb *payload);
@@ -240,14 +280,13 @@ typedef struct OwPending
 	bool		overdue;		/* past its deadline */
 	char	   *other_kind;		/* the run's other pending interrupt, if any */
 	char	   *other_node;
-	List	   *groups;			/* the answering principal's groups in the tenant */
+	List	   *groups;			/* the answering subject's groups in the tenant */
 } OwPending;
 
-extern Jsonb *ow_resolve_locked(OwRun *run, OwPending *p, Jsonb *value, const char *principal,
-								bool principal_is_role, MemoryContext resultctx);
-extern bool ow_find_pending_by_id(OwRun *run, const char *interrupt_id, const char *principal,
+extern Jsonb *ow_resolve_locked(OwRun *run, OwPending *p, Jsonb *value, const OwSubject *who,
+								Oid login, MemoryContext resultctx);
+extern bool ow_find_pending_by_id(OwRun *run, const char *interrupt_id, const OwSubject *who,
 								  OwPending *p);
-extern void ow_check_scope(void);
 
 /* ----------
  * Recording an interrupt's outcome (resolution.c)
@@ -263,7 +302,7 @@ typedef struct OwResolution
 	const char *decision;		/* granted, rejected, overridden or NULL */
 	const char *action;			/* approval action, or NULL */
 	const char *reason;			/* e.g. timeout, quorum-reject, or NULL */
-	const char *principal;		/* resolver; NULL when the host decided */
+	const OwSubject *resolver;	/* who decided; NULL: the host (deadlines) */
 	Jsonb	   *eligibility;	/* recorded eligibility decision, or NULL */
 	const char *fail_code;		/* fail closed with this code, or NULL */
 	const char *fail_message;
@@ -275,7 +314,7 @@ typedef struct OwResolution
 
 extern int64 ow_record_resolution(OwRun *run, OwResolution *r);
 extern void ow_fail_closed(OwRun *run, const char *node_id, const char *code,
-						   const char *message, const char *principal);
+						   const char *message);
 
 /* ----------
  * Approval gates (approvals.c)
@@ -293,10 +332,11 @@ typedef struct OwVote
 	int			voters;
 } OwVote;
 
-extern Jsonb *ow_approval_eligibility(OwRun *run, JsonbContainer *data, const char *principal,
-									  bool principal_is_role, List **known_groups, bool *is_override);
+extern Datum ow_subject_refs_array(const OwSubject *who);
+extern Jsonb *ow_approval_eligibility(OwRun *run, JsonbContainer *data, const OwSubject *who,
+									  Oid login, List **known_groups, bool *is_override);
 extern void ow_approval_vote(OwRun *run, const char *interrupt_id, JsonbContainer *data,
-							 const char *principal, const char *action, Jsonb *resume_value,
+							 const OwSubject *who, const char *action, Jsonb *resume_value,
 							 Jsonb *eligibility, bool is_override, OwVote *vote);
 
 /* ----------
@@ -322,7 +362,7 @@ extern void ow_relay_shmem_init(void);
 extern void ow_check_idempotency_key(const char *key);
 extern char *ow_request_digest(Jsonb *request);
 extern Jsonb *ow_idempotency_claim(const char *tenant, const char *endpoint,
-								   const char *key, const char *digest);
+								   const char *key, const char *digest, const OwSubject *who);
 extern void ow_idempotency_complete(const char *tenant, const char *endpoint,
 									const char *key, Jsonb *response);
 extern Jsonb *ow_replay_response(Jsonb *stored);

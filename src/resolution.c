@@ -39,8 +39,7 @@ failure_is_routed(OwRun *run, const char *node_id)
  * any_failed edge, otherwise it fails naming the node.
  */
 void
-ow_fail_closed(OwRun *run, const char *node_id, const char *code, const char *message,
-			const char *principal)
+ow_fail_closed(OwRun *run, const char *node_id, const char *code, const char *message)
 {
 	OwExec		ex;
 	OwJson		j;
@@ -56,7 +55,7 @@ ow_fail_closed(OwRun *run, const char *node_id, const char *code, const char *me
 	ow_fail_execution(run, node_id, &ex, error);
 	if (failure_is_routed(run, node_id))
 		return;
-	ow_end_run(run, OW_FAIL, error, node_id, NULL, principal);
+	ow_end_run(run, OW_FAIL, error, node_id, NULL, NULL);
 }
 
 /*
@@ -129,6 +128,7 @@ ow_record_resolution(OwRun *run, OwResolution *r)
 	char	   *other_kind;
 	char	   *other_node;
 	int64		seq;
+	OwSubject	host;
 
 	owj_begin(&j);
 	owj_str(&j, "nodeId", r->node_id);
@@ -136,12 +136,13 @@ ow_record_resolution(OwRun *run, OwResolution *r)
 	owj_str(&j, "kind", r->kind);
 	if (r->resume_value)
 		owj_jsonb(&j, "resumeValue", r->resume_value);
-	if (r->principal)
+	/* the resolver, or the host when it decided (deadlines) */
+	if (r->resolver == NULL)
 	{
-		owj_begin_object(&j, "resolvedBy");
-		owj_str(&j, "id", r->principal);
-		owj_end_object(&j);
+		ow_host_subject(&host, run->tenant);
+		r->resolver = &host;
 	}
+	owj_subject(&j, "resolvedBy", r->resolver);
 	if (r->decision)
 		owj_str(&j, "decision", r->decision);
 	if (r->action)
@@ -207,7 +208,7 @@ ow_record_resolution(OwRun *run, OwResolution *r)
 	if (settle_plan == NULL)
 	{
 		Oid			types[16] = {TEXTOID, TEXTOID, INT8OID, TEXTOID, JSONBOID, JSONBOID, JSONBOID,
-		TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, INT4OID, INT8OID, TEXTOID, TEXTOID};
+		TEXTOID, TEXTOID, JSONBOID, TEXTOID, TEXTOID, INT4OID, INT8OID, TEXTOID, TEXTOID};
 
 		settle_plan = ow_prepare(RECORD_CTE
 								 " SELECT (SELECT pg_catalog.count(*) FROM claimed), o.kind, o.node_id"
@@ -244,8 +245,7 @@ ow_record_resolution(OwRun *run, OwResolution *r)
 	nulls[7] = r->decision ? ' ' : 'n';
 	args[8] = r->action ? CStringGetTextDatum(r->action) : (Datum) 0;
 	nulls[8] = r->action ? ' ' : 'n';
-	args[9] = r->principal ? CStringGetTextDatum(r->principal) : (Datum) 0;
-	nulls[9] = r->principal ? ' ' : 'n';
+	args[9] = JsonbPGetDatum(ow_subject_jsonb(r->resolver));
 	args[10] = r->reason ? CStringGetTextDatum(r->reason) : (Datum) 0;
 	nulls[10] = r->reason ? ' ' : 'n';
 	args[11] = CStringGetTextDatum(r->interrupt_id);
@@ -288,7 +288,7 @@ ow_record_resolution(OwRun *run, OwResolution *r)
 	if (r->fail_code)
 	{
 		/* the disposition may end the run or route on: read what holds it afterwards */
-		ow_fail_closed(run, r->node_id, r->fail_code, r->fail_message, r->principal);
+		ow_fail_closed(run, r->node_id, r->fail_code, r->fail_message);
 		if (!ow_run_is_terminal(run->status))
 			(void) settle_run_status(run);
 	}

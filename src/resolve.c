@@ -23,64 +23,6 @@
 
 PG_FUNCTION_INFO_V1(ow_resolve_interrupt);
 
-extern char *ow_approver_role;
-
-#define OW_SCOPE "approvals:respond"
-
-
-/*
- * approvals:respond: in the JWT "scope" claim (space-separated string or
- * array), or, for SQL sessions, through the privileges of the role named by
- * openwop.approver_role (superusers have every role's privileges).
- */
-void
-ow_check_scope(void)
-{
-	Jsonb	   *claims = ow_jwt_claims();
-	Oid			role;
-
-	if (claims)
-	{
-		JsonbValue *scope = owj_get(claims, "scope");
-
-		if (scope && scope->type == jbvString)
-		{
-			char	   *s = owj_string(scope);
-			char	   *tok;
-			char	   *save = NULL;
-
-			for (tok = strtok_r(s, " ", &save); tok; tok = strtok_r(NULL, " ", &save))
-				if (strcmp(tok, OW_SCOPE) == 0)
-					return;
-		}
-		else if (owj_is_array(scope))
-		{
-			int			i;
-
-			for (i = 0; i < (int) JsonContainerSize(scope->val.binary.data); i++)
-			{
-				char	   *s = owj_string(getIthJsonbValueFromContainer(scope->val.binary.data, i));
-
-				if (s && strcmp(s, OW_SCOPE) == 0)
-					return;
-			}
-		}
-	}
-	role = get_role_oid(ow_approver_role, true);
-	if ((OidIsValid(role) && has_privs_of_role(GetUserId(), role)) || superuser())
-		return;
-
-	{
-		OwDetails	d;
-
-		ow_details_init(&d);
-		ow_details_str(&d, "requiredScope", OW_SCOPE);
-		ow_raise(OW_SQLSTATE_403, "forbidden", &d,
-				 psprintf("Grant the role %s to the caller, or put %s in the JWT scope claim.",
-						  ow_approver_role, OW_SCOPE),
-				 "resolving an interrupt needs the %s scope", OW_SCOPE);
-	}
-}
 
 /*
  * The pending interrupt of a locked run, named by node (find_pending) or by
@@ -96,7 +38,8 @@ ow_check_scope(void)
 	"       o.kind, o.node_id," \
 	"       ARRAY(SELECT g.group_ref FROM openwop.group_members g" \
 	"              WHERE g.tenant OPERATOR(pg_catalog.=) i.tenant" \
-	"                AND g.principal OPERATOR(pg_catalog.=) $4 ORDER BY g.group_ref)" \
+	"                AND g.principal OPERATOR(pg_catalog.=) ANY ($4)" \
+	"              GROUP BY g.group_ref ORDER BY g.group_ref)" \
 	"  FROM openwop.interrupts i" \
 	"  LEFT JOIN LATERAL (SELECT x.kind, x.node_id FROM openwop.interrupts x" \
 	"                      WHERE x.tenant OPERATOR(pg_catalog.=) i.tenant" \
@@ -111,7 +54,7 @@ ow_check_scope(void)
 
 static bool
 read_pending(SPIPlanPtr *plan, const char *sql, OwRun *run, const char *match,
-			 const char *principal, OwPending *p)
+			 const OwSubject *who, OwPending *p)
 {
 	Datum		args[4];
 	HeapTuple	tup;
@@ -121,14 +64,14 @@ read_pending(SPIPlanPtr *plan, const char *sql, OwRun *run, const char *match,
 
 	if (*plan == NULL)
 	{
-		Oid			types[4] = {TEXTOID, TEXTOID, TEXTOID, TEXTOID};
+		Oid			types[4] = {TEXTOID, TEXTOID, TEXTOID, TEXTARRAYOID};
 
 		*plan = ow_prepare(sql, 4, types);
 	}
 	args[0] = CStringGetTextDatum(run->tenant);
 	args[1] = CStringGetTextDatum(run->run_id);
 	args[2] = CStringGetTextDatum(match);
-	args[3] = CStringGetTextDatum(principal);
+	args[3] = ow_subject_refs_array(who);
 	if (SPI_execute_plan(*plan, args, NULL, false, 1) != SPI_OK_SELECT)
 		elog(ERROR, "could not look up the pending interrupt \"%s\"", match);
 	if (SPI_processed == 0)
@@ -161,20 +104,20 @@ read_pending(SPIPlanPtr *plan, const char *sql, OwRun *run, const char *match,
 
 /* The pending interrupt of node_id in the locked run, if any. */
 static bool
-find_pending(OwRun *run, const char *node_id, const char *principal, OwPending *p)
+find_pending(OwRun *run, const char *node_id, const OwSubject *who, OwPending *p)
 {
 	static SPIPlanPtr plan = NULL;
 
-	return read_pending(&plan, PENDING_SQL("i.node_id"), run, node_id, principal, p);
+	return read_pending(&plan, PENDING_SQL("i.node_id"), run, node_id, who, p);
 }
 
 /* Interrupt interrupt_id of the locked run, if it is still pending. */
 bool
-ow_find_pending_by_id(OwRun *run, const char *interrupt_id, const char *principal, OwPending *p)
+ow_find_pending_by_id(OwRun *run, const char *interrupt_id, const OwSubject *who, OwPending *p)
 {
 	static SPIPlanPtr plan = NULL;
 
-	return read_pending(&plan, PENDING_SQL("i.interrupt_id"), run, interrupt_id, principal, p);
+	return read_pending(&plan, PENDING_SQL("i.interrupt_id"), run, interrupt_id, who, p);
 }
 
 /* Did the node ever raise an interrupt in this run? */
@@ -239,7 +182,7 @@ resume_error(const char *field, const char *errors, const char *fmt,...)
 
 /* The approval resume value: the action and the field it requires (digest §9.1). */
 static char *
-check_approval_resume(JsonbContainer *data, Jsonb *value)
+check_approval_resume(JsonbContainer *data, Jsonb *value, const OwSubject *who)
 {
 	static const char *const keys[] = {"action", "feedback", "refineFeedback",
 	"editedArtifactData", "decidedAt", "decidedBy", NULL};
@@ -278,6 +221,11 @@ check_approval_resume(JsonbContainer *data, Jsonb *value)
 		resume_error("resumeValue.decidedAt", NULL, "resumeValue.decidedAt must be an ISO 8601 string");
 	if ((v = owj_get(value, "decidedBy")) && v->type != jbvString)
 		resume_error("resumeValue.decidedBy", NULL, "resumeValue.decidedBy must be a string");
+	/* the host records who decided: a caller may repeat it, never name someone else */
+	if (v && !ow_subject_matches(who, owj_string(v)))
+		resume_error("resumeValue.decidedBy", NULL,
+					 "resumeValue.decidedBy \"%s\" is not the caller \"%s\"; omit it, the host records who decided",
+					 owj_string(v), who->subject_id);
 
 	v = owj_get(value, "refineFeedback");
 	if (strcmp(action, "refine") == 0 && v == NULL)
@@ -397,6 +345,35 @@ check_clarification_answers(JsonbContainer *data, Jsonb *value)
 	}
 }
 
+/*
+ * An approval answer as recorded: the caller's members, with decidedBy
+ * (the principal) and decidedAt (the host's clock) filled by the host.
+ */
+static Jsonb *
+stamped_answer(Jsonb *value, const OwSubject *who)
+{
+	JsonbIterator *it = JsonbIteratorInit(&value->root);
+	JsonbValue	v;
+	JsonbIteratorToken tok;
+	OwJson		j;
+
+	owj_begin(&j);
+	while ((tok = JsonbIteratorNext(&it, &v, true)) != WJB_DONE)
+	{
+		char	   *k;
+
+		if (tok != WJB_KEY)
+			continue;
+		k = pnstrdup(v.val.string.val, v.val.string.len);
+		JsonbIteratorNext(&it, &v, true);
+		if (strcmp(k, "decidedBy") != 0 && strcmp(k, "decidedAt") != 0)
+			owj_value(&j, k, &v);
+	}
+	owj_str(&j, "decidedBy", who->subject_id);
+	owj_str(&j, "decidedAt", owj_iso8601(GetCurrentTransactionStartTimestamp()));
+	return owj_end(&j);
+}
+
 /* Finish the call: store the response under the idempotency key, leave SPI. */
 static Datum
 respond(Jsonb *result, const char *tenant, const char *idem_key, OwPriv *priv)
@@ -476,14 +453,15 @@ late_answer(OwRun *run, const char *node_id, OwPending *p, MemoryContext resultc
 }
 
 /*
- * Resolve the pending interrupt p of the locked run, answering as
- * principal: eligibility, resume validation, the vote tally for approvals,
- * then the record.  Shared by the run-scoped and the token surfaces.
- * Returns the response, built in resultctx.
+ * Resolve the pending interrupt p of the locked run, answering as the
+ * subject who (login: its SQL login, for role refs; else InvalidOid):
+ * eligibility, resume validation, the vote tally for approvals, then the
+ * record.  Shared by the run-scoped and the token surfaces.  Returns the
+ * response, built in resultctx.
  */
 Jsonb *
-ow_resolve_locked(OwRun *run, OwPending *p, Jsonb *value, const char *principal,
-				  bool principal_is_role, MemoryContext resultctx)
+ow_resolve_locked(OwRun *run, OwPending *p, Jsonb *value, const OwSubject *who,
+				  Oid login, MemoryContext resultctx)
 {
 	const char *node_id = p->node_id;
 	JsonbValue *rs;
@@ -504,7 +482,7 @@ ow_resolve_locked(OwRun *run, OwPending *p, Jsonb *value, const char *principal,
 	r.node_id = node_id;
 	r.visit = p->visit;
 	r.resume_value = value;
-	r.principal = principal;
+	r.resolver = who;
 	r.other_known = true;
 	r.other_kind = p->other_kind;
 	r.other_node = p->other_node;
@@ -512,17 +490,9 @@ ow_resolve_locked(OwRun *run, OwPending *p, Jsonb *value, const char *principal,
 	/* who may decide, then what they may say */
 	if (strcmp(p->kind, "approval") == 0)
 	{
-		r.eligibility = ow_approval_eligibility(run, data, principal, principal_is_role, &p->groups,
-												&is_override);
-		r.action = check_approval_resume(data, value);
-		if (owj_get(value, "decidedAt") == NULL)
-		{
-			/* every resume carries decidedAt: stamp it when the caller did not */
-			owj_begin(&j);
-			owj_members(&j, value);
-			owj_str(&j, "decidedAt", owj_iso8601(GetCurrentTransactionStartTimestamp()));
-			r.resume_value = owj_end(&j);
-		}
+		r.eligibility = ow_approval_eligibility(run, data, who, login, &p->groups, &is_override);
+		r.action = check_approval_resume(data, value, who);
+		r.resume_value = stamped_answer(value, who);
 	}
 	rs = owj_get(p->payload, "resumeSchema");
 	if (rs)
@@ -546,7 +516,7 @@ ow_resolve_locked(OwRun *run, OwPending *p, Jsonb *value, const char *principal,
 	{
 		OwVote		v;
 
-		ow_approval_vote(run, p->interrupt_id, data, principal, r.action, r.resume_value,
+		ow_approval_vote(run, p->interrupt_id, data, who, r.action, r.resume_value,
 						 r.eligibility, is_override, &v);
 		if (!v.decided)
 		{
@@ -597,6 +567,7 @@ ow_resolve_locked(OwRun *run, OwPending *p, Jsonb *value, const char *principal,
 		owj_str(&j, "action", r.action);
 	if (r.reason)
 		owj_str(&j, "reason", r.reason);
+	owj_subject(&j, "resolvedBy", who);
 	owj_str(&j, "runStatus", run->status);
 	owj_int(&j, "sequence", resolved_seq);
 	result = owj_end(&j);
@@ -615,15 +586,14 @@ ow_resolve_interrupt(PG_FUNCTION_ARGS)
 	char	   *node_id;
 	Jsonb	   *value;
 	char	   *idem_key;
-	char	   *principal;
 	char	   *tenant;
 	char	   *run_id;
+	OwCaller	caller;
 	OwPriv		priv;
 	OwRun		run;
 	OwPending	p;
 	OwJson		j;
 	Jsonb	   *result;
-	bool		principal_is_role;
 
 	if (PG_ARGISNULL(0))
 		ow_validation_error("runId", "run_id must not be null");
@@ -640,18 +610,9 @@ ow_resolve_interrupt(PG_FUNCTION_ARGS)
 	if (idem_key)
 		ow_check_idempotency_key(idem_key);
 
-	ow_check_scope();
-	principal = ow_caller_principal_ex(&principal_is_role);
-	if (strcmp(principal, OW_TOKEN_PRINCIPAL) == 0)
-	{
-		OwDetails	d;
-
-		ow_details_init(&d);
-		ow_details_str(&d, "principal", principal);
-		ow_raise(OW_SQLSTATE_403, "forbidden", &d, NULL,
-				 "\"%s\" is reserved for the holders of tokens that name no principal", principal);
-	}
-	tenant = ow_caller_tenant();
+	ow_caller(&caller);
+	ow_check_scope(&caller);
+	tenant = caller.subject.tenant;
 	run_id = ow_normalize_run_id(run_input, tenant);
 
 	SPI_connect();
@@ -666,7 +627,7 @@ ow_resolve_interrupt(PG_FUNCTION_ARGS)
 		owj_str(&j, "nodeId", node_id);
 		owj_jsonb(&j, "resumeValue", value);
 		replay = ow_idempotency_claim(tenant, "resolveInterruptByRun", idem_key,
-									  ow_request_digest(owj_end(&j)));
+									  ow_request_digest(owj_end(&j)), &caller.subject);
 		if (replay)
 		{
 			MemoryContextSwitchTo(callerctx);
@@ -678,12 +639,12 @@ ow_resolve_interrupt(PG_FUNCTION_ARGS)
 	}
 
 	ow_lock_run_id(&run, tenant, run_id);
-	if (!find_pending(&run, node_id, principal, &p))
+	if (!find_pending(&run, node_id, &caller.subject, &p))
 	{
 		if (ow_run_is_terminal(run.status) || node_had_interrupt(&run, node_id))
 			already_resolved(&run, node_id);
 		ow_node_not_found(&run, node_id, "has no interrupt");
 	}
-	result = ow_resolve_locked(&run, &p, value, principal, principal_is_role, callerctx);
+	result = ow_resolve_locked(&run, &p, value, &caller.subject, caller.login, callerctx);
 	return respond(result, tenant, idem_key, &priv);
 }

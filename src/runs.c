@@ -27,22 +27,25 @@ PG_FUNCTION_INFO_V1(ow_cancel_run);
 /* typeId carried on node.started when neither the call nor the definition names one */
 #define OW_DEFAULT_TYPE_ID "openwop_interrupt.unspecified"
 
-/* One API call that changes a run: SPI, owner privileges, the locked run. */
+/* One API call that changes a run: the caller, SPI, owner privileges, the locked run. */
 typedef struct OwCall
 {
 	MemoryContext callerctx;
+	OwCaller	caller;
 	OwPriv		priv;
 	OwRun		run;
 } OwCall;
 
+/* Who is calling (before becoming the owner), then the run, locked. */
 static void
 call_begin(OwCall *call, const char *run_input)
 {
 	call->callerctx = CurrentMemoryContext;
+	ow_caller(&call->caller);
 	SPI_connect();
 	ow_become_owner(&call->priv);
 	if (run_input)
-		ow_lock_run(&call->run, run_input);
+		ow_lock_run(&call->run, call->caller.subject.tenant, run_input);
 }
 
 /* Back to the caller's role and memory context, to build the result. */
@@ -335,8 +338,7 @@ ow_create_run(PG_FUNCTION_ARGS)
 	static SPIPlanPtr plan = NULL;
 	char	   *workflow_id = text_arg(fcinfo, 0);
 	Jsonb	   *options = object_arg(fcinfo, 1, "options");
-	char	   *tenant = ow_caller_tenant();
-	char	   *principal = ow_caller_principal();
+	char	   *tenant;
 	char	   *run_id;
 	char	   *s;
 	JsonbValue *configurable;
@@ -354,7 +356,9 @@ ow_create_run(PG_FUNCTION_ARGS)
 	int64		seq;
 	Jsonb	   *result;
 
-	/* validate everything before touching a table */
+	/* who is calling, then everything else, before touching a table */
+	ow_caller(&call.caller);
+	tenant = call.caller.subject.tenant;
 	if (workflow_id == NULL)
 		ow_validation_error("workflowId", "workflow_id must not be null");
 	if (!ow_valid_author_id(workflow_id))
@@ -397,14 +401,16 @@ ow_create_run(PG_FUNCTION_ARGS)
 	optional[2] = inputs;
 	optional[3] = metadata;
 
-	call_begin(&call, NULL);
+	call.callerctx = CurrentMemoryContext;
+	SPI_connect();
+	ow_become_owner(&call.priv);
 	if (plan == NULL)
 	{
-		Oid			types[9] = {TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID,
+		Oid			types[9] = {TEXTOID, TEXTOID, TEXTOID, JSONBOID, TEXTOID,
 		JSONBOID, JSONBOID, JSONBOID, JSONBOID};
 
 		plan = ow_prepare("INSERT INTO openwop.runs"
-						  " (tenant, run_id, workflow_id, status, owner_principal, event_prefix,"
+						  " (tenant, run_id, workflow_id, status, owner, event_prefix,"
 						  "  configurable, definition, inputs, metadata)"
 						  " VALUES ($1, $2, $3, 'running', $4, $5,"
 						  "         COALESCE($6, '{}'::pg_catalog.jsonb), $7, $8, $9)"
@@ -415,7 +421,7 @@ ow_create_run(PG_FUNCTION_ARGS)
 	args[0] = CStringGetTextDatum(tenant);
 	args[1] = CStringGetTextDatum(run_id);
 	args[2] = CStringGetTextDatum(workflow_id);
-	args[3] = CStringGetTextDatum(principal);
+	args[3] = JsonbPGetDatum(ow_subject_jsonb(&call.caller.subject));
 	args[4] = CStringGetTextDatum(run->event_prefix);
 	for (i = 0; i < 4; i++)
 	{
@@ -431,7 +437,7 @@ ow_create_run(PG_FUNCTION_ARGS)
 		OwDetails	d;
 
 		/* lock the existing run, to report its status */
-		ow_lock_run(run, run_id);
+		ow_lock_run_id(run, tenant, run_id);
 		ow_details_init(&d);
 		ow_details_str(&d, "runId", run_id);
 		ow_details_str(&d, "runStatus", run->status);
@@ -454,10 +460,15 @@ ow_create_run(PG_FUNCTION_ARGS)
 	run->error = NULL;
 	run->outputs = NULL;
 
+	/* run.started echoes the owner block of the snapshot */
 	owj_begin(&j);
 	owj_str(&j, "workflowId", workflow_id);
 	if (inputs)
 		owj_value(&j, "inputs", inputs);
+	owj_begin_object(&j, "owner");
+	owj_str(&j, "tenant", tenant);
+	owj_subject(&j, "subject", &call.caller.subject);
+	owj_end_object(&j);
 	if (metadata)
 		owj_value(&j, "metadata", metadata);
 	seq = ow_append(run, "run.started", NULL, owj_end(&j));
@@ -1169,7 +1180,6 @@ end_run(FunctionCallInfo fcinfo, OwTerminal how)
 	Jsonb	   *value = NULL;
 	char	   *failed_node = NULL;
 	char	   *reason = NULL;
-	char	   *principal = ow_caller_principal();
 	OwCall		call;
 	OwRun	   *run = &call.run;
 	OwJson		j;
@@ -1194,7 +1204,7 @@ end_run(FunctionCallInfo fcinfo, OwTerminal how)
 
 	call_begin(&call, run_input);
 	refuse_if_terminal(run);
-	seq = ow_end_run(run, how, value, failed_node, reason, principal);
+	seq = ow_end_run(run, how, value, failed_node, reason, call.caller.subject.subject_id);
 	ow_save_run(run);
 
 	call_end(&call);

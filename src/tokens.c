@@ -17,11 +17,14 @@
 #include "openwop.h"
 
 #include <math.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "catalog/pg_type.h"
 #include "common/jsonapi.h"
 #include "lib/stringinfo.h"
 #include "mb/pg_wchar.h"
+#include "storage/fd.h"
 #include "miscadmin.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
@@ -42,10 +45,10 @@ PG_FUNCTION_INFO_V1(ow_resolve_interrupt_by_token);
 
 extern int	ow_token_ttl;
 extern int	ow_token_max_ttl;
-extern char *ow_key_encryption_key;
+extern char *ow_key_encryption_key_file;
 
 #define TOKEN_ENDPOINT "resolveInterruptByToken"
-#define PRINCIPAL_MAX_LEN 256
+#define OW_KEK_MAX_LEN 1024
 
 extern char *ow_token_issuer_role;
 
@@ -85,11 +88,64 @@ pgcrypto_function(const char *name)
 		SPI_processed != 1)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("openwop.key_encryption_key is set but the pgcrypto extension is not installed"),
-				 errhint("CREATE EXTENSION pgcrypto, or RESET openwop.key_encryption_key.")));
+				 errmsg("openwop.key_encryption_key_file is set but the pgcrypto extension is not installed"),
+				 errhint("CREATE EXTENSION pgcrypto, or clear openwop.key_encryption_key_file.")));
 	return psprintf("%s.%s",
 					quote_identifier(SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1)),
 					quote_identifier(name));
+}
+
+/* Is a key-encryption key configured? */
+static bool
+kek_configured(void)
+{
+	return ow_key_encryption_key_file != NULL && ow_key_encryption_key_file[0] != '\0';
+}
+
+/*
+ * The key-encryption passphrase, read from openwop.key_encryption_key_file
+ * whenever it is needed (adding a key, a backend's first use of an
+ * encrypted one).  It is never a setting, so no reload logs it and no SHOW
+ * or pg_settings shows it; it travels to pgcrypto as a statement parameter,
+ * which pg_stat_activity does not show.  Like ssl_key_file, the file must
+ * belong to the server's OS user and be readable by nobody else.  Errors
+ * name the file, never its content.
+ */
+static char *
+key_encryption_key(void)
+{
+	const char *path = ow_key_encryption_key_file;
+	struct stat st;
+	FILE	   *fp;
+	char	   *buf = palloc(OW_KEK_MAX_LEN + 2);
+	size_t		n;
+
+	if (stat(path, &st) != 0)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not read key-encryption key file \"%s\": %m", path)));
+	if (!S_ISREG(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & (S_IRWXG | S_IRWXO)) != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("key-encryption key file \"%s\" must be a file owned by the database server's user and readable by it alone", path),
+				 errhint("chown it to the server's user and chmod it 0600.")));
+	fp = AllocateFile(path, "r");
+	if (fp == NULL)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not open key-encryption key file \"%s\": %m", path)));
+	n = fread(buf, 1, OW_KEK_MAX_LEN + 1, fp);
+	FreeFile(fp);
+	if (n > 0 && buf[n - 1] == '\n')
+		n--;
+	if (n > 0 && buf[n - 1] == '\r')
+		n--;
+	buf[n] = '\0';
+	if (n == 0 || n > OW_KEK_MAX_LEN || strlen(buf) != n)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("key-encryption key file \"%s\" must hold one passphrase of 1 to %d bytes", path, OW_KEK_MAX_LEN)));
+	return buf;
 }
 
 /* pgp_sym_encrypt_bytea / pgp_sym_decrypt_bytea of data under the key-encryption key. */
@@ -100,11 +156,14 @@ pgcrypto_apply(const char *fn, bytea *data)
 	Oid			types[2] = {BYTEAOID, TEXTOID};
 	Datum		args[2];
 	bool		isnull;
+	char	   *kek = key_encryption_key();
 
 	args[0] = PointerGetDatum(data);
-	args[1] = CStringGetTextDatum(ow_key_encryption_key);
+	args[1] = CStringGetTextDatum(kek);
+	explicit_bzero(kek, strlen(kek));
 	if (SPI_execute_with_args(sql, 2, types, args, NULL, true, 1) != SPI_OK_SELECT || SPI_processed != 1)
 		elog(ERROR, "could not apply %s", fn);
+	explicit_bzero(VARDATA(DatumGetPointer(args[1])), VARSIZE(DatumGetPointer(args[1])) - VARHDRSZ);
 	return DatumGetByteaPCopy(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 }
 
@@ -160,11 +219,11 @@ plain_secret(const char *kid, bytea *stored, bool encrypted)
 		memcmp(VARDATA_ANY(entry->stored), VARDATA_ANY(stored), VARSIZE_ANY_EXHDR(stored)) == 0)
 		return entry->plain;
 
-	if (ow_key_encryption_key == NULL || ow_key_encryption_key[0] == '\0')
+	if (!kek_configured())
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("signing key \"%s\" is encrypted but openwop.key_encryption_key is not set", kid),
-				 errhint("Set openwop.key_encryption_key to the passphrase the key was added under.")));
+				 errmsg("signing key \"%s\" is encrypted but openwop.key_encryption_key_file is not set", kid),
+				 errhint("Set openwop.key_encryption_key_file to a file holding the passphrase the key was added under.")));
 
 	/* decrypt first: the cache changes only once the plain secret exists */
 	a.stored = stored;
@@ -176,9 +235,9 @@ plain_secret(const char *kid, bytea *stored, bool encrypted)
 			ReThrowError(edata);
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("signing key \"%s\" cannot be decrypted with openwop.key_encryption_key", kid),
+				 errmsg("signing key \"%s\" cannot be decrypted with the passphrase in openwop.key_encryption_key_file", kid),
 				 errdetail_internal("%s", edata->message),
-				 errhint("Set openwop.key_encryption_key to the passphrase the key was added under, or retire the key.")));
+				 errhint("Put the passphrase the key was added under in openwop.key_encryption_key_file, or retire the key.")));
 	}
 
 	entry = hash_search(secret_cache, kid, HASH_ENTER, &found);
@@ -385,6 +444,7 @@ static void
 token_interrupt(OwClaims *c, bool lock_run, OwRun *run, OwPending *p, Jsonb **payload)
 {
 	static SPIPlanPtr plan = NULL;
+	OwSubject	who;
 	Datum		args[2];
 	char	   *status;
 	char	   *run_status;
@@ -428,7 +488,8 @@ token_interrupt(OwClaims *c, bool lock_run, OwRun *run, OwPending *p, Jsonb **pa
 	ow_lock_run_id(run, c->tenant, run_id);
 	if (ow_run_is_terminal(run->status))
 		token_already_resolved(c->interrupt_id, psprintf("its run is %s", run->status));
-	if (!ow_find_pending_by_id(run, c->interrupt_id, c->principal ? c->principal : OW_TOKEN_PRINCIPAL, p))
+	ow_token_subject(&who, c->tenant, c->principal);
+	if (!ow_find_pending_by_id(run, c->interrupt_id, &who, p))
 		token_already_resolved(c->interrupt_id, "it was already resolved");
 }
 
@@ -509,6 +570,7 @@ ow_resolve_interrupt_by_token(PG_FUNCTION_ARGS)
 	OwClaims	c;
 	OwRun		run;
 	OwPending	p;
+	OwSubject	who;
 	Jsonb	   *result;
 	OwJson		j;
 
@@ -528,7 +590,8 @@ ow_resolve_interrupt_by_token(PG_FUNCTION_ARGS)
 	if (idem_key)
 		ow_check_idempotency_key(idem_key);
 
-	/* the tenant of the record key is the token's: there is no other credential */
+	/* the token is the caller: its principal, in the tenant of its interrupt */
+	ow_token_subject(&who, c.tenant, c.principal);
 	if (idem_key)
 	{
 		Jsonb	   *replay;
@@ -536,7 +599,8 @@ ow_resolve_interrupt_by_token(PG_FUNCTION_ARGS)
 		owj_begin(&j);
 		owj_str(&j, "token", token);
 		owj_jsonb(&j, "resumeValue", value);
-		replay = ow_idempotency_claim(c.tenant, TOKEN_ENDPOINT, idem_key, ow_request_digest(owj_end(&j)));
+		replay = ow_idempotency_claim(c.tenant, TOKEN_ENDPOINT, idem_key, ow_request_digest(owj_end(&j)),
+									  &who);
 		if (replay)
 		{
 			MemoryContextSwitchTo(callerctx);
@@ -560,8 +624,7 @@ ow_resolve_interrupt_by_token(PG_FUNCTION_ARGS)
 				 "this token may inspect the interrupt but not resolve it");
 	}
 
-	result = ow_resolve_locked(&run, &p, value, c.principal ? c.principal : OW_TOKEN_PRINCIPAL,
-							   false, callerctx);
+	result = ow_resolve_locked(&run, &p, value, &who, InvalidOid, callerctx);
 	if (idem_key)
 		ow_idempotency_complete(c.tenant, TOKEN_ENDPOINT, idem_key, result);
 	ow_restore_user(&priv);
@@ -698,8 +761,8 @@ ow_mint_interrupt_token(PG_FUNCTION_ARGS)
 	}
 	ttl_ms = Min(ttl_ms, (int64) ow_token_max_ttl * 1000);
 	principal = PG_ARGISNULL(3) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(3));
-	if (principal && (principal[0] == '\0' || strlen(principal) > PRINCIPAL_MAX_LEN))
-		ow_validation_error("principal", "principal must be 1 to %d bytes", PRINCIPAL_MAX_LEN);
+	if (principal && !ow_valid_subject_id(principal))
+		ow_validation_error("principal", "principal must be a subject id: 1 to 256 characters without white space or \"/\"");
 	if (principal && strcmp(principal, OW_TOKEN_PRINCIPAL) == 0)
 		ow_validation_error("principal", "\"%s\" is reserved for tokens that name no principal", OW_TOKEN_PRINCIPAL);
 
@@ -740,6 +803,7 @@ ow_mint_interrupt_token(PG_FUNCTION_ARGS)
 		gate_restricts(owj_get(payload, "data")->val.binary.data))
 	{
 		OwRun		run = {0};
+		OwSubject	holder;
 		bool		is_override;
 
 		if (principal == NULL)
@@ -747,8 +811,9 @@ ow_mint_interrupt_token(PG_FUNCTION_ARGS)
 								"this gate restricts its approvers: mint the token for a named eligible principal");
 		run.tenant = tenant;
 		run.run_id = run_id;
+		ow_token_subject(&holder, tenant, principal);
 		(void) ow_approval_eligibility(&run, owj_get(payload, "data")->val.binary.data,
-									   principal, false, NULL, &is_override);
+									   &holder, InvalidOid, NULL, &is_override);
 	}
 
 	if (SPI_execute_plan(key_plan, NULL, NULL, true, 1) != SPI_OK_SELECT)
@@ -822,7 +887,7 @@ ow_mint_interrupt_token(PG_FUNCTION_ARGS)
 /*
  * openwop.add_signing_key(kid, secret) → text: a new active key.  Without
  * a secret, 32 bytes from pg_strong_random.  With
- * openwop.key_encryption_key set, the secret is stored encrypted with
+ * openwop.key_encryption_key_file set, the secret is stored encrypted with
  * pgcrypto.
  */
 Datum
@@ -862,7 +927,7 @@ ow_add_signing_key(PG_FUNCTION_ARGS)
 
 	SPI_connect();
 	ow_become_owner(&priv);
-	if (ow_key_encryption_key != NULL && ow_key_encryption_key[0] != '\0')
+	if (kek_configured())
 	{
 		secret = pgcrypto_apply("pgp_sym_encrypt_bytea", secret);
 		encrypted = true;

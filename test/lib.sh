@@ -45,3 +45,17 @@ build_and_install() {
 	fi
 	make -s PG_CONFIG="$PG_CONFIG" install >/dev/null
 }
+
+# Checks: make the test login a SQL approver (a member of the role named by
+# openwop.approver_role), once per cluster.  Roles are cluster-wide, so this
+# is idempotent.
+make_login_approver() {
+	psql -X -q -v ON_ERROR_STOP=1 -d "$1" >/dev/null <<'SQL'
+DO $$ BEGIN
+  IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'openwop_approver') THEN CREATE ROLE openwop_approver; END IF;
+  IF NOT EXISTS (SELECT FROM pg_auth_members WHERE roleid = 'openwop_approver'::regrole AND member = current_user::regrole) THEN
+    EXECUTE format('GRANT openwop_approver TO %I', current_user);
+  END IF;
+END $$;
+SQL
+}

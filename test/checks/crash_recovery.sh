@@ -6,11 +6,13 @@
 # be resolved exactly once, and the notify relay and timeout worker are back.
 # Needs the cluster test/run starts.
 set -euo pipefail
+. "$(dirname "$0")/../lib.sh"
 db=openwop_crash
 q() { psql -X -A -t -q -v ON_ERROR_STOP=1 -d $db -c "SET openwop.tenant = 'acme'" -c "$1" | tail -n 1; }
 trap 'psql -X -q -d postgres -c "DROP DATABASE IF EXISTS $db" >/dev/null 2>&1 || true' EXIT
 
 psql -X -q -d postgres -c "DROP DATABASE IF EXISTS $db" -c "CREATE DATABASE $db" >/dev/null 2>&1
+make_login_approver $db
 psql -X -q -v ON_ERROR_STOP=1 -d $db >/dev/null <<'SQL'
 CREATE EXTENSION openwop_interrupt;
 SET openwop.tenant = 'acme';

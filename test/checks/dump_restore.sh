@@ -3,6 +3,7 @@
 # log come back identical, the append-only trigger does not get in the way,
 # and the restored run keeps working (its sequence continues gaplessly).
 set -euo pipefail
+. "$(dirname "$0")/../lib.sh"
 src=openwop_dump_src
 dst=openwop_dump_dst
 dump=$(mktemp)
@@ -11,6 +12,7 @@ trap 'rm -f "$dump"; dropdb --if-exists $src; dropdb --if-exists $dst' EXIT
 dropdb --if-exists $src
 dropdb --if-exists $dst
 createdb $src
+make_login_approver $src
 psql -X -q -v ON_ERROR_STOP=1 -d $src <<'SQL'
 CREATE EXTENSION openwop_interrupt;
 SET openwop.tenant = 'acme';

@@ -1,7 +1,8 @@
 -- Caller model and privileges: an application role drives runs through the
 -- functions but cannot touch the tables; PostgREST's per-request settings
--- name the principal and tenant; the statements inside cannot be hijacked
--- through search_path.
+-- name the principal and tenant in a request session; the statements
+-- inside cannot be hijacked through search_path.  (The attacks on identity
+-- are in 09_identity.sql.)
 BEGIN;
 SELECT plan(17);
 
@@ -28,8 +29,8 @@ SET LOCAL ROLE openwop_tap_app;
 SET LOCAL openwop.tenant = 'acme';
 SELECT is(openwop.create_run('priv', '{"runId": "acme/priv-run-0000001"}') ->> 'status', 'running',
           'an application role with EXECUTE creates a run');
-SELECT is(openwop.run_snapshot('acme/priv-run-0000001') #>> '{owner,subject,id}', 'openwop_tap_app',
-          'the principal of a SQL session is current_user');
+SELECT is(openwop.run_snapshot('acme/priv-run-0000001') #>> '{owner,subject,subjectId}', session_user::text,
+          'the principal of a SQL session is its login, whatever role it has SET');
 SELECT throws_ok($$ SELECT * FROM openwop.runs $$, '42501', NULL, 'it cannot read the runs table');
 SELECT throws_ok($$ SELECT * FROM openwop.events $$, '42501', NULL, 'it cannot read the event log directly');
 SELECT throws_ok($$ INSERT INTO openwop.events (tenant, run_id, sequence, type, payload)
@@ -39,8 +40,8 @@ SELECT throws_ok($$ UPDATE openwop.runs SET status = 'completed' $$, '42501', NU
                  'it cannot change a run behind the API');
 SELECT throws_ok($$ SELECT secret FROM openwop.signing_keys $$, '42501', NULL,
                  'it cannot read a signing secret');
-SELECT throws_ok($$ SHOW openwop.key_encryption_key $$, '42501', NULL,
-                 'it cannot read the key-encryption key');
+SELECT throws_ok($$ SHOW openwop.key_encryption_key_file $$, '42501', NULL,
+                 'it cannot read where the key-encryption key is');
 
 -- a malicious "=" earlier on search_path does not change what the API reads
 -- (pgTAP itself would be fooled by it, so the outcome is recorded first)
@@ -65,17 +66,23 @@ SELECT throws_ok($$ SELECT openwop.create_run('priv') $$, '42501', NULL,
                  'a role without EXECUTE cannot call the API');
 RESET ROLE;
 
--- PostgREST: SET ROLE plus request.jwt.claims per request
+-- PostgREST: the authenticator's session, SET ROLE plus request.jwt.claims per request
+SET LOCAL openwop.jwt_session_role = 'openwop_tap_authenticator';
+SET LOCAL SESSION AUTHORIZATION openwop_tap_authenticator;
 SET LOCAL ROLE openwop_tap_app;
 SET LOCAL request.jwt.claims = '{"role": "openwop_tap_app", "sub": "alice@example.org", "tenant": "initech"}';
 SELECT is(openwop.create_run('priv', '{"runId": "initech/priv-run-0000001"}') ->> 'runId',
           'initech/priv-run-0000001', 'the tenant comes from the JWT claim');
 SELECT is(openwop.run_snapshot('initech/priv-run-0000001') -> 'owner',
-          '{"tenant": "initech", "subject": {"id": "alice@example.org"}}',
-          'the principal is the sub claim');
+          '{"tenant": "initech", "subject": {"issuer": "urn:openwop-interrupt:jwt", "subjectId": "alice@example.org",
+                                             "tenant": "initech", "lane": "oauth2", "kind": "user"}}',
+          'the principal is the sub claim, a Subject');
 SELECT throws_ok($$ SELECT openwop.run_snapshot('acme/priv-run-0000001') $$, 'PT403', NULL,
                  'the claim''s tenant cannot reach another tenant''s run');
 RESET ROLE;
+RESET SESSION AUTHORIZATION;
+RESET request.jwt.claims;
+RESET openwop.jwt_session_role;
 
 -- request.jwt.claims count only from a trusted session user
 SET LOCAL openwop.jwt_session_role = 'openwop_tap_authenticator';
@@ -85,18 +92,20 @@ SET LOCAL request.jwt.claims = '{"sub": "alice@example.org", "tenant": "initech"
 INSERT INTO claims_outcome SELECT 'authenticator', openwop.create_run('priv', '{"runId": "initech/priv-run-0000002"}');
 RESET ROLE;
 RESET SESSION AUTHORIZATION;
+SET LOCAL openwop.bound_tenant = 'acme';
 SET LOCAL SESSION AUTHORIZATION openwop_tap_app;
 SET LOCAL openwop.tenant = 'acme';
 SET LOCAL request.jwt.claims = '{"sub": "alice@example.org", "tenant": "initech", "scope": "approvals:respond"}';
 INSERT INTO claims_outcome SELECT 'forged', openwop.create_run('priv', '{"runId": "acme/priv-run-0000003"}');
 RESET SESSION AUTHORIZATION;
+RESET openwop.bound_tenant;
 RESET request.jwt.claims;
-SELECT is((SELECT openwop.run_snapshot('initech/priv-run-0000002') -> 'owner' FROM (SELECT set_config('openwop.tenant', 'initech', true)) t),
-          '{"tenant": "initech", "subject": {"id": "alice@example.org"}}',
+SELECT is((SELECT openwop.run_snapshot('initech/priv-run-0000002') #> '{owner,subject,subjectId}' FROM (SELECT set_config('openwop.tenant', 'initech', true)) t),
+          '"alice@example.org"',
           'claims set in a session of openwop.jwt_session_role name the principal and tenant');
-SELECT is((SELECT openwop.run_snapshot('acme/priv-run-0000003') -> 'owner' FROM (SELECT set_config('openwop.tenant', 'acme', true)) t),
-          '{"tenant": "acme", "subject": {"id": "openwop_tap_app"}}',
-          'claims a plain role sets for itself are ignored: it stays current_user in openwop.tenant');
+SELECT is((SELECT openwop.run_snapshot('acme/priv-run-0000003') #> '{owner,subject}' FROM (SELECT set_config('openwop.tenant', 'acme', true)) t),
+          '{"issuer": "urn:openwop-interrupt:session", "subjectId": "openwop_tap_app", "tenant": "acme", "lane": "session", "kind": "user"}',
+          'claims a plain login sets for itself are ignored: it stays its login');
 
 -- superusers cannot rewrite history either
 SELECT throws_ok($$ DELETE FROM openwop.events $$, '42501',

@@ -1,8 +1,9 @@
 -- Re-entry keys (digest §3.1), each rule its own test, and FlowDrop INT-1,
 -- INT-2, INT-3 on the raise / resolve path.
 BEGIN;
-SELECT plan(34);
+SELECT plan(35);
 SET LOCAL openwop.tenant = 'acme';
+\ir callers.psql
 
 CREATE FUNCTION pg_temp.approval(title text DEFAULT 'Ship it?') RETURNS jsonb LANGUAGE sql AS $$
   SELECT jsonb_build_object('kind', 'approval', 'data', jsonb_build_object(
@@ -113,9 +114,13 @@ DO $$ BEGIN PERFORM openwop.create_run('keys', '{"runId": "acme/keys-run-0000000
   PERFORM openwop.interrupt('acme/keys-run-00000003', 'gate', pg_temp.approval());
   PERFORM openwop.resolve_interrupt('acme/keys-run-00000003', 'gate', '{"action": "reject"}'); END $$;
 SELECT is(openwop.run_snapshot('acme/keys-run-00000003') ->> 'status', 'failed', 'a rejected gate with no routing edge fails the run');
-SELECT is(openwop.interrupt('acme/keys-run-00000003', 'gate', pg_temp.approval()) - 'interruptId' #- '{resumeValue,decidedAt}',
-          '{"status": "resolved", "action": "reject", "decision": "rejected", "resumeValue": {"action": "reject"}}',
+SELECT is(openwop.interrupt('acme/keys-run-00000003', 'gate', pg_temp.approval()) - 'interruptId' - 'resolvedBy' #- '{resumeValue,decidedAt}',
+          format('{"status": "resolved", "action": "reject", "decision": "rejected", "resumeValue": {"action": "reject", "decidedBy": "%s"}}',
+                 session_user)::jsonb,
           'key: replaying the rejected gate returns the recorded rejection, even after the run failed');
+SELECT is(openwop.interrupt('acme/keys-run-00000003', 'gate', pg_temp.approval()) -> 'resolvedBy',
+          (SELECT resolved_by FROM openwop.interrupts WHERE run_id = 'acme/keys-run-00000003'),
+          'key: the replay envelope carries resolvedBy, the Subject that decided');
 SELECT is((SELECT count(*) FROM openwop.events('acme/keys-run-00000003') e WHERE e->>'type' = 'interrupt.requested'),
           1::bigint, 'key: ... and raises no second interrupt.requested');
 SELECT throws_ok($$ SELECT openwop.interrupt('acme/keys-run-00000003', 'gate', '{"kind": "custom", "data": {"customKind": "x"}}') $$,

@@ -1,10 +1,11 @@
 -- Payload validation of the nine kinds, the resolve error contract, and
 -- Idempotency-Key handling.  Every refusal leaves the log unchanged.
 BEGIN;
-SELECT plan(65);
+SELECT plan(66);
 SET LOCAL openwop.tenant = 'acme';
 
 \ir refusal.psql
+\ir callers.psql
 -- raise request on a fresh node of run acme/resolve-run-0000001; returns the refusal's details.field
 CREATE FUNCTION pg_temp.bad_request(node text, request text) RETURNS text LANGUAGE plpgsql AS $$
 DECLARE r jsonb;
@@ -134,20 +135,20 @@ SELECT is(pg_temp.refusal($$ SELECT openwop.resolve_interrupt('acme/resolve-run-
           'resumeValue.editedArtifactData', 'edit-accept needs editedArtifactData');
 SELECT is(pg_temp.refusal($$ SELECT openwop.resolve_interrupt('acme/resolve-run-0000004', 'gate', '{"action": "accept", "colour": 1}') $$)->'details'->>'field',
           'resumeValue.colour', 'the approval resume value is closed');
-SET LOCAL request.jwt.claims = '{"sub": "mallory", "scope": "approvals:respond"}';
-SELECT is(pg_temp.refusal($$ SELECT openwop.resolve_interrupt('acme/resolve-run-0000004', 'gate', '{"action": "accept"}') $$),
+SELECT is(pg_temp.refusal($$ SELECT pg_temp.as_request('{"sub": "mallory", "tenant": "acme", "scope": "approvals:respond"}',
+            $q$ SELECT openwop.resolve_interrupt('acme/resolve-run-0000004', 'gate', '{"action": "accept"}') $q$) $$),
           '{"code": "forbidden", "details": {"principal": "mallory"}, "sqlstate": "PT403"}',
           'approversList binds: a principal not listed is forbidden');
 SELECT is(openwop.run_snapshot('acme/resolve-run-0000004') ->> 'status', 'waiting-approval', 'and the run stays waiting');
-SET LOCAL request.jwt.claims = '{"sub": "alice", "scope": "openid approvals:respond"}';
-SELECT is(openwop.resolve_interrupt('acme/resolve-run-0000004', 'gate', '{"action": "accept"}') ->> 'decision', 'granted',
-          'a listed principal with the scope claim grants the gate (decision granted)');
+SELECT is(pg_temp.as_request('{"sub": "alice", "tenant": "acme", "scope": "openid approvals:respond"}',
+            $q$ SELECT openwop.resolve_interrupt('acme/resolve-run-0000004', 'gate', '{"action": "accept"}') $q$) ->> 'decision',
+          'granted', 'a listed principal with the scope claim grants the gate (decision granted)');
 SELECT is((SELECT e->'payload'->'resolvedBy' FROM openwop.events('acme/resolve-run-0000004') e WHERE e->>'type' = 'interrupt.resolved'),
-          '{"id": "alice"}', 'interrupt.resolved carries resolvedBy as a Subject object');
+          '{"issuer": "urn:openwop-interrupt:jwt", "subjectId": "alice", "tenant": "acme", "lane": "oauth2", "kind": "user"}',
+          'interrupt.resolved carries resolvedBy as a Subject object');
 SELECT ok((SELECT (e->'payload'->'resumeValue'->>'decidedAt')::timestamptz IS NOT NULL
              FROM openwop.events('acme/resolve-run-0000004') e WHERE e->>'type' = 'interrupt.resolved'),
           'a missing decidedAt is stamped');
-RESET request.jwt.claims;
 
 -- the scope: without approvals:respond, 403
 CREATE ROLE openwop_tap_noscope;
@@ -156,10 +157,17 @@ GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA openwop TO openwop_tap_noscope;
 CREATE TEMP TABLE scope_outcome (r jsonb);
 GRANT ALL ON scope_outcome TO openwop_tap_noscope;
 SET LOCAL ROLE openwop_tap_noscope;
-INSERT INTO scope_outcome SELECT pg_temp.refusal($$ SELECT openwop.resolve_interrupt('acme/resolve-run-0000002', 'ext', '{}') $$);
+INSERT INTO scope_outcome SELECT pg_temp.refusal($$ SELECT openwop.resolve_interrupt('acme/resolve-run-0000002', 'no-such-node', '{}') $$);
 RESET ROLE;
-SELECT is((SELECT r FROM scope_outcome), '{"code": "forbidden", "details": {"requiredScope": "approvals:respond"}, "sqlstate": "PT403"}',
-          'a caller without approvals:respond is forbidden');
+SET LOCAL openwop.bound_tenant = 'acme';
+SET LOCAL SESSION AUTHORIZATION openwop_tap_noscope;
+INSERT INTO scope_outcome SELECT pg_temp.refusal($$ SELECT openwop.resolve_interrupt('acme/resolve-run-0000002', 'ext', '{}') $$);
+RESET SESSION AUTHORIZATION;
+RESET openwop.bound_tenant;
+SELECT is((SELECT array_agg(r->>'code') FROM scope_outcome), '{not_found,forbidden}',
+          'SET ROLE to a role without approvals:respond does not take the login''s scope away ...');
+SELECT is((SELECT r FROM scope_outcome WHERE r->>'code' = 'forbidden'), '{"code": "forbidden", "details": {"requiredScope": "approvals:respond"}, "sqlstate": "PT403"}',
+          '... and a login without approvals:respond is forbidden');
 
 -- a cancelled run: 409, not 404 and not interrupt_cancelled
 DO $$ BEGIN PERFORM openwop.cancel_run('acme/resolve-run-0000002'); END $$;

@@ -5,6 +5,7 @@ BEGIN;
 SELECT plan(68);
 SET LOCAL openwop.tenant = 'acme';
 \ir refusal.psql
+\ir callers.psql
 
 CREATE FUNCTION pg_temp.gate(run text, data jsonb, node text DEFAULT 'gate', def jsonb DEFAULT NULL,
                              extra jsonb DEFAULT '{}') RETURNS void LANGUAGE plpgsql AS $$
@@ -15,12 +16,11 @@ BEGIN
   PERFORM openwop.interrupt(run, node, jsonb_build_object('kind', 'approval', 'data',
             jsonb_build_object('artifactId', 'a', 'artifactType', 'doc', 'title', 'T') || data) || extra);
 END $$;
--- resolve as principal who (a JWT sub with the scope)
-CREATE FUNCTION pg_temp.vote(run text, who text, value jsonb, node text DEFAULT 'gate') RETURNS jsonb LANGUAGE plpgsql AS $$
-BEGIN
-  PERFORM set_config('request.jwt.claims', jsonb_build_object('sub', who, 'scope', 'approvals:respond')::text, true);
-  RETURN openwop.resolve_interrupt(run, node, value);
-END $$;
+-- resolve as principal who (a request session's JWT sub, with the scope)
+CREATE FUNCTION pg_temp.vote(run text, who text, value jsonb, node text DEFAULT 'gate') RETURNS jsonb LANGUAGE sql AS $$
+  SELECT pg_temp.as_request(jsonb_build_object('sub', who, 'tenant', current_setting('openwop.tenant'), 'scope', 'approvals:respond'),
+                            format('SELECT openwop.resolve_interrupt(%L, %L, %L)', run, node, value))
+$$;
 CREATE FUNCTION pg_temp.types(run text) RETURNS text LANGUAGE sql AS $$
   SELECT string_agg(e->>'type', ',' ORDER BY (e->>'sequence')::int) FROM openwop.events(run, -1, 10000) e
 $$;
@@ -53,8 +53,10 @@ SELECT is((SELECT array_agg(v.action ORDER BY v.revision) FROM openwop.votes v J
             WHERE i.run_id = 'acme/ap-onevote-000001'),
           ARRAY['ask'], 'a one-vote gate keeps its asks as votes; the deciding answer is not also a vote row');
 SELECT is(pg_temp.resolved('acme/ap-onevote-000001') - 'resumeValue' - 'interruptId',
-          '{"nodeId": "gate", "kind": "approval", "resolvedBy": {"id": "alice"}, "decision": "granted", "action": "accept",
-            "openwop-eligibility": {"principal": "alice", "matched": ["approversList"], "groups": [], "roles": [], "override": false}}',
+          '{"nodeId": "gate", "kind": "approval", "decision": "granted", "action": "accept",
+            "resolvedBy": {"issuer": "urn:openwop-interrupt:jwt", "subjectId": "alice", "tenant": "acme", "lane": "oauth2", "kind": "user"},
+            "openwop-eligibility": {"principal": "alice", "matched": ["approversList"], "groups": [], "roles": [], "override": false,
+              "subject": {"issuer": "urn:openwop-interrupt:jwt", "subjectId": "alice", "tenant": "acme", "lane": "oauth2", "kind": "user"}}}',
           '... it is recorded once, in interrupt.resolved, with the eligibility decision');
 SELECT is(pg_temp.refusal($$ SELECT pg_temp.vote('acme/ap-quorum-0000001', 'mallory', '{"action": "accept"}') $$)->>'code',
           'forbidden', 'approversList binds: an unlisted principal is forbidden');
@@ -62,9 +64,11 @@ SELECT is(openwop.run_snapshot('acme/ap-quorum-0000001') ->> 'status', 'waiting-
 SELECT is(pg_temp.vote('acme/ap-quorum-0000001', 'bob', '{"action": "accept"}') ->> 'decision', 'granted',
           'accepts reaching requiredApprovals grant the gate');
 SELECT is(pg_temp.resolved('acme/ap-quorum-0000001') - 'interruptId' #- '{resumeValue,decidedAt}',
-          '{"nodeId": "gate", "kind": "approval", "action": "accept", "decision": "granted", "resolvedBy": {"id": "bob"},
-            "resumeValue": {"action": "accept"},
-            "openwop-eligibility": {"principal": "bob", "matched": ["approversList"], "groups": [], "roles": [], "override": false}}',
+          '{"nodeId": "gate", "kind": "approval", "action": "accept", "decision": "granted",
+            "resolvedBy": {"issuer": "urn:openwop-interrupt:jwt", "subjectId": "bob", "tenant": "acme", "lane": "oauth2", "kind": "user"},
+            "resumeValue": {"action": "accept", "decidedBy": "bob"},
+            "openwop-eligibility": {"principal": "bob", "matched": ["approversList"], "groups": [], "roles": [], "override": false,
+              "subject": {"issuer": "urn:openwop-interrupt:jwt", "subjectId": "bob", "tenant": "acme", "lane": "oauth2", "kind": "user"}}}',
           'interrupt.resolved records action, decision, the resolver and the eligibility decided at vote time');
 
 -- single-veto (the default): one eligible reject rejects, even with accepts in
@@ -111,24 +115,23 @@ SELECT is(pg_temp.vote('acme/ap-refs-000000001', 'dave', '{"action": "accept"}')
           'a member of an approverGroupRefs group may vote');
 SELECT is(pg_temp.refusal($$ SELECT pg_temp.vote('acme/ap-refs-000000001', 'openwop_tap_erin', '{"action": "accept"}') $$)->>'code',
           'forbidden', 'a JWT subject spelled like a role name does not hold the role');
--- a SQL session of a role holding the ref role (current_user is the principal)
-DO $$ BEGIN
-  IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'openwop_approver') THEN CREATE ROLE openwop_approver; END IF;
-END $$;
+-- a SQL session of a login holding the ref role (the login is the principal)
 GRANT USAGE ON SCHEMA openwop TO openwop_tap_erin;
 GRANT EXECUTE ON FUNCTION openwop.resolve_interrupt(text, text, jsonb, text) TO openwop_tap_erin;
 GRANT openwop_approver TO openwop_tap_erin;
 CREATE TEMP TABLE erin_vote (r jsonb);
 GRANT ALL ON erin_vote TO openwop_tap_erin;
-SELECT set_config('request.jwt.claims', '', true) IS NOT NULL AS claims_cleared \gset
-SET LOCAL ROLE openwop_tap_erin;
+SET LOCAL openwop.bound_tenant = 'acme';
+SET LOCAL SESSION AUTHORIZATION openwop_tap_erin;
 INSERT INTO erin_vote SELECT openwop.resolve_interrupt('acme/ap-refs-000000001', 'gate', '{"action": "accept"}');
-RESET ROLE;
+RESET SESSION AUTHORIZATION;
+RESET openwop.bound_tenant;
 SELECT is((SELECT r ->> 'decision' FROM erin_vote), 'granted',
-          'a role holding an approverRoleRefs role may vote (GRANT grants approval rights)');
+          'a login holding an approverRoleRefs role may vote (GRANT grants approval rights)');
 SELECT is((SELECT v.eligibility FROM openwop.votes v JOIN openwop.interrupts i USING (tenant, interrupt_id)
             WHERE i.run_id = 'acme/ap-refs-000000001' AND voter = 'dave'),
-          '{"principal": "dave", "matched": ["group:finance"], "groups": ["finance"], "roles": [], "override": false}',
+          '{"principal": "dave", "matched": ["group:finance"], "groups": ["finance"], "roles": [], "override": false,
+            "subject": {"issuer": "urn:openwop-interrupt:jwt", "subjectId": "dave", "tenant": "acme", "lane": "oauth2", "kind": "user"}}',
           'the membership resolved at decision time is recorded with the vote');
 SELECT ok(openwop.remove_group_member('finance', 'dave'), 'remove_group_member removes a member');
 SELECT is((SELECT v.eligibility->'matched' FROM openwop.votes v JOIN openwop.interrupts i USING (tenant, interrupt_id)
@@ -149,7 +152,6 @@ SELECT is(pg_temp.vote('acme/ap-override-00002', 'cfo', '{"action": "accept"}') 
           'without overrideBypassesQuorum an override vote counts once');
 SELECT is(pg_temp.vote('acme/ap-override-00002', 'alice', '{"action": "accept"}') ->> 'decision', 'granted',
           '... and the quorum still decides');
-RESET request.jwt.claims;
 
 -- routing: a rejected gate is a failed source
 DO $$ BEGIN PERFORM pg_temp.gate('acme/ap-routed-0000001', '{"actions": ["accept", "reject"]}', 'gate',
@@ -177,8 +179,9 @@ DO $$ BEGIN PERFORM openwop.create_run('approvals', '{"runId": "acme/ap-timeout-
 UPDATE openwop.interrupts SET expires_at = now() - interval '1 second' WHERE expires_at IS NOT NULL;
 SELECT is(openwop.sweep(), 2, 'sweep applies the two due deadlines');
 SELECT is(pg_temp.resolved('acme/ap-timeout-000001') - 'interruptId',
-          '{"nodeId": "gate", "kind": "approval", "action": "timeout", "decision": "rejected", "reason": "timeout"}',
-          'an approval past its deadline is rejected: {action timeout, decision rejected, reason timeout}, no resolver');
+          '{"nodeId": "gate", "kind": "approval", "action": "timeout", "decision": "rejected", "reason": "timeout",
+            "resolvedBy": {"issuer": "urn:openwop-interrupt:host", "subjectId": "deadline", "tenant": "acme", "lane": "workload", "kind": "workload"}}',
+          'an approval past its deadline is rejected: {action timeout, decision rejected, reason timeout}, resolved by the host''s subject');
 SELECT is(openwop.run_snapshot('acme/ap-timeout-000001') -> 'error' ->> 'code', 'approval_rejected',
           'a timeout never grants, whatever onTimeout says: the run fails approval_rejected');
 SELECT is(pg_temp.types('acme/ap-timeout-000004'),
@@ -230,13 +233,11 @@ SELECT is(pg_temp.vote('acme/ap-askkeep-000001', 'bob', '{"action": "reject"}') 
 -- refine sends the work back: the execution cannot complete until the gate is raised again and granted
 DO $$ BEGIN PERFORM pg_temp.gate('acme/ap-refine-0000001', '{"actions": ["accept", "reject", "refine"], "requiredApprovals": 3, "rejectionPolicy": "majority"}');
   PERFORM pg_temp.vote('acme/ap-refine-0000001', 'alice', '{"action": "refine", "refineFeedback": {"scope": "whole", "text": "more detail"}}'); END $$;
-RESET request.jwt.claims;
 SELECT is(pg_temp.resolved('acme/ap-refine-0000001') ->> 'decision', NULL, 'refine exits the suspend without granting');
 SELECT is(pg_temp.refusal($$ SELECT openwop.complete_node('acme/ap-refine-0000001', 'gate') $$)->>'code',
           'run_state_conflict', 'a node whose gate was sent back with refine cannot complete');
 DO $$ BEGIN PERFORM openwop.interrupt('acme/ap-refine-0000001', 'gate', '{"kind": "approval", "data": {"artifactId": "a", "artifactType": "doc", "title": "T v2", "actions": ["accept"]}}', 1);
   PERFORM pg_temp.vote('acme/ap-refine-0000001', 'alice', '{"action": "accept"}'); END $$;
-RESET request.jwt.claims;
 SELECT is(openwop.complete_node('acme/ap-refine-0000001', 'gate') ->> 'status', 'completed',
           '... until the gate, raised again, is granted');
 

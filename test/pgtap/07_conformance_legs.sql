@@ -7,6 +7,7 @@ BEGIN;
 SELECT plan(30);
 SET LOCAL openwop.tenant = 'acme';
 \ir refusal.psql
+\ir callers.psql
 
 CREATE FUNCTION pg_temp.fixture(run text, data jsonb DEFAULT '{}', def jsonb DEFAULT NULL, extra jsonb DEFAULT '{}',
                                 node text DEFAULT 'gate') RETURNS void LANGUAGE plpgsql AS $$
@@ -49,19 +50,18 @@ SELECT is(pg_temp.payload('acme/conf-reject-0000001', 'run.failed') ->> 'failedN
 
 -- quorum-reject-fails-run: conformance-interrupt-quorum (3, majority), two distinct voters
 DO $$ BEGIN PERFORM pg_temp.fixture('acme/conf-quorum-0000001', '{"requiredApprovals": 3, "rejectionPolicy": "majority"}'); END $$;
-SET LOCAL request.jwt.claims = '{"sub": "approver-1", "scope": "approvals:respond"}';
-SELECT is(openwop.resolve_interrupt('acme/conf-quorum-0000001', 'gate', '{"action": "reject"}') ->> 'status', 'pending',
+SELECT is(pg_temp.as_request('{"sub": "approver-1", "tenant": "acme", "scope": "approvals:respond"}',
+            $q$ SELECT openwop.resolve_interrupt('acme/conf-quorum-0000001', 'gate', '{"action": "reject"}') $q$) ->> 'status', 'pending',
           'openwop.requirement.0223.quorum-reject-fails-run: the first reject is accepted (2xx) and decides nothing');
 SELECT is(openwop.run_snapshot('acme/conf-quorum-0000001') ->> 'status', 'waiting-approval',
           'openwop.requirement.0223.quorum-reject-fails-run: the run is still waiting-approval');
 SELECT is(pg_temp.count_of('acme/conf-quorum-0000001', 'interrupt.resolved'), 0::bigint,
           'openwop.requirement.0223.quorum-reject-fails-run: no interrupt.resolved after the first vote');
-SET LOCAL request.jwt.claims = '{"sub": "approver-2", "scope": "approvals:respond"}';
-SELECT is(openwop.resolve_interrupt('acme/conf-quorum-0000001', 'gate', '{"action": "reject"}') ->> 'runStatus', 'failed',
+SELECT is(pg_temp.as_request('{"sub": "approver-2", "tenant": "acme", "scope": "approvals:respond"}',
+            $q$ SELECT openwop.resolve_interrupt('acme/conf-quorum-0000001', 'gate', '{"action": "reject"}') $q$) ->> 'runStatus', 'failed',
           'openwop.requirement.0223.quorum-reject-fails-run: the second reject fails the run');
 SELECT is(openwop.run_snapshot('acme/conf-quorum-0000001') -> 'error' ->> 'code', 'approval_rejected',
           'openwop.requirement.0223.quorum-reject-fails-run: with approval_rejected');
-RESET request.jwt.claims;
 
 -- reject-routed: gate -any_failed-> on-reject, gate -all_success-> on-accept
 DO $$ BEGIN PERFORM pg_temp.fixture('acme/conf-routed-0000001', '{}',
@@ -95,8 +95,9 @@ UPDATE openwop.interrupts SET expires_at = now() - interval '1 millisecond'
  WHERE run_id IN ('acme/conf-timeout-000001', 'acme/conf-timeout-000002');
 SELECT is(openwop.sweep(), 2, 'the deadlines pass and the sweeper applies them');
 SELECT is(pg_temp.payload('acme/conf-timeout-000001', 'interrupt.resolved') - 'interruptId' - 'nodeId' - 'kind',
-          '{"action": "timeout", "decision": "rejected", "reason": "timeout"}',
-          'openwop.requirement.0223.timeout-rejects: interrupt.resolved {action timeout, decision rejected, reason timeout}');
+          '{"action": "timeout", "decision": "rejected", "reason": "timeout",
+            "resolvedBy": {"issuer": "urn:openwop-interrupt:host", "subjectId": "deadline", "tenant": "acme", "lane": "workload", "kind": "workload"}}',
+          'openwop.requirement.0223.timeout-rejects: interrupt.resolved {action timeout, decision rejected, reason timeout}, resolvedBy the host''s subject');
 SELECT is(pg_temp.payload('acme/conf-timeout-000001', 'node.failed', 'gate') -> 'error' ->> 'code', 'approval_rejected',
           'openwop.requirement.0223.timeout-rejects: gate node.failed approval_rejected');
 SELECT is(pg_temp.payload('acme/conf-timeout-000001', 'run.failed') - 'durationMs',

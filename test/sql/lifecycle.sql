@@ -7,7 +7,7 @@ SET openwop.tenant = 'acme';
 -- event rows without the parts that change between runs (ids, times, durations)
 CREATE FUNCTION log_of(run text) RETURNS TABLE (seq bigint, type text, node text, payload jsonb)
 LANGUAGE sql AS $$
-  SELECT (e->>'sequence')::bigint, e->>'type', e->>'nodeId', (e->'payload') - 'durationMs' - 'cancelledBy'
+  SELECT (e->>'sequence')::bigint, e->>'type', e->>'nodeId', (e->'payload') - 'durationMs' - 'cancelledBy' - 'owner'
     FROM openwop.events(run) AS e
 $$;
 
@@ -31,6 +31,10 @@ SELECT openwop.start_node('acme/lifecycle-run-0001', 'notify');
 SELECT openwop.complete_run('acme/lifecycle-run-0001', '{"sent": true}');
 
 SELECT * FROM log_of('acme/lifecycle-run-0001');
+-- run.started echoes the snapshot's owner block: the tenant and the Subject that created the run
+SELECT e #> '{payload,owner}' = openwop.run_snapshot('acme/lifecycle-run-0001') -> 'owner' AS started_echoes_owner,
+       e #>> '{payload,owner,subject,issuer}' AS owner_issuer
+  FROM openwop.events('acme/lifecycle-run-0001') AS e WHERE e ->> 'type' = 'run.started';
 SELECT openwop.run_snapshot('acme/lifecycle-run-0001') - 'owner' AS snapshot,
        openwop.run_snapshot('acme/lifecycle-run-0001') #>> '{owner,tenant}' AS owner_tenant;
 
