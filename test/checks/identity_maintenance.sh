@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# Identity where the server runs somebody else's code (docs/security.md).
+# mallory, an approver of tenant evil, indexes a table of hers with an
+# "IMMUTABLE" function that sets request.jwt.claims to the CFO of acme and
+# resolves acme's CFO-only gate.  Autovacuum's ANALYZE (in the bootstrap
+# superuser's session) and a DBA's VACUUM FULL evaluate it; both are
+# security-restricted operations, where openwop gives no identity at all:
+# every attempt is refused 403 and the gate stays pending.  Autovacuum is
+# made deterministic: a 1 s naptime, analyze thresholds of 0 on her table,
+# and the check waits for its last_autoanalyze.
+#
+# Also: a binding a DBA gives a login with ALTER ROLE ... SET applies when
+# it logs in, and the login cannot undo it.  Needs the cluster test/run starts.
+set -euo pipefail
+. "$(dirname "$0")/../lib.sh"
+db=openwop_identity
+q() { psql -X -A -t -q -v ON_ERROR_STOP=1 -d $db -c "$1" | tail -n 1; }
+cleanup() {
+	psql -X -q -d postgres -c "ALTER SYSTEM RESET autovacuum_naptime" -c "SELECT pg_reload_conf()" >/dev/null 2>&1 || true
+	psql -X -q -d postgres -c "DROP DATABASE IF EXISTS $db" >/dev/null 2>&1 || true
+	psql -X -q -d postgres -c "DROP ROLE IF EXISTS idm_mallory" -c "DROP ROLE IF EXISTS idm_bound" >/dev/null 2>&1 || true
+}
+trap cleanup EXIT
+cleanup
+
+psql -X -q -d postgres -c "CREATE DATABASE $db" -c "CREATE ROLE idm_mallory LOGIN" -c "CREATE ROLE idm_bound LOGIN" >/dev/null
+make_login_approver $db
+psql -X -q -v ON_ERROR_STOP=1 -d $db >/dev/null <<'SQL'
+CREATE EXTENSION openwop_interrupt;
+GRANT openwop_approver TO idm_mallory;
+GRANT USAGE ON SCHEMA openwop TO idm_mallory, idm_bound;
+GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA openwop TO idm_mallory, idm_bound;
+SET openwop.tenant = 'acme';
+SELECT openwop.create_run('identity', '{"runId": "acme/idm-cfo-0000000001"}');
+SELECT openwop.start_node('acme/idm-cfo-0000000001', 'gate');
+SELECT openwop.interrupt('acme/idm-cfo-0000000001', 'gate', '{"kind": "approval", "data": {"artifactId": "a",
+  "artifactType": "doc", "title": "T", "actions": ["accept", "reject"], "approversList": ["cfo@example.org"]}}');
+
+CREATE SCHEMA mallory AUTHORIZATION idm_mallory;
+SET ROLE idm_mallory;
+-- via: what evaluated it (a client sets mallory.via; autovacuum sets nothing)
+CREATE TABLE mallory.outcome (via text, outcome text, message text);
+CREATE FUNCTION mallory.try_grant() RETURNS void LANGUAGE plpgsql AS $f$
+DECLARE msg text;
+BEGIN
+  PERFORM set_config('request.jwt.claims', '{"sub": "cfo@example.org", "tenant": "acme", "scope": "approvals:respond"}', true);
+  PERFORM openwop.resolve_interrupt('acme/idm-cfo-0000000001', 'gate', '{"action": "accept"}');
+  INSERT INTO mallory.outcome VALUES (coalesce(current_setting('mallory.via', true), 'autovacuum'), 'granted', NULL);
+EXCEPTION WHEN OTHERS THEN
+  GET STACKED DIAGNOSTICS msg = MESSAGE_TEXT;
+  INSERT INTO mallory.outcome VALUES (coalesce(current_setting('mallory.via', true), 'autovacuum'), SQLSTATE, msg);
+END $f$;
+CREATE FUNCTION mallory.grant_cfo(i int) RETURNS int LANGUAGE plpgsql IMMUTABLE AS $f$
+BEGIN
+  PERFORM mallory.try_grant();
+  RETURN i;
+END $f$;
+CREATE TABLE mallory.docs (i int) WITH (autovacuum_analyze_threshold = 0, autovacuum_analyze_scale_factor = 0);
+CREATE INDEX docs_by_grant ON mallory.docs (mallory.grant_cfo(i));
+RESET ROLE;
+SQL
+# the outcome of CREATE INDEX on an empty table: nothing evaluated yet
+[ "$(q "SELECT count(*) FROM mallory.outcome")" = 0 ]
+
+# autovacuum, made to come round every second, analyzes her table once it has rows
+psql -X -q -d postgres -c "ALTER SYSTEM SET autovacuum_naptime = '1s'" -c "SELECT pg_reload_conf()" >/dev/null
+psql -X -q -v ON_ERROR_STOP=1 -d $db -c "SET mallory.via = 'INSERT'" -c "INSERT INTO mallory.docs SELECT g FROM generate_series(1, 10) g" >/dev/null
+deadline=$((SECONDS + 60))
+until [ "$(q "SELECT last_autoanalyze IS NOT NULL FROM pg_stat_user_tables WHERE relid = 'mallory.docs'::regclass")" = t ]; do
+	[ $SECONDS -lt $deadline ] || { echo "autovacuum did not analyze mallory.docs within 60 s" >&2; exit 1; }
+	sleep 0.5
+done
+echo "autovacuum analyzed mallory.docs; what her code got there:"
+q "SELECT string_agg(DISTINCT outcome || ' ' || message, '; ') FROM mallory.outcome WHERE via = 'autovacuum'"
+[ "$(q "SELECT count(*) > 0 FROM mallory.outcome WHERE via = 'autovacuum'")" = t ]
+[ "$(q "SELECT string_agg(DISTINCT outcome, ',') FROM mallory.outcome WHERE via = 'autovacuum'")" = PT403 ]
+[ "$(q "SELECT bool_and(message LIKE '%inside a security-restricted operation%') FROM mallory.outcome WHERE via = 'autovacuum'")" = t ]
+
+# a DBA's VACUUM FULL rebuilds her index: the same
+psql -X -q -v ON_ERROR_STOP=1 -d $db -c "SET mallory.via = 'VACUUM FULL'" -c "VACUUM FULL mallory.docs" >/dev/null
+[ "$(q "SELECT count(*) FROM mallory.outcome WHERE via = 'VACUUM FULL' AND message LIKE '%inside a security-restricted operation%'")" = 10 ]
+
+# nothing happened to the gate
+[ "$(q "SELECT status FROM openwop.interrupts WHERE run_id = 'acme/idm-cfo-0000000001'")" = pending ]
+[ "$(q "SELECT count(*) FROM openwop.events WHERE run_id = 'acme/idm-cfo-0000000001' AND type = 'interrupt.resolved'")" = 0 ]
+echo "autovacuum and VACUUM FULL: refused, the gate is pending"
+
+# a binding given with ALTER ROLE applies at login; the login cannot undo it
+psql -X -q -v ON_ERROR_STOP=1 -d postgres -c "ALTER ROLE idm_bound SET openwop.bound_tenant = 'acme'" \
+	-c "ALTER ROLE idm_bound PASSWORD '${PGPASSWORD:-unused}'" >/dev/null
+as_bound() { psql -X -A -t -q -U idm_bound -d $db -c "$1" 2>&1 || true; }
+[ "$(as_bound "SELECT openwop.current_caller() ->> 'tenant'")" = acme ]
+as_bound "SET openwop.bound_tenant = '*'" | grep -q 'permission denied to set parameter "openwop.bound_tenant"'
+as_bound "ALTER ROLE CURRENT_USER SET openwop.bound_tenant = '*'" | grep -q 'permission denied'
+[ "$(psql -X -A -t -q -U idm_bound -d $db -c "RESET ALL" -c "SHOW openwop.bound_tenant" | tail -n 1)" = acme ]
+as_bound "SET openwop.tenant = 'globex'; SELECT openwop.current_caller()" | grep -q id_tenant_mismatch
+echo "ALTER ROLE ... SET openwop.bound_tenant binds the login; it cannot change it"

@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# The key-encryption key never leaves its file (docs/security.md).  Signing
+# secrets are stored encrypted (pgcrypto) under a passphrase read from
+# openwop.key_encryption_key_file, a file only the server's OS user can
+# read.  The setting is changed and the server reloaded: the log names the
+# file and never the passphrase; non-superusers cannot SHOW the setting or
+# see it in pg_settings; no pg_stat_activity row and no error message holds
+# a passphrase; a file others can read, or another user's file, is refused.
+# Needs the cluster test/run starts.
+set -euo pipefail
+. "$(dirname "$0")/../lib.sh"
+db=openwop_kek
+q() { psql -X -A -t -q -v ON_ERROR_STOP=1 -d $db -c "$1" | tail -n 1; }
+try() { psql -X -A -t -q -d $db -c "$1" 2>&1 || true; }
+datadir=$(psql -X -A -t -q -d postgres -c "SHOW data_directory")
+log=${OPENWOP_SERVER_LOG:-$(pg_lsclusters -h | awk -v port="$PGPORT" '$3 == port { print $7 }')}
+[ -f "$log" ] || { echo "cannot find the server log (got '$log')" >&2; exit 1; }
+cleanup() {
+	psql -X -q -d postgres -c "ALTER SYSTEM RESET openwop.key_encryption_key_file" -c "SELECT pg_reload_conf()" >/dev/null 2>&1 || true
+	psql -X -q -d postgres -c "DROP DATABASE IF EXISTS $db" -c "DROP ROLE IF EXISTS kek_app" >/dev/null 2>&1 || true
+	rm -f "$datadir"/openwop_kek_*
+}
+trap cleanup EXIT
+cleanup
+
+owner=$(stat -c %U "$datadir")
+kek_a="kek-a-$(od -An -N12 -tx1 /dev/urandom | tr -d ' \n')"
+kek_b="kek-b-$(od -An -N12 -tx1 /dev/urandom | tr -d ' \n')"
+put() {	# put FILE MODE USER CONTENT
+	printf '%s\n' "$4" >"$datadir/$1"
+	chown "$3" "$datadir/$1"
+	chmod "$2" "$datadir/$1"
+}
+put openwop_kek_a 0600 "$owner" "$kek_a"
+put openwop_kek_b 0600 "$owner" "$kek_b"
+put openwop_kek_open 0644 "$owner" "$kek_a"
+put openwop_kek_root 0600 root "$kek_a"
+log_start=$(stat -c %s "$log")
+
+psql -X -q -d postgres -c "CREATE DATABASE $db" -c "CREATE ROLE kek_app" >/dev/null
+psql -X -q -v ON_ERROR_STOP=1 -d $db >/dev/null <<'SQL'
+CREATE EXTENSION pgcrypto;
+CREATE EXTENSION openwop_interrupt;
+GRANT USAGE ON SCHEMA openwop TO kek_app;
+SET openwop.tenant = 'acme';
+SELECT openwop.create_run('kek', '{"runId": "acme/kek-run-000000001"}');
+SELECT openwop.start_node('acme/kek-run-000000001', 'gate');
+SELECT openwop.interrupt('acme/kek-run-000000001', 'gate', '{"kind": "approval", "data": {"artifactId": "a",
+  "artifactType": "doc", "title": "T", "actions": ["accept", "reject"]}}');
+SQL
+
+# 1. set in postgresql.auto.conf and reloaded; new secrets are stored encrypted and verify
+psql -X -q -d postgres -c "ALTER SYSTEM SET openwop.key_encryption_key_file = 'openwop_kek_a'" -c "SELECT pg_reload_conf()" >/dev/null
+sleep 1
+q "SELECT openwop.add_signing_key('k-kek-a', 'a-signing-secret-0123456789'::bytea)" >/dev/null
+[ "$(q "SELECT encrypted AND position('a-signing-secret'::bytea IN secret) = 0 FROM openwop.signing_keys WHERE kid = 'k-kek-a'")" = t ]
+token=$(q "SET openwop.tenant = 'acme'; SELECT openwop.mint_interrupt_token(interrupt_id, 'inspect') FROM openwop.interrupts")
+[ "$(q "SELECT openwop.inspect_interrupt('$token') ->> 'kind'")" = approval ]
+echo "encrypted under the passphrase in openwop_kek_a; a token it signed verifies"
+
+# 2. changed and reloaded: the log says which file, never what is in it
+psql -X -q -d postgres -c "ALTER SYSTEM SET openwop.key_encryption_key_file = 'openwop_kek_b'" -c "SELECT pg_reload_conf()" >/dev/null
+sleep 1
+# a new backend under the other passphrase: a clear error that names the key, not the passphrase
+out=$(try "SELECT openwop.inspect_interrupt('$token')")
+echo "$out" | grep -q 'signing key "k-kek-a" cannot be decrypted with the passphrase in openwop.key_encryption_key_file'
+# files others can read, or that are not the server's, are refused without being read
+for f in openwop_kek_open openwop_kek_root; do
+	psql -X -q -d postgres -c "ALTER SYSTEM SET openwop.key_encryption_key_file = '$f'" -c "SELECT pg_reload_conf()" >/dev/null
+	sleep 1
+	try "SELECT openwop.inspect_interrupt('$token')" | grep -q "key-encryption key file \"$f\" must be a file owned by the database server's user and readable by it alone"
+done
+psql -X -q -d postgres -c "ALTER SYSTEM SET openwop.key_encryption_key_file = 'openwop_kek_a'" -c "SELECT pg_reload_conf()" >/dev/null
+sleep 1
+[ "$(q "SELECT openwop.inspect_interrupt('$token') ->> 'kind'")" = approval ]
+echo "reloads: another passphrase, an open file and another user's file are refused; back to openwop_kek_a it verifies"
+
+# 3. who can see what
+[ "$(try "SET ROLE kek_app; SHOW openwop.key_encryption_key_file" | grep -c 'permission denied\|must be superuser')" -ge 1 ]
+[ "$(q "SET ROLE kek_app; SELECT count(*) FROM pg_settings WHERE name LIKE 'openwop.key_encryption%'")" = 0 ]
+[ "$(q "SELECT count(*) FROM pg_stat_activity WHERE pid <> pg_backend_pid() AND (query LIKE '%$kek_a%' OR query LIKE '%$kek_b%')")" = 0 ]
+echo "non-superusers cannot read the setting; no pg_stat_activity row holds a passphrase"
+
+# 4. the server log over the whole check: the reloads are there, the passphrases are not
+tail -c +$((log_start + 1)) "$log" >"$datadir/openwop_kek_log_excerpt"
+grep -q 'parameter "openwop.key_encryption_key_file" changed to "openwop_kek_b"' "$datadir/openwop_kek_log_excerpt"
+if grep -q -e "$kek_a" -e "$kek_b" "$datadir/openwop_kek_log_excerpt"; then
+	echo "a passphrase reached the server log" >&2
+	exit 1
+fi
+echo "the server log shows the reloads and no passphrase"
