@@ -5,10 +5,34 @@
 -- runs them: a 2-of-3 gate approved by named principals (a listed one, a
 -- group member, a role holder), a vetoed gate failing its run, and a gate
 -- rejected by the timeout worker.  Everything is read back from the
--- append-only event log.
+-- append-only event log.  This session is the DBA's (a superuser, who
+-- chooses its tenant); approvers answer as PostgREST requests (the
+-- authenticator's login, verified JWT claims) or as their own SQL logins.
 \pset footer off
 \pset null '·'
 SET openwop.tenant = 'acme';
+
+\echo
+\echo '== 0. Who is who: approvers hold a role; PostgREST''s authenticator is designated; logins are bound to tenants'
+CREATE ROLE openwop_approver NOLOGIN;      -- holds approvals:respond for SQL logins
+GRANT USAGE ON SCHEMA openwop TO openwop_approver;
+GRANT EXECUTE ON FUNCTION openwop.resolve_interrupt(text, text, jsonb, text), openwop.current_caller() TO openwop_approver;
+CREATE ROLE web_user NOLOGIN;              -- the role PostgREST switches to for a JWT
+GRANT openwop_approver TO web_user;
+CREATE ROLE authenticator LOGIN NOINHERIT; -- PostgREST's login
+GRANT web_user TO authenticator;
+ALTER ROLE authenticator SET openwop.bound_tenant = '*';   -- it serves many tenants: the JWT's tenant claim chooses
+SET openwop.jwt_session_role = 'authenticator';   -- a DBA puts this in postgresql.conf
+-- what each PostgREST request does first (this session plays the authenticator's login,
+-- with the binding its ALTER ROLE setting gives it at login)
+\set as_authenticator 'SET LOCAL openwop.bound_tenant = ''*''; SET LOCAL SESSION AUTHORIZATION authenticator; SET LOCAL ROLE web_user;'
+SELECT openwop.current_caller() AS "the DBA's own session";
+\echo '   (one PostgREST request: a transaction of the authenticator''s, SET ROLE, the verified JWT claims)'
+BEGIN;
+:as_authenticator
+SET LOCAL request.jwt.claims = '{"sub": "manager@example.org", "iss": "https://idp.example.org", "tenant": "acme", "scope": "approvals:respond"}';
+SELECT openwop.current_caller() AS "a request of the manager";
+COMMIT;
 
 \echo
 \echo '== 1. The engine creates a run of workflow "expense-report"'
@@ -28,20 +52,28 @@ SELECT openwop.start_node('acme/demo-expense-0001', 'approve') ->> 'visit' AS ap
 SELECT jsonb_pretty(openwop.interrupt('acme/demo-expense-0001', 'approve',
          '{"kind": "approval",
            "data": {"artifactId": "expense-412", "artifactType": "expense", "title": "Approve 412.50 for jo",
-                    "actions": ["accept", "reject"], "approversList": ["postgres", "manager@example.org"]}}')
+                    "actions": ["accept", "reject"], "approversList": ["manager@example.org"]}}')
        #- '{metadata,interrupt,id}') AS "pending (FlowDrop INT-1 envelope, id elided)";
 SELECT openwop.run_snapshot('acme/demo-expense-0001') ->> 'status' AS run_status;
 
-\echo '== 3. The manager approves (run-scoped resolve, with an Idempotency-Key)'
-SELECT openwop.resolve_interrupt('acme/demo-expense-0001', 'approve', '{"action": "accept", "feedback": "ok"}',
-                                 'demo-7d0c2d0e-5a55-4c6e-a5d3') - 'interruptId' AS resolved;
+\echo '== 3. The manager approves through PostgREST (run-scoped resolve, with an Idempotency-Key)'
+BEGIN;
+:as_authenticator
+SET LOCAL request.jwt.claims = '{"sub": "manager@example.org", "iss": "https://idp.example.org", "tenant": "acme", "scope": "approvals:respond"}';
+SELECT jsonb_pretty(openwop.resolve_interrupt('acme/demo-expense-0001', 'approve', '{"action": "accept", "feedback": "ok"}',
+                                 'demo-7d0c2d0e-5a55-4c6e-a5d3') - 'interruptId') AS resolved;
 \echo '   (the client retries the same request: the stored answer comes back, marked as a replay)'
 SELECT openwop.resolve_interrupt('acme/demo-expense-0001', 'approve', '{"action": "accept", "feedback": "ok"}',
                                  'demo-7d0c2d0e-5a55-4c6e-a5d3') ->> 'idempotentReplay' AS replayed;
+COMMIT;
 \echo '   (a second approver is too late: one winner only)'
 \set VERBOSITY default
 \set ON_ERROR_STOP 0
+BEGIN;
+:as_authenticator
+SET LOCAL request.jwt.claims = '{"sub": "deputy@example.org", "tenant": "acme", "scope": "approvals:respond"}';
 SELECT openwop.resolve_interrupt('acme/demo-expense-0001', 'approve', '{"action": "reject"}');
+ROLLBACK;
 \set ON_ERROR_STOP 1
 
 \echo '== 4. The engine crashed; on recovery it replays the gate and gets the recorded decision'
@@ -49,7 +81,7 @@ SELECT openwop.start_node('acme/demo-expense-0001', 'approve') ->> 'recovered' A
 SELECT openwop.interrupt('acme/demo-expense-0001', 'approve',
          '{"kind": "approval", "data": {"artifactId": "expense-412", "artifactType": "expense",
            "title": "Approve 412.50 for jo", "actions": ["accept", "reject"]}}')
-       - 'interruptId' #- '{resumeValue,decidedAt}' AS replay;
+       - 'interruptId' #- '{resumeValue,decidedAt}' AS "replay (the recorded answer, who decided it)";
 SELECT openwop.complete_node('acme/demo-expense-0001', 'approve', '{"approved": true}') ->> 'status' AS approve;
 SELECT openwop.start_node('acme/demo-expense-0001', 'book') ->> 'visit' AS book_visit;
 SELECT openwop.complete_node('acme/demo-expense-0001', 'book', '{"entry": 9001}') ->> 'status' AS book;
@@ -63,23 +95,33 @@ SELECT openwop.interrupt('acme/demo-expense-0002', 'fetch',
          '{"kind": "clarification", "data": {"questions": [{"id": "cc", "question": "Which cost centre?",
                                                             "schema": {"type": "string", "pattern": "^CC-[0-9]{4}$"}}]}}')
        ->> 'status' AS fetch;
-\echo '   (a malformed answer is refused against the question schema)'
+\echo '   (jo answers through PostgREST: a malformed answer is refused against the question schema)'
 \set ON_ERROR_STOP 0
+BEGIN;
+:as_authenticator
+SET LOCAL request.jwt.claims = '{"sub": "jo@example.org", "tenant": "acme", "scope": "approvals:respond"}';
 SELECT openwop.resolve_interrupt('acme/demo-expense-0002', 'fetch', '{"cc": "marketing"}');
+ROLLBACK;
 \set ON_ERROR_STOP 1
 SELECT openwop.cancel_run('acme/demo-expense-0002', 'duplicate submission') ->> 'status' AS run;
+\echo '   (after the cancel, a correct answer finds nothing pending)'
 \set ON_ERROR_STOP 0
+BEGIN;
+:as_authenticator
+SET LOCAL request.jwt.claims = '{"sub": "jo@example.org", "tenant": "acme", "scope": "approvals:respond"}';
 SELECT openwop.resolve_interrupt('acme/demo-expense-0002', 'fetch', '{"cc": "CC-0042"}');
+ROLLBACK;
 \set ON_ERROR_STOP 1
 
 \echo
 \echo '== 6. Approval gates run by a DBA: who may approve is set up with plain SQL'
-CREATE ROLE openwop_approver NOLOGIN;      -- holds approvals:respond for SQL sessions
-GRANT USAGE ON SCHEMA openwop TO openwop_approver;
-GRANT EXECUTE ON FUNCTION openwop.resolve_interrupt(text, text, jsonb, text) TO openwop_approver;
 CREATE ROLE treasury NOLOGIN;              -- a role ref: GRANT gives approval rights on gates naming it
-CREATE ROLE erin NOLOGIN;
-GRANT openwop_approver, treasury TO erin;
+CREATE ROLE treasury_ops NOLOGIN;
+GRANT USAGE ON SCHEMA openwop TO treasury, treasury_ops;
+GRANT EXECUTE ON FUNCTION openwop.resolve_interrupt(text, text, jsonb, text), openwop.current_caller() TO treasury, treasury_ops;
+CREATE ROLE erin LOGIN;
+GRANT openwop_approver, treasury, treasury_ops TO erin;
+ALTER ROLE erin SET openwop.bound_tenant = 'acme';    -- erin acts in tenant acme only, and cannot change that
 SELECT openwop.add_group_member('finance', 'dave@example.org') AS finance_member;      -- a group ref
 SELECT openwop.add_group_member('openwop-override', 'cfo@example.org') AS override;    -- an override principal
 SELECT openwop.capabilities() -> 'interrupt' AS interrupt_facet;
@@ -92,19 +134,33 @@ SELECT openwop.interrupt('acme/demo-po-000000001', 'sign-off',
            "title": "Buy 3 servers", "actions": ["accept", "reject"], "requiredApprovals": 2,
            "approversList": ["alice@example.org"], "approverGroupRefs": ["finance"],
            "approverRoleRefs": ["treasury"]}}') ->> 'status' AS raised;
-SET request.jwt.claims = '{"sub": "mallory@example.org", "scope": "approvals:respond"}';
+\echo '   (mallory is not eligible: 403, the run keeps waiting)'
 \set ON_ERROR_STOP 0
+BEGIN;
+:as_authenticator
+SET LOCAL request.jwt.claims = '{"sub": "mallory@example.org", "tenant": "acme", "scope": "approvals:respond"}';
 SELECT openwop.resolve_interrupt('acme/demo-po-000000001', 'sign-off', '{"action": "accept"}');
+ROLLBACK;
 \set ON_ERROR_STOP 1
-SET request.jwt.claims = '{"sub": "dave@example.org", "scope": "approvals:respond"}';
+\echo '   (dave, of group finance, approves through PostgREST: counted, not yet decided)'
+BEGIN;
+:as_authenticator
+SET LOCAL request.jwt.claims = '{"sub": "dave@example.org", "tenant": "acme", "scope": "approvals:respond"}';
 SELECT r ->> 'status' AS status, r -> 'tally' AS tally
   FROM openwop.resolve_interrupt('acme/demo-po-000000001', 'sign-off', '{"action": "accept"}') r;
-RESET request.jwt.claims;
-SET ROLE erin;   -- a SQL session: the principal is current_user
+COMMIT;
+\echo '   (erin, a SQL login holding role treasury, approves; SET ROLE does not make her a second voter)'
+SET openwop.bound_tenant = 'acme';   -- what her ALTER ROLE setting gives her login (a superuser may SET it here)
+SET SESSION AUTHORIZATION erin;
+SET ROLE treasury_ops;
+SELECT openwop.current_caller() #>> '{subject,subjectId}' AS "voter, whatever role is SET";
+SET ROLE treasury;
 SELECT r ->> 'status' AS status, r ->> 'decision' AS decision, r ->> 'runStatus' AS run
   FROM openwop.resolve_interrupt('acme/demo-po-000000001', 'sign-off', '{"action": "accept"}') r;
 RESET ROLE;
-SELECT v.voter, v.action, v.eligibility -> 'matched' AS matched
+RESET SESSION AUTHORIZATION;
+RESET openwop.bound_tenant;
+SELECT v.voter, v.voter_subject ->> 'issuer' AS issuer, v.action, v.eligibility -> 'matched' AS matched
   FROM openwop.votes v JOIN openwop.interrupts i USING (tenant, interrupt_id)
  WHERE i.run_id = 'acme/demo-po-000000001' ORDER BY v.cast_at;
 
@@ -114,10 +170,12 @@ SELECT openwop.start_node('acme/demo-po-000000002', 'sign-off') ->> 'status' AS 
 SELECT openwop.interrupt('acme/demo-po-000000002', 'sign-off',
          '{"kind": "approval", "data": {"artifactId": "po-78", "artifactType": "purchase-order",
            "title": "Buy a yacht", "actions": ["accept", "reject"], "requiredApprovals": 3}}') ->> 'status' AS raised;
-SET request.jwt.claims = '{"sub": "alice@example.org", "scope": "approvals:respond"}';
+BEGIN;
+:as_authenticator
+SET LOCAL request.jwt.claims = '{"sub": "alice@example.org", "tenant": "acme", "scope": "approvals:respond"}';
 SELECT r ->> 'decision' AS decision, r ->> 'runStatus' AS run
   FROM openwop.resolve_interrupt('acme/demo-po-000000002', 'sign-off', '{"action": "reject", "feedback": "no"}') r;
-RESET request.jwt.claims;
+COMMIT;
 SELECT openwop.run_snapshot('acme/demo-po-000000002') -> 'error' AS run_error;
 
 \echo '   (a timed-out gate: nobody answers within 1 s; the timeout worker rejects it, onTimeout "approve" notwithstanding)'
@@ -134,8 +192,8 @@ SELECT openwop.run_snapshot('acme/demo-po-000000003') ->> 'status' AS status_aft
 SELECT e ->> 'runId' AS run,
        (e ->> 'sequence')::int AS seq,
        e ->> 'type' AS type,
-       (e -> 'payload') - 'nodeId' - 'interruptId' - 'key' - 'durationMs' - 'openwop-eligibility' - 'data'
-         #- '{resumeValue,decidedAt}' AS payload
+       (e -> 'payload') - 'nodeId' - 'interruptId' - 'key' - 'durationMs' - 'openwop-eligibility' - 'data' - 'owner'
+         #- '{resumeValue,decidedAt}' #- '{resolvedBy,tenant}' #- '{resolvedBy,lane}' #- '{resolvedBy,kind}' AS payload
   FROM (VALUES ('acme/demo-po-000000001'), ('acme/demo-po-000000002'), ('acme/demo-po-000000003')) AS r(id),
        openwop.events(r.id) AS e
  WHERE e ->> 'type' NOT IN ('run.started', 'node.started')
@@ -147,12 +205,13 @@ SELECT e ->> 'runId' AS run,
        (e ->> 'sequence')::int AS seq,
        e ->> 'type' AS type,
        e ->> 'nodeId' AS node,
-       (e -> 'payload') - 'nodeId' - 'durationMs' - 'interruptId' - 'key' #- '{resumeValue,decidedAt}' AS payload
+       (e -> 'payload') - 'nodeId' - 'durationMs' - 'interruptId' - 'key' - 'owner' - 'openwop-eligibility'
+         #- '{resumeValue,decidedAt}' #- '{resolvedBy,tenant}' #- '{resolvedBy,lane}' #- '{resolvedBy,kind}' AS payload
   FROM (VALUES ('acme/demo-expense-0001'), ('acme/demo-expense-0002')) AS r(id),
        openwop.events(r.id) AS e
  ORDER BY 1, 2;
 
 \echo '== Snapshots (openwop.run_snapshot)'
-SELECT s ->> 'runId' AS run, s ->> 'status' AS status, s -> 'owner' AS owner
+SELECT s ->> 'runId' AS run, s ->> 'status' AS status, s #> '{owner,subject,subjectId}' AS owner
   FROM (VALUES ('acme/demo-expense-0001'), ('acme/demo-expense-0002')) AS r(id),
        openwop.run_snapshot(r.id) AS s;

@@ -33,12 +33,12 @@ COMMENT ON COLUMN openwop.votes.voter IS 'Principal that voted: the subjectId of
 COMMENT ON COLUMN openwop.votes.resume_value IS 'The resume value of the vote, with decidedBy and decidedAt filled by the host.';
 COMMENT ON COLUMN openwop.votes.voter_subject IS 'Subject that voted {issuer, subjectId, tenant, lane, kind}.';
 
-COMMENT ON COLUMN openwop.group_members.principal IS 'Member: a subjectId (a JWT sub, a login name, a token principal) under any trusted issuer, or "<issuer>:<subjectId>" for one issuer.';
+COMMENT ON COLUMN openwop.group_members.principal IS 'Member: a subjectId (a JWT sub, a login name, a token principal) under any trusted issuer, or "<issuer>/<subjectId>" for one issuer.';
 
 COMMENT ON FUNCTION openwop.resolve_interrupt(text, text, jsonb, text) IS
   'resolveInterruptByRun: resolves the pending interrupt of node_id with resume_value as the caller (a request session''s JWT subject, else the session''s login), who needs approvals:respond (the JWT scope claim, or membership of openwop.approver_role); exactly one of concurrent resolves wins, the others get interrupt_already_resolved (PT409). The host fills decidedBy and decidedAt. Honors an Idempotency-Key, which belongs to the subject that used it.';
 COMMENT ON FUNCTION openwop.add_group_member(text, text, text) IS
-  'Adds principal (a subjectId, or "<issuer>:<subjectId>" to pin one issuer) to group_ref in tenant (default: the caller''s tenant) for approverGroupRefs; the group named by openwop.override_group holds the override principals. Only the extension owner or a superuser may call it. Returns false if it was already a member.';
+  'Adds principal (a subjectId, or "<issuer>/<subjectId>" to pin one issuer) to group_ref in tenant (default: the caller''s tenant) for approverGroupRefs; the group named by openwop.override_group holds the override principals. Only the extension owner or a superuser may call it. Returns false if it was already a member.';
 COMMENT ON FUNCTION openwop.mint_interrupt_token(text, text, interval, text) IS
   'A signed token ow2.hs256.<kid>.<payload>.<mac> for a pending interrupt of the caller''s tenant; lifetime ttl (default openwop.token_ttl, 30 min), capped at openwop.token_max_ttl and the interrupt''s deadline. A resolve token for a gate that restricts its approvers needs a named eligible principal (a subject id), which it carries and votes as. Minting a resolve token needs the privileges of openwop.token_issuer_role.';
 

@@ -258,7 +258,7 @@ COMMENT ON TABLE openwop.group_members IS
   'DBA-managed membership of the group refs named in approverGroupRefs (and of the override group), per tenant.';
 COMMENT ON COLUMN openwop.group_members.tenant IS 'Tenant the membership applies in.';
 COMMENT ON COLUMN openwop.group_members.group_ref IS 'Opaque group ref, as written in approverGroupRefs.';
-COMMENT ON COLUMN openwop.group_members.principal IS 'Member: a subjectId (a JWT sub, a login name, a token principal) under any trusted issuer, or "<issuer>:<subjectId>" for one issuer.';
+COMMENT ON COLUMN openwop.group_members.principal IS 'Member: a subjectId (a JWT sub, a login name, a token principal) under any trusted issuer, or "<issuer>/<subjectId>" for one issuer.';
 COMMENT ON COLUMN openwop.group_members.added_at IS 'When the membership was added.';
 
 CREATE TABLE openwop.signing_keys (
@@ -447,7 +447,7 @@ CREATE FUNCTION openwop.add_group_member(group_ref text, principal text, tenant 
     RETURNS boolean AS 'MODULE_PATHNAME', 'ow_add_group_member'
     LANGUAGE C VOLATILE;
 COMMENT ON FUNCTION openwop.add_group_member(text, text, text) IS
-  'Adds principal (a subjectId, or "<issuer>:<subjectId>" to pin one issuer) to group_ref in tenant (default: the caller''s tenant) for approverGroupRefs; the group named by openwop.override_group holds the override principals. Only the extension owner or a superuser may call it. Returns false if it was already a member.';
+  'Adds principal (a subjectId, or "<issuer>/<subjectId>" to pin one issuer) to group_ref in tenant (default: the caller''s tenant) for approverGroupRefs; the group named by openwop.override_group holds the override principals. Only the extension owner or a superuser may call it. Returns false if it was already a member.';
 
 CREATE FUNCTION openwop.remove_group_member(group_ref text, principal text, tenant text DEFAULT NULL)
     RETURNS boolean AS 'MODULE_PATHNAME', 'ow_remove_group_member'

@@ -135,7 +135,7 @@ held_roles(Oid login, List *refs)
  * subject's groups in the tenant, already read (else they are looked up).
  * Eligible when the gate names no approvers at all, or when an
  * approversList entry names the subject (its subjectId, or
- * "<issuer>:<subjectId>"), or it is in one of approverGroupRefs, or its
+ * "<issuer>/<subjectId>"), or it is in one of approverGroupRefs, or its
  * login holds one of approverRoleRefs.  Refuses with 403 forbidden
  * otherwise (the run keeps waiting).  Returns the decision to record:
  * {principal, subject, matched: [...], groups: [...], roles: [...], override}.
@@ -361,7 +361,7 @@ change_membership(FunctionCallInfo fcinfo, bool add)
 		ow_validation_error("groupRef", "group_ref must not be empty");
 	if (!ow_valid_subject_ref(principal))
 		ow_validation_error("principal",
-							"principal must be a subject id, or \"<issuer>:<subject id>\", without white space");
+							"principal must be a subject id, or \"<issuer>/<subject id>\", without white space");
 	if (add && strcmp(principal, OW_TOKEN_PRINCIPAL) == 0)
 		ow_validation_error("principal", "\"%s\" is reserved for tokens that name no principal",
 							OW_TOKEN_PRINCIPAL);

@@ -16,12 +16,12 @@
  *	  SET, so one login is one voter however many roles it holds.
  *
  * No identity at all is given inside a security-restricted operation
- * (ANALYZE and autovacuum, VACUUM, REINDEX, CREATE INDEX, REFRESH
- * MATERIALIZED VIEW, and the index and constraint expressions they
- * evaluate), where code written by a table's owner runs in somebody else's
- * session; nor to a request session inside a SECURITY DEFINER function,
- * whose code is not the request's.  Superuser status never makes claims
- * count.
+ * (ANALYZE and autovacuum, VACUUM FULL, REINDEX, CREATE INDEX, REFRESH
+ * MATERIALIZED VIEW, and the index expressions they evaluate), where code
+ * written by a table's owner runs in somebody else's session; nor inside a
+ * SECURITY DEFINER function, whose code is its owner's, not the caller's.
+ * request.jwt.claims itself cannot be set in either (module.c).
+ * Superuser status never makes claims count.
  *
  * The tenant is bound by the DBA: openwop.bound_tenant, a superuser-only
  * setting given to a login with ALTER ROLE ... SET, names the one tenant the
@@ -107,12 +107,18 @@ ow_valid_subject_id(const char *s)
 
 /*
  * A ref that names a subject (an approversList entry, a group member): a
- * subjectId, or "<issuer>:<subjectId>"; in either case no white space.
+ * subjectId, or "<issuer>/<subjectId>".  A subjectId has no "/", so the
+ * last "/" splits a qualified ref one way only.
  */
 bool
 ow_valid_subject_ref(const char *s)
 {
-	return no_space_span(s, 1, 1024 + 1 + 256, false);
+	const char *slash = strrchr(s, '/');
+
+	if (slash == NULL)
+		return ow_valid_subject_id(s);
+	return slash > s && slash - s <= 1024 && no_space_span(s, 1, 1024 + 1 + 256, false) &&
+		ow_valid_subject_id(slash + 1);
 }
 
 /* issuer: ^\S+$, 1 to 1024 characters */
@@ -195,33 +201,40 @@ ow_subject_jsonb(const OwSubject *s)
 	return owj_end(&j);
 }
 
-/* The issuer-qualified ref of a subject, "<issuer>:<subjectId>". */
+/*
+ * The issuer-qualified ref of a subject, "<issuer>/<subjectId>".  Not the
+ * "<issuer>:<subjectId>" of the reference host: issuers and subjectIds may
+ * both hold ":", so that form can name two subjects ("a:b" + "c" and "a" +
+ * "b:c"); a subjectId never holds "/".
+ */
 char *
 ow_subject_ref(const OwSubject *s)
 {
-	return psprintf("%s:%s", s->issuer, s->subject_id);
+	return psprintf("%s/%s", s->issuer, s->subject_id);
 }
 
 /*
  * Does an eligibility ref (an approversList entry, a group member) name
- * this subject?  A bare ref names a subjectId under any issuer the host
- * trusts; "<issuer>:<subjectId>" pins the issuer.
+ * this subject?  A ref without "/" is a subjectId, under any issuer the
+ * host trusts; "<issuer>/<subjectId>" pins the issuer.
  */
 bool
 ow_subject_matches(const OwSubject *s, const char *ref)
 {
-	size_t		ilen = strlen(s->issuer);
+	const char *slash = strrchr(ref, '/');
 
-	if (strcmp(ref, s->subject_id) == 0)
-		return true;
-	return strncmp(ref, s->issuer, ilen) == 0 && ref[ilen] == ':' &&
-		strcmp(ref + ilen + 1, s->subject_id) == 0;
+	if (slash == NULL)
+		return strcmp(ref, s->subject_id) == 0;
+	return strlen(s->issuer) == (size_t) (slash - ref) &&
+		strncmp(ref, s->issuer, slash - ref) == 0 && strcmp(slash + 1, s->subject_id) == 0;
 }
 
 /* ----------
  * Where identity may be taken from
  * ----------
  */
+
+static void no_identity_here(const char *where) pg_attribute_noreturn();
 
 static void
 no_identity_here(const char *where)
@@ -278,15 +291,18 @@ request_claims(void)
 	return claims;
 }
 
+static void unresolvable(const char *key, const char *value, const char *why) pg_attribute_noreturn();
+
+/* 401 identity_unresolvable, details {key: value}. */
 static void
-unresolvable(const char *claim, const char *why)
+unresolvable(const char *key, const char *value, const char *why)
 {
 	OwDetails	d;
 
 	ow_details_init(&d);
-	ow_details_str(&d, "claim", claim);
+	ow_details_str(&d, key, value);
 	ow_raise(OW_SQLSTATE_401, "identity_unresolvable", &d, NULL,
-			 "the verified identity resolves to no subject: %s", why);
+			 "the caller resolves to no subject: %s", why);
 }
 
 /* The subject of a request session's claims: (iss, sub), or anonymous. */
@@ -303,14 +319,16 @@ claims_subject(Jsonb *claims, const char *tenant, OwSubject *s)
 		return;
 	}
 	if (sub->type != jbvString || !ow_valid_subject_id(owj_string(sub)))
-		unresolvable("sub", "the sub claim must be a string of 1 to 256 characters without white space or \"/\"");
+		unresolvable("claim", "sub", "the sub claim must be a string of 1 to 256 characters without white space or \"/\"");
 	if (iss != NULL)
 	{
 		if (iss->type != jbvString || !valid_issuer(owj_string(iss)))
-			unresolvable("iss", "the iss claim must be a string of 1 to 1024 characters without white space");
+			unresolvable("claim", "iss", "the iss claim must be a string of 1 to 1024 characters without white space");
 		issuer = owj_string(iss);
-		if (strncmp(issuer, OW_ISSUER_PREFIX, strlen(OW_ISSUER_PREFIX)) == 0)
-			unresolvable("iss", "issuers under " OW_ISSUER_PREFIX " name this host's own subjects");
+		/* URNs compare case-insensitively; urn:openwop: is OpenWOP's own (legacy subjects) */
+		if (pg_strncasecmp(issuer, "urn:openwop-interrupt", strlen("urn:openwop-interrupt")) == 0 ||
+			pg_strncasecmp(issuer, "urn:openwop:", strlen("urn:openwop:")) == 0)
+			unresolvable("claim", "iss", "issuers under urn:openwop-interrupt and urn:openwop: name this host's own subjects");
 	}
 	set_subject(s, issuer, owj_string(sub), tenant, "oauth2", "user");
 }
@@ -319,6 +337,9 @@ claims_subject(Jsonb *claims, const char *tenant, OwSubject *s)
  * The tenant
  * ----------
  */
+
+static void tenant_refused(const char *asked, const char *source, const char *tenant,
+						   const char *why) pg_attribute_noreturn();
 
 static void
 tenant_refused(const char *asked, const char *source, const char *tenant, const char *why)
@@ -349,11 +370,11 @@ check_tenant_grammar(const char *tenant, const char *source)
 }
 
 /*
- * The caller's tenant.  The login's binding (openwop.bound_tenant) decides
- * first: a bound login acts in its tenant only, and a claim or setting
- * naming another is refused.  Then, for a request session, the tenant
- * claim; for a login bound to "*" (or a superuser), openwop.tenant; else
- * openwop.default_tenant, where an unbound login stays.
+ * The caller's tenant.  The login's binding (openwop.bound_tenant) decides:
+ * a login bound to one tenant acts there only, and a claim or setting
+ * naming another is refused; a login bound to "*" (or a superuser) takes
+ * the tenant claim of a request session, or openwop.tenant; an unbound
+ * login stays in openwop.default_tenant.
  */
 static char *
 caller_tenant(Jsonb *claims, bool superuser_login)
@@ -395,10 +416,9 @@ caller_tenant(Jsonb *claims, bool superuser_login)
 			tenant_refused(asked, source, bound, "this login is bound to another tenant");
 		return pstrdup(bound);
 	}
-	if (asked && claims == NULL && bound[0] == '\0' && !superuser_login &&
-		strcmp(asked, ow_default_tenant) != 0)
+	if (asked && bound[0] == '\0' && !superuser_login && strcmp(asked, ow_default_tenant) != 0)
 		tenant_refused(asked, source, ow_default_tenant,
-					   "openwop.tenant chooses the tenant only for logins bound to \"*\"");
+					   "only a login bound to \"*\" chooses its tenant");
 	if (asked)
 	{
 		check_tenant_grammar(asked, source);
@@ -425,16 +445,16 @@ ow_caller(OwCaller *c)
 
 	if (InSecurityRestrictedOperation())
 		no_identity_here("a security-restricted operation");
+	if (InLocalUserIdChange())
+		no_identity_here("a SECURITY DEFINER function");
 	request = request_session();
-	if (request && InLocalUserIdChange())
-		no_identity_here("a SECURITY DEFINER function of a request session");
 
 	memset(c, 0, sizeof(*c));
 	c->login = GetSessionUserId();
 	if (request)
 	{
 		c->claims = request_claims();
-		c->subject.tenant = caller_tenant(c->claims, false);
+		c->subject.tenant = caller_tenant(c->claims, superuser_arg(c->login));
 		claims_subject(c->claims, c->subject.tenant, &c->subject);
 		c->login = InvalidOid;
 	}
@@ -444,15 +464,8 @@ ow_caller(OwCaller *c)
 		char	   *tenant = caller_tenant(NULL, superuser_arg(c->login));
 
 		if (!ow_valid_subject_id(login))
-		{
-			OwDetails	d;
-
-			ow_details_init(&d);
-			ow_details_str(&d, "login", login);
-			ow_raise(OW_SQLSTATE_401, "identity_unresolvable", &d, NULL,
-					 "login \"%s\" is not a valid subject id (1 to 256 characters without white space or \"/\")",
-					 login);
-		}
+			unresolvable("login", login,
+						 "a login name must be 1 to 256 characters without white space or \"/\"");
 		set_subject(&c->subject, OW_ISSUER_SESSION, login, tenant, "session", "user");
 	}
 	if (strcmp(c->subject.subject_id, OW_TOKEN_PRINCIPAL) == 0)

@@ -33,10 +33,10 @@ PG_FUNCTION_INFO_V1(ow_run_snapshot);
 #define OW_EVENTS_MAX 10000
 
 /* Prepare a statement once per backend and keep the plan. */
-SPIPlanPtr
-ow_prepare(const char *sql, int nargs, Oid *argtypes)
+static SPIPlanPtr
+prepare_kept(const char *sql, int nargs, Oid *argtypes, int options)
 {
-	SPIPlanPtr	plan = SPI_prepare(sql, nargs, argtypes);
+	SPIPlanPtr	plan = SPI_prepare_cursor(sql, nargs, argtypes, options);
 
 	if (plan == NULL)
 		elog(ERROR, "SPI_prepare failed for \"%s\": %s",
@@ -44,6 +44,23 @@ ow_prepare(const char *sql, int nargs, Oid *argtypes)
 	if (SPI_keepplan(plan) != 0)
 		elog(ERROR, "SPI_keepplan failed");
 	return plan;
+}
+
+SPIPlanPtr
+ow_prepare(const char *sql, int nargs, Oid *argtypes)
+{
+	return prepare_kept(sql, nargs, argtypes, 0);
+}
+
+/*
+ * The same for a statement that carries a secret (a signing secret, an
+ * Idempotency-Key) as a parameter: always a generic plan, so the value is
+ * never folded into a plan that debug_print_plan would show.
+ */
+SPIPlanPtr
+ow_prepare_secret(const char *sql, int nargs, Oid *argtypes)
+{
+	return prepare_kept(sql, nargs, argtypes, CURSOR_OPT_GENERIC_PLAN);
 }
 
 /*
@@ -365,11 +382,9 @@ ow_events_append_only(PG_FUNCTION_ARGS)
 Jsonb *
 ow_event_payload(const char *type, Jsonb *payload, const char *tenant)
 {
+	static const char *const replaced[] = {"resolvedBy", NULL};
 	JsonbValue *by;
 	JsonbValue *id;
-	JsonbIterator *it;
-	JsonbValue	v;
-	JsonbIteratorToken tok;
 	OwJson		j;
 
 	if (strcmp(type, "interrupt.resolved") != 0 || (by = owj_get(payload, "resolvedBy")) == NULL ||
@@ -378,20 +393,8 @@ ow_event_payload(const char *type, Jsonb *payload, const char *tenant)
 		return payload;
 
 	owj_begin(&j);
-	it = JsonbIteratorInit(&payload->root);
-	while ((tok = JsonbIteratorNext(&it, &v, true)) != WJB_DONE)
-	{
-		char	   *k;
-
-		if (tok != WJB_KEY)
-			continue;
-		k = pnstrdup(v.val.string.val, v.val.string.len);
-		JsonbIteratorNext(&it, &v, true);
-		if (strcmp(k, "resolvedBy") == 0)
-			owj_legacy_subject(&j, k, owj_string(id), tenant);
-		else
-			owj_value(&j, k, &v);
-	}
+	owj_members_except(&j, payload, replaced);
+	owj_legacy_subject(&j, "resolvedBy", owj_string(id), tenant);
 	return owj_end(&j);
 }
 

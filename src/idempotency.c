@@ -153,19 +153,19 @@ ow_idempotency_claim(const char *tenant, const char *endpoint, const char *key,
 	{
 		Oid			types[7] = {TEXTOID, TEXTOID, TEXTOID, TEXTOID, INT4OID, JSONBOID, JSONBOID};
 
-		insert_plan = ow_prepare("INSERT INTO openwop.idempotency_keys"
+		insert_plan = ow_prepare_secret("INSERT INTO openwop.idempotency_keys"
 								 " (tenant, endpoint, key, request_digest, expires_at, principal)"
 								 " VALUES ($1, $2, $3, $4, pg_catalog.now()"
 								 "   OPERATOR(pg_catalog.+) pg_catalog.make_interval(secs => $5), $6)"
 								 " ON CONFLICT DO NOTHING", 7, types);
-		read_plan = ow_prepare("SELECT request_digest, response,"
+		read_plan = ow_prepare_secret("SELECT request_digest, response,"
 							   "       expires_at OPERATOR(pg_catalog.<) pg_catalog.now(),"
 							   "       COALESCE(principal OPERATOR(pg_catalog.@>) $7, false)"
 							   "  FROM openwop.idempotency_keys"
 							   " WHERE tenant OPERATOR(pg_catalog.=) $1"
 							   "   AND endpoint OPERATOR(pg_catalog.=) $2"
 							   "   AND key OPERATOR(pg_catalog.=) $3", 7, types);
-		drop_plan = ow_prepare("DELETE FROM openwop.idempotency_keys"
+		drop_plan = ow_prepare_secret("DELETE FROM openwop.idempotency_keys"
 							   " WHERE tenant OPERATOR(pg_catalog.=) $1"
 							   "   AND endpoint OPERATOR(pg_catalog.=) $2"
 							   "   AND key OPERATOR(pg_catalog.=) $3"
@@ -232,7 +232,7 @@ ow_idempotency_complete(const char *tenant, const char *endpoint, const char *ke
 	{
 		Oid			types[4] = {TEXTOID, TEXTOID, TEXTOID, JSONBOID};
 
-		plan = ow_prepare("UPDATE openwop.idempotency_keys SET response = $4"
+		plan = ow_prepare_secret("UPDATE openwop.idempotency_keys SET response = $4"
 						  " WHERE tenant OPERATOR(pg_catalog.=) $1"
 						  "   AND endpoint OPERATOR(pg_catalog.=) $2"
 						  "   AND key OPERATOR(pg_catalog.=) $3", 4, types);

@@ -154,9 +154,12 @@ owj_jsonb(OwJson *j, const char *key, Jsonb *value)
 	owj_value(j, key, &v);
 }
 
-/* Push every member of the jsonb object obj into the object being built. */
+/*
+ * Push every member of the jsonb object obj, but those named in skip
+ * (NULL-terminated, or NULL), into the object being built.
+ */
 void
-owj_members(OwJson *j, Jsonb *obj)
+owj_members_except(OwJson *j, Jsonb *obj, const char *const *skip)
 {
 	JsonbIterator *it = JsonbIteratorInit(&obj->root);
 	JsonbValue	v;
@@ -167,11 +170,23 @@ owj_members(OwJson *j, Jsonb *obj)
 		if (tok == WJB_KEY)
 		{
 			char	   *k = pnstrdup(v.val.string.val, v.val.string.len);
+			const char *const *s;
+			bool		skipped = false;
 
+			for (s = skip; s && *s && !skipped; s++)
+				skipped = strcmp(k, *s) == 0;
 			JsonbIteratorNext(&it, &v, true);
-			owj_value(j, k, &v);
+			if (!skipped)
+				owj_value(j, k, &v);
 		}
 	}
+}
+
+/* Push every member of the jsonb object obj into the object being built. */
+void
+owj_members(OwJson *j, Jsonb *obj)
+{
+	owj_members_except(j, obj, NULL);
 }
 
 /*

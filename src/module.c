@@ -110,6 +110,27 @@ char	   *ow_key_encryption_key_file = NULL;
 char	   *ow_database = NULL;
 int			ow_sweeper_interval = 60;
 
+/*
+ * request.jwt.claims, which PostgREST sets at the top of each request, is
+ * defined here so that code running as someone else cannot set it: a
+ * SECURITY DEFINER function or a security-restricted operation (ANALYZE,
+ * an index expression) changing the claims would change who a request
+ * session is for the rest of its transaction.
+ */
+static char *ow_jwt_claims_setting = NULL;
+
+static bool
+check_jwt_claims(char **newval, void **extra, GucSource source)
+{
+	if (InSecurityRestrictedOperation() || InLocalUserIdChange())
+	{
+		GUC_check_errcode(ERRCODE_INSUFFICIENT_PRIVILEGE);
+		GUC_check_errmsg("request.jwt.claims cannot be set inside a SECURITY DEFINER function or a security-restricted operation");
+		return false;
+	}
+	return true;
+}
+
 /* openwop.bound_tenant: empty, "*", or a tenant id */
 static bool
 check_bound_tenant(char **newval, void **extra, GucSource source)
@@ -149,6 +170,15 @@ _PG_init(void)
 							   PGC_SUSET,
 							   0,
 							   NULL, NULL, NULL);
+
+	DefineCustomStringVariable("request.jwt.claims",
+							   "Verified JWT claims of the current PostgREST request.",
+							   "PostgREST sets it per request; openwop trusts it only in sessions of openwop.jwt_session_role.",
+							   &ow_jwt_claims_setting,
+							   "",
+							   PGC_USERSET,
+							   GUC_NO_SHOW_ALL | GUC_NOT_IN_SAMPLE,
+							   check_jwt_claims, NULL, NULL);
 
 	DefineCustomStringVariable("openwop.jwt_session_role",
 							   "Role whose member logins speak through request.jwt.claims.",

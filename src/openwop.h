@@ -100,6 +100,7 @@ extern void owj_float(OwJson *j, const char *key, double value);
 extern void owj_jsonb(OwJson *j, const char *key, Jsonb *value);
 extern void owj_value(OwJson *j, const char *key, JsonbValue *value);
 extern void owj_members(OwJson *j, Jsonb *obj);
+extern void owj_members_except(OwJson *j, Jsonb *obj, const char *const *skip);
 extern void owj_str_array(OwJson *j, const char *key, List *l);
 
 /* jsonb reading helpers */
@@ -214,6 +215,7 @@ typedef struct OwRun
 } OwRun;
 
 extern SPIPlanPtr ow_prepare(const char *sql, int nargs, Oid *argtypes);
+extern SPIPlanPtr ow_prepare_secret(const char *sql, int nargs, Oid *argtypes);
 extern int	ow_run_query(SPIPlanPtr *plan, const char *sql, OwRun *run, const char *node_id,
 						 bool read_only, long count);
 extern bool ow_run_is_terminal(const char *status);

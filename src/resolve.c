@@ -352,23 +352,11 @@ check_clarification_answers(JsonbContainer *data, Jsonb *value)
 static Jsonb *
 stamped_answer(Jsonb *value, const OwSubject *who)
 {
-	JsonbIterator *it = JsonbIteratorInit(&value->root);
-	JsonbValue	v;
-	JsonbIteratorToken tok;
+	static const char *const filled[] = {"decidedBy", "decidedAt", NULL};
 	OwJson		j;
 
 	owj_begin(&j);
-	while ((tok = JsonbIteratorNext(&it, &v, true)) != WJB_DONE)
-	{
-		char	   *k;
-
-		if (tok != WJB_KEY)
-			continue;
-		k = pnstrdup(v.val.string.val, v.val.string.len);
-		JsonbIteratorNext(&it, &v, true);
-		if (strcmp(k, "decidedBy") != 0 && strcmp(k, "decidedAt") != 0)
-			owj_value(&j, k, &v);
-	}
+	owj_members_except(&j, value, filled);
 	owj_str(&j, "decidedBy", who->subject_id);
 	owj_str(&j, "decidedAt", owj_iso8601(GetCurrentTransactionStartTimestamp()));
 	return owj_end(&j);

@@ -1204,7 +1204,8 @@ end_run(FunctionCallInfo fcinfo, OwTerminal how)
 
 	call_begin(&call, run_input);
 	refuse_if_terminal(run);
-	seq = ow_end_run(run, how, value, failed_node, reason, call.caller.subject.subject_id);
+	/* cancelledBy is a string: the issuer-qualified ref tells a login from a JWT subject */
+	seq = ow_end_run(run, how, value, failed_node, reason, ow_subject_ref(&call.caller.subject));
 	ow_save_run(run);
 
 	call_end(&call);

@@ -21,6 +21,8 @@
 #include <unistd.h>
 
 #include "catalog/pg_type.h"
+#include "nodes/value.h"
+#include "parser/parse_func.h"
 #include "common/jsonapi.h"
 #include "lib/stringinfo.h"
 #include "mb/pg_wchar.h"
@@ -78,10 +80,13 @@ token_invalid(const char *why)
  * ----------
  */
 
-/* "schema.function" of a pgcrypto function, from the catalog; errors if pgcrypto is absent. */
-static char *
+/* The Oid of pgcrypto's name(bytea, text); errors if pgcrypto is absent. */
+static Oid
 pgcrypto_function(const char *name)
 {
+	Oid			argtypes[2] = {BYTEAOID, TEXTOID};
+	char	   *schema;
+
 	if (SPI_execute("SELECT n.nspname FROM pg_catalog.pg_extension e"
 					"  JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) e.extnamespace"
 					" WHERE e.extname OPERATOR(pg_catalog.=) 'pgcrypto'", true, 1) != SPI_OK_SELECT ||
@@ -90,9 +95,8 @@ pgcrypto_function(const char *name)
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("openwop.key_encryption_key_file is set but the pgcrypto extension is not installed"),
 				 errhint("CREATE EXTENSION pgcrypto, or clear openwop.key_encryption_key_file.")));
-	return psprintf("%s.%s",
-					quote_identifier(SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1)),
-					quote_identifier(name));
+	schema = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+	return LookupFuncName(list_make2(makeString(schema), makeString(pstrdup(name))), 2, argtypes, false);
 }
 
 /* Is a key-encryption key configured? */
@@ -148,23 +152,24 @@ key_encryption_key(void)
 	return buf;
 }
 
-/* pgp_sym_encrypt_bytea / pgp_sym_decrypt_bytea of data under the key-encryption key. */
+/*
+ * pgp_sym_encrypt_bytea / pgp_sym_decrypt_bytea of data under the
+ * key-encryption key, called through fmgr, not SPI: a statement would put
+ * the passphrase, and the decrypted secret the planner folds out of an
+ * immutable call, into a plan that debug_print_plan shows to any session.
+ */
 static bytea *
 pgcrypto_apply(const char *fn, bytea *data)
 {
-	char	   *sql = psprintf("SELECT %s($1, $2)", pgcrypto_function(fn));
-	Oid			types[2] = {BYTEAOID, TEXTOID};
-	Datum		args[2];
-	bool		isnull;
+	Oid			fnoid = pgcrypto_function(fn);
 	char	   *kek = key_encryption_key();
+	text	   *passphrase = cstring_to_text(kek);
+	bytea	   *result;
 
-	args[0] = PointerGetDatum(data);
-	args[1] = CStringGetTextDatum(kek);
 	explicit_bzero(kek, strlen(kek));
-	if (SPI_execute_with_args(sql, 2, types, args, NULL, true, 1) != SPI_OK_SELECT || SPI_processed != 1)
-		elog(ERROR, "could not apply %s", fn);
-	explicit_bzero(VARDATA(DatumGetPointer(args[1])), VARSIZE(DatumGetPointer(args[1])) - VARHDRSZ);
-	return DatumGetByteaPCopy(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	result = DatumGetByteaPCopy(OidFunctionCall2(fnoid, PointerGetDatum(data), PointerGetDatum(passphrase)));
+	explicit_bzero(VARDATA(passphrase), VARSIZE(passphrase) - VARHDRSZ);
+	return result;
 }
 
 /*
@@ -936,8 +941,8 @@ ow_add_signing_key(PG_FUNCTION_ARGS)
 	{
 		Oid			types[3] = {TEXTOID, BYTEAOID, BOOLOID};
 
-		plan = ow_prepare("INSERT INTO openwop.signing_keys (kid, secret, encrypted)"
-						  " VALUES ($1, $2, $3) ON CONFLICT DO NOTHING", 3, types);
+		plan = ow_prepare_secret("INSERT INTO openwop.signing_keys (kid, secret, encrypted)"
+								 " VALUES ($1, $2, $3) ON CONFLICT DO NOTHING", 3, types);
 	}
 	args[0] = CStringGetTextDatum(kid);
 	args[1] = PointerGetDatum(secret);

@@ -53,6 +53,15 @@ BEGIN
     FROM openwop.interrupts x, copies c WHERE x.run_id ~ '^default/benchmark-hist-[0-9]+$';
 END $$;
 
+-- a vote by a JWT approver, as a PostgREST request makes it (a request session: the
+-- login belongs to openwop.jwt_session_role; verified claims in request.jwt.claims)
+CREATE FUNCTION bench.vote_as(run text, sub text, value jsonb) RETURNS jsonb LANGUAGE plpgsql
+    SET openwop.jwt_session_role = 'bench_authenticator' SET request.jwt.claims = '' AS $$
+BEGIN
+  PERFORM set_config('request.jwt.claims', jsonb_build_object('sub', sub, 'tenant', 'default', 'scope', 'approvals:respond')::text, true);
+  RETURN openwop.resolve_interrupt(run, 'gate', value);
+END $$;
+
 -- n approval gates as DBAs run them: a 2-of-3 gate, two named approvers
 -- vote (each vote a row), the node and the run complete.
 CREATE PROCEDURE bench.make_approvals(n int) LANGUAGE plpgsql AS $$
@@ -65,11 +74,8 @@ BEGIN
     PERFORM openwop.interrupt(r, 'gate', jsonb_set(bench.gate_request(), '{data}',
               (bench.gate_request() -> 'data') || '{"requiredApprovals": 2,
                "approversList": ["alice@example.org", "bob@example.org", "carol@example.org"]}'));
-    PERFORM set_config('request.jwt.claims', '{"sub": "alice@example.org"}', true);
-    PERFORM openwop.resolve_interrupt(r, 'gate', '{"action": "accept"}');
-    PERFORM set_config('request.jwt.claims', '{"sub": "bob@example.org"}', true);
-    PERFORM openwop.resolve_interrupt(r, 'gate', '{"action": "accept", "feedback": "fine"}');
-    PERFORM set_config('request.jwt.claims', '', true);
+    PERFORM bench.vote_as(r, 'alice@example.org', '{"action": "accept"}');
+    PERFORM bench.vote_as(r, 'bob@example.org', '{"action": "accept", "feedback": "fine"}');
     PERFORM openwop.complete_node(r, 'gate', '{"approved": true}');
     PERFORM openwop.complete_run(r, '{"booked": true}');
     IF i % 500 = 0 THEN

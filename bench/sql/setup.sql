@@ -5,6 +5,14 @@ CREATE EXTENSION IF NOT EXISTS openwop_interrupt;
 CREATE EXTENSION IF NOT EXISTS pgcrypto;
 CREATE SCHEMA IF NOT EXISTS bench;
 
+-- the benchmark login answers as a SQL approver (a member of openwop.approver_role),
+-- and can play PostgREST's authenticator for the JWT approvers of bench.make_approvals
+DO $$ BEGIN
+  IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'openwop_approver') THEN CREATE ROLE openwop_approver; END IF;
+  IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'bench_authenticator') THEN CREATE ROLE bench_authenticator; END IF;
+  EXECUTE format('GRANT openwop_approver, bench_authenticator TO %I', current_user);
+END $$;
+
 -- the approval gate every resolve benchmark answers
 CREATE FUNCTION bench.gate_request() RETURNS jsonb LANGUAGE sql IMMUTABLE AS $$
   SELECT '{"kind": "approval", "data": {"artifactId": "expense-412", "artifactType": "expense",

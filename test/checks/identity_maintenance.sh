@@ -38,17 +38,26 @@ SELECT openwop.interrupt('acme/idm-cfo-0000000001', 'gate', '{"kind": "approval"
 
 CREATE SCHEMA mallory AUTHORIZATION idm_mallory;
 SET ROLE idm_mallory;
--- via: what evaluated it (a client sets mallory.via; autovacuum sets nothing)
-CREATE TABLE mallory.outcome (via text, outcome text, message text);
+-- via: what evaluated it (a client sets mallory.via; autovacuum sets nothing);
+-- step: setting the claims, then resolving (whatever became of the claims)
+CREATE TABLE mallory.outcome (via text, step text, outcome text, message text);
 CREATE FUNCTION mallory.try_grant() RETURNS void LANGUAGE plpgsql AS $f$
-DECLARE msg text;
+DECLARE msg text; via text := coalesce(current_setting('mallory.via', true), 'autovacuum');
 BEGIN
-  PERFORM set_config('request.jwt.claims', '{"sub": "cfo@example.org", "tenant": "acme", "scope": "approvals:respond"}', true);
-  PERFORM openwop.resolve_interrupt('acme/idm-cfo-0000000001', 'gate', '{"action": "accept"}');
-  INSERT INTO mallory.outcome VALUES (coalesce(current_setting('mallory.via', true), 'autovacuum'), 'granted', NULL);
-EXCEPTION WHEN OTHERS THEN
-  GET STACKED DIAGNOSTICS msg = MESSAGE_TEXT;
-  INSERT INTO mallory.outcome VALUES (coalesce(current_setting('mallory.via', true), 'autovacuum'), SQLSTATE, msg);
+  BEGIN
+    PERFORM set_config('request.jwt.claims', '{"sub": "cfo@example.org", "tenant": "acme", "scope": "approvals:respond"}', true);
+    INSERT INTO mallory.outcome VALUES (via, 'claims', 'set', NULL);
+  EXCEPTION WHEN OTHERS THEN
+    GET STACKED DIAGNOSTICS msg = MESSAGE_TEXT;
+    INSERT INTO mallory.outcome VALUES (via, 'claims', SQLSTATE, msg);
+  END;
+  BEGIN
+    PERFORM openwop.resolve_interrupt('acme/idm-cfo-0000000001', 'gate', '{"action": "accept"}');
+    INSERT INTO mallory.outcome VALUES (via, 'resolve', 'granted', NULL);
+  EXCEPTION WHEN OTHERS THEN
+    GET STACKED DIAGNOSTICS msg = MESSAGE_TEXT;
+    INSERT INTO mallory.outcome VALUES (via, 'resolve', SQLSTATE, msg);
+  END;
 END $f$;
 CREATE FUNCTION mallory.grant_cfo(i int) RETURNS int LANGUAGE plpgsql IMMUTABLE AS $f$
 BEGIN
@@ -71,14 +80,15 @@ until [ "$(q "SELECT last_autoanalyze IS NOT NULL FROM pg_stat_user_tables WHERE
 	sleep 0.5
 done
 echo "autovacuum analyzed mallory.docs; what her code got there:"
-q "SELECT string_agg(DISTINCT outcome || ' ' || message, '; ') FROM mallory.outcome WHERE via = 'autovacuum'"
+q "SELECT string_agg(DISTINCT step || ': ' || outcome || ' ' || message, '; ') FROM mallory.outcome WHERE via = 'autovacuum'"
 [ "$(q "SELECT count(*) > 0 FROM mallory.outcome WHERE via = 'autovacuum'")" = t ]
-[ "$(q "SELECT string_agg(DISTINCT outcome, ',') FROM mallory.outcome WHERE via = 'autovacuum'")" = PT403 ]
-[ "$(q "SELECT bool_and(message LIKE '%inside a security-restricted operation%') FROM mallory.outcome WHERE via = 'autovacuum'")" = t ]
+[ "$(q "SELECT string_agg(DISTINCT step || ' ' || outcome, ',' ORDER BY step || ' ' || outcome) FROM mallory.outcome WHERE via = 'autovacuum'")" = "claims 42501,resolve PT403" ]
+[ "$(q "SELECT bool_and(message LIKE '%inside a security-restricted operation%') FROM mallory.outcome WHERE via = 'autovacuum' AND step = 'resolve'")" = t ]
 
 # a DBA's VACUUM FULL rebuilds her index: the same
 psql -X -q -v ON_ERROR_STOP=1 -d $db -c "SET mallory.via = 'VACUUM FULL'" -c "VACUUM FULL mallory.docs" >/dev/null
-[ "$(q "SELECT count(*) FROM mallory.outcome WHERE via = 'VACUUM FULL' AND message LIKE '%inside a security-restricted operation%'")" = 10 ]
+[ "$(q "SELECT count(*) FROM mallory.outcome WHERE via = 'VACUUM FULL' AND step = 'resolve' AND message LIKE '%inside a security-restricted operation%'")" = 10 ]
+[ "$(q "SELECT count(*) FROM mallory.outcome WHERE via = 'VACUUM FULL' AND step = 'claims' AND outcome = '42501'")" = 10 ]
 
 # nothing happened to the gate
 [ "$(q "SELECT status FROM openwop.interrupts WHERE run_id = 'acme/idm-cfo-0000000001'")" = pending ]

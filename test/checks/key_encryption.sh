@@ -6,6 +6,9 @@
 # file and never the passphrase; non-superusers cannot SHOW the setting or
 # see it in pg_settings; no pg_stat_activity row and no error message holds
 # a passphrase; a file others can read, or another user's file, is refused.
+# And no plan holds a secret: debug_print_plan, which any session may turn
+# on, prints the plans of adding and decrypting a key and of a resolve with
+# an Idempotency-Key without the secret, the passphrase or the key.
 # Needs the cluster test/run starts.
 set -euo pipefail
 . "$(dirname "$0")/../lib.sh"
@@ -38,6 +41,7 @@ put openwop_kek_root 0600 root "$kek_a"
 log_start=$(stat -c %s "$log")
 
 psql -X -q -d postgres -c "CREATE DATABASE $db" -c "CREATE ROLE kek_app" >/dev/null
+make_login_approver $db
 psql -X -q -v ON_ERROR_STOP=1 -d $db >/dev/null <<'SQL'
 CREATE EXTENSION pgcrypto;
 CREATE EXTENSION openwop_interrupt;
@@ -81,7 +85,36 @@ echo "reloads: another passphrase, an open file and another user's file are refu
 [ "$(q "SELECT count(*) FROM pg_stat_activity WHERE pid <> pg_backend_pid() AND (query LIKE '%$kek_a%' OR query LIKE '%$kek_b%')")" = 0 ]
 echo "non-superusers cannot read the setting; no pg_stat_activity row holds a passphrase"
 
-# 4. the server log over the whole check: the reloads are there, the passphrases are not
+# 4. no plan holds a secret.  Plans print a bytea or text constant as its bytes,
+# signed: look for the first 12 bytes of the secret, and of the idempotency key.
+signed() { q "SELECT string_agg((CASE WHEN b > 127 THEN b - 256 ELSE b END)::text, ' ' ORDER BY i)
+                FROM (SELECT i, get_byte($1, i) AS b FROM generate_series(0, 11) i) s"; }
+idem=plan-idem-key-0000000000000001
+plans=$(psql -X -q -d $db 2>&1 <<SQL
+SET debug_print_plan = on;
+SET debug_pretty_print = off;
+SET client_min_messages = log;
+SELECT openwop.add_signing_key('k-kek-plan');
+SELECT openwop.inspect_interrupt('$token');
+SET openwop.tenant = 'acme';
+SELECT openwop.resolve_interrupt('acme/kek-run-000000001', 'gate', '{"action": "accept"}', '$idem');
+SELECT openwop.resolve_interrupt('acme/kek-run-000000001', 'gate', '{"action": "accept"}', '$idem');
+SQL
+)
+grep -q 'LOG:  plan:' <<<"$plans"
+grep -q '"idempotentReplay": true' <<<"$plans"
+plan_secret=$(signed "(SELECT pgp_sym_decrypt_bytea(secret, '$kek_a') FROM openwop.signing_keys WHERE kid = 'k-kek-plan')")
+first_secret=$(signed "(SELECT pgp_sym_decrypt_bytea(secret, '$kek_a') FROM openwop.signing_keys WHERE kid = 'k-kek-a')")
+idem_bytes=$(signed "convert_to('$idem', 'UTF8')")
+for needle in "$plan_secret" "$first_secret" "$idem_bytes" "$kek_a" "$kek_b" pgp_sym_; do
+	if grep -q -F -e "$needle" <<<"$plans"; then
+		echo "a plan shows a secret: [$needle]" >&2
+		exit 1
+	fi
+done
+echo "debug_print_plan: plans of a new key, a decryption and an idempotent resolve hold no secret, passphrase or key"
+
+# 5. the server log over the whole check: the reloads are there, the passphrases are not
 tail -c +$((log_start + 1)) "$log" >"$datadir/openwop_kek_log_excerpt"
 grep -q 'parameter "openwop.key_encryption_key_file" changed to "openwop_kek_b"' "$datadir/openwop_kek_log_excerpt"
 if grep -q -e "$kek_a" -e "$kek_b" "$datadir/openwop_kek_log_excerpt"; then

@@ -68,6 +68,7 @@ RESET ROLE;
 
 -- PostgREST: the authenticator's session, SET ROLE plus request.jwt.claims per request
 SET LOCAL openwop.jwt_session_role = 'openwop_tap_authenticator';
+SET LOCAL openwop.bound_tenant = '*';   -- the authenticator serves many tenants
 SET LOCAL SESSION AUTHORIZATION openwop_tap_authenticator;
 SET LOCAL ROLE openwop_tap_app;
 SET LOCAL request.jwt.claims = '{"role": "openwop_tap_app", "sub": "alice@example.org", "tenant": "initech"}';
@@ -81,17 +82,20 @@ SELECT throws_ok($$ SELECT openwop.run_snapshot('acme/priv-run-0000001') $$, 'PT
                  'the claim''s tenant cannot reach another tenant''s run');
 RESET ROLE;
 RESET SESSION AUTHORIZATION;
+RESET openwop.bound_tenant;
 RESET request.jwt.claims;
 RESET openwop.jwt_session_role;
 
 -- request.jwt.claims count only from a trusted session user
 SET LOCAL openwop.jwt_session_role = 'openwop_tap_authenticator';
+SET LOCAL openwop.bound_tenant = '*';   -- the authenticator serves many tenants
 SET LOCAL SESSION AUTHORIZATION openwop_tap_authenticator;
 SET LOCAL ROLE openwop_tap_app;
 SET LOCAL request.jwt.claims = '{"sub": "alice@example.org", "tenant": "initech"}';
 INSERT INTO claims_outcome SELECT 'authenticator', openwop.create_run('priv', '{"runId": "initech/priv-run-0000002"}');
 RESET ROLE;
 RESET SESSION AUTHORIZATION;
+RESET openwop.bound_tenant;
 SET LOCAL openwop.bound_tenant = 'acme';
 SET LOCAL SESSION AUTHORIZATION openwop_tap_app;
 SET LOCAL openwop.tenant = 'acme';

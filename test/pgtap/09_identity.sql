@@ -8,7 +8,7 @@
 -- (Autovacuum, VACUUM FULL: test/checks/identity_maintenance.sh; the
 -- key-encryption key: test/checks/key_encryption.sh.)
 BEGIN;
-SELECT plan(63);
+SELECT plan(73);
 SET LOCAL openwop.tenant = 'acme';
 \ir refusal.psql
 \ir callers.psql
@@ -62,19 +62,25 @@ GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA openwop TO tap_mallory;
 CREATE SCHEMA mallory AUTHORIZATION tap_mallory;
 SET LOCAL ROLE tap_mallory;
 CREATE TABLE mallory.target (run text);
-CREATE TABLE mallory.outcome (via text, outcome text);
+CREATE TABLE mallory.outcome (via text, step text, outcome text);
 CREATE TABLE mallory.docs (i int);
 INSERT INTO mallory.docs VALUES (1);
+-- she tries both: to set the claims, and (whatever became of that) to resolve
 CREATE FUNCTION mallory.try_grant() RETURNS void LANGUAGE plpgsql AS $f$
 DECLARE run text;
 BEGIN
   SELECT t.run INTO run FROM mallory.target t;
-  PERFORM set_config('request.jwt.claims', '{"sub": "cfo@example.org", "tenant": "acme", "scope": "approvals:respond"}', true);
+  BEGIN
+    PERFORM set_config('request.jwt.claims', '{"sub": "cfo@example.org", "tenant": "acme", "scope": "approvals:respond"}', true);
+    INSERT INTO mallory.outcome VALUES (current_setting('mallory.via', true), 'claims', 'set');
+  EXCEPTION WHEN OTHERS THEN
+    INSERT INTO mallory.outcome VALUES (current_setting('mallory.via', true), 'claims', SQLSTATE);
+  END;
   BEGIN
     PERFORM openwop.resolve_interrupt(run, 'gate', '{"action": "accept"}');
-    INSERT INTO mallory.outcome VALUES (current_setting('mallory.via', true), 'granted');
+    INSERT INTO mallory.outcome VALUES (current_setting('mallory.via', true), 'resolve', 'granted');
   EXCEPTION WHEN OTHERS THEN
-    INSERT INTO mallory.outcome VALUES (current_setting('mallory.via', true), SQLSTATE);
+    INSERT INTO mallory.outcome VALUES (current_setting('mallory.via', true), 'resolve', SQLSTATE);
   END;
 END $f$;
 -- "IMMUTABLE", so that an index may use it
@@ -113,25 +119,54 @@ SET LOCAL mallory.via = 'REFRESH MATERIALIZED VIEW';
 REFRESH MATERIALIZED VIEW mallory.mv;
 SET LOCAL mallory.via = 'SECURITY DEFINER';
 DO $$ BEGIN PERFORM mallory.definer(); END $$;
-SELECT is((SELECT array_agg(DISTINCT outcome) FROM mallory.outcome WHERE via = 'CREATE INDEX'), '{PT403}',
-          'claims_refused_in_create_index: an index expression cannot speak for anyone');
-SELECT is((SELECT array_agg(DISTINCT outcome) FROM mallory.outcome WHERE via = 'ANALYZE'), '{PT403}',
-          'claims_refused_in_analyze: nor when ANALYZE evaluates it');
-SELECT is((SELECT array_agg(DISTINCT outcome) FROM mallory.outcome WHERE via = 'REINDEX'), '{PT403}',
-          'claims_refused_in_reindex: nor when REINDEX does');
-SELECT is((SELECT array_agg(DISTINCT outcome) FROM mallory.outcome WHERE via = 'REFRESH MATERIALIZED VIEW'), '{PT403}',
-          'claims_refused_in_refresh_materialized_view: nor a materialized view''s query');
-SELECT is((SELECT array_agg(DISTINCT outcome) FROM mallory.outcome WHERE via = 'SECURITY DEFINER'), '{PT403}',
-          'claims_refused_in_security_definer: nor a SECURITY DEFINER function called in a request session');
+-- in each: the claims cannot be set (42501), and no caller is named (PT403)
+SELECT is((SELECT array_agg(DISTINCT step || ' ' || outcome ORDER BY step || ' ' || outcome) FROM mallory.outcome WHERE via = 'CREATE INDEX'),
+          '{"claims 42501","resolve PT403"}', 'claims_refused_in_create_index: an index expression cannot speak for anyone');
+SELECT is((SELECT array_agg(DISTINCT step || ' ' || outcome ORDER BY step || ' ' || outcome) FROM mallory.outcome WHERE via = 'ANALYZE'),
+          '{"claims 42501","resolve PT403"}', 'claims_refused_in_analyze: nor when ANALYZE evaluates it');
+SELECT is((SELECT array_agg(DISTINCT step || ' ' || outcome ORDER BY step || ' ' || outcome) FROM mallory.outcome WHERE via = 'REINDEX'),
+          '{"claims 42501","resolve PT403"}', 'claims_refused_in_reindex: nor when REINDEX does');
+SELECT is((SELECT array_agg(DISTINCT step || ' ' || outcome ORDER BY step || ' ' || outcome) FROM mallory.outcome WHERE via = 'REFRESH MATERIALIZED VIEW'),
+          '{"claims 42501","resolve PT403"}', 'claims_refused_in_refresh_materialized_view: nor a materialized view''s query');
+SELECT is((SELECT array_agg(DISTINCT step || ' ' || outcome ORDER BY step || ' ' || outcome) FROM mallory.outcome WHERE via = 'SECURITY DEFINER'),
+          '{"claims 42501","resolve PT403"}', 'claims_refused_in_security_definer: nor a SECURITY DEFINER function called in a request session');
 RESET openwop.jwt_session_role;
 -- a trigger of hers fires in the superuser's (non-request) session: the claims do not count, the login does
 CREATE TRIGGER docs_grant AFTER INSERT ON mallory.docs FOR EACH ROW EXECUTE FUNCTION mallory.grant_cfo_trigger();
 SET LOCAL mallory.via = 'a trigger';
 INSERT INTO mallory.docs VALUES (2);
-SELECT is((SELECT array_agg(DISTINCT outcome) FROM mallory.outcome WHERE via = 'a trigger'), '{PT403}',
-          'claims_ignored_in_trigger_of_superuser_session: the superuser''s login is not the CFO, so the gate refuses it');
+SELECT is((SELECT array_agg(DISTINCT step || ' ' || outcome ORDER BY step || ' ' || outcome) FROM mallory.outcome WHERE via = 'a trigger'),
+          '{"claims set","resolve PT403"}',
+          'claims_ignored_in_trigger_of_superuser_session: the claims are set but do not count; the superuser''s login is not the CFO, so the gate refuses it');
 SELECT is((pg_temp.gate_of('acme/id-cfo-00000000001')).status, 'pending',
           '... and the CFO-only gate is still pending after all of it');
+-- a SECURITY DEFINER function of hers cannot rewrite the claims of the request that calls it
+SET LOCAL ROLE tap_mallory;
+CREATE FUNCTION mallory.become_cfo() RETURNS int LANGUAGE plpgsql SECURITY DEFINER AS $f$
+BEGIN
+  PERFORM set_config('request.jwt.claims', '{"sub": "cfo@example.org", "tenant": "acme", "scope": "approvals:respond"}', true);
+  RETURN 1;
+END $f$;
+RESET ROLE;
+SELECT is(pg_temp.refusal($$ SELECT pg_temp.as_request('{"sub": "clerk", "tenant": "acme", "scope": "approvals:respond"}',
+                                                        'SELECT to_jsonb(mallory.become_cfo())') $$) ->> 'sqlstate', '42501',
+          'claims_cannot_be_set_in_security_definer: a SECURITY DEFINER function cannot set request.jwt.claims for the request after it');
+CREATE FUNCTION pg_temp.tried_to_become_cfo() RETURNS boolean LANGUAGE plpgsql AS $f$
+BEGIN
+  PERFORM mallory.become_cfo();
+  RETURN true;
+EXCEPTION WHEN OTHERS THEN
+  RETURN true;
+END $f$;
+SELECT is(pg_temp.as_request('{"sub": "clerk", "tenant": "acme", "scope": "approvals:respond"}',
+            $q$ SELECT CASE WHEN pg_temp.tried_to_become_cfo() THEN openwop.current_caller() #> '{subject,subjectId}' END $q$),
+          '"clerk"', '... so the request after it is still the clerk''s');
+-- a SQL session calling the API from a SECURITY DEFINER function: the code is its owner's, not the caller's
+SET LOCAL mallory.via = 'SECURITY DEFINER in a SQL session';
+SELECT is(pg_temp.refusal($$ SELECT mallory.definer() $$) ->> 'code', NULL,
+          '(her SECURITY DEFINER function itself runs)');
+SELECT is((SELECT array_agg(DISTINCT step || ' ' || outcome ORDER BY step || ' ' || outcome) FROM mallory.outcome WHERE via = 'SECURITY DEFINER in a SQL session'),
+          '{"claims 42501","resolve PT403"}', 'api_refused_in_security_definer: a SECURITY DEFINER function names no caller in a plain SQL session either');
 
 /* ------------------------------------------------------------------
  * One person, one vote
@@ -172,14 +207,29 @@ SELECT is(pg_temp.as_request('{"iss": "https://idp-a.example", "sub": "alice", "
 SELECT is(pg_temp.as_request('{"iss": "https://idp-b.example", "sub": "alice", "tenant": "acme", "scope": "approvals:respond"}',
             pg_temp.resolve_sql('acme/id-twoiss-0000001', '{"action": "accept"}')) -> 'tally' ->> 'voters', '1',
           'one_subject_id_one_vote: the same subjectId through another issuer revises that vote, it does not add one');
-SELECT pg_temp.gate('acme/id-pinned-0000001', '{"approversList": ["https://idp-a.example:alice"]}');
+SELECT pg_temp.gate('acme/id-pinned-0000001', '{"approversList": ["https://idp-a.example/alice"]}');
 SELECT is(pg_temp.refusal(format('SELECT pg_temp.as_request(%L, %L)',
             '{"iss": "https://idp-b.example", "sub": "alice", "tenant": "acme", "scope": "approvals:respond"}',
             pg_temp.resolve_sql('acme/id-pinned-0000001', '{"action": "accept"}'))) ->> 'code', 'forbidden',
-          'issuer_qualified_ref_pins_issuer: "<issuer>:<subjectId>" refuses the same subjectId from another issuer');
+          'issuer_qualified_ref_pins_issuer: "<issuer>/<subjectId>" refuses the same subjectId from another issuer');
 SELECT is(pg_temp.as_request('{"iss": "https://idp-a.example", "sub": "alice", "tenant": "acme", "scope": "approvals:respond"}',
             pg_temp.resolve_sql('acme/id-pinned-0000001', '{"action": "accept"}')) ->> 'decision', 'granted',
           '... and accepts it from the pinned issuer');
+SELECT pg_temp.gate('acme/id-pinned-0000002', '{"approversList": ["urn:openwop-interrupt:session/tap_erin"], "requiredApprovals": 2}');
+SELECT is(pg_temp.refusal(format('SELECT pg_temp.as_request(%L, %L)',
+            '{"iss": "urn:openwop-interrupt", "sub": "session:tap_erin", "tenant": "acme", "scope": "approvals:respond"}',
+            pg_temp.resolve_sql('acme/id-pinned-0000002', '{"action": "accept"}'))) ->> 'code', 'identity_unresolvable',
+          'jwt_cannot_claim_host_issuer_prefix: not even urn:openwop-interrupt without a colon');
+SELECT is(pg_temp.refusal(format('SELECT pg_temp.as_request(%L, %L)',
+            '{"iss": "URN:OpenWOP-Interrupt:session", "sub": "tap_erin", "tenant": "acme", "scope": "approvals:respond"}',
+            pg_temp.resolve_sql('acme/id-pinned-0000002', '{"action": "accept"}'))) ->> 'code', 'identity_unresolvable',
+          '... nor in another case (URNs compare case-insensitively)');
+SELECT is(pg_temp.refusal(format('SELECT pg_temp.as_request(%L, %L)',
+            '{"iss": "https://idp-a.example", "sub": "urn:openwop-interrupt:session:tap_erin", "tenant": "acme", "scope": "approvals:respond"}',
+            pg_temp.resolve_sql('acme/id-pinned-0000002', '{"action": "accept"}'))) ->> 'code', 'forbidden',
+          'qualified_ref_never_matches_bare_sub: a sub spelled like a pinned ref does not satisfy it');
+SELECT is(pg_temp.as_login('tap_erin', 'acme', pg_temp.resolve_sql('acme/id-pinned-0000002', '{"action": "accept"}')) -> 'tally' ->> 'voters', '1',
+          '... while the pinned login does');
 
 /* ------------------------------------------------------------------
  * The host records who decided, and when
@@ -203,8 +253,8 @@ SELECT is((SELECT r -> 'resolvedBy' FROM bob_answer),
           'resolve_response_carries_resolved_by: the answer names the Subject that decided');
 SELECT pg_temp.gate('acme/id-qualified-000001');
 SELECT is(pg_temp.as_login('tap_erin', 'acme', pg_temp.resolve_sql('acme/id-qualified-000001',
-            '{"action": "accept", "decidedBy": "urn:openwop-interrupt:session:tap_erin"}')) ->> 'decision', 'granted',
-          'decided_by_qualified_form: "<issuer>:<subjectId>" names the caller too');
+            '{"action": "accept", "decidedBy": "urn:openwop-interrupt:session/tap_erin"}')) ->> 'decision', 'granted',
+          'decided_by_qualified_form: "<issuer>/<subjectId>" names the caller too');
 
 /* ------------------------------------------------------------------
  * Tenants bound by the DBA
@@ -279,6 +329,11 @@ SELECT is(pg_temp.as_login('tap_authenticator', 'acme', $$ SELECT openwop.curren
 SET LOCAL request.jwt.claims = '{"sub": "alice"}';
 SELECT is(pg_temp.as_login('tap_authenticator', 'acme', $$ SELECT openwop.current_caller() -> 'tenant' $$), '"acme"',
           '... and puts a JWT that names no tenant in its own');
+SET LOCAL request.jwt.claims = '{"sub": "alice", "tenant": "acme"}';
+SELECT is(pg_temp.as_login('tap_authenticator', NULL, $$ SELECT openwop.current_caller() $$) ->> 'code', 'id_tenant_mismatch',
+          'unbound_authenticator_stays_in_default_tenant: an unbound authenticator cannot let a claim choose a tenant');
+SELECT is(pg_temp.as_login('tap_authenticator', '*', $$ SELECT openwop.current_caller() -> 'tenant' $$), '"acme"',
+          '... an authenticator bound to "*" lets the claim choose');
 RESET request.jwt.claims;
 RESET openwop.jwt_session_role;
 SET LOCAL openwop.tenant = 'acme';
@@ -371,7 +426,7 @@ SELECT is((SELECT voter_subject FROM openwop.votes WHERE voter = 'dave'),
 SELECT is(pg_temp.refusal($$ SELECT openwop.mint_interrupt_token((pg_temp.gate_of('acme/id-tenant-0000001')).interrupt_id, 'resolve', NULL, 'dave smith') $$)
             -> 'details' ->> 'field', 'principal', 'a token principal must be a subjectId');
 SELECT is(pg_temp.refusal($$ SELECT openwop.add_group_member('finance', 'dave smith') $$) -> 'details' ->> 'field', 'principal',
-          'a group member must be a subjectId or "<issuer>:<subjectId>"');
+          'a group member must be a subjectId or "<issuer>/<subjectId>"');
 
 SELECT * FROM finish();
 ROLLBACK;

@@ -66,8 +66,9 @@ SELECT openwop.create_run('tenancy', '{"runId": "globex/tenancy-run-000001"}') -
 RESET SESSION AUTHORIZATION;
 SET openwop.bound_tenant = 'not a tenant';
 
--- a request session: claims count only where the login belongs to openwop.jwt_session_role
-RESET openwop.bound_tenant;
+-- a request session: claims count only where the login belongs to openwop.jwt_session_role;
+-- an authenticator bound to "*" lets the claim choose the tenant
+SET openwop.bound_tenant = '*';
 SET openwop.jwt_session_role = 'tenancy_authenticator';
 SET SESSION AUTHORIZATION tenancy_engine;
 SET request.jwt.claims = '{"sub": "user-42", "tenant": "initech", "role": "web"}';
@@ -81,6 +82,13 @@ SELECT e -> 'payload' ->> 'cancelledBy' AS cancelled_by
  WHERE e ->> 'type' = 'run.cancelled';
 -- no sub: an anonymous caller, in the default tenant when the claims name none
 SET request.jwt.claims = '{"role": "web_anon"}';
+SELECT openwop.current_caller();
+RESET request.jwt.claims;
+RESET SESSION AUTHORIZATION;
+-- an unbound authenticator stays in the default tenant: a claim naming another is refused
+RESET openwop.bound_tenant;
+SET SESSION AUTHORIZATION tenancy_engine;
+SET request.jwt.claims = '{"sub": "user-42", "tenant": "initech"}';
 SELECT openwop.current_caller();
 RESET request.jwt.claims;
 RESET SESSION AUTHORIZATION;
