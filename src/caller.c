@@ -480,6 +480,28 @@ ow_caller(OwCaller *c)
 	}
 }
 
+/*
+ * Refuse a caller that may not act in every tenant (what: the act).  Only a
+ * login bound to "*" and a superuser login may: sweep() applies every
+ * tenant's deadlines.
+ */
+void
+ow_require_every_tenant(const char *what)
+{
+	OwCaller	c;
+	OwDetails	d;
+
+	ow_caller(&c);
+	if (superuser_arg(GetSessionUserId()) || (ow_bound_tenant && strcmp(ow_bound_tenant, "*") == 0))
+		return;
+	ow_details_init(&d);
+	ow_details_str(&d, "tenant", "*");
+	ow_details_str(&d, "callerTenant", c.subject.tenant);
+	ow_raise(OW_SQLSTATE_403, "id_tenant_mismatch", &d,
+			 "A DBA binds the scheduler's login with ALTER ROLE ... SET openwop.bound_tenant = '*'.",
+			 "%s acts in every tenant: only a login bound to \"*\" may", what);
+}
+
 /* The caller's tenant alone (reads that need no more). */
 char *
 ow_caller_tenant(void)

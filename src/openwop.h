@@ -158,6 +158,7 @@ typedef struct OwCaller
 
 extern void ow_caller(OwCaller *c);
 extern char *ow_caller_tenant(void);
+extern void ow_require_every_tenant(const char *what);
 extern void ow_check_scope(const OwCaller *c);
 extern void ow_host_subject(OwSubject *s, const char *tenant);
 extern void ow_token_subject(OwSubject *s, const char *tenant, const char *principal);

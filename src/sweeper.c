@@ -217,6 +217,7 @@ ow_sweep(PG_FUNCTION_ARGS)
 
 	if (max < 1)
 		ow_validation_error("max", "max must be at least 1, not %d", max);
+	ow_require_every_tenant("sweep()");
 	SPI_connect();
 	ow_become_owner(&priv);
 	n = ow_sweep_deadlines(max);

@@ -8,7 +8,7 @@
 -- (Autovacuum, VACUUM FULL: test/checks/identity_maintenance.sh; the
 -- key-encryption key: test/checks/key_encryption.sh.)
 BEGIN;
-SELECT plan(73);
+SELECT plan(79);
 SET LOCAL openwop.tenant = 'acme';
 \ir refusal.psql
 \ir callers.psql
@@ -140,6 +140,12 @@ SELECT is((SELECT array_agg(DISTINCT step || ' ' || outcome ORDER BY step || ' '
           'claims_ignored_in_trigger_of_superuser_session: the claims are set but do not count; the superuser''s login is not the CFO, so the gate refuses it');
 SELECT is((pg_temp.gate_of('acme/id-cfo-00000000001')).status, 'pending',
           '... and the CFO-only gate is still pending after all of it');
+-- a CHECK constraint of hers, validated in the superuser's session: the same as the trigger
+SET LOCAL mallory.via = 'a constraint';
+ALTER TABLE mallory.docs ADD CONSTRAINT docs_grant CHECK (mallory.grant_cfo(i) > 0);
+SELECT is((SELECT array_agg(DISTINCT step || ' ' || outcome ORDER BY step || ' ' || outcome) FROM mallory.outcome WHERE via = 'a constraint'),
+          '{"claims set","resolve PT403"}',
+          'claims_ignored_in_constraint_of_superuser_session: a constraint expression the superuser validates does not speak for the CFO either');
 -- a SECURITY DEFINER function of hers cannot rewrite the claims of the request that calls it
 SET LOCAL ROLE tap_mallory;
 CREATE FUNCTION mallory.become_cfo() RETURNS int LANGUAGE plpgsql SECURITY DEFINER AS $f$
@@ -310,6 +316,16 @@ SELECT is(pg_temp.as_login('tap_evil_engine', NULL, $$ SELECT openwop.run_snapsh
 SELECT is(pg_temp.as_login('tap_evil_engine', '*', $$ SELECT openwop.run_snapshot('acme/id-tenant-0000001') -> 'status' $$), '"waiting-approval"',
           'multi_tenant_login_chooses: a login bound to "*" chooses its tenant with openwop.tenant');
 SET LOCAL openwop.tenant = '';
+SELECT is(pg_temp.as_login('tap_evil_engine', 'evil', $$ SELECT to_jsonb(openwop.sweep()) $$) ->> 'code', 'id_tenant_mismatch',
+          'bound_login_cannot_sweep_every_tenant: sweep() applies every tenant''s deadlines, so a login bound to one tenant cannot run it');
+SELECT is(pg_temp.as_login('tap_evil_engine', NULL, $$ SELECT to_jsonb(openwop.sweep()) $$) ->> 'code', 'id_tenant_mismatch',
+          '... nor can an unbound one');
+SELECT is(pg_temp.as_login('tap_evil_engine', '*', $$ SELECT to_jsonb(openwop.sweep()) $$) ->> 'code', NULL,
+          '... a login bound to "*" (the scheduler) can');
+SELECT is(pg_temp.as_login('tap_evil_engine', 'evil', $$ SELECT to_jsonb(openwop.add_group_member('finance', 'mallory', 'acme')) $$) ->> 'code', 'forbidden',
+          'bound_login_cannot_administer_groups: group membership, in any tenant, is the extension owner''s');
+SELECT is(pg_temp.as_login('tap_evil_engine', 'evil', $$ SELECT to_jsonb(openwop.remove_group_member('finance', 'dave', 'acme')) $$) ->> 'code', 'forbidden',
+          '... removing a member too');
 -- tokens: a token is its own credential, for the tenant of its interrupt
 SET LOCAL openwop.tenant = 'acme';
 CREATE TEMP TABLE acme_token AS SELECT openwop.mint_interrupt_token((pg_temp.gate_of('acme/id-tenant-0000001')).interrupt_id, 'inspect') AS token;
