@@ -160,16 +160,22 @@ ow_token_subject(OwSubject *s, const char *tenant, const char *principal)
 		set_subject(s, OW_ISSUER_ANON, OW_TOKEN_PRINCIPAL, tenant, "anonymous", "anonymous");
 }
 
-/* The Subject object {issuer, subjectId, tenant, lane, kind} under key. */
-void
-owj_subject(OwJson *j, const char *key, const OwSubject *s)
+static void
+subject_members(OwJson *j, const OwSubject *s)
 {
-	owj_begin_object(j, key);
 	owj_str(j, "issuer", s->issuer);
 	owj_str(j, "subjectId", s->subject_id);
 	owj_str(j, "tenant", s->tenant);
 	owj_str(j, "lane", s->lane);
 	owj_str(j, "kind", s->kind);
+}
+
+/* The Subject object {issuer, subjectId, tenant, lane, kind} under key. */
+void
+owj_subject(OwJson *j, const char *key, const OwSubject *s)
+{
+	owj_begin_object(j, key);
+	subject_members(j, s);
 	owj_end_object(j);
 }
 
@@ -193,11 +199,7 @@ ow_subject_jsonb(const OwSubject *s)
 	OwJson		j;
 
 	owj_begin(&j);
-	owj_str(&j, "issuer", s->issuer);
-	owj_str(&j, "subjectId", s->subject_id);
-	owj_str(&j, "tenant", s->tenant);
-	owj_str(&j, "lane", s->lane);
-	owj_str(&j, "kind", s->kind);
+	subject_members(&j, s);
 	return owj_end(&j);
 }
 
@@ -233,6 +235,69 @@ ow_subject_matches(const OwSubject *s, const char *ref)
  * Where identity may be taken from
  * ----------
  */
+
+/*
+ * request.jwt.claims, which PostgREST sets at the top of each request, is
+ * defined by this extension (module.c, with these hooks) so that code
+ * running as someone else cannot set it: a SECURITY DEFINER function or a
+ * security-restricted operation (ANALYZE, an index expression) changing
+ * the claims would change who a request session is for the rest of its
+ * transaction.
+ */
+char	   *ow_jwt_claims_setting = NULL;
+
+/*
+ * The claims as last set by code running as itself (not a SECURITY DEFINER
+ * function, not a security-restricted operation); NULL if unknown.  A
+ * RESET inside such code skips the check hook, so ow_caller compares the
+ * current value with this one and trusts no claims when they differ.
+ */
+static char *ow_jwt_claims_trusted = NULL;
+
+/*
+ * Claims may only be set by a session's own SET or set_config() (source
+ * PGC_S_SESSION), outside SECURITY DEFINER code and security-restricted
+ * operations: no database, role or file default, no startup option.
+ * Clearing them is always allowed.
+ */
+bool
+ow_check_jwt_claims(char **newval, void **extra, GucSource source)
+{
+	if (**newval == '\0')
+		return true;
+	if (source != PGC_S_SESSION)
+	{
+		GUC_check_errcode(ERRCODE_INSUFFICIENT_PRIVILEGE);
+		GUC_check_errmsg("request.jwt.claims can only be set by SET or set_config in the session that uses it");
+		return false;
+	}
+	if (InSecurityRestrictedOperation() || InLocalUserIdChange())
+	{
+		GUC_check_errcode(ERRCODE_INSUFFICIENT_PRIVILEGE);
+		GUC_check_errmsg("request.jwt.claims cannot be set inside a SECURITY DEFINER function or a security-restricted operation");
+		return false;
+	}
+	return true;
+}
+
+void
+ow_assign_jwt_claims(const char *newval, void *extra)
+{
+	if (InSecurityRestrictedOperation() || InLocalUserIdChange())
+		return;
+	free(ow_jwt_claims_trusted);
+	ow_jwt_claims_trusted = strdup(newval);		/* NULL (unknown) on failure: trusted nowhere */
+}
+
+/* Are the current claims the ones last set by code running as itself? */
+static bool
+claims_untampered(void)
+{
+	const char *now = ow_jwt_claims_setting ? ow_jwt_claims_setting : "";
+
+	return ow_jwt_claims_trusted != NULL && strcmp(now, ow_jwt_claims_trusted) == 0;
+}
+
 
 static void no_identity_here(const char *where) pg_attribute_noreturn();
 
@@ -443,6 +508,12 @@ ow_caller(OwCaller *c)
 {
 	bool		request;
 
+	if (!ow_preloaded)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("openwop_interrupt must be loaded at server start to tell who is calling"),
+				 errdetail("Loaded later, a session could have set its openwop.* settings and request.jwt.claims unchecked before the library defined them."),
+				 errhint("Add openwop_interrupt to shared_preload_libraries and restart the server.")));
 	if (InSecurityRestrictedOperation())
 		no_identity_here("a security-restricted operation");
 	if (InLocalUserIdChange())
@@ -453,6 +524,8 @@ ow_caller(OwCaller *c)
 	c->login = GetSessionUserId();
 	if (request)
 	{
+		if (!claims_untampered())
+			no_identity_here("a request whose claims were changed by a SECURITY DEFINER function or a security-restricted operation");
 		c->claims = request_claims();
 		c->subject.tenant = caller_tenant(c->claims, superuser_arg(c->login));
 		claims_subject(c->claims, c->subject.tenant, &c->subject);

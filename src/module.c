@@ -110,26 +110,8 @@ char	   *ow_key_encryption_key_file = NULL;
 char	   *ow_database = NULL;
 int			ow_sweeper_interval = 60;
 
-/*
- * request.jwt.claims, which PostgREST sets at the top of each request, is
- * defined here so that code running as someone else cannot set it: a
- * SECURITY DEFINER function or a security-restricted operation (ANALYZE,
- * an index expression) changing the claims would change who a request
- * session is for the rest of its transaction.
- */
-static char *ow_jwt_claims_setting = NULL;
-
-static bool
-check_jwt_claims(char **newval, void **extra, GucSource source)
-{
-	if (InSecurityRestrictedOperation() || InLocalUserIdChange())
-	{
-		GUC_check_errcode(ERRCODE_INSUFFICIENT_PRIVILEGE);
-		GUC_check_errmsg("request.jwt.claims cannot be set inside a SECURITY DEFINER function or a security-restricted operation");
-		return false;
-	}
-	return true;
-}
+/* Was the library loaded at server start (shared_preload_libraries)? */
+bool		ow_preloaded = false;
 
 /* openwop.bound_tenant: empty, "*", or a tenant id */
 static bool
@@ -144,6 +126,14 @@ check_bound_tenant(char **newval, void **extra, GucSource source)
 void
 _PG_init(void)
 {
+	/*
+	 * Loaded later than server start, a session could have set openwop.*
+	 * and request.jwt.claims as unchecked placeholders first (or dropped a
+	 * DBA's superuser-only values with a startup option): caller.c then
+	 * names no caller at all.
+	 */
+	ow_preloaded = process_shared_preload_libraries_in_progress;
+
 	DefineCustomStringVariable("openwop.tenant",
 							   "Tenant of this session's OpenWOP calls, for logins bound to \"*\".",
 							   "A login bound to one tenant acts in it whatever this says; an unbound login acts in openwop.default_tenant. Empty means openwop.default_tenant.",
@@ -178,7 +168,7 @@ _PG_init(void)
 							   "",
 							   PGC_USERSET,
 							   GUC_NO_SHOW_ALL | GUC_NOT_IN_SAMPLE,
-							   check_jwt_claims, NULL, NULL);
+							   ow_check_jwt_claims, ow_assign_jwt_claims, NULL);
 
 	DefineCustomStringVariable("openwop.jwt_session_role",
 							   "Role whose member logins speak through request.jwt.claims.",

@@ -20,6 +20,7 @@
 #include "nodes/pg_list.h"
 #include "utils/jsonb.h"
 #include "utils/timestamp.h"
+#include "utils/guc.h"
 
 /* ----------
  * Error contract (DESIGN §4.5).  The SQLSTATE encodes the HTTP status that
@@ -157,6 +158,10 @@ typedef struct OwCaller
 } OwCaller;
 
 extern void ow_caller(OwCaller *c);
+extern bool ow_preloaded;		/* set by module.c */
+extern char *ow_jwt_claims_setting;
+extern bool ow_check_jwt_claims(char **newval, void **extra, GucSource source);
+extern void ow_assign_jwt_claims(const char *newval, void *extra);
 extern char *ow_caller_tenant(void);
 extern void ow_require_every_tenant(const char *what);
 extern void ow_check_scope(const OwCaller *c);

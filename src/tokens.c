@@ -766,6 +766,9 @@ ow_mint_interrupt_token(PG_FUNCTION_ARGS)
 	}
 	ttl_ms = Min(ttl_ms, (int64) ow_token_max_ttl * 1000);
 	principal = PG_ARGISNULL(3) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(3));
+	/* a principal is what a resolve token votes as; an inspect token has no one to name */
+	if (principal && strcmp(intent, "resolve") != 0)
+		ow_validation_error("principal", "only a resolve token names a principal");
 	if (principal && !ow_valid_subject_id(principal))
 		ow_validation_error("principal", "principal must be a subject id: 1 to 256 characters without white space or \"/\"");
 	if (principal && strcmp(principal, OW_TOKEN_PRINCIPAL) == 0)

@@ -10,7 +10,10 @@
 # and the check waits for its last_autoanalyze.
 #
 # Also: a binding a DBA gives a login with ALTER ROLE ... SET applies when
-# it logs in, and the login cannot undo it.  Needs the cluster test/run starts.
+# it logs in, and the login cannot undo it, not even with a startup option;
+# and in a server that did not preload the library (where a session could
+# set openwop.* and request.jwt.claims unchecked before it loads), openwop
+# names no caller at all.  Needs the cluster test/run starts.
 set -euo pipefail
 . "$(dirname "$0")/../lib.sh"
 db=openwop_identity
@@ -104,4 +107,20 @@ as_bound "SET openwop.bound_tenant = '*'" | grep -q 'permission denied to set pa
 as_bound "ALTER ROLE CURRENT_USER SET openwop.bound_tenant = '*'" | grep -q 'permission denied'
 [ "$(psql -X -A -t -q -U idm_bound -d $db -c "RESET ALL" -c "SHOW openwop.bound_tenant" | tail -n 1)" = acme ]
 as_bound "SET openwop.tenant = 'globex'; SELECT openwop.current_caller()" | grep -q id_tenant_mismatch
-echo "ALTER ROLE ... SET openwop.bound_tenant binds the login; it cannot change it"
+PGOPTIONS="-c openwop.bound_tenant=globex" as_bound "SELECT openwop.current_caller()" | grep -q 'permission denied to set parameter "openwop.bound_tenant"'
+PGOPTIONS="-c request.jwt.claims={}" as_bound "SELECT 1" | grep -q 'request.jwt.claims can only be set by SET or set_config'
+echo "ALTER ROLE ... SET openwop.bound_tenant binds the login; it cannot change it, not even at startup"
+
+# a server that did not preload the library names no caller
+scratch=$(mktemp -d)
+chown postgres "$scratch"
+port=$((PGPORT + 137))
+runuser -u postgres -- initdb -D "$scratch/data" -A trust >/dev/null
+runuser -u postgres -- pg_ctl -D "$scratch/data" -o "-p $port -k $scratch -c listen_addresses=''" -l "$scratch/log" -w start >/dev/null
+stop_scratch() { runuser -u postgres -- pg_ctl -D "$scratch/data" -m immediate stop >/dev/null 2>&1 || true; rm -rf "$scratch"; }
+trap 'stop_scratch; cleanup' EXIT
+out=$(psql -X -A -t -q -h "$scratch" -p $port -U postgres -d postgres \
+	-c "SET request.jwt.claims = '{\"sub\": \"cfo@example.org\"}'" -c "SET openwop.bound_tenant = '*'" \
+	-c "CREATE EXTENSION openwop_interrupt" -c "SELECT openwop.current_caller()" 2>&1 || true)
+grep -q 'openwop_interrupt must be loaded at server start to tell who is calling' <<<"$out"
+echo "without shared_preload_libraries, openwop names no caller"

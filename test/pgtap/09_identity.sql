@@ -8,7 +8,7 @@
 -- (Autovacuum, VACUUM FULL: test/checks/identity_maintenance.sh; the
 -- key-encryption key: test/checks/key_encryption.sh.)
 BEGIN;
-SELECT plan(79);
+SELECT plan(83);
 SET LOCAL openwop.tenant = 'acme';
 \ir refusal.psql
 \ir callers.psql
@@ -167,6 +167,23 @@ END $f$;
 SELECT is(pg_temp.as_request('{"sub": "clerk", "tenant": "acme", "scope": "approvals:respond"}',
             $q$ SELECT CASE WHEN pg_temp.tried_to_become_cfo() THEN openwop.current_caller() #> '{subject,subjectId}' END $q$),
           '"clerk"', '... so the request after it is still the clerk''s');
+-- ... nor clear them with RESET (which skips the setting's check): the request then names no caller
+SET LOCAL ROLE tap_mallory;
+CREATE FUNCTION mallory.clear_claims() RETURNS int LANGUAGE plpgsql SECURITY DEFINER AS $f$
+BEGIN
+  RESET request.jwt.claims;
+  RETURN 1;
+END $f$;
+RESET ROLE;
+SELECT is(pg_temp.refusal($$ SELECT pg_temp.as_request('{"sub": "clerk", "tenant": "acme", "scope": "approvals:respond"}',
+            'SELECT CASE WHEN mallory.clear_claims() = 1 THEN openwop.current_caller() END') $$),
+          '{"sqlstate": "PT403", "code": "forbidden", "details": {"context": "a request whose claims were changed by a SECURITY DEFINER function or a security-restricted operation"}}',
+          'claims_reset_in_security_definer_names_no_caller: after a SECURITY DEFINER function reset the claims, no caller is named');
+-- claims come only from the session's own SET or set_config: no defaults, no function SET clause
+SELECT is(pg_temp.refusal(format('ALTER DATABASE %I SET request.jwt.claims = %L', current_database(), '{"sub": "cfo@example.org"}')) ->> 'sqlstate', '42501',
+          'claims_have_no_database_default: a database owner cannot give every session claims');
+SELECT is(pg_temp.refusal($$ CREATE FUNCTION mallory.as_cfo() RETURNS int LANGUAGE sql SET request.jwt.claims = '{"sub": "cfo@example.org"}' AS 'SELECT 1' $$) ->> 'sqlstate', '42501',
+          'claims_not_from_function_set_clause: a function cannot carry claims in its SET clause');
 -- a SQL session calling the API from a SECURITY DEFINER function: the code is its owner's, not the caller's
 SET LOCAL mallory.via = 'SECURITY DEFINER in a SQL session';
 SELECT is(pg_temp.refusal($$ SELECT mallory.definer() $$) ->> 'code', NULL,
@@ -441,6 +458,9 @@ SELECT is((SELECT voter_subject FROM openwop.votes WHERE voter = 'dave'),
           'subject_of_principal_token: a token minted for a principal votes as that principal, through a key this host issued');
 SELECT is(pg_temp.refusal($$ SELECT openwop.mint_interrupt_token((pg_temp.gate_of('acme/id-tenant-0000001')).interrupt_id, 'resolve', NULL, 'dave smith') $$)
             -> 'details' ->> 'field', 'principal', 'a token principal must be a subjectId');
+SELECT is(pg_temp.refusal($$ SELECT openwop.mint_interrupt_token((pg_temp.gate_of('acme/id-tenant-0000001')).interrupt_id, 'inspect', NULL, 'cfo@example.org') $$)
+            -> 'details' ->> 'field', 'principal',
+          'inspect_token_names_no_principal: an inspect token, which needs no issuer, cannot carry a principal a front end might trust');
 SELECT is(pg_temp.refusal($$ SELECT openwop.add_group_member('finance', 'dave smith') $$) -> 'details' ->> 'field', 'principal',
           'a group member must be a subjectId or "<issuer>/<subjectId>"');
 
