@@ -40,7 +40,10 @@ COMMENT ON FUNCTION openwop.resolve_interrupt(text, text, jsonb, text) IS
 COMMENT ON FUNCTION openwop.add_group_member(text, text, text) IS
   'Adds principal (a subjectId, or "<issuer>/<subjectId>" to pin one issuer) to group_ref in tenant (default: the caller''s tenant) for approverGroupRefs; the group named by openwop.override_group holds the override principals. Only the extension owner or a superuser may call it. Returns false if it was already a member.';
 COMMENT ON FUNCTION openwop.mint_interrupt_token(text, text, interval, text) IS
-  'A signed token ow2.hs256.<kid>.<payload>.<mac> for a pending interrupt of the caller''s tenant; lifetime ttl (default openwop.token_ttl, 30 min), capped at openwop.token_max_ttl and the interrupt''s deadline. A resolve token for a gate that restricts its approvers needs a named eligible principal (a subject id), which it carries and votes as. Minting a resolve token needs the privileges of openwop.token_issuer_role.';
+  'A signed token ow2.hs256.<kid>.<payload>.<mac> for a pending interrupt of the caller''s tenant; lifetime ttl (default openwop.token_ttl, 30 min), capped at openwop.token_max_ttl and the interrupt''s deadline. A resolve token for a gate that restricts its approvers needs a named eligible principal (a subject id), which it carries and votes as; an inspect token names none. Minting a resolve token needs the privileges of openwop.token_issuer_role.';
+
+COMMENT ON FUNCTION openwop.sweep(integer) IS
+  'Applies due deadlines and retention once (the timeout worker runs the same code; pg_cron users may call it): approvals past timeoutMs are rejected (action timeout), other interrupts expire and cancel their run; then removes idempotency records past retention. At most max of each; returns how many it changed. It acts in every tenant: only a superuser or a login bound to * (openwop.bound_tenant) may call it.';
 
 CREATE FUNCTION openwop.current_caller()
     RETURNS jsonb AS 'MODULE_PATHNAME', 'ow_current_caller'

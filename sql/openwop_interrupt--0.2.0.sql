@@ -417,7 +417,7 @@ CREATE FUNCTION openwop.sweep(max integer DEFAULT 1000)
     RETURNS integer AS 'MODULE_PATHNAME', 'ow_sweep'
     LANGUAGE C VOLATILE;
 COMMENT ON FUNCTION openwop.sweep(integer) IS
-  'Applies due deadlines and retention once (the timeout worker runs the same code; pg_cron users may call it): approvals past timeoutMs are rejected (action timeout), other interrupts expire and cancel their run; then removes idempotency records past retention. At most max of each; returns how many it changed.';
+  'Applies due deadlines and retention once (the timeout worker runs the same code; pg_cron users may call it): approvals past timeoutMs are rejected (action timeout), other interrupts expire and cancel their run; then removes idempotency records past retention. At most max of each; returns how many it changed. It acts in every tenant: only a superuser or a login bound to * (openwop.bound_tenant) may call it.';
 
 /* ------------------------------------------------------------------------
  * Approvals: low-confidence escalation, administration, capabilities
@@ -488,7 +488,7 @@ CREATE FUNCTION openwop.mint_interrupt_token(interrupt_id text, intent text DEFA
     RETURNS text AS 'MODULE_PATHNAME', 'ow_mint_interrupt_token'
     LANGUAGE C VOLATILE;
 COMMENT ON FUNCTION openwop.mint_interrupt_token(text, text, interval, text) IS
-  'A signed token ow2.hs256.<kid>.<payload>.<mac> for a pending interrupt of the caller''s tenant; lifetime ttl (default openwop.token_ttl, 30 min), capped at openwop.token_max_ttl and the interrupt''s deadline. A resolve token for a gate that restricts its approvers needs a named eligible principal (a subject id), which it carries and votes as. Minting a resolve token needs the privileges of openwop.token_issuer_role.';
+  'A signed token ow2.hs256.<kid>.<payload>.<mac> for a pending interrupt of the caller''s tenant; lifetime ttl (default openwop.token_ttl, 30 min), capped at openwop.token_max_ttl and the interrupt''s deadline. A resolve token for a gate that restricts its approvers needs a named eligible principal (a subject id), which it carries and votes as; an inspect token names none. Minting a resolve token needs the privileges of openwop.token_issuer_role.';
 
 CREATE FUNCTION openwop.inspect_interrupt(token text)
     RETURNS jsonb AS 'MODULE_PATHNAME', 'ow_inspect_interrupt'
