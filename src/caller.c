@@ -44,10 +44,13 @@
 #include "common/jsonapi.h"
 #include "mb/pg_wchar.h"
 #include "miscadmin.h"
+#include "tcop/pquery.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
+#include "utils/fmgrprotos.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
+#include "utils/portal.h"
 #include "utils/syscache.h"
 
 /* GUCs, defined in module.c */
@@ -254,11 +257,34 @@ char	   *ow_jwt_claims_setting = NULL;
  */
 static char *ow_jwt_claims_trusted = NULL;
 
+/* How many triggers deep this backend is (pg_trigger_depth()). */
+static int
+trigger_depth(void)
+{
+	LOCAL_FCINFO(fcinfo, 0);
+
+	InitFunctionCallInfoData(*fcinfo, NULL, 0, InvalidOid, NULL, NULL);
+	return DatumGetInt32(pg_trigger_depth(fcinfo));
+}
+
+/*
+ * Is the running code someone else's rather than the session's own: a
+ * SECURITY DEFINER function, a security-restricted operation, a trigger
+ * (immediate or deferred to commit, on a table another role may own), or a
+ * WITH HOLD cursor being materialised at commit?  Such code may not set the
+ * claims.
+ */
+static bool
+foreign_code(void)
+{
+	return InSecurityRestrictedOperation() || InLocalUserIdChange() || trigger_depth() > 0 ||
+		(ActivePortal != NULL && (ActivePortal->cursorOptions & CURSOR_OPT_HOLD) != 0);
+}
+
 /*
  * Claims may only be set by a session's own SET or set_config() (source
- * PGC_S_SESSION), outside SECURITY DEFINER code and security-restricted
- * operations: no database, role or file default, no startup option.
- * Clearing them is always allowed.
+ * PGC_S_SESSION), outside foreign code: no database, role or file default,
+ * no startup option.  Clearing them is always allowed.
  */
 bool
 ow_check_jwt_claims(char **newval, void **extra, GucSource source)
@@ -271,10 +297,10 @@ ow_check_jwt_claims(char **newval, void **extra, GucSource source)
 		GUC_check_errmsg("request.jwt.claims can only be set by SET or set_config in the session that uses it");
 		return false;
 	}
-	if (InSecurityRestrictedOperation() || InLocalUserIdChange())
+	if (foreign_code())
 	{
 		GUC_check_errcode(ERRCODE_INSUFFICIENT_PRIVILEGE);
-		GUC_check_errmsg("request.jwt.claims cannot be set inside a SECURITY DEFINER function or a security-restricted operation");
+		GUC_check_errmsg("request.jwt.claims cannot be set inside a SECURITY DEFINER function, a security-restricted operation, a trigger or a WITH HOLD cursor");
 		return false;
 	}
 	return true;
@@ -283,7 +309,7 @@ ow_check_jwt_claims(char **newval, void **extra, GucSource source)
 void
 ow_assign_jwt_claims(const char *newval, void *extra)
 {
-	if (InSecurityRestrictedOperation() || InLocalUserIdChange())
+	if (foreign_code())
 		return;
 	free(ow_jwt_claims_trusted);
 	ow_jwt_claims_trusted = strdup(newval);		/* NULL (unknown) on failure: trusted nowhere */

@@ -21,7 +21,7 @@ q() { psql -X -A -t -q -v ON_ERROR_STOP=1 -d $db -c "$1" | tail -n 1; }
 cleanup() {
 	psql -X -q -d postgres -c "ALTER SYSTEM RESET autovacuum_naptime" -c "SELECT pg_reload_conf()" >/dev/null 2>&1 || true
 	psql -X -q -d postgres -c "DROP DATABASE IF EXISTS $db" >/dev/null 2>&1 || true
-	psql -X -q -d postgres -c "DROP ROLE IF EXISTS idm_mallory" -c "DROP ROLE IF EXISTS idm_bound" >/dev/null 2>&1 || true
+	psql -X -q -d postgres -c "DROP ROLE IF EXISTS idm_mallory" -c "DROP ROLE IF EXISTS idm_bound" -c "DROP ROLE IF EXISTS idm_auth" >/dev/null 2>&1 || true
 }
 trap cleanup EXIT
 cleanup
@@ -97,6 +97,44 @@ psql -X -q -v ON_ERROR_STOP=1 -d $db -c "SET mallory.via = 'VACUUM FULL'" -c "VA
 [ "$(q "SELECT status FROM openwop.interrupts WHERE run_id = 'acme/idm-cfo-0000000001'")" = pending ]
 [ "$(q "SELECT count(*) FROM openwop.events WHERE run_id = 'acme/idm-cfo-0000000001' AND type = 'interrupt.resolved'")" = 0 ]
 echo "autovacuum and VACUUM FULL: refused, the gate is pending"
+
+# a request session (the authenticator's login) calling a SECURITY DEFINER function of hers
+# that leaves work behind for COMMIT: a deferred trigger on her table, a WITH HOLD cursor.
+# Both run as code that is not the request's own: they cannot set the claims, and the
+# request stays the clerk's (who holds no scope)
+psql -X -q -v ON_ERROR_STOP=1 -d $db >/dev/null <<SQL
+CREATE ROLE idm_auth LOGIN PASSWORD '${PGPASSWORD:-unused}';
+ALTER ROLE idm_auth SET openwop.jwt_session_role = 'idm_auth';
+ALTER ROLE idm_auth SET openwop.bound_tenant = '*';
+GRANT USAGE ON SCHEMA openwop TO idm_auth;
+GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA openwop TO idm_auth;
+GRANT USAGE ON SCHEMA mallory TO idm_auth;
+SET ROLE idm_mallory;
+GRANT INSERT ON mallory.outcome TO PUBLIC;    -- her code, run by others, reports back
+CREATE TABLE mallory.q (i int);
+CREATE FUNCTION mallory.q_fire() RETURNS trigger LANGUAGE plpgsql AS \$f\$
+BEGIN PERFORM mallory.try_grant(); RETURN NULL; END \$f\$;
+CREATE CONSTRAINT TRIGGER q_later AFTER INSERT ON mallory.q DEFERRABLE INITIALLY DEFERRED
+  FOR EACH ROW EXECUTE FUNCTION mallory.q_fire();
+CREATE FUNCTION mallory.harmless() RETURNS int LANGUAGE sql SECURITY DEFINER AS 'INSERT INTO mallory.q VALUES (1) RETURNING 1';
+CREATE FUNCTION mallory.held(i int) RETURNS int LANGUAGE plpgsql AS \$f\$ BEGIN PERFORM mallory.try_grant(); RETURN i; END \$f\$;
+CREATE FUNCTION mallory.hold() RETURNS int LANGUAGE plpgsql SECURITY DEFINER AS \$f\$
+BEGIN EXECUTE 'DECLARE mc CURSOR WITH HOLD FOR SELECT mallory.held(1)'; RETURN 1; END \$f\$;
+RESET ROLE;
+SQL
+as_auth() { psql -X -A -t -q -U idm_auth -d $db -c "$1" 2>&1 || true; }
+as_auth "BEGIN; SET LOCAL mallory.via = 'deferred trigger';
+         SELECT set_config('request.jwt.claims', '{\"sub\": \"clerk\", \"tenant\": \"acme\"}', true);
+         SELECT mallory.harmless(); COMMIT;" >/dev/null
+as_auth "BEGIN; SET LOCAL mallory.via = 'WITH HOLD cursor';
+         SELECT set_config('request.jwt.claims', '{\"sub\": \"clerk\", \"tenant\": \"acme\"}', true);
+         SELECT mallory.hold(); COMMIT;" >/dev/null
+for via in 'deferred trigger' 'WITH HOLD cursor'; do
+	got=$(q "SELECT string_agg(DISTINCT step || ' ' || outcome, ',' ORDER BY step || ' ' || outcome) FROM mallory.outcome WHERE via = '$via'")
+	[ "$got" = "claims 42501,resolve PT403" ] || { echo "$via: [$got]" >&2; exit 1; }
+done
+[ "$(q "SELECT status FROM openwop.interrupts WHERE run_id = 'acme/idm-cfo-0000000001'")" = pending ]
+echo "a deferred trigger and a WITH HOLD cursor left by SECURITY DEFINER code cannot set a request's claims"
 
 # a binding given with ALTER ROLE applies at login; the login cannot undo it
 psql -X -q -v ON_ERROR_STOP=1 -d postgres -c "ALTER ROLE idm_bound SET openwop.bound_tenant = 'acme'" \

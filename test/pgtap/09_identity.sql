@@ -131,13 +131,14 @@ SELECT is((SELECT array_agg(DISTINCT step || ' ' || outcome ORDER BY step || ' '
 SELECT is((SELECT array_agg(DISTINCT step || ' ' || outcome ORDER BY step || ' ' || outcome) FROM mallory.outcome WHERE via = 'SECURITY DEFINER'),
           '{"claims 42501","resolve PT403"}', 'claims_refused_in_security_definer: nor a SECURITY DEFINER function called in a request session');
 RESET openwop.jwt_session_role;
--- a trigger of hers fires in the superuser's (non-request) session: the claims do not count, the login does
+-- a trigger of hers fires in the superuser's (non-request) session: it cannot set claims, and the login is the caller
+DROP INDEX mallory.docs_by_grant;
 CREATE TRIGGER docs_grant AFTER INSERT ON mallory.docs FOR EACH ROW EXECUTE FUNCTION mallory.grant_cfo_trigger();
 SET LOCAL mallory.via = 'a trigger';
 INSERT INTO mallory.docs VALUES (2);
 SELECT is((SELECT array_agg(DISTINCT step || ' ' || outcome ORDER BY step || ' ' || outcome) FROM mallory.outcome WHERE via = 'a trigger'),
-          '{"claims set","resolve PT403"}',
-          'claims_ignored_in_trigger_of_superuser_session: the claims are set but do not count; the superuser''s login is not the CFO, so the gate refuses it');
+          '{"claims 42501","resolve PT403"}',
+          'claims_refused_in_trigger: a trigger cannot set the claims; in the superuser''s session its call is the superuser''s login, which the CFO-only gate refuses');
 SELECT is((pg_temp.gate_of('acme/id-cfo-00000000001')).status, 'pending',
           '... and the CFO-only gate is still pending after all of it');
 -- a CHECK constraint of hers, validated in the superuser's session: the same as the trigger
