@@ -460,15 +460,22 @@ check_tenant_grammar(const char *tenant, const char *source)
 	}
 }
 
+/* May this login choose any tenant: bound to "*", or a superuser? */
+static bool
+may_choose_tenant(Oid login)
+{
+	return superuser_arg(login) || (ow_bound_tenant && strcmp(ow_bound_tenant, "*") == 0);
+}
+
 /*
  * The caller's tenant.  The login's binding (openwop.bound_tenant) decides:
  * a login bound to one tenant acts there only, and a claim or setting
- * naming another is refused; a login bound to "*" (or a superuser) takes
- * the tenant claim of a request session, or openwop.tenant; an unbound
- * login stays in openwop.default_tenant.
+ * naming another is refused; a login that may choose takes the tenant
+ * claim of a request session, or openwop.tenant; an unbound login stays
+ * in openwop.default_tenant.
  */
 static char *
-caller_tenant(Jsonb *claims, bool superuser_login)
+caller_tenant(Jsonb *claims, Oid login)
 {
 	const char *bound = ow_bound_tenant ? ow_bound_tenant : "";
 	bool		single = bound[0] != '\0' && strcmp(bound, "*") != 0;
@@ -507,7 +514,7 @@ caller_tenant(Jsonb *claims, bool superuser_login)
 			tenant_refused(asked, source, bound, "this login is bound to another tenant");
 		return pstrdup(bound);
 	}
-	if (asked && bound[0] == '\0' && !superuser_login && strcmp(asked, ow_default_tenant) != 0)
+	if (asked && !may_choose_tenant(login) && strcmp(asked, ow_default_tenant) != 0)
 		tenant_refused(asked, source, ow_default_tenant,
 					   "only a login bound to \"*\" chooses its tenant");
 	if (asked)
@@ -553,14 +560,14 @@ ow_caller(OwCaller *c)
 		if (!claims_untampered())
 			no_identity_here("a request whose claims were changed by a SECURITY DEFINER function or a security-restricted operation");
 		c->claims = request_claims();
-		c->subject.tenant = caller_tenant(c->claims, superuser_arg(c->login));
+		c->subject.tenant = caller_tenant(c->claims, c->login);
 		claims_subject(c->claims, c->subject.tenant, &c->subject);
 		c->login = InvalidOid;
 	}
 	else
 	{
 		char	   *login = GetUserNameFromId(c->login, false);
-		char	   *tenant = caller_tenant(NULL, superuser_arg(c->login));
+		char	   *tenant = caller_tenant(NULL, c->login);
 
 		if (!ow_valid_subject_id(login))
 			unresolvable("login", login,
@@ -591,7 +598,7 @@ ow_require_every_tenant(const char *what)
 	OwDetails	d;
 
 	ow_caller(&c);
-	if (superuser_arg(GetSessionUserId()) || (ow_bound_tenant && strcmp(ow_bound_tenant, "*") == 0))
+	if (may_choose_tenant(GetSessionUserId()))
 		return;
 	ow_details_init(&d);
 	ow_details_str(&d, "tenant", "*");
