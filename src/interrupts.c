@@ -853,8 +853,22 @@ ow_interrupt(PG_FUNCTION_ARGS)
 			result = resolved_envelope(&run, id, DatumGetInt64(seq), callerctx);
 		else if (strcmp(status, "pending") == 0)
 			result = pending_envelope(&run, id, node_id, status, key, stored_kind, callerctx);
+		else if (strcmp(status, "expired") == 0 && !ow_run_is_terminal(run.status))
+		{
+			/* a late answer expired it; the next sweep ends the run (INT-18) */
+			OwJson		j;
+			MemoryContext old = MemoryContextSwitchTo(callerctx);
+
+			owj_begin(&j);
+			owj_str(&j, "status", "expired");
+			owj_str(&j, "runId", run.run_id);
+			owj_str(&j, "interruptId", id);
+			owj_str(&j, "kind", stored_kind);
+			result = owj_end(&j);
+			MemoryContextSwitchTo(old);
+		}
 		else
-			ow_run_terminal(run.run_id, run.status);	/* cancelled with its run */
+			ow_run_terminal(run.run_id, run.status);	/* cancelled or expired with its run */
 		ow_restore_user(&priv);
 		SPI_finish();
 		PG_RETURN_JSONB_P(result);

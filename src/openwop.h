@@ -348,10 +348,25 @@ extern void ow_approval_vote(OwRun *run, const char *interrupt_id, JsonbContaine
 							 Jsonb *eligibility, bool is_override, OwVote *vote);
 
 /* ----------
- * Deadlines (sweeper.c)
+ * The expiry policy (deadlines.c)
  * ----------
  */
-extern int	ow_sweep_deadlines(int max);
+typedef struct OwDeadline
+{
+	const char *interrupt_id;
+	const char *node_id;
+	const char *kind;
+	int32		visit;
+	bool		expired;		/* a late answer expired it: only its run is left to end */
+} OwDeadline;
+
+extern void ow_apply_deadline(OwRun *run, const OwDeadline *d, bool late);
+extern int	ow_sweep_deadlines(int max, List **failed, MemoryContext failed_cxt, int *found);
+
+/* ----------
+ * The timeout worker and sweep() (sweeper.c)
+ * ----------
+ */
 extern void ow_deadline_raised(void);
 extern void ow_worker_main(const char *name, void (*attach) (void), long (*pass) (void),
 						   long error_ms) pg_attribute_noreturn();

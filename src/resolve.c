@@ -374,52 +374,27 @@ respond(Jsonb *result, const char *tenant, const char *idem_key, OwPriv *priv)
 }
 
 /*
- * An answer to an interrupt already past its deadline (FlowDrop INT-23, the
- * late-answer path): an approval is rejected by timeout exactly as the
- * sweeper would (fail closed); any other kind expires silently and its run
- * is left as it is.  The outcome is recorded and returned, never raised.
+ * An answer to an interrupt already past its deadline: the expiry policy
+ * on its late-answer path (FlowDrop INT-23).  An approval is rejected by
+ * timeout exactly as a sweep would (fail closed); any other kind expires
+ * silently and the next sweep ends its run (INT-18).  The outcome is
+ * recorded and returned, never raised.
  */
 static Jsonb *
 late_answer(OwRun *run, const char *node_id, OwPending *p, MemoryContext resultctx)
 {
-	static SPIPlanPtr expire_plan = NULL;
+	OwDeadline	d;
 	OwJson		j;
 	MemoryContext old;
 	Jsonb	   *result;
 	bool		approval = strcmp(p->kind, "approval") == 0;
 
-	if (approval)
-	{
-		OwResolution r = {0};
-
-		r.interrupt_id = p->interrupt_id;
-		r.kind = p->kind;
-		r.node_id = node_id;
-		r.visit = p->visit;
-		r.decision = "rejected";
-		r.action = "timeout";
-		r.reason = "timeout";
-		r.fail_code = "approval_rejected";
-		r.fail_message = "the approval timed out";
-		ow_record_resolution(run, &r);
-		ow_save_run(run);
-	}
-	else
-	{
-		Oid			types[2] = {TEXTOID, TEXTOID};
-		Datum		args[2];
-
-		if (expire_plan == NULL)
-			expire_plan = ow_prepare("UPDATE openwop.interrupts"
-									 "   SET status = 'expired', resolved_at = pg_catalog.now()"
-									 " WHERE tenant OPERATOR(pg_catalog.=) $1"
-									 "   AND interrupt_id OPERATOR(pg_catalog.=) $2"
-									 "   AND status OPERATOR(pg_catalog.=) 'pending'", 2, types);
-		args[0] = CStringGetTextDatum(run->tenant);
-		args[1] = CStringGetTextDatum(p->interrupt_id);
-		if (SPI_execute_plan(expire_plan, args, NULL, false, 0) != SPI_OK_UPDATE)
-			elog(ERROR, "could not expire interrupt \"%s\"", p->interrupt_id);
-	}
+	d.interrupt_id = p->interrupt_id;
+	d.node_id = node_id;
+	d.kind = p->kind;
+	d.visit = p->visit;
+	d.expired = false;
+	ow_apply_deadline(run, &d, true);
 
 	old = MemoryContextSwitchTo(resultctx);
 	owj_begin(&j);

@@ -1,21 +1,18 @@
 /*-------------------------------------------------------------------------
  *
  * sweeper.c
- *	  Deadlines: openwop.sweep() and the timeout worker that runs it.
+ *	  openwop.sweep() and the timeout worker, the two callers of the
+ *	  expiry policy (deadlines.c) that look for due work.
  *
- * A pending interrupt whose timeoutMs has passed is settled here: an
- * approval is rejected by timeout ({action: timeout, decision: rejected,
- * reason: timeout}, whatever onTimeout says) and the rejection disposition
- * applies; any other kind expires and the run it held open is cancelled,
- * announced once (FlowDrop INT-18).  An absent or zero deadline never
- * expires (INT-23).  Each interrupt is settled in its own subtransaction
- * under its run's row lock, so a racing resolve ends with one outcome and
- * one failure never stops the sweep.
- *
- * The worker (loaded through shared_preload_libraries) sleeps until the
- * next deadline, at most openwop.sweeper_interval; a transaction that
- * raises an interrupt with a deadline wakes it at commit.  Deadlines that
- * passed while the server was down are applied on its first pass.
+ * The worker (loaded through shared_preload_libraries) settles each due
+ * interrupt in a transaction of its own, so it holds one run's lock at a
+ * time and a failure or a busy run delays nobody else.  It sleeps until
+ * the next deadline, at most openwop.sweeper_interval; a transaction that
+ * raises an interrupt with a deadline (or that a late answer expired)
+ * wakes it at commit.  Deadlines that passed while the server was down are
+ * applied on its first pass.  sweep() runs in its caller's transaction:
+ * it settles up to max interrupts, each in a subtransaction, and holds
+ * their runs locked until that transaction ends.
  *
  *-------------------------------------------------------------------------
  */
@@ -31,6 +28,7 @@
 #include "storage/shmem.h"
 #include "storage/spin.h"
 #include "utils/builtins.h"
+#include "utils/memutils.h"
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
@@ -52,155 +50,6 @@ static OwShared *ow_shared = NULL;
 static bool deadline_raised = false;
 static bool xact_callback_registered = false;
 
-/* A due interrupt, copied out of SPI before it is settled. */
-typedef struct DueInterrupt
-{
-	char	   *tenant;
-	char	   *run_id;
-	char	   *interrupt_id;
-	bool		settled;
-} DueInterrupt;
-
-/*
- * Settle one due interrupt under its run's lock; false when it was no
- * longer pending and due (a resolve won the race) or its run is busy.
- */
-static bool
-settle_due(DueInterrupt *due)
-{
-	static SPIPlanPtr plan = NULL;
-	static SPIPlanPtr expire_plan = NULL;
-	OwRun		run;
-	Datum		args[2];
-	HeapTuple	tup;
-	TupleDesc	desc;
-	bool		isnull;
-	char	   *kind;
-	char	   *node_id;
-	int32		visit;
-
-	/* a run another transaction holds is left for a later pass */
-	if (!ow_try_lock_run_id(&run, due->tenant, due->run_id) || ow_run_is_terminal(run.status))
-		return false;
-	if (plan == NULL)
-	{
-		Oid			types[2] = {TEXTOID, TEXTOID};
-
-		plan = ow_prepare("SELECT kind, node_id, visit FROM openwop.interrupts"
-						  " WHERE tenant OPERATOR(pg_catalog.=) $1"
-						  "   AND interrupt_id OPERATOR(pg_catalog.=) $2"
-						  "   AND status OPERATOR(pg_catalog.=) 'pending'"
-						  "   AND expires_at OPERATOR(pg_catalog.<=) pg_catalog.now()", 2, types);
-		expire_plan = ow_prepare("UPDATE openwop.interrupts"
-								 "   SET status = 'expired', resolved_at = pg_catalog.now()"
-								 " WHERE tenant OPERATOR(pg_catalog.=) $1"
-								 "   AND interrupt_id OPERATOR(pg_catalog.=) $2"
-								 "   AND status OPERATOR(pg_catalog.=) 'pending'", 2, types);
-	}
-	args[0] = CStringGetTextDatum(due->tenant);
-	args[1] = CStringGetTextDatum(due->interrupt_id);
-	if (SPI_execute_plan(plan, args, NULL, false, 1) != SPI_OK_SELECT)
-		elog(ERROR, "could not re-read interrupt \"%s\"", due->interrupt_id);
-	if (SPI_processed == 0)
-		return false;
-	tup = SPI_tuptable->vals[0];
-	desc = SPI_tuptable->tupdesc;
-	kind = SPI_getvalue(tup, desc, 1);
-	node_id = SPI_getvalue(tup, desc, 2);
-	visit = DatumGetInt32(SPI_getbinval(tup, desc, 3, &isnull));
-
-	if (strcmp(kind, "approval") == 0)
-	{
-		OwResolution r = {0};
-
-		/* a timeout never grants, whatever onTimeout says */
-		r.interrupt_id = due->interrupt_id;
-		r.kind = kind;
-		r.node_id = node_id;
-		r.visit = visit;
-		r.decision = "rejected";
-		r.action = "timeout";
-		r.reason = "timeout";
-		r.fail_code = "approval_rejected";
-		r.fail_message = "the approval timed out";
-		ow_record_resolution(&run, &r);
-	}
-	else
-	{
-		/* INT-18: the expired interrupt ends the run it held open */
-		if (SPI_execute_plan(expire_plan, args, NULL, false, 0) != SPI_OK_UPDATE)
-			elog(ERROR, "could not expire interrupt \"%s\"", due->interrupt_id);
-		ow_end_run(&run, OW_CANCEL, NULL, NULL, "interrupt-expired", NULL);
-	}
-	ow_save_run(&run);
-	return true;
-}
-
-static void
-settle_one(void *arg)
-{
-	DueInterrupt *due = arg;
-
-	due->settled = settle_due(due);
-}
-
-/*
- * Settle at most max due interrupts, oldest deadline first.  Returns how
- * many were settled.  A failure settling one is logged and skipped (INT-18:
- * recorded, never raised), each in its own subtransaction.
- */
-int
-ow_sweep_deadlines(int max)
-{
-	static SPIPlanPtr plan = NULL;
-	Datum		args[1];
-	DueInterrupt *due;
-	int			n;
-	int			i;
-	int			settled = 0;
-
-	if (plan == NULL)
-	{
-		Oid			types[1] = {INT4OID};
-
-		plan = ow_prepare("SELECT tenant, run_id, interrupt_id FROM openwop.interrupts"
-						  " WHERE status OPERATOR(pg_catalog.=) 'pending'"
-						  "   AND expires_at IS NOT NULL"
-						  "   AND expires_at OPERATOR(pg_catalog.<=) pg_catalog.now()"
-						  " ORDER BY expires_at LIMIT $1", 1, types);
-	}
-	args[0] = Int32GetDatum(max);
-	if (SPI_execute_plan(plan, args, NULL, true, 0) != SPI_OK_SELECT)
-		elog(ERROR, "could not list due interrupts");
-	n = (int) SPI_processed;
-	due = palloc(sizeof(DueInterrupt) * (n + 1));
-	for (i = 0; i < n; i++)
-	{
-		due[i].tenant = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1);
-		due[i].run_id = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2);
-		due[i].interrupt_id = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 3);
-	}
-
-	for (i = 0; i < n; i++)
-	{
-		ErrorData  *edata = ow_try_subtransaction(settle_one, &due[i]);
-
-		if (edata == NULL)
-		{
-			settled += due[i].settled;
-			continue;
-		}
-		/* a cancel stops the sweep; anything else is logged and skipped */
-		if (edata->sqlerrcode == ERRCODE_QUERY_CANCELED || edata->sqlerrcode == ERRCODE_ADMIN_SHUTDOWN)
-			ReThrowError(edata);
-		ereport(WARNING,
-				(errmsg("openwop: could not apply the deadline of interrupt \"%s\": %s",
-						due[i].interrupt_id, edata->message)));
-		FreeErrorData(edata);
-	}
-	return settled;
-}
-
 /*
  * openwop.sweep(max) → integer
  *
@@ -213,6 +62,8 @@ ow_sweep(PG_FUNCTION_ARGS)
 {
 	int32		max = PG_ARGISNULL(0) ? 1000 : PG_GETARG_INT32(0);
 	OwPriv		priv;
+	List	   *failed = NIL;
+	int			found;
 	int			n;
 
 	if (max < 1)
@@ -220,7 +71,7 @@ ow_sweep(PG_FUNCTION_ARGS)
 	ow_require_every_tenant("sweep()");
 	SPI_connect();
 	ow_become_owner(&priv);
-	n = ow_sweep_deadlines(max);
+	n = ow_sweep_deadlines(max, &failed, CurrentMemoryContext, &found);
 	n += ow_purge_idempotency(max);
 	ow_restore_user(&priv);
 	SPI_finish();
@@ -297,59 +148,105 @@ sweeper_detach(int code, Datum arg)
 	SpinLockRelease(&ow_shared->mutex);
 }
 
-/*
- * One pass in its own transaction.  Returns how long to sleep, in ms: until
- * the next deadline, at most openwop.sweeper_interval, 0 when a full batch
- * suggests more work is due.
- */
-static long
-sweeper_pass(void)
+/* Begin one transaction of the worker, as the extension owner; false when it is not installed. */
+static bool
+worker_begin(OwPriv *priv, const char *activity)
 {
-	long		sleep_ms = (long) ow_sweeper_interval * 1000L;
-	const int	batch = 1000;
-
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
 	SPI_connect();
 	PushActiveSnapshot(GetTransactionSnapshot());
-	pgstat_report_activity(STATE_RUNNING, "openwop: applying deadlines");
+	pgstat_report_activity(STATE_RUNNING, activity);
+	if (!OidIsValid(get_extension_oid("openwop_interrupt", true)))
+		return false;
+	ow_become_owner(priv);
+	return true;
+}
 
-	if (OidIsValid(get_extension_oid("openwop_interrupt", true)))
-	{
-		OwPriv		priv;
-		int			n;
-
-		ow_become_owner(&priv);
-		n = ow_sweep_deadlines(batch);
-		n += ow_purge_idempotency(batch);
-		if (n >= batch)
-			sleep_ms = 0;
-		else if (SPI_execute("SELECT EXTRACT(EPOCH FROM pg_catalog.min(expires_at) OPERATOR(pg_catalog.-) pg_catalog.now())"
-							 "  FROM openwop.interrupts"
-							 " WHERE status OPERATOR(pg_catalog.=) 'pending' AND expires_at IS NOT NULL",
-							 true, 1) == SPI_OK_SELECT && SPI_processed == 1)
-		{
-			bool		isnull;
-			Datum		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
-
-			if (!isnull)
-			{
-				double		ms = DatumGetFloat8(DirectFunctionCall1(numeric_float8, d)) * 1000.0;
-
-				/*
-				 * Wake just after the next deadline.  One already due was left
-				 * because its run is busy: retry in a second, not in a hot loop.
-				 */
-				sleep_ms = Min(sleep_ms, ms > 0 ? (long) ms + 10 : 1000L);
-			}
-		}
-		ow_restore_user(&priv);
-	}
-
+static void
+worker_end(OwPriv *priv, bool installed)
+{
+	if (installed)
+		ow_restore_user(priv);
 	SPI_finish();
 	PopActiveSnapshot();
 	CommitTransactionCommand();
 	pgstat_report_activity(STATE_IDLE, NULL);
+}
+
+/* Milliseconds until the next deadline (0 if one is due), or -1 when there is none. */
+static long
+next_deadline_ms(void)
+{
+	bool		isnull;
+	Datum		d;
+
+	if (SPI_execute("SELECT EXTRACT(EPOCH FROM pg_catalog.min(expires_at) OPERATOR(pg_catalog.-) pg_catalog.now())"
+					"  FROM openwop.interrupts"
+					" WHERE expires_at IS NOT NULL"
+					"   AND (status OPERATOR(pg_catalog.=) 'pending'"
+					"        OR (status OPERATOR(pg_catalog.=) 'expired' AND resolved_sequence IS NULL))",
+					true, 1) != SPI_OK_SELECT || SPI_processed != 1)
+		elog(ERROR, "could not read the next deadline");
+	d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+	if (isnull)
+		return -1;
+	return Max(0, (long) (DatumGetFloat8(DirectFunctionCall1(numeric_float8, d)) * 1000.0));
+}
+
+/*
+ * One pass: settle due interrupts one transaction each (at most batch of
+ * them), purge expired idempotency records, then say how long to sleep,
+ * in ms: until the next deadline, at most openwop.sweeper_interval, 0 when
+ * the batch ran out with more work due.
+ */
+static long
+sweeper_pass(void)
+{
+	const int	batch = 1000;
+	long		sleep_ms = (long) ow_sweeper_interval * 1000L;
+	static MemoryContext pass_cxt = NULL;
+	List	   *failed = NIL;	/* interrupts whose settling failed in this pass */
+	OwPriv		priv;
+	bool		installed = true;
+	int			done = 0;
+	int			found = 1;
+	int			purged = 0;
+
+	/* reset, not deleted, each pass: an error escaping a pass must not leak it */
+	if (pass_cxt == NULL)
+		pass_cxt = AllocSetContextCreate(TopMemoryContext, "openwop timeout pass", ALLOCSET_SMALL_SIZES);
+	MemoryContextReset(pass_cxt);
+	while (installed && found > 0 && done < batch)
+	{
+		installed = worker_begin(&priv, "openwop: applying deadlines");
+		if (installed)
+			(void) ow_sweep_deadlines(1, &failed, pass_cxt, &found);
+		worker_end(&priv, installed);
+		done += found;
+	}
+	if (installed)
+	{
+		long		next;
+
+		installed = worker_begin(&priv, "openwop: removing expired idempotency records");
+		if (installed)
+		{
+			purged = ow_purge_idempotency(batch);
+			next = next_deadline_ms();
+
+			/*
+			 * Wake just after the next deadline.  One still due was left
+			 * because its run is busy or settling it failed: retry in a
+			 * second, not in a hot loop.
+			 */
+			if (done >= batch || purged >= batch)
+				sleep_ms = 0;
+			else if (next >= 0)
+				sleep_ms = Min(sleep_ms, next > 0 ? next + 10 : 1000L);
+		}
+		worker_end(&priv, installed);
+	}
 	return sleep_ms;
 }
 
