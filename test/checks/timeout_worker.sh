@@ -2,7 +2,9 @@
 # The timeout worker (shared_preload_libraries): it rejects an approval at
 # its deadline without anyone calling sweep(), wakes for a deadline raised
 # while it sleeps, and after a restart applies a deadline that passed while
-# the server was down.  Needs the cluster test/run starts (preloaded).
+# the server was down; for an external event it ends the run, whether it
+# finds the deadline first or a late answer expired the interrupt before
+# it (FlowDrop INT-18, INT-23).  Needs the cluster test/run starts.
 set -euo pipefail
 db=postgres    # openwop.database, the worker's database
 q() { psql -X -A -t -q -v ON_ERROR_STOP=1 -d $db -c "SET openwop.tenant = 'acme'" -c "$1" | tail -n 1; }
@@ -59,4 +61,34 @@ SELECT openwop.interrupt('acme/worker-run-00000003', 'gate', '{"kind": "approval
 SQL
 sleep 1
 [ "$(q "SELECT openwop.run_snapshot('acme/worker-run-00000003') ->> 'status'")" = waiting-approval ]
+
+wait_event() {   # wait_event RUN TIMEOUT_MS
+	psql -X -q -v ON_ERROR_STOP=1 -d $db >/dev/null <<SQL
+SET openwop.tenant = 'acme';
+SELECT openwop.create_run('worker', '{"runId": "$1"}');
+SELECT openwop.start_node('$1', 'wait');
+SELECT openwop.interrupt('$1', 'wait', '{"kind": "external-event", "timeoutMs": $2, "data": {"eventType": "paid", "correlation": {}}}');
+SQL
+}
+cancelled_once() {   # the run ended by its expiry, announced once
+	[ "$(q "SELECT string_agg(e->>'type' || coalesce(':' || (e->'payload'->>'reason'), ''), ',' ORDER BY (e->>'sequence')::int)
+	          FROM openwop.events('$1') e WHERE e->>'type' LIKE 'run.%' OR e->>'type' = 'node.cancelled'")" \
+	  = "run.started,node.cancelled:run-cancelled,run.cancelled:interrupt-expired" ]
+}
+
+# 4. worker first: an external event past its deadline ends its run; a later answer finds it ended
+wait_event acme/worker-run-00000004 1000
+wait_for 20 "SELECT openwop.run_snapshot('acme/worker-run-00000004') ->> 'status'" cancelled
+cancelled_once acme/worker-run-00000004
+[ "$(psql -X -A -t -q -d $db -c "SET openwop.tenant = 'acme'" -c "SELECT openwop.resolve_interrupt('acme/worker-run-00000004', 'wait', '{}')" 2>&1 | grep -o interrupt_already_resolved)" = interrupt_already_resolved ]
+echo "worker first: the run was cancelled, a later answer is interrupt_already_resolved"
+
+# 5. late answer first: expired silently, then the worker ends the run it left open
+wait_event acme/worker-run-00000005 600000
+# (one transaction, so the worker cannot see the deadline pass before the answer does)
+[ "$(q "UPDATE openwop.interrupts SET expires_at = now() - interval '1 second' WHERE run_id = 'acme/worker-run-00000005';
+       SELECT openwop.resolve_interrupt('acme/worker-run-00000005', 'wait', '{}') ->> 'status'")" = expired ]
+wait_for 20 "SELECT openwop.run_snapshot('acme/worker-run-00000005') ->> 'status'" cancelled
+cancelled_once acme/worker-run-00000005
+echo "late answer first: expired silently, then the worker ended the run, announced once"
 echo "timeout worker checks passed"
