@@ -57,6 +57,23 @@ list_has_string(List *l, const char *s)
 	return false;
 }
 
+/* The voter has given the gate openwop.max_votes_per_voter answers already. */
+static void
+too_many_answers(const OwSubject *who, const char *interrupt_id)
+{
+	OwDetails	d;
+
+	ow_details_init(&d);
+	ow_details_str(&d, "field", "resumeValue");
+	ow_details_str(&d, "interruptId", interrupt_id);
+	ow_details_int(&d, "limit", ow_max_votes_per_voter);
+	ow_details_str(&d, "setting", "openwop.max_votes_per_voter");
+	ow_raise(OW_SQLSTATE_400, "validation_error", &d,
+			 "Each voter may give a gate openwop.max_votes_per_voter answers (votes, re-votes and asks).",
+			 "\"%s\" has answered interrupt \"%s\" %d times, the most allowed",
+			 who->subject_id, interrupt_id, ow_max_votes_per_voter);
+}
+
 /* The refs that name a subject in group_members: its subjectId and its issuer-qualified form. */
 Datum
 ow_subject_refs_array(const OwSubject *who)
@@ -226,7 +243,7 @@ ow_approval_vote(OwRun *run, const char *interrupt_id, JsonbContainer *data,
 	JsonbValue *v;
 	bool		majority;
 	bool		bypass;
-	Datum		args[7];
+	Datum		args[8];
 	bool		isnull;
 
 	v = owj_get_container(data, "requiredApprovals");
@@ -239,8 +256,9 @@ ow_approval_vote(OwRun *run, const char *interrupt_id, JsonbContainer *data,
 
 	if (insert_plan == NULL)
 	{
-		Oid			types[7] = {TEXTOID, TEXTOID, TEXTOID, TEXTOID, JSONBOID, JSONBOID, JSONBOID};
+		Oid			types[8] = {TEXTOID, TEXTOID, TEXTOID, TEXTOID, JSONBOID, JSONBOID, JSONBOID, INT4OID};
 
+		/* the next revision, unless the voter has given the gate $8 answers already */
 		insert_plan = ow_prepare("INSERT INTO openwop.votes"
 								 " (tenant, interrupt_id, voter, revision, action, resume_value, eligibility,"
 								 "  voter_subject)"
@@ -249,7 +267,8 @@ ow_approval_vote(OwRun *run, const char *interrupt_id, JsonbContainer *data,
 								 "   FROM openwop.votes"
 								 "  WHERE tenant OPERATOR(pg_catalog.=) $1"
 								 "    AND interrupt_id OPERATOR(pg_catalog.=) $2"
-								 "    AND voter OPERATOR(pg_catalog.=) $3", 7, types);
+								 "    AND voter OPERATOR(pg_catalog.=) $3"
+								 " HAVING COALESCE(pg_catalog.max(revision), 0) OPERATOR(pg_catalog.<) $8", 8, types);
 		tally_plan = ow_prepare("SELECT pg_catalog.count(*) FILTER (WHERE action OPERATOR(pg_catalog.=) ANY"
 								"            ('{accept,edit-accept}'::pg_catalog.text[])),"
 								"       pg_catalog.count(*) FILTER (WHERE action OPERATOR(pg_catalog.=) 'reject'),"
@@ -267,6 +286,7 @@ ow_approval_vote(OwRun *run, const char *interrupt_id, JsonbContainer *data,
 	args[4] = JsonbPGetDatum(resume_value);
 	args[5] = JsonbPGetDatum(eligibility);
 	args[6] = JsonbPGetDatum(ow_subject_jsonb(who));
+	args[7] = Int32GetDatum(ow_max_votes_per_voter);
 	if (vote->required == 1 && strcmp(action, "ask") != 0)
 	{
 		/*
@@ -281,8 +301,10 @@ ow_approval_vote(OwRun *run, const char *interrupt_id, JsonbContainer *data,
 	}
 	else
 	{
-		if (SPI_execute_plan(insert_plan, args, NULL, false, 0) != SPI_OK_INSERT || SPI_processed != 1)
+		if (SPI_execute_plan(insert_plan, args, NULL, false, 0) != SPI_OK_INSERT)
 			elog(ERROR, "could not record the vote of \"%s\"", who->subject_id);
+		if (SPI_processed != 1)
+			too_many_answers(who, interrupt_id);
 		if (SPI_execute_plan(tally_plan, args, NULL, false, 1) != SPI_OK_SELECT || SPI_processed != 1)
 			elog(ERROR, "could not tally the votes of interrupt \"%s\"", interrupt_id);
 		vote->accepts = (int) DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));

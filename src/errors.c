@@ -10,8 +10,9 @@
  */
 #include "openwop.h"
 
-#include "lib/stringinfo.h"
+#include "access/detoast.h"
 #include "access/xact.h"
+#include "lib/stringinfo.h"
 #include "utils/json.h"
 #include "utils/memutils.h"
 #include "utils/resowner.h"
@@ -155,4 +156,33 @@ ow_try_subtransaction(void (*fn) (void *), void *arg)
 	MemoryContextSwitchTo(oldcxt);
 	CurrentResourceOwner = oldowner;
 	return edata;
+}
+
+/*
+ * Refuse argument n of the calling function (field, for details.field)
+ * when it is larger than openwop.max_answer_size (answer) or
+ * openwop.max_payload_size.  Measured before the value is detoasted or
+ * read, so an oversized value costs nothing more than its arrival.
+ */
+void
+ow_check_arg_size(FunctionCallInfo fcinfo, int n, const char *field, bool answer)
+{
+	Size		size;
+	int			limit = answer ? ow_max_answer_size : ow_max_payload_size;
+	const char *setting = answer ? "openwop.max_answer_size" : "openwop.max_payload_size";
+	OwDetails	d;
+
+	if (PG_ARGISNULL(n))
+		return;
+	size = toast_raw_datum_size(PG_GETARG_DATUM(n)) - VARHDRSZ;
+	if (size <= (Size) limit)
+		return;
+	ow_details_init(&d);
+	ow_details_str(&d, "field", field);
+	ow_details_int(&d, "size", (int64) size);
+	ow_details_int(&d, "limit", limit);
+	ow_details_str(&d, "setting", setting);
+	ow_raise(OW_SQLSTATE_400, "validation_error", &d,
+			 psprintf("The limit is the setting %s.", setting),
+			 "%s is %zu bytes, more than the %d bytes allowed", field, size, limit);
 }

@@ -56,7 +56,11 @@ run_threshold(OwRun *run)
 	return isnull ? ow_escalation_threshold : DatumGetFloat8(d);
 }
 
-/* How many interrupts the execution has raised: the next one's ordinal. */
+/*
+ * The next free ordinal of the execution: one past the highest it raised,
+ * so an escalation never takes the key of an interrupt the engine raised
+ * at an ordinal of its choosing.
+ */
 static int32
 next_ordinal(OwRun *run, const char *node_id, int32 visit)
 {
@@ -68,19 +72,19 @@ next_ordinal(OwRun *run, const char *node_id, int32 visit)
 	{
 		Oid			types[4] = {TEXTOID, TEXTOID, TEXTOID, INT4OID};
 
-		plan = ow_prepare("SELECT pg_catalog.count(*)::pg_catalog.int4 FROM openwop.interrupts"
+		plan = ow_prepare("SELECT COALESCE(pg_catalog.max(ordinal) OPERATOR(pg_catalog.+) 1, 0)"
+						  "  FROM openwop.interrupts"
 						  " WHERE tenant OPERATOR(pg_catalog.=) $1"
 						  "   AND root_run_id OPERATOR(pg_catalog.=) $2"
-						  "   AND run_id OPERATOR(pg_catalog.=) $2"
 						  "   AND node_id OPERATOR(pg_catalog.=) $3"
 						  "   AND visit OPERATOR(pg_catalog.=) $4", 4, types);
 	}
 	args[0] = CStringGetTextDatum(run->tenant);
-	args[1] = CStringGetTextDatum(run->run_id);
+	args[1] = CStringGetTextDatum(run->root_run_id);
 	args[2] = CStringGetTextDatum(node_id);
 	args[3] = Int32GetDatum(visit);
 	if (SPI_execute_plan(plan, args, NULL, true, 1) != SPI_OK_SELECT || SPI_processed != 1)
-		elog(ERROR, "could not count the interrupts of node \"%s\"", node_id);
+		elog(ERROR, "could not read the ordinals of node \"%s\"", node_id);
 	return DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 }
 
@@ -187,6 +191,7 @@ ow_record_agent_decision(PG_FUNCTION_ARGS)
 	if (PG_ARGISNULL(0) || PG_ARGISNULL(1) || PG_ARGISNULL(2))
 		ow_validation_error(PG_ARGISNULL(0) ? "runId" : PG_ARGISNULL(1) ? "nodeId" : "agentId",
 							"run_id, node_id and agent_id must not be null");
+	ow_check_arg_size(fcinfo, 4, "decision", false);
 	run_input = text_to_cstring(PG_GETARG_TEXT_PP(0));
 	node_id = text_to_cstring(PG_GETARG_TEXT_PP(1));
 	agent_id = text_to_cstring(PG_GETARG_TEXT_PP(2));

@@ -110,6 +110,16 @@ char	   *ow_key_encryption_key_file = NULL;
 char	   *ow_database = NULL;
 int			ow_sweeper_interval = 60;
 
+/*
+ * Bounded work: the largest payload an API call stores (options, outputs,
+ * errors, interrupt requests, decisions), the largest answer (a resume
+ * value: reachable by anonymous token holders), in bytes, and how many
+ * answers one voter may give one approval gate (votes, re-votes, asks).
+ */
+int			ow_max_payload_size = 1024 * 1024;
+int			ow_max_answer_size = 64 * 1024;
+int			ow_max_votes_per_voter = 16;
+
 /* Was the library loaded at server start (shared_preload_libraries)? */
 bool		ow_preloaded = false;
 
@@ -242,6 +252,33 @@ _PG_init(void)
 							60, 1, 3600,
 							PGC_SIGHUP,
 							GUC_UNIT_S,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("openwop.max_payload_size",
+							"Largest JSON payload an openwop call stores.",
+							"Run options, node outputs and errors, interrupt requests and agent decisions; a larger one is refused with validation_error before anything is read or written.",
+							&ow_max_payload_size,
+							1024 * 1024, 1024, 256 * 1024 * 1024,
+							PGC_SUSET,
+							GUC_UNIT_BYTE,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("openwop.max_answer_size",
+							"Largest resume value an interrupt accepts.",
+							"Answers reach the database from approvers and token holders; a larger one is refused with validation_error before it is looked at.",
+							&ow_max_answer_size,
+							64 * 1024, 1024, 256 * 1024 * 1024,
+							PGC_SUSET,
+							GUC_UNIT_BYTE,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("openwop.max_votes_per_voter",
+							"Most answers one voter may give one approval gate.",
+							"Votes, re-votes and asks together; one more is refused with validation_error.",
+							&ow_max_votes_per_voter,
+							16, 1, 10000,
+							PGC_SUSET,
+							0,
 							NULL, NULL, NULL);
 
 	DefineCustomIntVariable("openwop.token_ttl",

@@ -71,6 +71,12 @@ extern void ow_raise(int sqlstate, const char *code, OwDetails *details,
 
 extern ErrorData *ow_try_subtransaction(void (*fn) (void *), void *arg);
 
+/* Bounded work: the size and count limits (settings of module.c). */
+extern int	ow_max_payload_size;
+extern int	ow_max_answer_size;
+extern int	ow_max_votes_per_voter;
+extern void ow_check_arg_size(FunctionCallInfo fcinfo, int n, const char *field, bool answer);
+
 /* Shorthands for the common refusals. */
 extern void ow_validation_error(const char *field, const char *fmt,...)
 			pg_attribute_printf(2, 3) pg_attribute_noreturn();

@@ -564,6 +564,7 @@ ow_resolve_interrupt(PG_FUNCTION_ARGS)
 		ow_validation_error("nodeId", "node_id must not be null");
 	if (PG_ARGISNULL(2))
 		ow_validation_error("resumeValue", "resume_value is required");
+	ow_check_arg_size(fcinfo, 2, "resumeValue", true);
 	run_input = text_to_cstring(PG_GETARG_TEXT_PP(0));
 	node_id = text_to_cstring(PG_GETARG_TEXT_PP(1));
 	value = PG_GETARG_JSONB_P(2);

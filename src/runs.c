@@ -111,6 +111,7 @@ object_arg(FunctionCallInfo fcinfo, int n, const char *field)
 		owj_begin(&j);
 		return owj_end(&j);
 	}
+	ow_check_arg_size(fcinfo, n, field, false);
 	jb = PG_GETARG_JSONB_P(n);
 	if (!JB_ROOT_IS_OBJECT(jb))
 		ow_validation_error(field, "%s must be a JSON object", field);
@@ -141,6 +142,7 @@ error_arg(FunctionCallInfo fcinfo, int n)
 
 	if (PG_ARGISNULL(n))
 		ow_validation_error("error", "error must not be null");
+	ow_check_arg_size(fcinfo, n, "error", false);
 	err = PG_GETARG_JSONB_P(n);
 	if (!JB_ROOT_IS_OBJECT(err))
 		ow_validation_error("error", "error must be a JSON object with code and message");
@@ -1198,6 +1200,7 @@ end_run(FunctionCallInfo fcinfo, OwTerminal how)
 				ow_validation_error("failedNodeId", "\"%s\" is not a valid node id", failed_node);
 			break;
 		case OW_CANCEL:
+			ow_check_arg_size(fcinfo, 1, "reason", false);
 			reason = text_arg(fcinfo, 1);
 			break;
 	}

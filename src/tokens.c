@@ -590,6 +590,7 @@ ow_resolve_interrupt_by_token(PG_FUNCTION_ARGS)
 
 	if (PG_ARGISNULL(1))
 		ow_validation_error("resumeValue", "resume_value is required");
+	ow_check_arg_size(fcinfo, 1, "resumeValue", true);
 	value = PG_GETARG_JSONB_P(1);
 	idem_key = PG_ARGISNULL(2) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(2));
 	if (idem_key)

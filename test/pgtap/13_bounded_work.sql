@@ -1,0 +1,118 @@
+-- Bounded work: a caller cannot make openwop store or process more than
+-- the documented limits (openwop.max_payload_size, openwop.max_answer_size,
+-- openwop.max_votes_per_voter), each refused with validation_error before
+-- anything is written; and the low-confidence escalation takes the next
+-- free ordinal instead of colliding with the engine's interrupts.
+BEGIN;
+SELECT * FROM no_plan();
+SET LOCAL openwop.tenant = 'acme';
+\ir refusal.psql
+\ir callers.psql
+
+CREATE FUNCTION pg_temp.types(run text) RETURNS text LANGUAGE sql AS $$
+  SELECT string_agg(e->>'type', ',' ORDER BY (e->>'sequence')::int) FROM openwop.events(run, -1, 10000) e
+$$;
+-- a JSON object of about n bytes
+CREATE FUNCTION pg_temp.blob(n int) RETURNS jsonb LANGUAGE sql AS $$
+  SELECT jsonb_build_object('blob', repeat('x', n))
+$$;
+
+-- the defaults, as documented
+SELECT is(current_setting('openwop.max_payload_size'), '1MB', 'openwop.max_payload_size defaults to 1MB');
+SELECT is(current_setting('openwop.max_answer_size'), '64kB', 'openwop.max_answer_size defaults to 64kB');
+SELECT is(current_setting('openwop.max_votes_per_voter'), '16', 'openwop.max_votes_per_voter defaults to 16');
+
+SET LOCAL openwop.max_payload_size = '4kB';
+SET LOCAL openwop.max_answer_size = '2kB';
+SET LOCAL openwop.max_votes_per_voter = 3;
+
+DO $$ BEGIN
+  PERFORM openwop.create_run('bounded', '{"runId": "acme/bounded-run-000001"}');
+  PERFORM openwop.start_node('acme/bounded-run-000001', 'work');
+  PERFORM openwop.start_node('acme/bounded-run-000001', 'gate');
+  PERFORM openwop.interrupt('acme/bounded-run-000001', 'gate', '{"kind": "approval",
+    "data": {"artifactId": "a", "artifactType": "doc", "title": "T", "actions": ["accept", "reject", "ask"], "requiredApprovals": 2}}');
+END $$;
+
+-- payloads an engine stores
+SELECT is(pg_temp.refusal($$ SELECT openwop.complete_node('acme/bounded-run-000001', 'work', pg_temp.blob(5000)) $$),
+          '{"sqlstate": "PT400", "code": "validation_error",
+            "details": {"field": "outputs", "size": 5016, "limit": 4096, "setting": "openwop.max_payload_size"}}',
+          'payload_size_limit_outputs: node outputs over openwop.max_payload_size are refused, with the size and the limit');
+SELECT ok(openwop.complete_node('acme/bounded-run-000001', 'work', pg_temp.blob(3000)) ->> 'status' = 'completed',
+          '... and a payload under the limit is stored');
+SELECT is(pg_temp.refusal(format('SELECT openwop.create_run(%L, %L)', 'bounded', jsonb_build_object('metadata', pg_temp.blob(5000)))) -> 'details' ->> 'field',
+          'options', 'payload_size_limit_options: create_run options');
+SELECT is(pg_temp.refusal($$ SELECT openwop.fail_node('acme/bounded-run-000001', 'gate',
+            jsonb_build_object('code', 'x', 'message', repeat('m', 5000))) $$) -> 'details' ->> 'field',
+          'error', 'payload_size_limit_error: fail_node error');
+SELECT is(pg_temp.refusal($$ SELECT openwop.interrupt('acme/bounded-run-000001', 'gate',
+            jsonb_build_object('kind', 'custom', 'data', jsonb_build_object('customKind', 'k', 'payload', pg_temp.blob(5000))), 1) $$)
+          -> 'details' ->> 'field', 'request', 'payload_size_limit_request: interrupt requests');
+SELECT is(pg_temp.refusal($$ SELECT openwop.record_agent_decision('acme/bounded-run-000001', 'gate', 'planner', 0.9, pg_temp.blob(5000)) $$)
+          -> 'details' ->> 'field', 'decision', 'payload_size_limit_decision: agent decisions');
+SELECT is(pg_temp.refusal($$ SELECT openwop.cancel_run('acme/bounded-run-000001', repeat('r', 5000)) $$) -> 'details' ->> 'field',
+          'reason', 'payload_size_limit_reason: cancel reasons');
+
+-- answers: the run-scoped surface
+SELECT is(pg_temp.refusal($$ SELECT openwop.resolve_interrupt('acme/bounded-run-000001', 'gate',
+            jsonb_build_object('action', 'ask', 'feedback', repeat('f', 3000))) $$),
+          '{"sqlstate": "PT400", "code": "validation_error",
+            "details": {"field": "resumeValue", "size": 3037, "limit": 2048, "setting": "openwop.max_answer_size"}}',
+          'answer_size_limit: a resume value over openwop.max_answer_size is refused');
+SELECT is(pg_temp.types('acme/bounded-run-000001'),
+          'run.started,node.started,node.started,interrupt.requested,node.suspended,node.completed',
+          '... and every refusal above appended nothing');
+SELECT is((SELECT count(*) FROM openwop.votes WHERE interrupt_id LIKE 'acme/%'), 0::bigint, '... nor stored a vote');
+
+-- answers: the token surface (the anonymous holder of a link)
+SELECT lives_ok($$ SELECT openwop.add_signing_key('k-bounded', 'bounded-secret-do-not-use'::bytea) $$, 'a signing key');
+CREATE TEMP TABLE tok AS SELECT openwop.mint_interrupt_token(interrupt_id) AS token
+  FROM openwop.interrupts WHERE run_id = 'acme/bounded-run-000001';
+SELECT is(pg_temp.refusal($$ SELECT openwop.resolve_interrupt_by_token((SELECT token FROM tok),
+            jsonb_build_object('action', 'ask', 'feedback', repeat('f', 3000))) $$) -> 'details' ->> 'field',
+          'resumeValue', 'answer_size_limit_token: the token surface has the same limit');
+SELECT is(pg_temp.refusal($$ SELECT openwop.resolve_interrupt_by_token('ow2.hs256.k-bounded.x.y',
+            jsonb_build_object('action', 'ask', 'feedback', repeat('f', 3000))) $$) ->> 'code',
+          'interrupt_token_invalid', '... checked after the token, which comes first');
+
+-- votes: at most openwop.max_votes_per_voter answers per voter and gate
+SELECT is(openwop.resolve_interrupt_by_token((SELECT token FROM tok), '{"action": "ask", "feedback": "1?"}') ->> 'status',
+          'pending', 'an ask is recorded');
+SELECT is(openwop.resolve_interrupt_by_token((SELECT token FROM tok), '{"action": "ask", "feedback": "2?"}') ->> 'status',
+          'pending', 'a second ask');
+SELECT is(openwop.resolve_interrupt_by_token((SELECT token FROM tok), '{"action": "accept"}') ->> 'status',
+          'pending', 'a vote: the third answer of this voter');
+SELECT is(pg_temp.refusal($$ SELECT openwop.resolve_interrupt_by_token((SELECT token FROM tok), '{"action": "ask", "feedback": "4?"}') $$),
+          jsonb_build_object('sqlstate', 'PT400', 'code', 'validation_error', 'details',
+            jsonb_build_object('field', 'resumeValue', 'interruptId', (SELECT interrupt_id FROM openwop.interrupts WHERE run_id = 'acme/bounded-run-000001'),
+                               'limit', 3, 'setting', 'openwop.max_votes_per_voter')),
+          'votes_per_voter_cap: a fourth answer of the same voter is refused');
+SELECT is(pg_temp.refusal($$ SELECT openwop.resolve_interrupt_by_token((SELECT token FROM tok), '{"action": "reject"}') $$) ->> 'code',
+          'validation_error', '... a re-vote too');
+SELECT is((SELECT count(*) FROM openwop.votes WHERE voter = 'token-holder'), 3::bigint, '... three rows stored, no more');
+SELECT is(openwop.resolve_interrupt('acme/bounded-run-000001', 'gate', '{"action": "accept"}') ->> 'status', 'resolved',
+          '... and another voter still decides the gate');
+
+-- only a superuser sets the limits
+CREATE ROLE openwop_tap_limits LOGIN;
+SET LOCAL ROLE openwop_tap_limits;
+SELECT throws_ok($$ SET openwop.max_answer_size = '1GB' $$, '42501', NULL, 'a non-superuser cannot raise openwop.max_answer_size');
+SELECT throws_ok($$ SET openwop.max_payload_size = '1GB' $$, '42501', NULL, '... nor openwop.max_payload_size');
+SELECT throws_ok($$ SET openwop.max_votes_per_voter = 10000 $$, '42501', NULL, '... nor openwop.max_votes_per_voter');
+RESET ROLE;
+
+-- escalation takes the next free ordinal
+DO $$ BEGIN
+  PERFORM openwop.create_run('bounded', '{"runId": "acme/bounded-escalate-01"}');
+  PERFORM openwop.start_node('acme/bounded-escalate-01', 'agent');
+  PERFORM openwop.interrupt('acme/bounded-escalate-01', 'agent', '{"kind": "custom", "data": {"customKind": "check"}}', 1);
+  PERFORM openwop.resolve_interrupt('acme/bounded-escalate-01', 'agent', '{"ok": true}');
+END $$;
+SELECT is(openwop.record_agent_decision('acme/bounded-escalate-01', 'agent', 'planner', 0.1) ->> 'escalated', 'true',
+          'escalation_takes_next_free_ordinal: a low-confidence decision after an interrupt at ordinal 1 escalates');
+SELECT is((SELECT string_agg(kind || ':' || ordinal, ',' ORDER BY ordinal) FROM openwop.interrupts WHERE run_id = 'acme/bounded-escalate-01'),
+          'custom:1,low-confidence:2', '... on ordinal 2, not a raw unique violation');
+
+SELECT * FROM finish();
+ROLLBACK;
