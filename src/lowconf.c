@@ -59,7 +59,8 @@ run_threshold(OwRun *run)
 /*
  * The next free ordinal of the execution: one past the highest it raised,
  * so an escalation never takes the key of an interrupt the engine raised
- * at an ordinal of its choosing.
+ * at an ordinal of its choosing; past the largest ordinal, the lowest free
+ * one.
  */
 static int32
 next_ordinal(OwRun *run, const char *node_id, int32 visit)
@@ -67,17 +68,28 @@ next_ordinal(OwRun *run, const char *node_id, int32 visit)
 	static SPIPlanPtr plan = NULL;
 	Datum		args[4];
 	bool		isnull;
+	Datum		d;
 
 	if (plan == NULL)
 	{
 		Oid			types[4] = {TEXTOID, TEXTOID, TEXTOID, INT4OID};
 
-		plan = ow_prepare("SELECT COALESCE(pg_catalog.max(ordinal) OPERATOR(pg_catalog.+) 1, 0)"
-						  "  FROM openwop.interrupts"
-						  " WHERE tenant OPERATOR(pg_catalog.=) $1"
-						  "   AND root_run_id OPERATOR(pg_catalog.=) $2"
-						  "   AND node_id OPERATOR(pg_catalog.=) $3"
-						  "   AND visit OPERATOR(pg_catalog.=) $4", 4, types);
+#define EXEC_INTERRUPTS(a) \
+		"openwop.interrupts " a \
+		" WHERE " a ".tenant OPERATOR(pg_catalog.=) $1 AND " a ".root_run_id OPERATOR(pg_catalog.=) $2" \
+		"   AND " a ".node_id OPERATOR(pg_catalog.=) $3 AND " a ".visit OPERATOR(pg_catalog.=) $4"
+		plan = ow_prepare("SELECT CASE WHEN pg_catalog.max(i.ordinal) IS NULL THEN 0"
+						  "            WHEN pg_catalog.max(i.ordinal) OPERATOR(pg_catalog.<) 2147483647"
+						  "            THEN pg_catalog.max(i.ordinal) OPERATOR(pg_catalog.+) 1"
+						  "            WHEN NOT EXISTS (SELECT FROM " EXEC_INTERRUPTS("z")
+						  "                               AND z.ordinal OPERATOR(pg_catalog.=) 0) THEN 0"
+						  "            ELSE (SELECT pg_catalog.min(g.ordinal OPERATOR(pg_catalog.+) 1) FROM " EXEC_INTERRUPTS("g")
+						  "                     AND g.ordinal OPERATOR(pg_catalog.<) 2147483647"
+						  "                     AND NOT EXISTS (SELECT FROM " EXEC_INTERRUPTS("x")
+						  "                                      AND x.ordinal OPERATOR(pg_catalog.=) (g.ordinal OPERATOR(pg_catalog.+) 1)))"
+						  "        END"
+						  "  FROM " EXEC_INTERRUPTS("i"), 4, types);
+#undef EXEC_INTERRUPTS
 	}
 	args[0] = CStringGetTextDatum(run->tenant);
 	args[1] = CStringGetTextDatum(run->root_run_id);
@@ -85,7 +97,10 @@ next_ordinal(OwRun *run, const char *node_id, int32 visit)
 	args[3] = Int32GetDatum(visit);
 	if (SPI_execute_plan(plan, args, NULL, true, 1) != SPI_OK_SELECT || SPI_processed != 1)
 		elog(ERROR, "could not read the ordinals of node \"%s\"", node_id);
-	return DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+	if (isnull)
+		elog(ERROR, "node \"%s\" has no free interrupt ordinal", node_id);
+	return DatumGetInt32(d);
 }
 
 /*

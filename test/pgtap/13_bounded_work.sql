@@ -114,5 +114,16 @@ SELECT is(openwop.record_agent_decision('acme/bounded-escalate-01', 'agent', 'pl
 SELECT is((SELECT string_agg(kind || ':' || ordinal, ',' ORDER BY ordinal) FROM openwop.interrupts WHERE run_id = 'acme/bounded-escalate-01'),
           'custom:1,low-confidence:2', '... on ordinal 2, not a raw unique violation');
 
+DO $$ BEGIN
+  PERFORM openwop.create_run('bounded', '{"runId": "acme/bounded-escalate-02"}');
+  PERFORM openwop.start_node('acme/bounded-escalate-02', 'agent');
+  PERFORM openwop.interrupt('acme/bounded-escalate-02', 'agent', '{"kind": "custom", "data": {"customKind": "check"}}', 2147483647);
+  PERFORM openwop.resolve_interrupt('acme/bounded-escalate-02', 'agent', '{"ok": true}');
+END $$;
+SELECT is(openwop.record_agent_decision('acme/bounded-escalate-02', 'agent', 'planner', 0.1) ->> 'escalated', 'true',
+          'escalation_past_the_largest_ordinal: after an interrupt at ordinal 2147483647 the escalation still raises');
+SELECT is((SELECT string_agg(kind || ':' || ordinal, ',' ORDER BY ordinal) FROM openwop.interrupts WHERE run_id = 'acme/bounded-escalate-02'),
+          'low-confidence:0,custom:2147483647', '... on the lowest free ordinal, not an integer overflow');
+
 SELECT * FROM finish();
 ROLLBACK;
