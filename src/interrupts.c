@@ -530,31 +530,49 @@ derive_key(const char *root_run_id, const char *node_id, int32 visit, int32 ordi
  * ----------
  */
 
-/* Outputs of every completed node of the run: the completed prefix (INT-1). */
+/*
+ * results: the completed prefix of the interrupt requested at sequence
+ * requested_seq (FlowDrop INT-1), read from the log: for every node with a
+ * node.completed event before the request, the outputs of its latest one.
+ * A node completed after the request (a parallel branch) is not part of
+ * the prefix, however often the pending envelope is returned again.
+ */
 static void
-add_completed_prefix(OwJson *j, OwRun *run)
+add_completed_prefix(OwJson *j, OwRun *run, int64 requested_seq)
 {
 	static SPIPlanPtr plan = NULL;
+	Datum		args[3];
 	uint64		i;
 
-	if (ow_run_query(&plan, "SELECT DISTINCT ON (node_id) node_id, outputs"
-							"  FROM openwop.node_executions"
-							" WHERE tenant OPERATOR(pg_catalog.=) $1"
-							"   AND run_id OPERATOR(pg_catalog.=) $2"
-							"   AND status OPERATOR(pg_catalog.=) 'completed'"
-							" ORDER BY node_id, visit DESC",
-					 run, NULL, false, 0) != SPI_OK_SELECT)
+	if (plan == NULL)
+	{
+		Oid			types[3] = {TEXTOID, TEXTOID, INT8OID};
+
+		plan = ow_prepare("SELECT DISTINCT ON (node_id) node_id,"
+						  "       payload OPERATOR(pg_catalog.->) 'outputs'"
+						  "  FROM openwop.events"
+						  " WHERE tenant OPERATOR(pg_catalog.=) $1"
+						  "   AND run_id OPERATOR(pg_catalog.=) $2"
+						  "   AND sequence OPERATOR(pg_catalog.<) $3"
+						  "   AND type OPERATOR(pg_catalog.=) 'node.completed'"
+						  " ORDER BY node_id, sequence DESC", 3, types);
+	}
+	args[0] = CStringGetTextDatum(run->tenant);
+	args[1] = CStringGetTextDatum(run->run_id);
+	args[2] = Int64GetDatum(requested_seq);
+	if (SPI_execute_plan(plan, args, NULL, true, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not read the completed nodes of run \"%s\"", run->run_id);
 	owj_begin_object(j, "results");
 	for (i = 0; i < SPI_processed; i++)
 	{
 		bool		isnull;
 		Datum		out = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2, &isnull);
+		char	   *node = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1);
 
-		if (isnull)
+		/* an event without a node or outputs (restored, not ours) names no result */
+		if (isnull || node == NULL)
 			continue;
-		owj_jsonb(j, SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1),
-				  DatumGetJsonbP(out));
+		owj_jsonb(j, node, DatumGetJsonbP(out));
 	}
 	owj_end_object(j);
 }
@@ -563,7 +581,7 @@ add_completed_prefix(OwJson *j, OwRun *run)
 static Jsonb *
 pending_envelope(OwRun *run, const char *interrupt_id, const char *node_id,
 				 const char *status, const char *key, const char *kind,
-				 MemoryContext resultctx)
+				 int64 requested_seq, MemoryContext resultctx)
 {
 	OwJson		j;
 	MemoryContext old = MemoryContextSwitchTo(resultctx);
@@ -573,7 +591,7 @@ pending_envelope(OwRun *run, const char *interrupt_id, const char *node_id,
 	owj_str(&j, "status", "interrupted");
 	owj_str(&j, "runId", run->run_id);
 	MemoryContextSwitchTo(old);
-	add_completed_prefix(&j, run);	/* runs SPI: in the SPI context */
+	add_completed_prefix(&j, run, requested_seq);	/* runs SPI: in the SPI context */
 	old = MemoryContextSwitchTo(resultctx);
 	owj_begin_object(&j, "metadata");
 	owj_begin_object(&j, "interrupt");
@@ -750,7 +768,8 @@ ow_suspend(OwRun *run, const char *node_id, OwExec *ex, int32 ordinal, Jsonb *re
 		ow_save_run(run);
 		if (timeout_ms > 0)
 			ow_deadline_raised();	/* the timeout worker wakes at commit */
-		result = pending_envelope(run, stored_id, stored_node, stored_status, key, kind, resultctx);
+		result = pending_envelope(run, stored_id, stored_node, stored_status, key, kind,
+								  req_seq, resultctx);
 	}
 	return result;
 }
@@ -816,7 +835,7 @@ ow_interrupt(PG_FUNCTION_ARGS)
 	{
 		Oid			types[3] = {TEXTOID, TEXTOID, TEXTOID};
 
-		find_plan = ow_prepare("SELECT interrupt_id, status, kind, resolved_sequence, node_id"
+		find_plan = ow_prepare("SELECT interrupt_id, status, kind, resolved_sequence, requested_sequence"
 							   "  FROM openwop.interrupts"
 							   " WHERE tenant OPERATOR(pg_catalog.=) $1"
 							   "   AND root_run_id OPERATOR(pg_catalog.=) $2"
@@ -853,7 +872,8 @@ ow_interrupt(PG_FUNCTION_ARGS)
 		if (strcmp(status, "resolved") == 0)
 			result = resolved_envelope(&run, id, DatumGetInt64(seq), callerctx);
 		else if (strcmp(status, "pending") == 0)
-			result = pending_envelope(&run, id, node_id, status, key, stored_kind, callerctx);
+			result = pending_envelope(&run, id, node_id, status, key, stored_kind,
+									  DatumGetInt64(SPI_getbinval(tup, desc, 5, &isnull)), callerctx);
 		else if (strcmp(status, "expired") == 0 && !ow_run_is_terminal(run.status))
 		{
 			/* a late answer expired it; the next sweep ends the run (INT-18) */

@@ -180,6 +180,38 @@ resume_error(const char *field, const char *errors, const char *fmt,...)
 	ow_raise(OW_SQLSTATE_400, "validation_error", &d, NULL, "%s", msg.data);
 }
 
+/*
+ * A refineFeedback member that must be a string, or (array) an array of
+ * strings: interrupt.resolved records refineFeedback verbatim, and its
+ * schema types sectionPath and text as strings, itemIds and tags as arrays
+ * of strings (digest §9.1).
+ */
+static void
+check_refine_member(JsonbContainer *rf, const char *key, bool array)
+{
+	JsonbValue *v = owj_get_container(rf, key);
+	char	   *field = psprintf("resumeValue.refineFeedback.%s", key);
+	int			i;
+
+	if (v == NULL)
+		return;
+	if (!array)
+	{
+		if (v->type != jbvString)
+			resume_error(field, NULL, "%s must be a string, not %s", field, owj_type_name(v));
+		return;
+	}
+	if (!owj_is_array(v))
+		resume_error(field, NULL, "%s must be an array of strings, not %s", field, owj_type_name(v));
+	for (i = 0; i < (int) JsonContainerSize(v->val.binary.data); i++)
+	{
+		JsonbValue *e = getIthJsonbValueFromContainer(v->val.binary.data, i);
+
+		if (e->type != jbvString)
+			resume_error(field, NULL, "%s[%d] must be a string, not %s", field, i, owj_type_name(e));
+	}
+}
+
 /* The approval resume value: the action and the field it requires (digest §9.1). */
 static char *
 check_approval_resume(JsonbContainer *data, Jsonb *value, const OwSubject *who)
@@ -244,6 +276,10 @@ check_approval_resume(JsonbContainer *data, Jsonb *value, const OwSubject *who)
 							  strcmp(scope, "items") != 0))
 			resume_error("resumeValue.refineFeedback.scope", NULL,
 						 "resumeValue.refineFeedback.scope must be whole, section or items");
+		check_refine_member(v->val.binary.data, "sectionPath", false);
+		check_refine_member(v->val.binary.data, "itemIds", true);
+		check_refine_member(v->val.binary.data, "tags", true);
+		check_refine_member(v->val.binary.data, "text", false);
 	}
 	if (strcmp(action, "edit-accept") == 0 && owj_get(value, "editedArtifactData") == NULL)
 		resume_error("resumeValue.editedArtifactData", NULL,
@@ -605,7 +641,12 @@ ow_resolve_interrupt(PG_FUNCTION_ARGS)
 	ow_lock_run_id(&run, tenant, run_id);
 	if (!find_pending(&run, node_id, &caller.subject, &p))
 	{
-		if (ow_run_is_terminal(run.status) || node_had_interrupt(&run, node_id))
+		/*
+		 * A node that never raised an interrupt is unknown to the resolve
+		 * surface: 404 before any terminal check (digest §6.3), even on an
+		 * ended run.  One that did is resolved or invalidated: 409.
+		 */
+		if (node_had_interrupt(&run, node_id))
 			already_resolved(&run, node_id);
 		ow_node_not_found(&run, node_id, "has no interrupt");
 	}

@@ -14,6 +14,7 @@
 
 #include "catalog/pg_type.h"
 #include "utils/builtins.h"
+#include "utils/memutils.h"
 #include "utils/numeric.h"
 
 PG_FUNCTION_INFO_V1(ow_create_run);
@@ -303,30 +304,218 @@ validate_definition(JsonbValue *defv)
 	}
 }
 
-/* configurable: an object; run.escalationThreshold, when set, a number in [0, 1]. */
+/*
+ * configurable (createRun): OpenWOP's closed, versioned object,
+ * schemas/v2/configurable.schema.json @96c270a4 with BudgetPolicy inlined,
+ * in the subset ow_schema_validate() evaluates.  Two readings differ from
+ * the file: run.escalationThreshold is a number in [0, 1] (the file types
+ * it an integer >= 0, which cannot express the 0.7 default: digest §12.2),
+ * and the extensions key grammar, a patternProperties upstream, is checked
+ * in C (the subset has no patternProperties).
+ */
+#define CONFIGURABLE_INT(min) "{\"type\": \"integer\", \"minimum\": " #min "}"
+#define CONFIGURABLE_STRINGS "{\"type\": \"array\", \"items\": {\"type\": \"string\"}, \"uniqueItems\": true}"
+#define CONFIGURABLE_SCHEMA \
+	"{\"type\": \"object\", \"additionalProperties\": false, \"required\": [\"version\"]," \
+	" \"properties\": {" \
+	"  \"version\": {\"const\": 1}," \
+	"  \"run\": {\"type\": \"object\", \"additionalProperties\": false, \"properties\": {" \
+	"    \"recursionLimit\": " CONFIGURABLE_INT(1) "," \
+	"    \"runTimeoutMs\": " CONFIGURABLE_INT(1) "," \
+	"    \"maxLoopIterations\": " CONFIGURABLE_INT(1) "," \
+	"    \"escalationThreshold\": {\"type\": \"number\", \"minimum\": 0, \"maximum\": 1}}}," \
+	"  \"ai\": {\"type\": \"object\", \"additionalProperties\": false, \"properties\": {" \
+	"    \"provider\": {\"type\": \"string\"}," \
+	"    \"model\": {\"type\": \"string\"}," \
+	"    \"temperature\": {\"type\": \"number\", \"minimum\": 0, \"maximum\": 2}," \
+	"    \"maxTokens\": " CONFIGURABLE_INT(1) "," \
+	"    \"credentialRef\": {\"type\": \"string\"}," \
+	"    \"promptOverrides\": {\"type\": \"object\", \"additionalProperties\": {\"type\": \"string\"}}," \
+	"    \"mockProvider\": {\"type\": \"object\"}," \
+	"    \"reasoningVerbosity\": {\"type\": \"string\", \"enum\": [\"none\", \"summary\", \"full\"]}," \
+	"    \"maxRefusals\": " CONFIGURABLE_INT(0) "}}," \
+	"  \"distillation\": {\"type\": \"object\", \"additionalProperties\": false, \"properties\": {" \
+	"    \"tokenBudget\": " CONFIGURABLE_INT(1) "}}," \
+	"  \"budget\": {\"type\": \"object\", \"additionalProperties\": false, \"properties\": {" \
+	"    \"maxTokens\": " CONFIGURABLE_INT(1) "," \
+	"    \"maxCostUsd\": {\"type\": \"number\", \"minimum\": 0}," \
+	"    \"maxToolCalls\": " CONFIGURABLE_INT(1) "," \
+	"    \"maxRetries\": " CONFIGURABLE_INT(0) "," \
+	"    \"modelAllow\": " CONFIGURABLE_STRINGS "," \
+	"    \"modelDeny\": " CONFIGURABLE_STRINGS "," \
+	"    \"thresholdPercent\": {\"type\": \"number\", \"minimum\": 0, \"maximum\": 100}," \
+	"    \"onExhaustion\": {\"type\": \"string\", \"enum\": [\"fail\", \"interrupt\"]}}}," \
+	"  \"extensions\": {\"type\": \"object\", \"additionalProperties\": {\"type\": \"object\"}}}}"
+
+static void configurable_error(const char *field, const char *errors, const char *fmt,...) pg_attribute_printf(3, 4);
+
+static void
+configurable_error(const char *field, const char *errors, const char *fmt,...)
+{
+	StringInfoData msg;
+	OwDetails	d;
+
+	initStringInfo(&msg);
+	OW_APPEND_VA(&msg, fmt);
+	ow_details_init(&d);
+	ow_details_str(&d, "field", field);
+	if (errors)
+		ow_details_raw(&d, "errors", errors);
+	ow_raise(OW_SQLSTATE_400, "validation_error", &d,
+			 "configurable is the closed OpenWOP object {version: 1, run?, ai?, distillation?, budget?, extensions?}.",
+			 "%s", msg.data);
+}
+
+/* The schema above, parsed once per backend. */
+static Jsonb *
+configurable_schema(void)
+{
+	static Jsonb *schema = NULL;
+
+	if (schema == NULL)
+	{
+		Jsonb	   *parsed = DatumGetJsonbP(DirectFunctionCall1(jsonb_in,
+																CStringGetDatum(CONFIGURABLE_SCHEMA)));
+		char	   *problem = ow_schema_check(parsed);
+
+		if (problem)
+			elog(ERROR, "the configurable schema is outside the validator's subset: %s", problem);
+		schema = MemoryContextAlloc(TopMemoryContext, VARSIZE(parsed));
+		memcpy(schema, parsed, VARSIZE(parsed));
+	}
+	return schema;
+}
+
+/*
+ * The field a JSON pointer of the validator names inside configurable cv:
+ * "/budget/modelAllow/0" is configurable.budget.modelAllow[0].  The value
+ * is walked so that an array index and an object key "0" read differently,
+ * and the schema alongside it: *rule is the text of the subschema the
+ * member failed (NULL for a member no schema admits), to tell the caller
+ * what is expected.
+ */
+static char *
+configurable_field(JsonbValue *cv, const char *pointer, char **rule)
+{
+	StringInfoData f;
+	JsonbValue	root;
+	JsonbValue *at = cv;
+	JsonbValue *sch = &root;
+	const char *p = pointer;
+
+	root.type = jbvBinary;
+	root.val.binary.data = &configurable_schema()->root;
+	root.val.binary.len = VARSIZE(configurable_schema()) - VARHDRSZ;
+	initStringInfo(&f);
+	appendStringInfoString(&f, "configurable");
+	while (*p == '/')
+	{
+		StringInfoData seg;
+
+		initStringInfo(&seg);
+		for (p++; *p && *p != '/'; p++)
+		{
+			if (p[0] == '~' && (p[1] == '0' || p[1] == '1'))
+				appendStringInfoChar(&seg, *++p == '0' ? '~' : '/');
+			else
+				appendStringInfoChar(&seg, *p);
+		}
+		if (owj_is_array(at))
+		{
+			appendStringInfo(&f, "[%s]", seg.data);
+			at = getIthJsonbValueFromContainer(at->val.binary.data, atoi(seg.data));
+			sch = sch ? owj_get_container(sch->val.binary.data, "items") : NULL;
+		}
+		else
+		{
+			JsonbValue *props = sch ? owj_get_container(sch->val.binary.data, "properties") : NULL;
+			JsonbValue *named = props ? owj_get_container(props->val.binary.data, seg.data) : NULL;
+
+			appendStringInfo(&f, ".%s", seg.data);
+			at = owj_is_object(at) ? owj_get_container(at->val.binary.data, seg.data) : NULL;
+			sch = named ? named : sch ? owj_get_container(sch->val.binary.data, "additionalProperties") : NULL;
+		}
+		if (!owj_is_object(sch))
+			sch = NULL;
+	}
+	*rule = sch && sch != &root ? JsonbToCString(NULL, sch->val.binary.data, sch->val.binary.len) : NULL;
+	return f.data;
+}
+
+/* An extensions key: ^[a-z][a-z0-9]*(-[a-z0-9]+)*$ (an organisation). */
+static bool
+valid_extension_key(const char *s, int len)
+{
+	int			i;
+
+	if (len == 0 || s[0] < 'a' || s[0] > 'z')
+		return false;
+	for (i = 1; i < len; i++)
+	{
+		if (s[i] == '-')
+		{
+			if (i + 1 == len || s[i + 1] == '-')
+				return false;
+		}
+		else if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9')))
+			return false;
+	}
+	return true;
+}
+
+/*
+ * configurable: version 1, then the schema (the first error's path is the
+ * field, all errors in details.errors), then the extensions keys.
+ */
 static void
 validate_configurable(JsonbValue *cv)
 {
-	JsonbValue *runv;
-	JsonbValue *th;
+	JsonbValue *version;
+	JsonbValue *ext;
+	char	   *errors;
 
 	if (!owj_is_object(cv))
-		ow_validation_error("configurable", "configurable must be a JSON object");
-	runv = owj_get_container(cv->val.binary.data, "run");
-	if (runv == NULL)
-		return;
-	if (!owj_is_object(runv))
-		ow_validation_error("configurable.run", "configurable.run must be a JSON object");
-	th = owj_get_container(runv->val.binary.data, "escalationThreshold");
-	if (th == NULL)
-		return;
-	if (th->type != jbvNumeric ||
-		DatumGetInt32(DirectFunctionCall2(numeric_cmp, NumericGetDatum(th->val.numeric),
-										  NumericGetDatum(int64_to_numeric(0)))) < 0 ||
-		DatumGetInt32(DirectFunctionCall2(numeric_cmp, NumericGetDatum(th->val.numeric),
-										  NumericGetDatum(int64_to_numeric(1)))) > 0)
-		ow_validation_error("configurable.run.escalationThreshold",
-							"configurable.run.escalationThreshold must be a number in [0, 1]");
+		configurable_error("configurable", NULL, "configurable must be a JSON object");
+	/* checked first: an unversioned object is read under no version at all */
+	version = owj_get_container(cv->val.binary.data, "version");
+	if (version == NULL)
+		configurable_error("configurable.version", NULL, "configurable.version is required and must be 1");
+	if (version->type != jbvNumeric ||
+		DatumGetInt32(DirectFunctionCall2(numeric_cmp, NumericGetDatum(version->val.numeric),
+										  NumericGetDatum(int64_to_numeric(1)))) != 0)
+		configurable_error("configurable.version", NULL, "configurable.version must be 1");
+
+	if (!ow_schema_validate(configurable_schema(), owj_to_jsonb(cv), &errors))
+	{
+		Jsonb	   *list = DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(errors)));
+		JsonbContainer *first = getIthJsonbValueFromContainer(&list->root, 0)->val.binary.data;
+		char	   *rule;
+		char	   *field = configurable_field(cv, owj_string(owj_get_container(first, "path")), &rule);
+		char	   *message = owj_string(owj_get_container(first, "message"));
+
+		if (rule)
+			configurable_error(field, errors, "%s is refused: %s; it must match %s", field, message, rule);
+		configurable_error(field, errors, "%s is refused: %s", field, message);
+	}
+
+	if ((ext = owj_get_container(cv->val.binary.data, "extensions")) != NULL)
+	{
+		JsonbIterator *it = JsonbIteratorInit(ext->val.binary.data);
+		JsonbValue	k;
+		JsonbIteratorToken tok;
+
+		while ((tok = JsonbIteratorNext(&it, &k, true)) != WJB_DONE)
+		{
+			char	   *key;
+
+			if (tok != WJB_KEY || valid_extension_key(k.val.string.val, k.val.string.len))
+				continue;
+			key = pnstrdup(k.val.string.val, k.val.string.len);
+			configurable_error(psprintf("configurable.extensions.%s", key), NULL,
+							   "configurable.extensions key \"%s\" is not an organisation name matching ^[a-z][a-z0-9]*(-[a-z0-9]+)*$",
+							   key);
+		}
+	}
 }
 
 /*

@@ -199,7 +199,7 @@ SELECT is(openwop.resolve_interrupt('acme/ap-timeout-000005', 'gate', '{"action"
 SELECT is(pg_temp.resolved('acme/ap-timeout-000005') ->> 'action', 'timeout', '... and the gate is rejected by timeout, never granted');
 
 -- low-confidence escalation (digest §12.2)
-DO $$ BEGIN PERFORM openwop.create_run('approvals', '{"runId": "acme/ap-lowconf-000001", "configurable": {"run": {"escalationThreshold": 0.5}}}');
+DO $$ BEGIN PERFORM openwop.create_run('approvals', '{"runId": "acme/ap-lowconf-000001", "configurable": {"version": 1, "run": {"escalationThreshold": 0.5}}}');
   PERFORM openwop.start_node('acme/ap-lowconf-000001', 'agent'); END $$;
 SELECT is(openwop.record_agent_decision('acme/ap-lowconf-000001', 'agent', 'planner', 0.5, '{"plan": "a"}') ->> 'escalated',
           'false', 'confidence equal to the threshold does not escalate');

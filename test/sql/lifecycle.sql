@@ -13,7 +13,7 @@ $$;
 
 SELECT openwop.create_run('invoice-approval',
          '{"runId": "acme/lifecycle-run-0001",
-           "configurable": {"run": {"escalationThreshold": 0.5}},
+           "configurable": {"version": 1, "run": {"escalationThreshold": 0.5}},
            "inputs": {"amount": 1200},
            "metadata": {"requestedBy": "ops"}}');
 
