@@ -101,6 +101,26 @@ ow_validation_error(const char *field, const char *fmt,...)
 	ow_raise(OW_SQLSTATE_400, "validation_error", &d, NULL, "%s", msg.data);
 }
 
+/*
+ * The same for a value that failed a schema: errors (a JSON array text of
+ * {path, keyword, message}, or NULL) become details.errors.
+ */
+void
+ow_validation_errors(const char *field, const char *errors, const char *hint, const char *fmt,...)
+{
+	StringInfoData msg;
+	OwDetails	d;
+
+	initStringInfo(&msg);
+	OW_APPEND_VA(&msg, fmt);
+
+	ow_details_init(&d);
+	ow_details_str(&d, "field", field);
+	if (errors)
+		ow_details_raw(&d, "errors", errors);
+	ow_raise(OW_SQLSTATE_400, "validation_error", &d, hint, "%s", msg.data);
+}
+
 void
 ow_run_not_found(const char *run_id)
 {

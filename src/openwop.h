@@ -80,6 +80,8 @@ extern void ow_check_arg_size(FunctionCallInfo fcinfo, int n, const char *field,
 /* Shorthands for the common refusals. */
 extern void ow_validation_error(const char *field, const char *fmt,...)
 			pg_attribute_printf(2, 3) pg_attribute_noreturn();
+extern void ow_validation_errors(const char *field, const char *errors, const char *hint,
+								 const char *fmt,...) pg_attribute_printf(4, 5) pg_attribute_noreturn();
 extern void ow_run_not_found(const char *run_id) pg_attribute_noreturn();
 extern void ow_run_terminal(const char *run_id, const char *status) pg_attribute_noreturn();
 

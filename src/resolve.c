@@ -162,23 +162,8 @@ already_resolved(OwRun *run, const char *node_id)
 			 node_id, run->run_id);
 }
 
-static void
-resume_error(const char *field, const char *errors, const char *fmt,...) pg_attribute_printf(3, 4);
-
-static void
-resume_error(const char *field, const char *errors, const char *fmt,...)
-{
-	StringInfoData msg;
-	OwDetails	d;
-
-	initStringInfo(&msg);
-	OW_APPEND_VA(&msg, fmt);
-	ow_details_init(&d);
-	ow_details_str(&d, "field", field);
-	if (errors)
-		ow_details_raw(&d, "errors", errors);
-	ow_raise(OW_SQLSTATE_400, "validation_error", &d, NULL, "%s", msg.data);
-}
+/* A refused resume value: details.field, and details.errors when a schema failed. */
+#define resume_error(field, errors, ...) ow_validation_errors((field), (errors), NULL, __VA_ARGS__)
 
 /*
  * A refineFeedback member that must be a string, or (array) an array of

@@ -347,24 +347,11 @@ validate_definition(JsonbValue *defv)
 	"    \"onExhaustion\": {\"type\": \"string\", \"enum\": [\"fail\", \"interrupt\"]}}}," \
 	"  \"extensions\": {\"type\": \"object\", \"additionalProperties\": {\"type\": \"object\"}}}}"
 
-static void configurable_error(const char *field, const char *errors, const char *fmt,...) pg_attribute_printf(3, 4);
-
-static void
-configurable_error(const char *field, const char *errors, const char *fmt,...)
-{
-	StringInfoData msg;
-	OwDetails	d;
-
-	initStringInfo(&msg);
-	OW_APPEND_VA(&msg, fmt);
-	ow_details_init(&d);
-	ow_details_str(&d, "field", field);
-	if (errors)
-		ow_details_raw(&d, "errors", errors);
-	ow_raise(OW_SQLSTATE_400, "validation_error", &d,
-			 "configurable is the closed OpenWOP object {version: 1, run?, ai?, distillation?, budget?, extensions?}.",
-			 "%s", msg.data);
-}
+/* A refused configurable: details.field, and details.errors when the schema failed. */
+#define configurable_error(field, errors, ...) \
+	ow_validation_errors((field), (errors), \
+						 "configurable is the closed OpenWOP object {version: 1, run?, ai?, distillation?, budget?, extensions?}.", \
+						 __VA_ARGS__)
 
 /* The schema above, parsed once per backend. */
 static Jsonb *

@@ -59,3 +59,16 @@ DO $$ BEGIN
 END $$;
 SQL
 }
+
+# Checks: wait until the first line of the caller's q SQL prints EXPECTED,
+# for at most SECONDS: wait_for SECONDS SQL EXPECTED.
+wait_for() {    # wait_for SECONDS SQL EXPECTED
+	local deadline=$((SECONDS + $1)) got=""
+	while [ $SECONDS -lt $deadline ]; do
+		got=$(q "$2" 2>/dev/null || true)
+		[ "$got" = "$3" ] && return 0
+		sleep 0.2
+	done
+	echo "waited $1 s for [$2] = [$3], last saw [$got]" >&2
+	return 1
+}

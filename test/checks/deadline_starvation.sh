@@ -8,18 +8,9 @@
 # never holds many runs locked at once): 1,000 distinct xmins.
 # Needs the cluster test/run starts (preloaded, the worker in "postgres").
 set -euo pipefail
+. "$(dirname "$0")/../lib.sh"
 db=postgres
 q() { psql -X -A -t -q -v ON_ERROR_STOP=1 -d $db -c "SET openwop.tenant = '${T:-acme}'" -c "$1" | tail -n 1; }
-wait_for() {    # wait_for SECONDS SQL EXPECTED
-	local deadline=$((SECONDS + $1)) got=""
-	while [ $SECONDS -lt $deadline ]; do
-		got=$(q "$2" 2>/dev/null || true)
-		[ "$got" = "$3" ] && return 0
-		sleep 0.2
-	done
-	echo "waited $1 s for [$2] = [$3], last saw [$got]" >&2
-	return 1
-}
 hog_pid=""
 cleanup() {
 	[ -n "$hog_pid" ] && kill "$hog_pid" 2>/dev/null || true

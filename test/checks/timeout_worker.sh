@@ -6,19 +6,10 @@
 # finds the deadline first or a late answer expired the interrupt before
 # it (FlowDrop INT-18, INT-23).  Needs the cluster test/run starts.
 set -euo pipefail
+. "$(dirname "$0")/../lib.sh"
 db=postgres    # openwop.database, the worker's database
 q() { psql -X -A -t -q -v ON_ERROR_STOP=1 -d $db -c "SET openwop.tenant = 'acme'" -c "$1" | tail -n 1; }
 
-wait_for() {    # wait_for SECONDS SQL EXPECTED
-	local deadline=$((SECONDS + $1)) got=""
-	while [ $SECONDS -lt $deadline ]; do
-		got=$(q "$2" 2>/dev/null || true)
-		[ "$got" = "$3" ] && return 0
-		sleep 0.2
-	done
-	echo "waited $1 s for [$2] = [$3], last saw [$got]" >&2
-	return 1
-}
 
 trap 'psql -X -q -d $db -c "DROP EXTENSION IF EXISTS openwop_interrupt" >/dev/null 2>&1 || true' EXIT
 
