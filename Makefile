@@ -10,6 +10,9 @@ OBJS         = $(patsubst %.c,%.o,$(sort $(wildcard src/*.c)))
 DATA         = $(sort $(wildcard sql/openwop_interrupt--*.sql))
 PG_CONFIG   ?= pg_config
 
+# JSON Schema "pattern" runs on PCRE2 (Debian: libpcre2-dev to build).
+SHLIB_LINK  += -lpcre2-8
+
 # Warnings are errors: the tree must build clean on Debian's PostgreSQL 15.
 PG_CFLAGS   += -Wall -Wextra -Werror -Wno-unused-parameter -Wno-missing-field-initializers
 

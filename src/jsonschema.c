@@ -17,43 +17,87 @@
  * interrupt is raised, so no constraint is ever silently ignored.  $ref
  * follows the 2020-12 reading: sibling keywords still apply.
  *
+ * Cost.  An answer comes from whoever holds a token, so no schema may make
+ * one validation expensive.  ow_schema_check() computes the schema's
+ * weight, a bound on the validator's steps per JSON value of an answer, and
+ * refuses a schema heavier than SCHEMA_MAX_WEIGHT; a validation therefore
+ * takes at most SCHEMA_MAX_WEIGHT steps per value (the budget it runs with is
+ * only a safety net).  enum and uniqueItems take logarithmic steps per value
+ * (sorted arrays), and pattern runs on PCRE2 with a match limit: beyond a
+ * small allowance per application, all pattern matching of one validation
+ * shares REGEX_BUDGET match steps.
+ *
  *-------------------------------------------------------------------------
  */
 #include "openwop.h"
 
-#include "catalog/pg_collation.h"
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include <pcre2.h>
+
 #include "lib/stringinfo.h"
 #include "mb/pg_wchar.h"
 #include "miscadmin.h"
-#include "regex/regex.h"
 #include "utils/builtins.h"
 #include "utils/fmgrprotos.h"
+#include "utils/hsearch.h"
 #include "utils/json.h"
 #include "utils/memutils.h"
 #include "utils/numeric.h"
 
+/* Schema applications nested deeper than this refuse the value. */
 #define SCHEMA_MAX_DEPTH 64
 
 /*
- * Work budget of one validation, in schema applications and value
- * comparisons.  A hostile schema ($ref fan-out under anyOf/allOf) could
- * otherwise demand exponential work; past the budget the value is refused.
+ * The heaviest schema accepted: at most this many steps per JSON value of
+ * the answer.  A step is one schema application, one comparison of two
+ * values, one type name or required property tested; a pattern weighs
+ * SCHEMA_PATTERN_WEIGHT.
  */
-#define SCHEMA_MAX_STEPS 50000
+#define SCHEMA_MAX_WEIGHT 1000
 
-typedef struct SchemaCtx
-{
-	JsonbContainer *root;		/* root schema object (for $ref), or NULL */
-	StringInfoData errors;		/* JSON array body: {"path","keyword","message"},... */
-	int			nerrors;
-	int			quiet;			/* > 0 inside anyOf/oneOf/not: record nothing */
-	int			depth;
-	long		steps;			/* work done, against SCHEMA_MAX_STEPS */
-	bool		exhausted;		/* the budget ran out: the value is refused */
-	StringInfoData path;		/* JSON pointer of the instance being checked */
-} SchemaCtx;
+/* Weights saturate here, so a hostile $ref fan-out cannot overflow them. */
+#define SCHEMA_WEIGHT_CAP INT64CONST(1000000000000)
 
-static bool validate(SchemaCtx *c, JsonbValue *schema, JsonbValue *inst);
+/* An enum longer than this is searched in a sorted copy. */
+#define SCHEMA_ENUM_SCAN 8
+
+/*
+ * uniqueItems sorts the array: a jsonb array has fewer than 2^28 elements
+ * (JB_CMASK), so a merge sort makes at most 28 comparisons per element, and
+ * the scan for equal neighbours one more.
+ */
+#define SCHEMA_UNIQUE_WEIGHT 29
+
+/* Applying a pattern: its steps and the PCRE2 match steps they include. */
+#define SCHEMA_PATTERN_WEIGHT 10
+#define REGEX_FREE_STEPS 100
+
+/* PCRE2 match steps that all retries of one validation may spend. */
+#define REGEX_BUDGET 1000000
+
+/* Backtracking memory of one match, in kB. */
+#define REGEX_HEAP_KB 16384
+
+/* Longest pattern, in bytes, and deepest nesting of its parentheses. */
+#define REGEX_MAX_LENGTH 4096
+#define REGEX_MAX_NESTING 64
+
+/*
+ * As close to ECMA-262 (JSON Schema's dialect) as PCRE2 comes: code points,
+ * \uhhhh and \u{h...} escapes, an unset backreference matches the empty
+ * string, $ only at the end, [] and [^] as in ECMA; \C (one byte of a
+ * character) is refused.
+ */
+#define REGEX_OPTIONS (PCRE2_UTF | PCRE2_ALT_BSUX | PCRE2_MATCH_UNSET_BACKREF | \
+					   PCRE2_DOLLAR_ENDONLY | PCRE2_ALLOW_EMPTY_CLASS | \
+					   PCRE2_NEVER_BACKSLASH_C)
+
+/*
+ * An unanchored pattern is searched as one anchored match of this prefix
+ * and the pattern: PCRE2 restarts its match limit at every start position
+ * of an unanchored search, while here one limit covers the whole search.
+ */
+#define REGEX_SEARCH_PREFIX "(?s:.*?)(?:"
 
 /* ----------
  * Small helpers over JsonbValue
@@ -108,14 +152,60 @@ count_value(JsonbValue *v)
 	return DatumGetInt64(DirectFunctionCall1(numeric_int8, NumericGetDatum(num(v))));
 }
 
-/* JSON equality: numbers by value, objects regardless of key order. */
-static bool
-json_equal(JsonbValue *a, JsonbValue *b)
+static int
+type_rank(JsonbValue *v)
 {
-	Jsonb	   *ja = JsonbValueToJsonb(a);
-	Jsonb	   *jb = JsonbValueToJsonb(b);
+	switch (v->type)
+	{
+		case jbvNull:
+			return 0;
+		case jbvBool:
+			return 1;
+		case jbvNumeric:
+			return 2;
+		case jbvString:
+			return 3;
+		case jbvBinary:
+			return JsonContainerIsArray(v->val.binary.data) ? 4 : 5;
+		default:
+			elog(ERROR, "unexpected jsonb value type %d", (int) v->type);
+	}
+	return 0;					/* keep the compiler quiet */
+}
 
-	return compareJsonbContainers(&ja->root, &jb->root) == 0;
+/*
+ * A total order of JSON values whose equality is JSON equality: numbers by
+ * value (1 = 1.0), strings by their bytes, arrays and objects by jsonb's
+ * own order (compareJsonbContainers), which ignores object key order.
+ * enum, const and uniqueItems all use it.
+ */
+static int
+value_cmp(JsonbValue *a, JsonbValue *b)
+{
+	int			ra = type_rank(a);
+	int			rb = type_rank(b);
+	int			cmp;
+
+	if (ra != rb)
+		return ra < rb ? -1 : 1;
+	switch (a->type)
+	{
+		case jbvBool:
+			return (int) a->val.boolean - (int) b->val.boolean;
+		case jbvNumeric:
+			return num_cmp(num(a), num(b));
+		case jbvString:
+			cmp = memcmp(a->val.string.val, b->val.string.val,
+						 Min(a->val.string.len, b->val.string.len));
+			if (cmp != 0)
+				return cmp;
+			return a->val.string.len < b->val.string.len ? -1 :
+				a->val.string.len > b->val.string.len ? 1 : 0;
+		case jbvBinary:
+			return compareJsonbContainers(a->val.binary.data, b->val.binary.data);
+		default:
+			return 0;			/* null */
+	}
 }
 
 static const char *
@@ -148,18 +238,256 @@ type_matches(const char *name, int len, JsonbValue *inst)
 	return (size_t) len == strlen(t) && strncmp(name, t, len) == 0;
 }
 
-/* Count one unit of work; false once the budget is spent. */
-static bool
-spend(SchemaCtx *c)
+/* Values of the instance: objects, arrays and scalars, at every level. */
+static int64
+count_values(Jsonb *value)
 {
-	CHECK_FOR_INTERRUPTS();
-	if (++c->steps > SCHEMA_MAX_STEPS)
-		c->exhausted = true;
-	return !c->exhausted;
+	JsonbIterator *it;
+	JsonbValue	v;
+	JsonbIteratorToken tok;
+	int64		n = 0;
+
+	if (JB_ROOT_IS_SCALAR(value))
+		return 1;
+	it = JsonbIteratorInit(&value->root);
+	while ((tok = JsonbIteratorNext(&it, &v, false)) != WJB_DONE)
+	{
+		/* a nested container comes as its BEGIN token, never as ELEM or VALUE */
+		if (tok == WJB_BEGIN_ARRAY || tok == WJB_BEGIN_OBJECT ||
+			tok == WJB_ELEM || tok == WJB_VALUE)
+			n++;
+	}
+	return n;
 }
 
 /* ----------
- * Errors
+ * Sorting values
+ * ----------
+ */
+
+typedef struct SortItem
+{
+	JsonbValue	value;
+	int			index;			/* position in the array it came from */
+} SortItem;
+
+/* The elements of a jsonb array, in order. */
+static SortItem *
+array_items(JsonbContainer *arr, int n)
+{
+	SortItem   *items = palloc(sizeof(SortItem) * Max(n, 1));
+	JsonbIterator *it = JsonbIteratorInit(arr);
+	JsonbValue	v;
+	JsonbIteratorToken tok;
+	int			i = 0;
+
+	while ((tok = JsonbIteratorNext(&it, &v, true)) != WJB_DONE)
+	{
+		if (tok != WJB_ELEM)
+			continue;
+		Assert(i < n);
+		items[i].value = v;
+		items[i].index = i;
+		i++;
+	}
+	return items;
+}
+
+/* ----------
+ * Regular expressions (PCRE2), shared by checking and validation
+ * ----------
+ */
+
+typedef struct Regex
+{
+	pcre2_general_context *general;
+	pcre2_compile_context *compile;
+	pcre2_match_context *match;
+	pcre2_match_data *data;		/* shared by every match: no captures needed */
+} Regex;
+
+/*
+ * PCRE2's memory comes from a PostgreSQL memory context.  An allocation
+ * failure must come back as NULL (PCRE2 then reports it), never as a
+ * longjmp through PCRE2's frames.
+ */
+static void *
+regex_alloc(PCRE2_SIZE size, void *cxt)
+{
+	if (size > MaxAllocSize)
+		return NULL;
+	return MemoryContextAllocExtended((MemoryContext) cxt, size, MCXT_ALLOC_NO_OOM);
+}
+
+static void
+regex_free(void *ptr, void *cxt)
+{
+	if (ptr != NULL)
+		pfree(ptr);
+}
+
+static void
+regex_out_of_memory(void)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_OUT_OF_MEMORY),
+			 errmsg("out of memory"),
+			 errdetail("PCRE2 could not allocate memory for a JSON Schema pattern.")));
+}
+
+/* A PCRE2 engine whose memory lives in the current memory context. */
+static Regex *
+regex_create(void)
+{
+	Regex	   *re = palloc(sizeof(Regex));
+
+	re->general = pcre2_general_context_create(regex_alloc, regex_free, CurrentMemoryContext);
+	if (re->general == NULL)
+		regex_out_of_memory();
+	re->compile = pcre2_compile_context_create(re->general);
+	re->match = pcre2_match_context_create(re->general);
+	re->data = pcre2_match_data_create(1, re->general);
+	if (re->compile == NULL || re->match == NULL || re->data == NULL)
+		regex_out_of_memory();
+	/* ECMA-262's \u{h...}; "." stops at CR and LF, as ECMA's does */
+	pcre2_set_compile_extra_options(re->compile, PCRE2_EXTRA_ALT_BSUX);
+	pcre2_set_newline(re->compile, PCRE2_NEWLINE_ANYCRLF);
+	pcre2_set_parens_nest_limit(re->compile, REGEX_MAX_NESTING);
+	pcre2_set_heap_limit(re->match, REGEX_HEAP_KB);
+	return re;
+}
+
+/* s in UTF-8, which PCRE2 is compiled for; *len is updated. */
+static const char *
+to_utf8(const char *s, int *len)
+{
+	const char *u = pg_server_to_any(s, *len, PG_UTF8);
+
+	if (u != s)
+		*len = strlen(u);
+	return u;
+}
+
+/* PCRE2's compile error, with its offset counted in characters. */
+static char *
+regex_compile_error(int errcode, const char *pattern, int len, PCRE2_SIZE offset)
+{
+	PCRE2_UCHAR msg[256];
+	int			chars = 0;
+	PCRE2_SIZE	i;
+
+	if (errcode == PCRE2_ERROR_HEAP_FAILED)
+		regex_out_of_memory();
+	if (pcre2_get_error_message(errcode, msg, sizeof(msg)) < 0)
+		snprintf((char *) msg, sizeof(msg), "PCRE2 error %d", errcode);
+	for (i = 0; i < offset && i < (PCRE2_SIZE) len; i++)
+		if (((unsigned char) pattern[i] & 0xC0) != 0x80)
+			chars++;
+	return psprintf("%s (at offset %d)", (char *) msg, chars);
+}
+
+/*
+ * Compile a pattern for an unanchored search, as JSON Schema applies it.
+ * NULL with *error set when it does not compile.
+ */
+static pcre2_code *
+regex_compile(Regex *re, const char *pattern, int len, char **error)
+{
+	const char *utf8 = to_utf8(pattern, &len);
+	int			errcode;
+	PCRE2_SIZE	offset;
+	pcre2_code *code;
+	uint32_t	options;
+	StringInfoData search;
+	int			prefix = strlen(REGEX_SEARCH_PREFIX);
+
+	*error = NULL;
+
+	/* (*UCP), (*CR), (*LIMIT_MATCH=...) must open the pattern; ECMA has none */
+	if (len >= 2 && utf8[0] == '(' && utf8[1] == '*')
+	{
+		*error = pstrdup("start-of-pattern settings such as (*UCP) are not supported");
+		return NULL;
+	}
+
+	pcre2_set_max_pattern_length(re->compile, REGEX_MAX_LENGTH);
+	code = pcre2_compile((PCRE2_SPTR) utf8, len, REGEX_OPTIONS, &errcode, &offset, re->compile);
+	if (code == NULL)
+	{
+		*error = regex_compile_error(errcode, utf8, len, offset);
+		return NULL;
+	}
+
+	/* an anchored pattern has one start position: PCRE2's limit covers it */
+	if (pcre2_pattern_info(code, PCRE2_INFO_ALLOPTIONS, &options) == 0 &&
+		(options & PCRE2_ANCHORED) != 0)
+		return code;
+	pcre2_code_free(code);
+
+	initStringInfo(&search);
+	appendStringInfoString(&search, REGEX_SEARCH_PREFIX);
+	appendBinaryStringInfo(&search, utf8, len);
+	appendStringInfoChar(&search, ')');
+	pcre2_set_max_pattern_length(re->compile, search.len);
+	code = pcre2_compile((PCRE2_SPTR) search.data, search.len, REGEX_OPTIONS | PCRE2_ANCHORED,
+						 &errcode, &offset, re->compile);
+	if (code == NULL)
+	{
+		/* report the offset in the caller's pattern */
+		offset = offset > (PCRE2_SIZE) prefix ? offset - prefix : 0;
+		*error = regex_compile_error(errcode, utf8, len, offset);
+	}
+	pfree(search.data);
+	return code;
+}
+
+/* ----------
+ * Validation
+ * ----------
+ */
+
+typedef struct SchemaCtx
+{
+	MemoryContext work;			/* lives as long as the validation */
+	MemoryContext scratch[SCHEMA_MAX_DEPTH + 1];	/* per nesting level */
+	JsonbContainer *root;		/* root schema object (for $ref), or NULL */
+	StringInfoData errors;		/* JSON array body: {"path","keyword","message"},... */
+	int			nerrors;
+	int			quiet;			/* > 0 inside anyOf/oneOf/not: record nothing */
+	int			depth;
+	int64		steps;			/* work done, against max_steps */
+	int64		max_steps;		/* SCHEMA_MAX_WEIGHT per value of the instance */
+	int64		regex_left;		/* what is left of REGEX_BUDGET */
+	bool		exhausted;		/* a limit was reached: the value is refused */
+	const char *exhausted_keyword;	/* ... with this one error */
+	char	   *exhausted_path;
+	char	   *exhausted_message;
+	StringInfoData path;		/* JSON pointer of the instance being checked */
+	HTAB	   *enums;			/* sorted copies of long enums */
+	HTAB	   *patterns;		/* compiled patterns */
+	Regex	   *regex;			/* created at the first pattern */
+} SchemaCtx;
+
+/* A long enum, sorted (cached by the enum array's address in the schema). */
+typedef struct EnumIndex
+{
+	JsonbContainer *key;
+	int			n;
+	SortItem   *sorted;
+} EnumIndex;
+
+/* A compiled pattern (cached by the address of its text in the schema). */
+typedef struct PatternEntry
+{
+	const char *key;
+	pcre2_code *code;			/* NULL when it does not compile */
+	char	   *error;			/* then why */
+} PatternEntry;
+
+static bool validate(SchemaCtx *c, JsonbValue *schema, JsonbValue *inst);
+
+/* ----------
+ * Errors and limits
  * ----------
  */
 
@@ -184,6 +512,50 @@ fail(SchemaCtx *c, const char *keyword, const char *fmt,...)
 	appendStringInfoString(&c->errors, ", \"message\": ");
 	escape_json(&c->errors, msg.data);
 	appendStringInfoChar(&c->errors, '}');
+}
+
+/*
+ * A limit was reached: the value is refused (fail closed) with this one
+ * error, at the current path when here is true, else at the root.  Only
+ * the first limit reached is reported; everything after it stops.
+ */
+static void
+exhaust(SchemaCtx *c, bool here, const char *keyword, const char *fmt,...) pg_attribute_printf(4, 5);
+
+static void
+exhaust(SchemaCtx *c, bool here, const char *keyword, const char *fmt,...)
+{
+	StringInfoData msg;
+	MemoryContext old;
+
+	if (c->exhausted)
+		return;
+	old = MemoryContextSwitchTo(c->work);
+	c->exhausted = true;
+	c->exhausted_keyword = keyword;
+	c->exhausted_path = pstrdup(here ? c->path.data : "");
+	initStringInfo(&msg);
+	OW_APPEND_VA(&msg, fmt);
+	c->exhausted_message = msg.data;
+	MemoryContextSwitchTo(old);
+}
+
+/*
+ * Count n steps; false once a limit is reached.  A schema that passed
+ * ow_schema_check() never reaches max_steps; one stored before the weight
+ * rule existed may.
+ */
+static bool
+spend(SchemaCtx *c, int64 n)
+{
+	CHECK_FOR_INTERRUPTS();
+	if (c->exhausted)
+		return false;
+	c->steps += n;
+	if (c->steps > c->max_steps)
+		exhaust(c, false, "$ref", "validating the value needs more than " INT64_FORMAT
+				" steps; the schema is too expensive", c->max_steps);
+	return !c->exhausted;
 }
 
 /* Append a JSON pointer segment (escaping ~ and /); returns the old length. */
@@ -211,6 +583,59 @@ path_pop(StringInfo path, int old)
 {
 	path->len = old;
 	path->data[old] = '\0';
+}
+
+/*
+ * Stable bottom-up merge sort by value_cmp: at most n * ceil(log2 n)
+ * comparisons whatever the input (a quicksort can be driven quadratic).
+ * Each comparison is a step of c when c is not NULL; false when the budget
+ * ran out.
+ */
+static bool
+sort_items(SchemaCtx *c, SortItem *items, int n)
+{
+	SortItem   *from = items;
+	SortItem   *to = palloc(sizeof(SortItem) * Max(n, 1));
+	SortItem   *buf = to;
+	int			width;
+
+	for (width = 1; width < n; width *= 2)
+	{
+		SortItem   *swap;
+		int			lo;
+
+		CHECK_FOR_INTERRUPTS();
+		for (lo = 0; lo < n; lo += 2 * width)
+		{
+			int			mid = Min(lo + width, n);
+			int			hi = Min(lo + 2 * width, n);
+			int			i = lo;
+			int			j = mid;
+			int			k = lo;
+
+			while (i < mid && j < hi)
+			{
+				if (c != NULL && !spend(c, 1))
+					return false;
+				/* ties take the left run first: the sort is stable */
+				if (value_cmp(&from[j].value, &from[i].value) < 0)
+					to[k++] = from[j++];
+				else
+					to[k++] = from[i++];
+			}
+			while (i < mid)
+				to[k++] = from[i++];
+			while (j < hi)
+				to[k++] = from[j++];
+		}
+		swap = from;
+		from = to;
+		to = swap;
+	}
+	if (from != items)
+		memcpy(items, from, sizeof(SortItem) * n);
+	pfree(buf);
+	return true;
 }
 
 /* ----------
@@ -260,18 +685,187 @@ resolve_ref(JsonbContainer *root, JsonbValue *ref)
 }
 
 /* ----------
- * Validation
+ * enum and pattern
  * ----------
  */
 
-static bool
-pattern_matches(JsonbValue *pattern, JsonbValue *inst)
+/* The sorted copy of a long enum, built at its first use in this validation. */
+static EnumIndex *
+enum_index(SchemaCtx *c, JsonbContainer *values)
 {
-	text	   *re = cstring_to_text_with_len(pattern->val.string.val, pattern->val.string.len);
+	EnumIndex  *e;
+	bool		found;
 
-	return RE_compile_and_execute(re, inst->val.string.val, inst->val.string.len,
-								  REG_ADVANCED, C_COLLATION_OID, 0, NULL);
+	if (c->enums == NULL)
+	{
+		HASHCTL		ctl;
+
+		ctl.keysize = sizeof(JsonbContainer *);
+		ctl.entrysize = sizeof(EnumIndex);
+		ctl.hcxt = c->work;
+		c->enums = hash_create("openwop schema enums", 16, &ctl,
+							   HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	}
+	e = hash_search(c->enums, &values, HASH_ENTER, &found);
+	if (!found)
+	{
+		MemoryContext old = MemoryContextSwitchTo(c->work);
+
+		/* the sort grows with the schema, not the answer: no steps */
+		e->n = JsonContainerSize(values);
+		e->sorted = array_items(values, e->n);
+		(void) sort_items(NULL, e->sorted, e->n);
+		MemoryContextSwitchTo(old);
+	}
+	return e;
 }
+
+/* Is inst one of the values?  Linear for a short enum, else a binary search. */
+static bool
+enum_contains(SchemaCtx *c, JsonbContainer *values, JsonbValue *inst)
+{
+	int			n = JsonContainerSize(values);
+	EnumIndex  *e;
+	int			lo = 0;
+	int			hi;
+	int			i;
+
+	if (n <= SCHEMA_ENUM_SCAN)
+	{
+		for (i = 0; i < n; i++)
+		{
+			if (!spend(c, 1))
+				return false;
+			if (value_cmp(getIthJsonbValueFromContainer(values, i), inst) == 0)
+				return true;
+		}
+		return false;
+	}
+
+	e = enum_index(c, values);
+	hi = e->n - 1;
+	while (lo <= hi)
+	{
+		int			mid = lo + (hi - lo) / 2;
+		int			cmp;
+
+		if (!spend(c, 1))
+			return false;
+		cmp = value_cmp(inst, &e->sorted[mid].value);
+		if (cmp == 0)
+			return true;
+		if (cmp < 0)
+			hi = mid - 1;
+		else
+			lo = mid + 1;
+	}
+	return false;
+}
+
+/* The compiled form of a pattern keyword, compiled once per validation. */
+static PatternEntry *
+pattern_entry(SchemaCtx *c, JsonbValue *pattern)
+{
+	const char *key = pattern->val.string.val;
+	PatternEntry *p;
+	bool		found;
+
+	if (c->patterns == NULL)
+	{
+		HASHCTL		ctl;
+
+		ctl.keysize = sizeof(const char *);
+		ctl.entrysize = sizeof(PatternEntry);
+		ctl.hcxt = c->work;
+		c->patterns = hash_create("openwop schema patterns", 16, &ctl,
+								  HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	}
+	p = hash_search(c->patterns, &key, HASH_ENTER, &found);
+	if (!found)
+	{
+		/* the engine and the compiled pattern live as long as the validation */
+		MemoryContext old = MemoryContextSwitchTo(c->work);
+
+		p->code = NULL;
+		p->error = NULL;
+		if (c->regex == NULL)
+			c->regex = regex_create();
+		p->code = regex_compile(c->regex, pattern->val.string.val, pattern->val.string.len,
+								&p->error);
+		MemoryContextSwitchTo(old);
+	}
+	return p;
+}
+
+/*
+ * Does the string inst match the compiled pattern anywhere?  The first
+ * attempt may take REGEX_FREE_STEPS match steps, part of the pattern's
+ * weight.  PCRE2 does not tell how many steps a match took, so a longer
+ * match is retried with the limit doubled each time, and each retry is
+ * charged its whole limit to the validation's regex budget: all retries of
+ * a validation together take at most REGEX_BUDGET steps.  When the budget
+ * or the backtracking memory runs out the value is refused (false, with
+ * c->exhausted set).
+ */
+static bool
+pattern_search(SchemaCtx *c, PatternEntry *p, JsonbValue *pattern, JsonbValue *inst)
+{
+	int			len = inst->val.string.len;
+	const char *subject = to_utf8(inst->val.string.val, &len);
+	uint32_t	limit = REGEX_FREE_STEPS;
+	uint32_t	flags = 0;
+
+	for (;;)
+	{
+		int			rc;
+
+		/* a step takes at most one frame: the depth limit never binds first */
+		pcre2_set_match_limit(c->regex->match, limit);
+		pcre2_set_depth_limit(c->regex->match, limit);
+		rc = pcre2_match(p->code, (PCRE2_SPTR) subject, len, 0, flags,
+						 c->regex->data, c->regex->match);
+		if (rc >= 0)
+			return true;
+		if (rc == PCRE2_ERROR_NOMATCH)
+			return false;
+		if (rc == PCRE2_ERROR_MATCHLIMIT || rc == PCRE2_ERROR_DEPTHLIMIT)
+		{
+			CHECK_FOR_INTERRUPTS();
+			if (c->regex_left == 0)
+			{
+				exhaust(c, true, "pattern",
+						"pattern \"%.*s\" needs more than the %d match steps one validation may take",
+						pattern->val.string.len, pattern->val.string.val, REGEX_BUDGET);
+				return false;
+			}
+			limit = (uint32_t) Min((int64) limit * 2, c->regex_left);
+			c->regex_left -= limit;
+			flags = PCRE2_NO_UTF_CHECK; /* the first attempt checked it */
+			continue;
+		}
+		if (rc == PCRE2_ERROR_HEAPLIMIT)
+		{
+			exhaust(c, true, "pattern",
+					"pattern \"%.*s\" needs more than %d kB of backtracking memory",
+					pattern->val.string.len, pattern->val.string.val, REGEX_HEAP_KB);
+			return false;
+		}
+		if (rc == PCRE2_ERROR_NOMEMORY)
+			regex_out_of_memory();
+		{
+			PCRE2_UCHAR msg[256];
+
+			if (pcre2_get_error_message(rc, msg, sizeof(msg)) < 0)
+				msg[0] = '\0';
+			elog(ERROR, "PCRE2 match failed with error %d: %s", rc, (char *) msg);
+		}
+	}
+}
+
+/* ----------
+ * Keywords
+ * ----------
+ */
 
 /* Validate inst against a subschema reached by key (or index) seg. */
 static bool
@@ -347,9 +941,12 @@ validate_object_keywords(SchemaCtx *c, JsonbContainer *s, JsonbValue *inst)
 
 	if (req)
 	{
+		int			n = JsonContainerSize(req->val.binary.data);
 		int			i;
 
-		for (i = 0; i < (int) JsonContainerSize(req->val.binary.data); i++)
+		if (!spend(c, n))
+			return false;
+		for (i = 0; i < n; i++)
 		{
 			JsonbValue *name = getIthJsonbValueFromContainer(req->val.binary.data, i);
 
@@ -363,6 +960,42 @@ validate_object_keywords(SchemaCtx *c, JsonbContainer *s, JsonbValue *inst)
 		}
 	}
 	return ok;
+}
+
+/*
+ * uniqueItems: sort, then look at neighbours.  Reports the same pair as
+ * comparing all pairs in order would: the equal pair whose first index is
+ * smallest, which in a stable sort opens a run of equal items.
+ */
+static bool
+unique_items(SchemaCtx *c, JsonbContainer *arr, int n)
+{
+	SortItem   *items = array_items(arr, n);
+	int			first = -1;
+	int			second = -1;
+	bool		in_run = false;
+	int			i;
+
+	if (!sort_items(c, items, n))
+		return false;
+	for (i = 1; i < n; i++)
+	{
+		bool		equal;
+
+		if (!spend(c, 1))
+			return false;
+		equal = value_cmp(&items[i - 1].value, &items[i].value) == 0;
+		if (equal && !in_run && (first < 0 || items[i - 1].index < first))
+		{
+			first = items[i - 1].index;
+			second = items[i].index;
+		}
+		in_run = equal;
+	}
+	if (first < 0)
+		return true;
+	fail(c, "uniqueItems", "items %d and %d are equal", first, second);
+	return false;
 }
 
 static bool
@@ -387,28 +1020,9 @@ validate_array_keywords(SchemaCtx *c, JsonbContainer *s, JsonbValue *inst)
 	if ((kw = getKeyJsonValueFromContainer(s, "uniqueItems", 11, NULL)) &&
 		kw->type == jbvBool && kw->val.boolean && n > 1)
 	{
-		Jsonb	  **items = palloc(sizeof(Jsonb *) * n);
-		bool		dup = false;
-
-		for (i = 0; i < n; i++)
-			items[i] = JsonbValueToJsonb(getIthJsonbValueFromContainer(arr, i));
-
-		for (i = 0; i < n && !dup; i++)
-		{
-			int			j;
-
-			for (j = i + 1; j < n && !dup; j++)
-			{
-				if (!spend(c))
-					return false;
-				if (compareJsonbContainers(&items[i]->root, &items[j]->root) == 0)
-				{
-					fail(c, "uniqueItems", "items %d and %d are equal", i, j);
-					dup = true;
-				}
-			}
-		}
-		ok &= !dup;
+		ok &= unique_items(c, arr, n);
+		if (c->exhausted)
+			return false;
 	}
 	if ((kw = getKeyJsonValueFromContainer(s, "items", 5, NULL)))
 	{
@@ -451,11 +1065,26 @@ validate_string_keywords(SchemaCtx *c, JsonbContainer *s, JsonbValue *inst)
 			ok = false;
 		}
 	}
-	if ((kw = getKeyJsonValueFromContainer(s, "pattern", 7, NULL)) && !pattern_matches(kw, inst))
+	if ((kw = getKeyJsonValueFromContainer(s, "pattern", 7, NULL)))
 	{
-		fail(c, "pattern", "string does not match pattern \"%.*s\"",
-			 kw->val.string.len, kw->val.string.val);
-		ok = false;
+		PatternEntry *p;
+
+		if (!spend(c, SCHEMA_PATTERN_WEIGHT))
+			return false;
+		p = pattern_entry(c, kw);
+		if (p->code == NULL)
+		{
+			/* only a schema stored before ow_schema_check() compiled patterns */
+			fail(c, "pattern", "pattern \"%.*s\" cannot be used: %s",
+				 kw->val.string.len, kw->val.string.val, p->error);
+			ok = false;
+		}
+		else if (!pattern_search(c, p, kw, inst))
+		{
+			fail(c, "pattern", "string does not match pattern \"%.*s\"",
+				 kw->val.string.len, kw->val.string.val);
+			ok = false;
+		}
 	}
 	return ok;
 }
@@ -561,30 +1190,12 @@ validate_combinators(SchemaCtx *c, JsonbContainer *s, JsonbValue *inst)
 	return ok;
 }
 
+/* The keywords of one schema object applied to inst. */
 static bool
-validate(SchemaCtx *c, JsonbValue *schema, JsonbValue *inst)
+validate_keywords(SchemaCtx *c, JsonbContainer *s, JsonbValue *inst)
 {
-	JsonbContainer *s;
 	JsonbValue *kw;
 	bool		ok = true;
-
-	check_stack_depth();
-	if (!spend(c))
-		return false;
-	if (schema->type == jbvBool)
-	{
-		if (!schema->val.boolean)
-			fail(c, "false", "no value is allowed here");
-		return schema->val.boolean;
-	}
-	s = schema->val.binary.data;
-
-	if (++c->depth > SCHEMA_MAX_DEPTH)
-	{
-		c->depth--;
-		fail(c, "$ref", "schema nesting deeper than %d", SCHEMA_MAX_DEPTH);
-		return false;
-	}
 
 	if ((kw = getKeyJsonValueFromContainer(s, "$ref", 4, NULL)))
 	{
@@ -604,8 +1215,8 @@ validate(SchemaCtx *c, JsonbValue *schema, JsonbValue *inst)
 		bool		match = false;
 
 		if (kw->type == jbvString)
-			match = type_matches(kw->val.string.val, kw->val.string.len, inst);
-		else
+			match = spend(c, 1) && type_matches(kw->val.string.val, kw->val.string.len, inst);
+		else if (spend(c, JsonContainerSize(kw->val.binary.data)))
 		{
 			int			i;
 
@@ -622,20 +1233,14 @@ validate(SchemaCtx *c, JsonbValue *schema, JsonbValue *inst)
 			ok = false;
 		}
 	}
-	if ((kw = getKeyJsonValueFromContainer(s, "enum", 4, NULL)))
+	if ((kw = getKeyJsonValueFromContainer(s, "enum", 4, NULL)) &&
+		!enum_contains(c, kw->val.binary.data, inst))
 	{
-		bool		found = false;
-		int			i;
-
-		for (i = 0; i < (int) JsonContainerSize(kw->val.binary.data) && !found && spend(c); i++)
-			found = json_equal(getIthJsonbValueFromContainer(kw->val.binary.data, i), inst);
-		if (!found)
-		{
-			fail(c, "enum", "value is not one of the enumerated values");
-			ok = false;
-		}
+		fail(c, "enum", "value is not one of the enumerated values");
+		ok = false;
 	}
-	if ((kw = getKeyJsonValueFromContainer(s, "const", 5, NULL)) && !json_equal(kw, inst))
+	if ((kw = getKeyJsonValueFromContainer(s, "const", 5, NULL)) &&
+		!(spend(c, 1) && value_cmp(kw, inst) == 0))
 	{
 		fail(c, "const", "value is not the constant the schema requires");
 		ok = false;
@@ -651,6 +1256,44 @@ validate(SchemaCtx *c, JsonbValue *schema, JsonbValue *inst)
 		ok &= validate_number_keywords(c, s, inst);
 
 	ok &= validate_combinators(c, s, inst);
+	return ok;
+}
+
+static bool
+validate(SchemaCtx *c, JsonbValue *schema, JsonbValue *inst)
+{
+	MemoryContext *scratch;
+	MemoryContext old;
+	bool		ok;
+
+	check_stack_depth();
+	if (!spend(c, 1))
+		return false;
+	if (schema->type == jbvBool)
+	{
+		if (!schema->val.boolean)
+			fail(c, "false", "no value is allowed here");
+		return schema->val.boolean;
+	}
+	if (c->depth >= SCHEMA_MAX_DEPTH)
+	{
+		fail(c, "$ref", "schema nesting deeper than %d", SCHEMA_MAX_DEPTH);
+		return false;
+	}
+
+	/*
+	 * What an application allocates is freed when it returns, so memory
+	 * follows the nesting and the answer's size, never the steps taken.
+	 */
+	c->depth++;
+	scratch = &c->scratch[c->depth];
+	if (*scratch == NULL)
+		*scratch = AllocSetContextCreate(c->work, "openwop schema application",
+										 ALLOCSET_SMALL_SIZES);
+	old = MemoryContextSwitchTo(*scratch);
+	ok = validate_keywords(c, schema->val.binary.data, inst);
+	MemoryContextSwitchTo(old);
+	MemoryContextReset(*scratch);
 	c->depth--;
 	return ok;
 }
@@ -672,14 +1315,14 @@ ow_schema_validate(Jsonb *schema, Jsonb *value, char **errors)
 	JsonbValue	inst;
 	bool		ok;
 
+	memset(&c, 0, sizeof(c));
+	c.work = work;
 	c.root = JB_ROOT_IS_OBJECT(schema) ? &schema->root : NULL;
 	initStringInfo(&c.errors);
 	initStringInfo(&c.path);
-	c.nerrors = 0;
-	c.quiet = 0;
-	c.depth = 0;
-	c.steps = 0;
-	c.exhausted = false;
+	/* a safety net: a schema within SCHEMA_MAX_WEIGHT never reaches it */
+	c.max_steps = (int64) SCHEMA_MAX_WEIGHT * (count_values(value) + 1);
+	c.regex_left = REGEX_BUDGET;
 
 	if (JB_ROOT_IS_SCALAR(schema))
 		JsonbExtractScalar(&schema->root, &root);
@@ -705,16 +1348,285 @@ ow_schema_validate(Jsonb *schema, Jsonb *value, char **errors)
 		ok = false;
 		resetStringInfo(&c.errors);
 		resetStringInfo(&c.path);
+		appendStringInfoString(&c.path, c.exhausted_path);
 		c.nerrors = 0;
 		c.quiet = 0;
-		fail(&c, "$ref", "validating the value needs more than %d steps; the schema is too expensive",
-			 SCHEMA_MAX_STEPS);
+		fail(&c, c.exhausted_keyword, "%s", c.exhausted_message);
 	}
 	MemoryContextSwitchTo(old);
 	if (errors)
 		*errors = psprintf("[%s]", c.errors.data);
 	MemoryContextDelete(work);
 	return ok;
+}
+
+/* ----------
+ * The weight of a schema
+ *
+ * weight(s, levels) bounds the steps of applying s to a value, per value in
+ * that value's subtree, with levels the schema nesting still allowed:
+ *
+ *   local(s) + sum of weight(c, levels - 1) over the subschemas c applied to
+ *   the same value (allOf, anyOf, oneOf, not, the $ref target)
+ *   + the most any child value can cost: the largest weight(t, levels - 1)
+ *   over the subschemas t applied to children (each properties value,
+ *   additionalProperties, items), plus SCHEMA_UNIQUE_WEIGHT under
+ *   uniqueItems.
+ *
+ * A child value is reached by at most one of those per application, so the
+ * steps of a validation are at most weight(root, SCHEMA_MAX_DEPTH) times the
+ * values of the instance.  The bound is kept per kind of value (object,
+ * array, string, other): only an object meets properties and required,
+ * only an array items, only a string pattern, so a recursive schema that
+ * offers an array branch and an object branch is not charged both.
+ * Weights of $ref targets are memoized by (target, levels): a fan-out of
+ * refs costs linear time to weigh, and sums saturate at SCHEMA_WEIGHT_CAP.
+ * ----------
+ */
+
+typedef enum WeightKind
+{
+	W_OBJECT,
+	W_ARRAY,
+	W_STRING,
+	W_OTHER,
+	W_KINDS
+} WeightKind;
+
+typedef struct Weight
+{
+	int64		of[W_KINDS];
+} Weight;
+
+typedef struct WeightKey
+{
+	JsonbContainer *schema;
+	int			levels;
+} WeightKey;
+
+typedef struct WeightEntry
+{
+	WeightKey	key;
+	Weight		weight;
+} WeightEntry;
+
+typedef struct WeightCtx
+{
+	MemoryContext work;
+	MemoryContext scratch[SCHEMA_MAX_DEPTH + 1];	/* per level, as in validate() */
+	JsonbContainer *root;
+	HTAB	   *memo;
+} WeightCtx;
+
+static void weigh(WeightCtx *c, JsonbValue *schema, int levels, Weight *w);
+
+static int64
+weight_sum(int64 a, int64 b)
+{
+	/* both are at most SCHEMA_WEIGHT_CAP: no overflow */
+	return Min(a + b, SCHEMA_WEIGHT_CAP);
+}
+
+static int64
+weight_max(const Weight *w)
+{
+	int64		max = 0;
+	int			k;
+
+	for (k = 0; k < W_KINDS; k++)
+		max = Max(max, w->of[k]);
+	return max;
+}
+
+static void
+weight_add(Weight *w, const Weight *sub)
+{
+	int			k;
+
+	for (k = 0; k < W_KINDS; k++)
+		w->of[k] = weight_sum(w->of[k], sub->of[k]);
+}
+
+/* Comparisons of an enum search: a scan when short, else a binary search. */
+static int64
+enum_weight(int n)
+{
+	int			log2n = 0;
+
+	if (n <= SCHEMA_ENUM_SCAN)
+		return n;
+	while (((int64) 1 << log2n) < n)
+		log2n++;
+	return 1 + log2n;
+}
+
+static void
+weigh_subschemas(WeightCtx *c, JsonbValue *list, int levels, Weight *w)
+{
+	Weight		sub;
+	int			i;
+
+	for (i = 0; i < (int) JsonContainerSize(list->val.binary.data); i++)
+	{
+		weigh(c, getIthJsonbValueFromContainer(list->val.binary.data, i), levels, &sub);
+		weight_add(w, &sub);
+	}
+}
+
+static void
+weigh_ref(WeightCtx *c, JsonbValue *target, int levels, Weight *w)
+{
+	WeightKey	key;
+	WeightEntry *e;
+	bool		found;
+
+	if (target->type != jbvBinary)
+	{
+		weigh(c, target, levels, w);
+		return;
+	}
+	memset(&key, 0, sizeof(key));	/* padding is part of the hash key */
+	key.schema = target->val.binary.data;
+	key.levels = levels;
+	e = hash_search(c->memo, &key, HASH_FIND, NULL);
+	if (e == NULL)
+	{
+		Weight		computed;
+
+		weigh(c, target, levels, &computed);
+		e = hash_search(c->memo, &key, HASH_ENTER, &found);
+		e->weight = computed;
+	}
+	*w = e->weight;
+}
+
+/* The weight of one schema object, levels > 0. */
+static void
+weigh_keywords(WeightCtx *c, JsonbContainer *s, int levels, Weight *w)
+{
+	JsonbValue *kw;
+	int64		local = 1;		/* the application */
+	int64		child;
+	Weight		sub;
+	int			k;
+
+	if ((kw = getKeyJsonValueFromContainer(s, "type", 4, NULL)))
+		local += kw->type == jbvString ? 1 : JsonContainerSize(kw->val.binary.data);
+	if ((kw = getKeyJsonValueFromContainer(s, "enum", 4, NULL)))
+		local += enum_weight(JsonContainerSize(kw->val.binary.data));
+	if (getKeyJsonValueFromContainer(s, "const", 5, NULL))
+		local += 1;
+	for (k = 0; k < W_KINDS; k++)
+		w->of[k] = local;
+	if (getKeyJsonValueFromContainer(s, "pattern", 7, NULL))
+		w->of[W_STRING] += SCHEMA_PATTERN_WEIGHT;
+	if ((kw = getKeyJsonValueFromContainer(s, "required", 8, NULL)))
+		w->of[W_OBJECT] += JsonContainerSize(kw->val.binary.data);
+
+	/* subschemas applied to the same value */
+	if ((kw = getKeyJsonValueFromContainer(s, "allOf", 5, NULL)))
+		weigh_subschemas(c, kw, levels - 1, w);
+	if ((kw = getKeyJsonValueFromContainer(s, "anyOf", 5, NULL)))
+		weigh_subschemas(c, kw, levels - 1, w);
+	if ((kw = getKeyJsonValueFromContainer(s, "oneOf", 5, NULL)))
+		weigh_subschemas(c, kw, levels - 1, w);
+	if ((kw = getKeyJsonValueFromContainer(s, "not", 3, NULL)))
+	{
+		weigh(c, kw, levels - 1, &sub);
+		weight_add(w, &sub);
+	}
+	if ((kw = getKeyJsonValueFromContainer(s, "$ref", 4, NULL)))
+	{
+		JsonbValue *target = resolve_ref(c->root, kw);
+
+		if (target != NULL)
+		{
+			weigh_ref(c, target, levels - 1, &sub);
+			weight_add(w, &sub);
+		}
+	}
+
+	/* the costliest subschema one child value may meet */
+	child = 0;
+	if ((kw = getKeyJsonValueFromContainer(s, "properties", 10, NULL)))
+	{
+		JsonbIterator *it = JsonbIteratorInit(kw->val.binary.data);
+		JsonbValue	v;
+		JsonbIteratorToken tok;
+
+		while ((tok = JsonbIteratorNext(&it, &v, true)) != WJB_DONE)
+		{
+			if (tok != WJB_VALUE)
+				continue;
+			weigh(c, &v, levels - 1, &sub);
+			child = Max(child, weight_max(&sub));
+		}
+	}
+	if ((kw = getKeyJsonValueFromContainer(s, "additionalProperties", 20, NULL)))
+	{
+		weigh(c, kw, levels - 1, &sub);
+		child = Max(child, weight_max(&sub));
+	}
+	w->of[W_OBJECT] = weight_sum(w->of[W_OBJECT], child);
+
+	child = 0;
+	if ((kw = getKeyJsonValueFromContainer(s, "items", 5, NULL)))
+	{
+		weigh(c, kw, levels - 1, &sub);
+		child = weight_max(&sub);
+	}
+	if ((kw = getKeyJsonValueFromContainer(s, "uniqueItems", 11, NULL)) &&
+		kw->type == jbvBool && kw->val.boolean)
+		child += SCHEMA_UNIQUE_WEIGHT;
+	w->of[W_ARRAY] = weight_sum(w->of[W_ARRAY], child);
+
+	for (k = 0; k < W_KINDS; k++)
+		w->of[k] = Min(w->of[k], SCHEMA_WEIGHT_CAP);
+}
+
+static void
+weigh(WeightCtx *c, JsonbValue *schema, int levels, Weight *w)
+{
+	MemoryContext *scratch;
+	MemoryContext old;
+	int			k;
+
+	check_stack_depth();
+	/* a boolean is one step; so is an application nested too deep */
+	if (schema->type != jbvBinary || levels == 0)
+	{
+		for (k = 0; k < W_KINDS; k++)
+			w->of[k] = 1;
+		return;
+	}
+	/* a schema is weighed up to 65 times: free each weighing's memory */
+	scratch = &c->scratch[levels];
+	if (*scratch == NULL)
+		*scratch = AllocSetContextCreate(c->work, "openwop schema weight", ALLOCSET_SMALL_SIZES);
+	old = MemoryContextSwitchTo(*scratch);
+	weigh_keywords(c, schema->val.binary.data, levels, w);
+	MemoryContextSwitchTo(old);
+	MemoryContextReset(*scratch);
+}
+
+/* The weight of a well-formed schema: steps per value of an answer. */
+static int64
+schema_weight(JsonbContainer *root, JsonbValue *schema)
+{
+	WeightCtx	c;
+	HASHCTL		ctl;
+	Weight		w;
+
+	memset(&c, 0, sizeof(c));
+	ctl.keysize = sizeof(WeightKey);
+	ctl.entrysize = sizeof(WeightEntry);
+	ctl.hcxt = CurrentMemoryContext;
+	c.work = CurrentMemoryContext;
+	c.root = root;
+	c.memo = hash_create("openwop schema weights", 64, &ctl,
+						 HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	weigh(&c, schema, SCHEMA_MAX_DEPTH, &w);
+	return weight_max(&w);
 }
 
 /* ----------
@@ -727,6 +1639,7 @@ typedef struct CheckCtx
 	JsonbContainer *root;
 	StringInfoData where;		/* JSON pointer into the schema */
 	char	   *problem;		/* first problem found */
+	Regex	   *regex;			/* created at the first pattern */
 } CheckCtx;
 
 static void
@@ -775,25 +1688,21 @@ check_schema_array(CheckCtx *c, JsonbValue *v, const char *kw)
 	}
 }
 
+/* A pattern compiles exactly as the validator will compile it. */
 static void
-compile_pattern(void *arg)
+check_pattern(CheckCtx *c, JsonbValue *v)
 {
-	JsonbValue *pattern = arg;
-	text	   *re = cstring_to_text_with_len(pattern->val.string.val, pattern->val.string.len);
+	pcre2_code *code;
+	char	   *error;
 
-	(void) RE_compile_and_execute(re, "", 0, REG_ADVANCED, C_COLLATION_OID, 0, NULL);
-}
-
-/* Does a regular expression compile?  Checked in a subtransaction. */
-static bool
-pattern_compiles(JsonbValue *pattern)
-{
-	ErrorData  *edata = ow_try_subtransaction(compile_pattern, pattern);
-
-	/* a cancel or out-of-memory is not a verdict on the pattern */
-	if (edata && edata->sqlerrcode != ERRCODE_INVALID_REGULAR_EXPRESSION)
-		ReThrowError(edata);
-	return edata == NULL;
+	if (c->regex == NULL)
+		c->regex = regex_create();
+	code = regex_compile(c->regex, v->val.string.val, v->val.string.len, &error);
+	if (code == NULL)
+		problem(c, "pattern \"%.*s\" is not a valid regular expression: %s",
+				v->val.string.len, v->val.string.val, error);
+	else
+		pcre2_code_free(code);
 }
 
 static void
@@ -912,9 +1821,8 @@ check_keyword(CheckCtx *c, JsonbValue *k, JsonbValue *v)
 	{
 		if (v->type != jbvString)
 			problem(c, "pattern must be a string");
-		else if (!pattern_compiles(v))
-			problem(c, "pattern \"%.*s\" is not a valid regular expression",
-					v->val.string.len, v->val.string.val);
+		else
+			check_pattern(c, v);
 	}
 	else if (strcmp(kw, "multipleOf") == 0)
 	{
@@ -964,18 +1872,25 @@ check_schema(CheckCtx *c, JsonbValue *schema)
 }
 
 /*
- * NULL when schema uses only the supported subset, well-formed; otherwise a
- * message naming the first problem and where it is (a JSON pointer).
+ * NULL when schema uses only the supported subset, well-formed and within
+ * SCHEMA_MAX_WEIGHT; otherwise a message naming the first problem and where
+ * it is (a JSON pointer).
  */
 char *
 ow_schema_check(Jsonb *schema)
 {
+	MemoryContext caller = CurrentMemoryContext;
+	MemoryContext work = AllocSetContextCreate(caller, "openwop schema check",
+											   ALLOCSET_DEFAULT_SIZES);
 	CheckCtx	c;
 	JsonbValue	root;
+	char	   *result = NULL;
 
+	MemoryContextSwitchTo(work);
 	c.root = JB_ROOT_IS_OBJECT(schema) ? &schema->root : NULL;
 	initStringInfo(&c.where);
 	c.problem = NULL;
+	c.regex = NULL;
 	if (JB_ROOT_IS_SCALAR(schema))
 		JsonbExtractScalar(&schema->root, &root);
 	else
@@ -985,15 +1900,28 @@ ow_schema_check(Jsonb *schema)
 		root.val.binary.len = VARSIZE(schema) - VARHDRSZ;
 	}
 	check_schema(&c, &root);
-	return c.problem;
+	if (c.problem == NULL)
+	{
+		int64		weight = schema_weight(c.root, &root);
+
+		if (weight > SCHEMA_MAX_WEIGHT)
+			problem(&c, "the schema is too expensive to check: its weight is %s%lld, at most %d is allowed",
+					weight >= SCHEMA_WEIGHT_CAP ? "over " : "", (long long) weight,
+					SCHEMA_MAX_WEIGHT);
+	}
+	MemoryContextSwitchTo(caller);
+	if (c.problem)
+		result = pstrdup(c.problem);
+	MemoryContextDelete(work);
+	return result;
 }
 
 /*
  * openwop.json_schema_errors(schema jsonb, value jsonb) → jsonb
  *
  * The errors of value against schema, as an array of {path, keyword,
- * message}; [] when it is valid.  A schema outside the supported subset is
- * refused with validation_error.
+ * message}; [] when it is valid.  A schema outside the supported subset, or
+ * heavier than SCHEMA_MAX_WEIGHT, is refused with validation_error.
  */
 PG_FUNCTION_INFO_V1(ow_json_schema_errors);
 

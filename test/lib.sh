@@ -11,6 +11,8 @@ ensure_packages() {
 	[ -x /usr/lib/postgresql/$PGVER/bin/postgres ] || want+=(postgresql-$PGVER)
 	[ -x /usr/lib/postgresql/$PGVER/bin/pg_dump ] || want+=(postgresql-client-$PGVER)
 	[ -f /usr/lib/postgresql/$PGVER/lib/pgxs/src/makefiles/pgxs.mk ] && [ -f /usr/include/postgresql/$PGVER/server/postgres.h ] || want+=(postgresql-server-dev-$PGVER)
+	# JSON Schema "pattern" is PCRE2 (the runtime library is always on Debian)
+	[ -f /usr/include/pcre2.h ] || want+=(libpcre2-dev)
 	if [ "${1:-}" = test ]; then
 		[ -f /usr/share/postgresql/$PGVER/extension/pgtap.control ] || want+=(postgresql-$PGVER-pgtap)
 		command -v pg_prove >/dev/null 2>&1 || want+=(libtap-parser-sourcehandler-pgtap-perl)

@@ -31,6 +31,6 @@ SELECT openwop.json_schema_errors('{"$ref": "#/$defs/missing"}', '1');
 SELECT openwop.json_schema_errors('{"$ref": "https://example.org/s.json"}', '1');
 SELECT openwop.json_schema_errors('{"type": "decimal"}', '1');
 
--- a schema demanding exponential work is cut off and the value refused
+-- a schema demanding exponential work is refused when it is checked (its weight)
 SELECT openwop.json_schema_errors(
   '{"$defs": {"a": {"anyOf": [{"$ref": "#/$defs/a"}, {"$ref": "#/$defs/a"}]}}, "$ref": "#/$defs/a"}', '1');
