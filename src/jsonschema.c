@@ -47,6 +47,9 @@
 /* Schema applications nested deeper than this refuse the value. */
 #define SCHEMA_MAX_DEPTH 64
 
+/* details.errors lists at most this many failures: the value is refused either way. */
+#define SCHEMA_MAX_ERRORS 100
+
 /*
  * The heaviest schema accepted: at most this many steps per JSON value of
  * the answer.  A step is one schema application, one comparison of two
@@ -499,7 +502,7 @@ fail(SchemaCtx *c, const char *keyword, const char *fmt,...)
 {
 	StringInfoData msg;
 
-	if (c->quiet > 0)
+	if (c->quiet > 0 || c->nerrors >= SCHEMA_MAX_ERRORS)
 		return;
 	initStringInfo(&msg);
 	OW_APPEND_VA(&msg, fmt);
@@ -1935,6 +1938,8 @@ ow_json_schema_errors(PG_FUNCTION_ARGS)
 
 	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
 		ow_validation_error(PG_ARGISNULL(0) ? "schema" : "value", "schema and value must not be null");
+	ow_check_arg_size(fcinfo, 0, "schema", false);
+	ow_check_arg_size(fcinfo, 1, "value", false);
 	schema = PG_GETARG_JSONB_P(0);
 	value = PG_GETARG_JSONB_P(1);
 	if ((problem = ow_schema_check(schema)) != NULL)
