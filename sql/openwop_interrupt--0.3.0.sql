@@ -114,7 +114,7 @@ CREATE TABLE openwop.events (
     type           text COLLATE "C" NOT NULL,
     node_id        text COLLATE "C",
     payload        jsonb       NOT NULL,
-    created_at     timestamptz NOT NULL DEFAULT pg_catalog.now(),
+    created_at     timestamptz NOT NULL DEFAULT pg_catalog.clock_timestamp(),
     schema_version integer     NOT NULL DEFAULT 1,
     causation_id   text COLLATE "C",
     PRIMARY KEY (tenant, run_id, sequence)
@@ -134,7 +134,7 @@ COMMENT ON COLUMN openwop.events.sequence IS 'Per-run ordering field: 0 for the 
 COMMENT ON COLUMN openwop.events.type IS 'Registered OpenWOP v2 event type, e.g. node.started.';
 COMMENT ON COLUMN openwop.events.node_id IS 'Node the event concerns (envelope nodeId), if any.';
 COMMENT ON COLUMN openwop.events.payload IS 'Event payload (closed per-type schema of run-event-payloads).';
-COMMENT ON COLUMN openwop.events.created_at IS 'Envelope timestamp.';
+COMMENT ON COLUMN openwop.events.created_at IS 'Envelope timestamp: when the event was appended (the clock, not the transaction''s start, so a decision taken after a wait for the run lock is dated after that wait).';
 COMMENT ON COLUMN openwop.events.schema_version IS 'Envelope schemaVersion.';
 COMMENT ON COLUMN openwop.events.causation_id IS 'Envelope causationId: the eventId that caused this event, if any.';
 
@@ -219,11 +219,11 @@ COMMENT ON COLUMN openwop.idempotency_keys.principal IS 'Subject that made the r
 
 -- the deadline sweep's work list: pending interrupts with a deadline (absent or
 -- 0: never, INT-23), and expired ones whose run is still to be ended (INT-18)
-CREATE INDEX interrupts_due ON openwop.interrupts (expires_at)
+CREATE INDEX interrupts_due ON openwop.interrupts (tenant, expires_at, interrupt_id)
     WHERE expires_at IS NOT NULL
       AND (status = 'pending' OR (status = 'expired' AND resolved_sequence IS NULL));
 COMMENT ON INDEX openwop.interrupts_due IS
-  'Due work by deadline, for openwop.sweep() and the timeout worker: pending interrupts with a deadline, and interrupts a late answer expired whose run is still to be ended.';
+  'Deadline work per tenant, oldest first, for openwop.sweep() and the timeout worker (which share it out between tenants): pending interrupts with a deadline, and interrupts a late answer expired whose run is still to be ended.';
 
 CREATE TABLE openwop.votes (
     tenant        text COLLATE "C" NOT NULL,

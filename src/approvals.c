@@ -372,7 +372,7 @@ change_membership(FunctionCallInfo fcinfo, bool add)
 	{
 		tenant = text_to_cstring(PG_GETARG_TEXT_PP(2));
 		if (!ow_valid_tenant(tenant))
-			ow_validation_error("tenant", "\"%s\" is not a valid tenant id", tenant);
+			ow_validation_error("tenant", "\"%s\" is not a valid tenant id", ow_echo(tenant));
 	}
 	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
 		ow_validation_error(PG_ARGISNULL(0) ? "groupRef" : "principal",

@@ -442,7 +442,7 @@ tenant_refused(const char *asked, const char *source, const char *tenant, const 
 	ow_details_str(&d, "callerTenant", tenant);
 	ow_raise(OW_SQLSTATE_403, "id_tenant_mismatch", &d,
 			 "A DBA binds a login to its tenant with ALTER ROLE ... SET openwop.bound_tenant.",
-			 "tenant \"%s\" named by %s is not this caller's: %s", asked, source, why);
+			 "tenant \"%s\" named by %s is not this caller's: %s", ow_echo(asked), source, why);
 }
 
 static void
@@ -456,7 +456,7 @@ check_tenant_grammar(const char *tenant, const char *source)
 		ow_details_str(&d, "field", "tenant");
 		ow_raise(OW_SQLSTATE_400, "validation_error", &d,
 				 "A tenant is 1 to 128 characters of A-Z a-z 0-9 . _ ~ -, optionally prefixed \"anon:\".",
-				 "tenant \"%s\" taken from %s is not a valid tenant id", tenant, source);
+				 "tenant \"%s\" taken from %s is not a valid tenant id", ow_echo(tenant), source);
 	}
 }
 
@@ -588,7 +588,8 @@ ow_caller(OwCaller *c)
 
 /*
  * Refuse a caller that may not act in every tenant (what: the act).  Only a
- * login bound to "*" and a superuser login may: sweep() applies every
+ * login bound to "*" and a superuser login may, and not in a request
+ * session (whose caller is its JWT subject): sweep() applies every
  * tenant's deadlines.
  */
 void
@@ -598,7 +599,8 @@ ow_require_every_tenant(const char *what)
 	OwDetails	d;
 
 	ow_caller(&c);
-	if (may_choose_tenant(GetSessionUserId()))
+	/* a request session speaks for its JWT subject, never for every tenant */
+	if (c.claims == NULL && may_choose_tenant(GetSessionUserId()))
 		return;
 	ow_details_init(&d);
 	ow_details_str(&d, "tenant", "*");
@@ -876,7 +878,7 @@ ow_normalize_id(const char *input, const char *caller_tenant, const char *field,
 		ow_details_str(&d, field, input);
 		ow_raise(OW_SQLSTATE_400, "validation_error", &d,
 				 psprintf("A %s id is \"<tenant>/<opaque>\": the tenant, a slash, then 16 to 128 characters of A-Z a-z 0-9 . _ ~ -.", what),
-				 "\"%s\" is not a valid %s id", input, what);
+				 "\"%s\" is not a valid %s id", ow_echo(input), what);
 	}
 
 	if (strcmp(tenant, caller_tenant) != 0)

@@ -20,25 +20,31 @@
  * ending is the announcement (INT-18: a recorded outcome is kept, never
  * announced twice).
  *
- * Due work is taken oldest deadline first with the run row locked FOR
- * UPDATE SKIP LOCKED, so runs that other transactions hold are passed
- * over without counting against the batch: one tenant holding many due
- * runs locked cannot delay another tenant's deadline.
+ * Due work is shared out fairly: a sweep takes the tenants with due work
+ * (a loose scan of the index interrupts_due, which leads with the tenant),
+ * then settles up to OW_DUE_ROUND of each tenant's oldest due interrupts
+ * in turn, round after round.  A tenant with a burst of thousands of due
+ * deadlines gets its share of each round, not the whole worker.  Each
+ * tenant's due list is walked once per sweep with a cursor, and a run
+ * another transaction holds is passed over (SKIP LOCKED) without waiting:
+ * a thousand runs held locked cost one look each, then nothing.
  *
  *-------------------------------------------------------------------------
  */
 #include "openwop.h"
 
 #include "catalog/pg_type.h"
-#include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/memutils.h"
 
-/* The due interrupts, the same predicate as the partial index interrupts_due. */
-#define DUE_PREDICATE \
-	"i.expires_at IS NOT NULL" \
-	"   AND (i.status OPERATOR(pg_catalog.=) 'pending'" \
-	"        OR (i.status OPERATOR(pg_catalog.=) 'expired' AND i.resolved_sequence IS NULL))" \
-	"   AND i.expires_at OPERATOR(pg_catalog.<=) pg_catalog.now()"
+/* How many of one tenant's due interrupts a round of a sweep takes. */
+#define OW_DUE_ROUND 10
+
+/* Deadline work, the predicate of the partial index interrupts_due. */
+#define DEADLINE_WORK(i) \
+	i ".expires_at IS NOT NULL" \
+	" AND (" i ".status OPERATOR(pg_catalog.=) 'pending'" \
+	"      OR (" i ".status OPERATOR(pg_catalog.=) 'expired' AND " i ".resolved_sequence IS NULL))"
 
 /* Mark interrupt_id of the locked run expired (it was pending). */
 static void
@@ -52,7 +58,7 @@ mark_expired(OwRun *run, const char *interrupt_id)
 		Oid			types[2] = {TEXTOID, TEXTOID};
 
 		plan = ow_prepare("UPDATE openwop.interrupts"
-						  "   SET status = 'expired', resolved_at = pg_catalog.now()"
+						  "   SET status = 'expired', resolved_at = pg_catalog.clock_timestamp()"
 						  " WHERE tenant OPERATOR(pg_catalog.=) $1"
 						  "   AND interrupt_id OPERATOR(pg_catalog.=) $2"
 						  "   AND status OPERATOR(pg_catalog.=) 'pending'", 2, types);
@@ -140,12 +146,15 @@ typedef struct DueInterrupt
 	char	   *tenant;
 	char	   *run_id;
 	char	   *interrupt_id;
-	bool		settled;
+	TimestampTz now;			/* due at this time */
+	bool		busy;			/* out: another transaction holds its run */
+	bool		settled;		/* out: its deadline was applied */
 } DueInterrupt;
 
 /*
- * Settle one due interrupt; its run is locked already (by the due query).
- * due->settled is false when it was no longer due: a resolve won the race.
+ * Settle one due interrupt, if its run is free: false when another
+ * transaction holds the run, or the interrupt is no longer due (a resolve
+ * won the race).
  */
 static void
 settle_one(void *arg)
@@ -154,25 +163,29 @@ settle_one(void *arg)
 	DueInterrupt *due = arg;
 	OwRun		run;
 	OwDeadline	d;
-	Datum		args[2];
+	Datum		args[3];
 	HeapTuple	tup;
 	TupleDesc	desc;
 	bool		isnull;
 
 	due->settled = false;
-	ow_lock_run_id(&run, due->tenant, due->run_id);		/* held: reads the row */
+	due->busy = !ow_try_lock_run_id(&run, due->tenant, due->run_id);
+	if (due->busy)
+		return;
 	if (plan == NULL)
 	{
-		Oid			types[2] = {TEXTOID, TEXTOID};
+		Oid			types[3] = {TEXTOID, TEXTOID, TIMESTAMPTZOID};
 
 		plan = ow_prepare("SELECT i.kind, i.node_id, i.visit, i.status OPERATOR(pg_catalog.=) 'expired'"
 						  "  FROM openwop.interrupts i"
 						  " WHERE i.tenant OPERATOR(pg_catalog.=) $1"
 						  "   AND i.interrupt_id OPERATOR(pg_catalog.=) $2"
-						  "   AND " DUE_PREDICATE, 2, types);
+						  "   AND " DEADLINE_WORK("i")
+						  "   AND i.expires_at OPERATOR(pg_catalog.<=) $3", 3, types);
 	}
 	args[0] = CStringGetTextDatum(due->tenant);
 	args[1] = CStringGetTextDatum(due->interrupt_id);
+	args[2] = TimestampTzGetDatum(due->now);
 	if (SPI_execute_plan(plan, args, NULL, false, 1) != SPI_OK_SELECT)
 		elog(ERROR, "could not re-read interrupt \"%s\"", due->interrupt_id);
 	if (SPI_processed == 0)
@@ -188,77 +201,181 @@ settle_one(void *arg)
 	due->settled = true;
 }
 
+/* Settle due in a subtransaction: a failure is logged and skipped (INT-18: recorded, never raised). */
+static void
+settle_logged(DueInterrupt *due)
+{
+	ErrorData  *edata = ow_try_subtransaction(settle_one, due);
+
+	if (edata == NULL)
+		return;
+	/* a cancel stops the sweep; anything else is logged and skipped */
+	if (edata->sqlerrcode == ERRCODE_QUERY_CANCELED || edata->sqlerrcode == ERRCODE_ADMIN_SHUTDOWN)
+		ReThrowError(edata);
+	ereport(WARNING,
+			(errmsg("openwop: could not apply the deadline of interrupt \"%s\": %s",
+					due->interrupt_id, edata->message)));
+	FreeErrorData(edata);
+	due->busy = false;
+	due->settled = false;
+}
+
+/* A tenant with deadline work, and how far this sweep has walked its due list. */
+typedef struct DueTenant
+{
+	char	   *tenant;
+	TimestampTz first;			/* its earliest deadline */
+	TimestampTz after_at;		/* cursor: walked up to (after_at, after_id) */
+	char	   *after_id;
+	bool		done;
+} DueTenant;
+
 /*
- * Settle at most max due interrupts, oldest deadline first, skipping runs
- * that other transactions hold and the interrupts named in *failed.  Each
- * is settled in its own subtransaction: a failure is logged, added to
- * *failed (allocated in failed_cxt) and skipped (INT-18: recorded, never
- * raised).  Returns how many were settled; *found says how many were due.
+ * The tenants with deadline work, each with its earliest deadline, in
+ * cxt; *next is the earliest of all (DT_NOEND when there is none).  A
+ * loose scan: one index probe per tenant, however many deadlines it has.
  */
-int
-ow_sweep_deadlines(int max, List **failed, MemoryContext failed_cxt, int *found)
+static List *
+deadline_tenants(MemoryContext cxt, TimestampTz *next)
 {
 	static SPIPlanPtr plan = NULL;
-	Datum		args[2];
-	Datum	   *skip;
-	ListCell   *lc;
-	DueInterrupt *due;
-	int			n;
-	int			i;
-	int			settled = 0;
-	MemoryContext old;
+	List	   *out = NIL;
+	uint64		i;
+
+	if (plan == NULL)
+		plan = ow_prepare("WITH RECURSIVE t (tenant) AS ("
+						  "  (SELECT i.tenant FROM openwop.interrupts i WHERE " DEADLINE_WORK("i")
+						  "    ORDER BY i.tenant LIMIT 1)"
+						  "  UNION ALL"
+						  "  SELECT (SELECT i.tenant FROM openwop.interrupts i WHERE " DEADLINE_WORK("i")
+						  "             AND i.tenant OPERATOR(pg_catalog.>) t.tenant ORDER BY i.tenant LIMIT 1)"
+						  "    FROM t WHERE t.tenant IS NOT NULL)"
+						  " SELECT t.tenant, (SELECT i.expires_at FROM openwop.interrupts i"
+						  "                    WHERE " DEADLINE_WORK("i") " AND i.tenant OPERATOR(pg_catalog.=) t.tenant"
+						  "                    ORDER BY i.expires_at LIMIT 1)"
+						  "   FROM t WHERE t.tenant IS NOT NULL", 0, NULL);
+	if (SPI_execute_plan(plan, NULL, NULL, true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not list the tenants with deadlines");
+	*next = DT_NOEND;
+	for (i = 0; i < SPI_processed; i++)
+	{
+		MemoryContext old = MemoryContextSwitchTo(cxt);
+		DueTenant  *t = palloc0(sizeof(DueTenant));
+		bool		isnull;
+
+		t->tenant = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1);
+		t->first = DatumGetTimestampTz(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2, &isnull));
+		t->after_at = DT_NOBEGIN;
+		t->after_id = "";
+		out = lappend(out, t);
+		MemoryContextSwitchTo(old);
+		*next = Min(*next, t->first);
+	}
+	return out;
+}
+
+/* The next at most n due interrupts of tenant t after its cursor, oldest first; advances the cursor. */
+static int
+next_due(DueTenant *t, TimestampTz now, int n, DueInterrupt *due, MemoryContext cxt)
+{
+	static SPIPlanPtr plan = NULL;
+	Datum		args[5];
+	uint64		i;
 
 	if (plan == NULL)
 	{
-		Oid			types[2] = {INT4OID, TEXTARRAYOID};
+		Oid			types[5] = {TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID, TEXTOID, INT4OID};
 
-		/* the lock is taken as rows are found, so locked runs do not count against the limit */
-		plan = ow_prepare("SELECT i.tenant, i.run_id, i.interrupt_id"
-						  "  FROM openwop.interrupts i"
-						  "  JOIN openwop.runs r ON r.tenant OPERATOR(pg_catalog.=) i.tenant"
-						  "                     AND r.run_id OPERATOR(pg_catalog.=) i.run_id"
-						  " WHERE " DUE_PREDICATE
-						  "   AND i.interrupt_id OPERATOR(pg_catalog.<>) ALL ($2)"
-						  " ORDER BY i.expires_at LIMIT $1"
-						  "   FOR UPDATE OF r SKIP LOCKED", 2, types);
+		plan = ow_prepare("SELECT i.run_id, i.interrupt_id, i.expires_at FROM openwop.interrupts i"
+						  " WHERE i.tenant OPERATOR(pg_catalog.=) $1 AND " DEADLINE_WORK("i")
+						  "   AND i.expires_at OPERATOR(pg_catalog.<=) $2"
+						  "   AND ROW(i.expires_at, i.interrupt_id) OPERATOR(pg_catalog.>) ROW($3, $4)"
+						  " ORDER BY i.expires_at, i.interrupt_id LIMIT $5", 5, types);
 	}
-	skip = palloc(sizeof(Datum) * (list_length(*failed) + 1));
-	i = 0;
-	foreach(lc, *failed)
-		skip[i++] = CStringGetTextDatum((char *) lfirst(lc));
-	args[0] = Int32GetDatum(max);
-	args[1] = PointerGetDatum(construct_array(skip, i, TEXTOID, -1, false, TYPALIGN_INT));
-	if (SPI_execute_plan(plan, args, NULL, false, 0) != SPI_OK_SELECT)
-		elog(ERROR, "could not list due interrupts");
-	n = (int) SPI_processed;
-	due = palloc(sizeof(DueInterrupt) * (n + 1));
-	for (i = 0; i < n; i++)
+	args[0] = CStringGetTextDatum(t->tenant);
+	args[1] = TimestampTzGetDatum(now);
+	args[2] = TimestampTzGetDatum(t->after_at);
+	args[3] = CStringGetTextDatum(t->after_id);
+	args[4] = Int32GetDatum(n);
+	if (SPI_execute_plan(plan, args, NULL, true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not list the due interrupts of tenant \"%s\"", t->tenant);
+	for (i = 0; i < SPI_processed; i++)
 	{
-		due[i].tenant = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1);
-		due[i].run_id = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2);
-		due[i].interrupt_id = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 3);
-	}
-	*found = n;
+		MemoryContext old = MemoryContextSwitchTo(cxt);
+		bool		isnull;
 
-	for (i = 0; i < n; i++)
-	{
-		ErrorData  *edata = ow_try_subtransaction(settle_one, &due[i]);
-
-		if (edata == NULL)
-		{
-			settled += due[i].settled;
-			continue;
-		}
-		/* a cancel stops the sweep; anything else is logged and skipped */
-		if (edata->sqlerrcode == ERRCODE_QUERY_CANCELED || edata->sqlerrcode == ERRCODE_ADMIN_SHUTDOWN)
-			ReThrowError(edata);
-		ereport(WARNING,
-				(errmsg("openwop: could not apply the deadline of interrupt \"%s\": %s",
-						due[i].interrupt_id, edata->message)));
-		FreeErrorData(edata);
-		old = MemoryContextSwitchTo(failed_cxt);
-		*failed = lappend(*failed, pstrdup(due[i].interrupt_id));
+		due[i].tenant = t->tenant;
+		due[i].run_id = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1);
+		due[i].interrupt_id = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2);
+		due[i].now = now;
+		t->after_at = DatumGetTimestampTz(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 3, &isnull));
+		t->after_id = due[i].interrupt_id;
 		MemoryContextSwitchTo(old);
+	}
+	if (SPI_processed < (uint64) n)
+		t->done = true;
+	return (int) SPI_processed;
+}
+
+/*
+ * Apply due deadlines, sharing them out fairly between tenants: round
+ * after round, up to OW_DUE_ROUND of each tenant's oldest.  At most max
+ * are tried; runs another transaction holds are looked at, not counted.
+ * Each is settled in a subtransaction under its run's lock; a
+ * run another transaction holds is passed over.  begin and end, when not
+ * NULL, bracket each piece of work in a transaction of its own (the
+ * worker: it holds one run's lock at a time); otherwise everything runs
+ * in the caller's transaction.  Work lives in cxt.  Returns how many were
+ * settled; *next is the earliest deadline still pending when it started
+ * (DT_NOEND if none), for the worker's sleep.
+ */
+int
+ow_sweep_deadlines(int max, void (*begin) (void), void (*end) (void), MemoryContext cxt,
+				   TimestampTz *next)
+{
+	TimestampTz now = GetCurrentTimestamp();
+	List	   *tenants;
+	ListCell   *lc;
+	DueInterrupt *due = MemoryContextAlloc(cxt, sizeof(DueInterrupt) * OW_DUE_ROUND);
+	int			tried = 0;
+	int			settled = 0;
+	bool		more = true;
+
+	if (begin)
+		begin();
+	tenants = deadline_tenants(cxt, next);
+	if (end)
+		end();
+
+	while (more && tried < max)
+	{
+		more = false;
+		foreach(lc, tenants)
+		{
+			DueTenant  *t = lfirst(lc);
+			int			n;
+			int			k;
+
+			if (t->done || t->first > now || tried >= max)
+				continue;
+			if (begin)
+				begin();
+			n = next_due(t, now, Min(OW_DUE_ROUND, max - tried), due, cxt);
+			if (end)
+				end();
+			more |= !t->done;
+			for (k = 0; k < n; k++)
+			{
+				if (begin)
+					begin();
+				settle_logged(&due[k]);
+				if (end)
+					end();
+				/* a busy run cost one look; it does not count against max */
+				settled += due[k].settled;
+				tried += !due[k].busy;
+			}
+		}
 	}
 	return settled;
 }

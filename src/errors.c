@@ -13,9 +13,28 @@
 #include "access/detoast.h"
 #include "access/xact.h"
 #include "lib/stringinfo.h"
+#include "mb/pg_wchar.h"
+#include "utils/builtins.h"
+#include "utils/fmgrprotos.h"
+#include "utils/numeric.h"
 #include "utils/json.h"
 #include "utils/memutils.h"
 #include "utils/resowner.h"
+
+/*
+ * A caller's input as a refusal may quote it: at most OW_ECHO_MAX bytes
+ * (cut at a character boundary, then "..."), so an argument of any size
+ * costs its refusal no more than this.
+ */
+const char *
+ow_echo(const char *s)
+{
+	int			len;
+
+	if (s == NULL || (len = strlen(s)) <= OW_ECHO_MAX)
+		return s;
+	return psprintf("%.*s...", pg_mbcliplen(s, len, OW_ECHO_MAX), s);
+}
 
 void
 ow_details_init(OwDetails *d)
@@ -39,7 +58,7 @@ ow_details_str(OwDetails *d, const char *key, const char *value)
 {
 	details_key(d, key);
 	if (value)
-		escape_json(&d->buf, value);
+		escape_json(&d->buf, ow_echo(value));
 	else
 		appendStringInfoString(&d->buf, "null");
 }
@@ -205,4 +224,70 @@ ow_check_arg_size(FunctionCallInfo fcinfo, int n, const char *field, bool answer
 	ow_raise(OW_SQLSTATE_400, "validation_error", &d,
 			 psprintf("The limit is the setting %s.", setting),
 			 "%s is %zu bytes, more than the %d bytes allowed", field, size, limit);
+}
+
+/* JSON values nest at most this deep; numbers stay within 1e100 and 100 decimals. */
+#define OW_JSON_MAX_DEPTH 1000
+#define OW_JSON_MAX_SCALE 100
+
+static void
+json_bound_error(const char *field, const char *what)
+{
+	OwDetails	d;
+
+	ow_details_init(&d);
+	ow_details_str(&d, "field", field);
+	ow_raise(OW_SQLSTATE_400, "validation_error", &d,
+			 "JSON values nest at most 1000 levels deep, and numbers are below 1e100 in magnitude with at most 100 decimal places.",
+			 "%s %s", field, what);
+}
+
+/*
+ * A jsonb argument: its size as ow_check_arg_size checks it, then its
+ * shape, in one pass that does not recurse: nesting at most
+ * OW_JSON_MAX_DEPTH (deeper values overflow the stack of the code that
+ * copies them), numbers below 1e100 in magnitude with at most
+ * OW_JSON_MAX_SCALE decimal places (a 16-byte 1e131071 prints as 131,072
+ * characters, in every event, digest and message that carries it).
+ */
+void
+ow_check_json_arg(FunctionCallInfo fcinfo, int n, const char *field, bool answer)
+{
+	static Numeric limit = NULL;
+	JsonbIterator *it;
+	JsonbValue	v;
+	JsonbIteratorToken tok;
+	int			depth = 0;
+
+	ow_check_arg_size(fcinfo, n, field, answer);
+	if (PG_ARGISNULL(n))
+		return;
+	if (limit == NULL)
+	{
+		MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+
+		limit = DatumGetNumeric(DirectFunctionCall3(numeric_in, CStringGetDatum("1e100"),
+													ObjectIdGetDatum(InvalidOid), Int32GetDatum(-1)));
+		MemoryContextSwitchTo(old);
+	}
+	it = JsonbIteratorInit(&PG_GETARG_JSONB_P(n)->root);
+	while ((tok = JsonbIteratorNext(&it, &v, false)) != WJB_DONE)
+	{
+		if (tok == WJB_BEGIN_ARRAY || tok == WJB_BEGIN_OBJECT)
+		{
+			if (++depth > OW_JSON_MAX_DEPTH)
+				json_bound_error(field, "nests deeper than 1000 levels");
+		}
+		else if (tok == WJB_END_ARRAY || tok == WJB_END_OBJECT)
+			depth--;
+		else if ((tok == WJB_VALUE || tok == WJB_ELEM) && v.type == jbvNumeric)
+		{
+			Numeric		abs = DatumGetNumeric(DirectFunctionCall1(numeric_abs, NumericGetDatum(v.val.numeric)));
+
+			if (DatumGetInt32(DirectFunctionCall2(numeric_cmp, NumericGetDatum(abs), NumericGetDatum(limit))) >= 0)
+				json_bound_error(field, "holds a number of 1e100 or more in magnitude");
+			if (DatumGetInt32(DirectFunctionCall1(numeric_scale, NumericGetDatum(v.val.numeric))) > OW_JSON_MAX_SCALE)
+				json_bound_error(field, "holds a number with more than 100 decimal places");
+		}
+	}
 }

@@ -15,6 +15,8 @@
  */
 #include "openwop.h"
 
+#include "access/detoast.h"
+
 #include "catalog/pg_type.h"
 #include "common/cryptohash.h"
 #include "common/sha2.h"
@@ -543,13 +545,13 @@ add_completed_prefix(OwJson *j, OwRun *run, int64 requested_seq)
 	static SPIPlanPtr plan = NULL;
 	Datum		args[3];
 	uint64		i;
+	Size		total = 0;
 
 	if (plan == NULL)
 	{
 		Oid			types[3] = {TEXTOID, TEXTOID, INT8OID};
 
-		plan = ow_prepare("SELECT DISTINCT ON (node_id) node_id,"
-						  "       payload OPERATOR(pg_catalog.->) 'outputs'"
+		plan = ow_prepare("SELECT DISTINCT ON (node_id) node_id, payload"
 						  "  FROM openwop.events"
 						  " WHERE tenant OPERATOR(pg_catalog.=) $1"
 						  "   AND run_id OPERATOR(pg_catalog.=) $2"
@@ -562,17 +564,41 @@ add_completed_prefix(OwJson *j, OwRun *run, int64 requested_seq)
 	args[2] = Int64GetDatum(requested_seq);
 	if (SPI_execute_plan(plan, args, NULL, true, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not read the completed nodes of run \"%s\"", run->run_id);
+
+	/* measured before anything is read: the envelope must stay a jsonb value */
+	for (i = 0; i < SPI_processed; i++)
+	{
+		bool		isnull;
+		Datum		ev = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2, &isnull);
+
+		total += isnull ? 0 : toast_raw_datum_size(ev);
+	}
+	if (total > OW_ENVELOPE_MAX)
+	{
+		OwDetails	d;
+
+		ow_details_init(&d);
+		ow_details_str(&d, "runId", run->run_id);
+		ow_details_int(&d, "size", (int64) total);
+		ow_details_int(&d, "limit", (int64) OW_ENVELOPE_MAX);
+		ow_raise(OW_SQLSTATE_409, "run_state_conflict", &d,
+				 "An interrupt's envelope carries the outputs of every completed node: keep large data out of node outputs.",
+				 "the completed nodes of run \"%s\" hold %zu bytes of outputs, more than an envelope may carry",
+				 run->run_id, total);
+	}
+
 	owj_begin_object(j, "results");
 	for (i = 0; i < SPI_processed; i++)
 	{
 		bool		isnull;
-		Datum		out = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2, &isnull);
+		Datum		ev = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2, &isnull);
 		char	   *node = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1);
+		JsonbValue *out;
 
 		/* an event without a node or outputs (restored, not ours) names no result */
-		if (isnull || node == NULL)
+		if (isnull || node == NULL || (out = owj_get(DatumGetJsonbP(ev), "outputs")) == NULL)
 			continue;
-		owj_jsonb(j, node, DatumGetJsonbP(out));
+		owj_value(j, node, out);
 	}
 	owj_end_object(j);
 }
@@ -801,13 +827,13 @@ ow_interrupt(PG_FUNCTION_ARGS)
 		ow_validation_error("nodeId", "node_id must not be null");
 	if (PG_ARGISNULL(2))
 		ow_validation_error("request", "request must not be null");
-	ow_check_arg_size(fcinfo, 2, "request", false);
+	ow_check_json_arg(fcinfo, 2, "request", false);
 	run_input = text_to_cstring(PG_GETARG_TEXT_PP(0));
 	node_id = text_to_cstring(PG_GETARG_TEXT_PP(1));
 	request = PG_GETARG_JSONB_P(2);
 	ordinal = PG_ARGISNULL(3) ? 0 : PG_GETARG_INT32(3);
 	if (!ow_valid_author_id(node_id))
-		ow_validation_error("nodeId", "\"%s\" is not a valid node id", node_id);
+		ow_validation_error("nodeId", "\"%s\" is not a valid node id", ow_echo(node_id));
 	if (ordinal < 0)
 		ow_validation_error("ordinal", "ordinal must be 0 or greater, not %d", ordinal);
 	tenant = ow_caller_tenant();

@@ -1938,8 +1938,8 @@ ow_json_schema_errors(PG_FUNCTION_ARGS)
 
 	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
 		ow_validation_error(PG_ARGISNULL(0) ? "schema" : "value", "schema and value must not be null");
-	ow_check_arg_size(fcinfo, 0, "schema", false);
-	ow_check_arg_size(fcinfo, 1, "value", false);
+	ow_check_json_arg(fcinfo, 0, "schema", false);
+	ow_check_json_arg(fcinfo, 1, "value", false);
 	schema = PG_GETARG_JSONB_P(0);
 	value = PG_GETARG_JSONB_P(1);
 	if ((problem = ow_schema_check(schema)) != NULL)

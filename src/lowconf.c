@@ -43,7 +43,8 @@ run_threshold(OwRun *run)
 	bool		isnull;
 	Datum		d;
 
-	if (ow_run_query(&plan, "SELECT (configurable OPERATOR(pg_catalog.#>) '{run,escalationThreshold}')::pg_catalog.float8"
+	/* rounded first: a stored 1e-400 must read as 0, not underflow float8 */
+	if (ow_run_query(&plan, "SELECT pg_catalog.round((configurable OPERATOR(pg_catalog.#>) '{run,escalationThreshold}')::pg_catalog.numeric, 17)::pg_catalog.float8"
 							"  FROM openwop.runs"
 							" WHERE tenant OPERATOR(pg_catalog.=) $1 AND run_id OPERATOR(pg_catalog.=) $2"
 							"   AND pg_catalog.jsonb_typeof(configurable OPERATOR(pg_catalog.#>) '{run,escalationThreshold}')"
@@ -206,14 +207,14 @@ ow_record_agent_decision(PG_FUNCTION_ARGS)
 	if (PG_ARGISNULL(0) || PG_ARGISNULL(1) || PG_ARGISNULL(2))
 		ow_validation_error(PG_ARGISNULL(0) ? "runId" : PG_ARGISNULL(1) ? "nodeId" : "agentId",
 							"run_id, node_id and agent_id must not be null");
-	ow_check_arg_size(fcinfo, 4, "decision", false);
+	ow_check_json_arg(fcinfo, 4, "decision", false);
 	run_input = text_to_cstring(PG_GETARG_TEXT_PP(0));
 	node_id = text_to_cstring(PG_GETARG_TEXT_PP(1));
 	agent_id = text_to_cstring(PG_GETARG_TEXT_PP(2));
 	if (!ow_valid_author_id(node_id))
-		ow_validation_error("nodeId", "\"%s\" is not a valid node id", node_id);
+		ow_validation_error("nodeId", "\"%s\" is not a valid node id", ow_echo(node_id));
 	if (!ow_valid_author_id(agent_id))
-		ow_validation_error("agentId", "\"%s\" is not a valid agent id", agent_id);
+		ow_validation_error("agentId", "\"%s\" is not a valid agent id", ow_echo(agent_id));
 	/* NaN and infinity are a buggy signal: recorded without a confidence, never escalated */
 	if (has_conf && (isnan(confidence) || isinf(confidence)))
 		has_conf = false;

@@ -60,6 +60,10 @@ typedef struct OwDetails
 	int			count;
 } OwDetails;
 
+/* The most of a caller's input that a refusal quotes, in bytes (errors.c). */
+#define OW_ECHO_MAX 512
+
+extern const char *ow_echo(const char *s);
 extern void ow_details_init(OwDetails *d);
 extern void ow_details_str(OwDetails *d, const char *key, const char *value);
 extern void ow_details_int(OwDetails *d, const char *key, int64 value);
@@ -76,6 +80,13 @@ extern int	ow_max_payload_size;
 extern int	ow_max_answer_size;
 extern int	ow_max_votes_per_voter;
 extern void ow_check_arg_size(FunctionCallInfo fcinfo, int n, const char *field, bool answer);
+extern void ow_check_json_arg(FunctionCallInfo fcinfo, int n, const char *field, bool answer);
+
+/*
+ * The most the outputs carried by one interrupt envelope may total
+ * (interrupts.c): 128 payloads, and never near jsonb's 256 MB.
+ */
+#define OW_ENVELOPE_MAX ((Size) Min(128 * 1024 * 1024, 128 * (int64) ow_max_payload_size))
 
 /* Shorthands for the common refusals. */
 extern void ow_validation_error(const char *field, const char *fmt,...)
@@ -369,7 +380,8 @@ typedef struct OwDeadline
 } OwDeadline;
 
 extern void ow_apply_deadline(OwRun *run, const OwDeadline *d, bool late);
-extern int	ow_sweep_deadlines(int max, List **failed, MemoryContext failed_cxt, int *found);
+extern int	ow_sweep_deadlines(int max, void (*begin) (void), void (*end) (void), MemoryContext cxt,
+							   TimestampTz *next);
 
 /* ----------
  * The timeout worker and sweep() (sweeper.c)

@@ -192,7 +192,7 @@ ow_record_resolution(OwRun *run, OwResolution *r)
 	"   WHERE v.payload IS NOT NULL" \
 	"), claimed AS (" \
 	"  UPDATE openwop.interrupts" \
-	"     SET status = 'resolved', resolved_at = pg_catalog.now()," \
+	"     SET status = 'resolved', resolved_at = pg_catalog.clock_timestamp()," \
 	"         resume_value = $7, decision = $8, action = $9," \
 	"         resolved_by = $10, resolved_sequence = $3, reason = $11" \
 	"   WHERE tenant OPERATOR(pg_catalog.=) $1 AND run_id OPERATOR(pg_catalog.=) $2" \

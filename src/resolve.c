@@ -34,7 +34,7 @@ PG_FUNCTION_INFO_V1(ow_resolve_interrupt);
  */
 #define PENDING_SQL(match) \
 	"SELECT i.interrupt_id, i.node_id, i.kind, i.payload, i.visit," \
-	"       COALESCE(i.expires_at OPERATOR(pg_catalog.<=) pg_catalog.now(), false)," \
+	"       COALESCE(i.expires_at OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp(), false)," \
 	"       o.kind, o.node_id," \
 	"       ARRAY(SELECT g.group_ref FROM openwop.group_members g" \
 	"              WHERE g.tenant OPERATOR(pg_catalog.=) i.tenant" \
@@ -379,7 +379,7 @@ stamped_answer(Jsonb *value, const OwSubject *who)
 	owj_begin(&j);
 	owj_members_except(&j, value, filled);
 	owj_str(&j, "decidedBy", who->subject_id);
-	owj_str(&j, "decidedAt", owj_iso8601(GetCurrentTransactionStartTimestamp()));
+	owj_str(&j, "decidedAt", owj_iso8601(GetCurrentTimestamp()));
 	return owj_end(&j);
 }
 
@@ -585,13 +585,13 @@ ow_resolve_interrupt(PG_FUNCTION_ARGS)
 		ow_validation_error("nodeId", "node_id must not be null");
 	if (PG_ARGISNULL(2))
 		ow_validation_error("resumeValue", "resume_value is required");
-	ow_check_arg_size(fcinfo, 2, "resumeValue", true);
+	ow_check_json_arg(fcinfo, 2, "resumeValue", true);
 	run_input = text_to_cstring(PG_GETARG_TEXT_PP(0));
 	node_id = text_to_cstring(PG_GETARG_TEXT_PP(1));
 	value = PG_GETARG_JSONB_P(2);
 	idem_key = PG_ARGISNULL(3) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(3));
 	if (!ow_valid_author_id(node_id))
-		ow_validation_error("nodeId", "\"%s\" is not a valid node id", node_id);
+		ow_validation_error("nodeId", "\"%s\" is not a valid node id", ow_echo(node_id));
 	if (idem_key)
 		ow_check_idempotency_key(idem_key);
 

@@ -95,7 +95,7 @@ required_node_arg(FunctionCallInfo fcinfo, int n)
 	if (!ow_valid_author_id(node_id))
 		ow_validation_error("nodeId",
 							"\"%s\" is not a valid node id (1 to 128 characters of A-Z a-z 0-9 . _ ~ : -)",
-							node_id);
+							ow_echo(node_id));
 	return node_id;
 }
 
@@ -112,7 +112,7 @@ object_arg(FunctionCallInfo fcinfo, int n, const char *field)
 		owj_begin(&j);
 		return owj_end(&j);
 	}
-	ow_check_arg_size(fcinfo, n, field, false);
+	ow_check_json_arg(fcinfo, n, field, false);
 	jb = PG_GETARG_JSONB_P(n);
 	if (!JB_ROOT_IS_OBJECT(jb))
 		ow_validation_error(field, "%s must be a JSON object", field);
@@ -143,7 +143,7 @@ error_arg(FunctionCallInfo fcinfo, int n)
 
 	if (PG_ARGISNULL(n))
 		ow_validation_error("error", "error must not be null");
-	ow_check_arg_size(fcinfo, n, "error", false);
+	ow_check_json_arg(fcinfo, n, "error", false);
 	err = PG_GETARG_JSONB_P(n);
 	if (!JB_ROOT_IS_OBJECT(err))
 		ow_validation_error("error", "error must be a JSON object with code and message");
@@ -542,7 +542,7 @@ ow_create_run(PG_FUNCTION_ARGS)
 	if (!ow_valid_author_id(workflow_id))
 		ow_validation_error("workflowId",
 							"\"%s\" is not a valid workflow id (1 to 128 characters of A-Z a-z 0-9 . _ ~ : -)",
-							workflow_id);
+							ow_echo(workflow_id));
 	refuse_unknown_members(&options->root, option_keys, NULL);
 	if (owj_get(options, "callbackUrl") != NULL)
 		ow_validation_error("callbackUrl",
@@ -956,7 +956,7 @@ ow_start_node(PG_FUNCTION_ARGS)
 	bool		recovered;
 
 	if (type_id && !ow_valid_type_id(type_id))
-		ow_validation_error("typeId", "\"%s\" is not a valid node type id (e.g. core.ai.callPrompt)", type_id);
+		ow_validation_error("typeId", "\"%s\" is not a valid node type id (e.g. core.ai.callPrompt)", ow_echo(type_id));
 
 	call_begin(&call, run_input);
 	refuse_if_terminal(run);
@@ -1373,7 +1373,7 @@ end_run(FunctionCallInfo fcinfo, OwTerminal how)
 			value = error_arg(fcinfo, 1);
 			failed_node = text_arg(fcinfo, 2);
 			if (failed_node && !ow_valid_author_id(failed_node))
-				ow_validation_error("failedNodeId", "\"%s\" is not a valid node id", failed_node);
+				ow_validation_error("failedNodeId", "\"%s\" is not a valid node id", ow_echo(failed_node));
 			break;
 		case OW_CANCEL:
 			ow_check_arg_size(fcinfo, 1, "reason", false);

@@ -62,8 +62,7 @@ ow_sweep(PG_FUNCTION_ARGS)
 {
 	int32		max = PG_ARGISNULL(0) ? 1000 : PG_GETARG_INT32(0);
 	OwPriv		priv;
-	List	   *failed = NIL;
-	int			found;
+	TimestampTz next;
 	int			n;
 
 	if (max < 1)
@@ -71,7 +70,7 @@ ow_sweep(PG_FUNCTION_ARGS)
 	ow_require_every_tenant("sweep()");
 	SPI_connect();
 	ow_become_owner(&priv);
-	n = ow_sweep_deadlines(max, &failed, CurrentMemoryContext, &found);
+	n = ow_sweep_deadlines(max, NULL, NULL, CurrentMemoryContext, &next);
 	n += ow_purge_idempotency(max);
 	ow_restore_user(&priv);
 	SPI_finish();
@@ -148,57 +147,46 @@ sweeper_detach(int code, Datum arg)
 	SpinLockRelease(&ow_shared->mutex);
 }
 
-/* Begin one transaction of the worker, as the extension owner; false when it is not installed. */
-static bool
-worker_begin(OwPriv *priv, const char *activity)
+/* The worker's transactions: each runs as the extension owner. */
+static OwPriv worker_priv;
+
+static void
+worker_begin(void)
 {
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
 	SPI_connect();
 	PushActiveSnapshot(GetTransactionSnapshot());
-	pgstat_report_activity(STATE_RUNNING, activity);
-	if (!OidIsValid(get_extension_oid("openwop_interrupt", true)))
-		return false;
-	ow_become_owner(priv);
-	return true;
+	ow_become_owner(&worker_priv);
 }
 
 static void
-worker_end(OwPriv *priv, bool installed)
+worker_end(void)
 {
-	if (installed)
-		ow_restore_user(priv);
+	ow_restore_user(&worker_priv);
 	SPI_finish();
 	PopActiveSnapshot();
 	CommitTransactionCommand();
-	pgstat_report_activity(STATE_IDLE, NULL);
 }
 
-/* Milliseconds until the next deadline (0 if one is due), or -1 when there is none. */
-static long
-next_deadline_ms(void)
+/* Is the extension installed in the worker's database? */
+static bool
+installed(void)
 {
-	bool		isnull;
-	Datum		d;
+	bool		found;
 
-	if (SPI_execute("SELECT EXTRACT(EPOCH FROM pg_catalog.min(expires_at) OPERATOR(pg_catalog.-) pg_catalog.now())"
-					"  FROM openwop.interrupts"
-					" WHERE expires_at IS NOT NULL"
-					"   AND (status OPERATOR(pg_catalog.=) 'pending'"
-					"        OR (status OPERATOR(pg_catalog.=) 'expired' AND resolved_sequence IS NULL))",
-					true, 1) != SPI_OK_SELECT || SPI_processed != 1)
-		elog(ERROR, "could not read the next deadline");
-	d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
-	if (isnull)
-		return -1;
-	return Max(0, (long) (DatumGetFloat8(DirectFunctionCall1(numeric_float8, d)) * 1000.0));
+	StartTransactionCommand();
+	found = OidIsValid(get_extension_oid("openwop_interrupt", true));
+	CommitTransactionCommand();
+	return found;
 }
 
 /*
- * One pass: settle due interrupts one transaction each (at most batch of
- * them), purge expired idempotency records, then say how long to sleep,
- * in ms: until the next deadline, at most openwop.sweeper_interval, 0 when
- * the batch ran out with more work due.
+ * One pass: settle due deadlines, each in a transaction of its own (at
+ * most batch of them, shared fairly between tenants), purge expired
+ * idempotency records, then say how long to sleep, in ms: until the next
+ * deadline, at most openwop.sweeper_interval, 0 when the batch ran out
+ * with more work due.
  */
 static long
 sweeper_pass(void)
@@ -206,46 +194,38 @@ sweeper_pass(void)
 	const int	batch = 1000;
 	long		sleep_ms = (long) ow_sweeper_interval * 1000L;
 	static MemoryContext pass_cxt = NULL;
-	List	   *failed = NIL;	/* interrupts whose settling failed in this pass */
-	OwPriv		priv;
-	bool		installed = true;
-	int			done = 0;
-	int			found = 1;
-	int			purged = 0;
+	TimestampTz next;
+	int			settled;
+	int			purged;
 
+	if (!installed())
+		return sleep_ms;
 	/* reset, not deleted, each pass: an error escaping a pass must not leak it */
 	if (pass_cxt == NULL)
 		pass_cxt = AllocSetContextCreate(TopMemoryContext, "openwop timeout pass", ALLOCSET_SMALL_SIZES);
 	MemoryContextReset(pass_cxt);
-	while (installed && found > 0 && done < batch)
-	{
-		installed = worker_begin(&priv, "openwop: applying deadlines");
-		if (installed)
-			(void) ow_sweep_deadlines(1, &failed, pass_cxt, &found);
-		worker_end(&priv, installed);
-		done += found;
-	}
-	if (installed)
-	{
-		long		next;
 
-		installed = worker_begin(&priv, "openwop: removing expired idempotency records");
-		if (installed)
-		{
-			purged = ow_purge_idempotency(batch);
-			next = next_deadline_ms();
+	pgstat_report_activity(STATE_RUNNING, "openwop: applying deadlines");
+	settled = ow_sweep_deadlines(batch, worker_begin, worker_end, pass_cxt, &next);
+	pgstat_report_activity(STATE_RUNNING, "openwop: removing expired idempotency records");
+	worker_begin();
+	purged = ow_purge_idempotency(batch);
+	worker_end();
+	pgstat_report_activity(STATE_IDLE, NULL);
 
-			/*
-			 * Wake just after the next deadline.  One still due was left
-			 * because its run is busy or settling it failed: retry in a
-			 * second, not in a hot loop.
-			 */
-			if (done >= batch || purged >= batch)
-				sleep_ms = 0;
-			else if (next >= 0)
-				sleep_ms = Min(sleep_ms, next > 0 ? next + 10 : 1000L);
-		}
-		worker_end(&priv, installed);
+	/* work was done and more may be due: go on at once */
+	if (purged >= batch || (settled > 0 && next <= GetCurrentTimestamp()))
+		return 0;
+	if (next != DT_NOEND)
+	{
+		long		ms = (long) ((next - GetCurrentTimestamp()) / 1000);
+
+		/*
+		 * Wake just after the next deadline.  One already due was left
+		 * because its run is busy or its settling failed: retry in a
+		 * second, not in a hot loop.
+		 */
+		sleep_ms = Min(sleep_ms, ms > 0 ? ms + 10 : 1000L);
 	}
 	return sleep_ms;
 }

@@ -590,7 +590,7 @@ ow_resolve_interrupt_by_token(PG_FUNCTION_ARGS)
 
 	if (PG_ARGISNULL(1))
 		ow_validation_error("resumeValue", "resume_value is required");
-	ow_check_arg_size(fcinfo, 1, "resumeValue", true);
+	ow_check_json_arg(fcinfo, 1, "resumeValue", true);
 	value = PG_GETARG_JSONB_P(1);
 	idem_key = PG_ARGISNULL(2) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(2));
 	if (idem_key)
@@ -748,7 +748,7 @@ ow_mint_interrupt_token(PG_FUNCTION_ARGS)
 	interrupt_id = ow_normalize_id(text_to_cstring(PG_GETARG_TEXT_PP(0)), tenant, "interruptId", "interrupt");
 	intent = PG_ARGISNULL(1) ? "resolve" : text_to_cstring(PG_GETARG_TEXT_PP(1));
 	if (strcmp(intent, "resolve") != 0 && strcmp(intent, "inspect") != 0)
-		ow_validation_error("intent", "intent must be resolve or inspect, not \"%s\"", intent);
+		ow_validation_error("intent", "intent must be resolve or inspect, not \"%s\"", ow_echo(intent));
 	if (strcmp(intent, "resolve") == 0)
 		require_issuer();
 	if (PG_ARGISNULL(2))
@@ -782,7 +782,7 @@ ow_mint_interrupt_token(PG_FUNCTION_ARGS)
 		Oid			types[2] = {TEXTOID, TEXTOID};
 
 		interrupt_plan = ow_prepare("SELECT run_id, node_id, status, kind, payload, expires_at,"
-									"       COALESCE(expires_at OPERATOR(pg_catalog.<=) pg_catalog.now(), false)"
+									"       COALESCE(expires_at OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp(), false)"
 									"  FROM openwop.interrupts"
 									" WHERE tenant OPERATOR(pg_catalog.=) $1"
 									"   AND interrupt_id OPERATOR(pg_catalog.=) $2", 2, types);
@@ -919,7 +919,7 @@ ow_add_signing_key(PG_FUNCTION_ARGS)
 			  (kid[i] >= '0' && kid[i] <= '9') || strchr("._~-", kid[i])))
 			break;
 	if (kid[i] != '\0' || i < 1 || i > OW_KID_MAX_LEN)
-		ow_validation_error("kid", "\"%s\" is not a key id (1 to 128 characters of A-Z a-z 0-9 . _ ~ -)", kid);
+		ow_validation_error("kid", "\"%s\" is not a key id (1 to 128 characters of A-Z a-z 0-9 . _ ~ -)", ow_echo(kid));
 	if (PG_ARGISNULL(1))
 	{
 		secret = palloc(VARHDRSZ + 32);

@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
-# One tenant cannot starve another's deadlines.  Tenant "hog" has 1,000
-# interrupts past their deadline and holds all their runs locked in one
-# open transaction; tenant acme's approval must still be rejected by the
-# timeout worker soon after its deadline (the worker passes locked runs
-# over), while the hog transaction is still open.  Once it ends, the
-# worker settles the 1,000 runs, each in a transaction of its own (so it
-# never holds many runs locked at once): 1,000 distinct xmins.
+# One tenant cannot starve another's deadlines.
+# 1. Tenant "hog" has 1,000 interrupts past their deadline and holds all
+#    their runs locked in one open transaction; tenant acme's approval must
+#    still be rejected by the timeout worker soon after its deadline (the
+#    worker passes locked runs over), while the hog transaction is still
+#    open.  Once it ends, the worker settles the 1,000 runs, each in a
+#    transaction of its own (so it never holds many runs locked at once):
+#    1,000 distinct xmins.
+# 2. Tenant "aaburst" (first in tenant order) has 3,000 deadlines due before
+#    acme's next one: the worker shares due work out between tenants, so
+#    acme's is applied while most of the burst is still waiting.
 # Needs the cluster test/run starts (preloaded, the worker in "postgres").
 set -euo pipefail
 . "$(dirname "$0")/../lib.sh"
@@ -69,3 +73,41 @@ hog_pid=""
 wait_for 120 "SELECT count(*) FROM openwop.runs WHERE tenant = 'hog' AND status = 'cancelled'" 1000
 [ "$(q "SELECT count(DISTINCT xmin::text) FROM openwop.runs WHERE tenant = 'hog'")" = 1000 ]
 echo "the 1,000 hog runs were cancelled, each in a transaction of its own"
+
+# 2. a burst: 3,000 of tenant aaburst's deadlines due a minute before acme's
+raise_many() {   # raise_many TENANT COUNT
+	psql -X -q -v ON_ERROR_STOP=1 -d $db >/dev/null <<SQL
+SET openwop.tenant = '$1';
+DO \$\$
+DECLARE run text;
+BEGIN
+  FOR i IN 1..$2 LOOP
+    run := format('$1/starve-run-%s', lpad(i::text, 8, '0'));
+    PERFORM openwop.create_run('starve', jsonb_build_object('runId', run));
+    PERFORM openwop.start_node(run, 'wait');
+    PERFORM openwop.interrupt(run, 'wait', '{"kind": "external-event", "timeoutMs": 3600000,
+                                            "data": {"eventType": "paid", "correlation": {}}}');
+  END LOOP;
+END \$\$;
+SQL
+}
+raise_many aaburst 3000
+raise_many acme 1
+# all due at once, in one transaction; raising a far deadline in it wakes the worker at commit
+psql -X -q -v ON_ERROR_STOP=1 -d $db >/dev/null <<'SQL'
+BEGIN;
+UPDATE openwop.interrupts SET expires_at = now() - interval '1 minute' WHERE tenant = 'aaburst';
+UPDATE openwop.interrupts SET expires_at = now() - interval '1 second' WHERE tenant = 'acme' AND status = 'pending';
+SET LOCAL openwop.tenant = 'zz';
+SELECT openwop.create_run('starve', '{"runId": "zz/starve-wakeup-00000001"}');
+SELECT openwop.start_node('zz/starve-wakeup-00000001', 'wait');
+SELECT openwop.interrupt('zz/starve-wakeup-00000001', 'wait', '{"kind": "external-event", "timeoutMs": 3600000,
+  "data": {"eventType": "paid", "correlation": {}}}');
+COMMIT;
+SQL
+wait_for 60 "SELECT openwop.run_snapshot('acme/starve-run-00000001') ->> 'status'" cancelled
+left=$(T=aaburst q "SELECT count(*) FROM openwop.runs WHERE tenant = 'aaburst' AND status = 'waiting-external'")
+echo "acme's deadline was applied with $left of the 3,000 earlier deadlines of tenant aaburst still waiting"
+[ "$left" -gt 0 ] || { echo "acme waited for the whole burst of another tenant" >&2; exit 1; }
+wait_for 120 "SELECT count(*) FROM openwop.runs WHERE tenant = 'aaburst' AND status = 'cancelled'" 3000
+echo "then the burst was settled too"

@@ -12,6 +12,16 @@ SET LOCAL openwop.tenant = 'acme';
 CREATE FUNCTION pg_temp.types(run text) RETURNS text LANGUAGE sql AS $$
   SELECT string_agg(e->>'type', ',' ORDER BY (e->>'sequence')::int) FROM openwop.events(run, -1, 10000) e
 $$;
+-- the message of a refusal
+CREATE FUNCTION pg_temp.refusal_message(sql text) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE msg text;
+BEGIN
+  EXECUTE sql;
+  RETURN NULL;
+EXCEPTION WHEN OTHERS THEN
+  GET STACKED DIAGNOSTICS msg = MESSAGE_TEXT;
+  RETURN msg;
+END $$;
 -- a JSON object of about n bytes
 CREATE FUNCTION pg_temp.blob(n int) RETURNS jsonb LANGUAGE sql AS $$
   SELECT jsonb_build_object('blob', repeat('x', n))
@@ -124,6 +134,59 @@ SELECT is(openwop.record_agent_decision('acme/bounded-escalate-02', 'agent', 'pl
           'escalation_past_the_largest_ordinal: after an interrupt at ordinal 2147483647 the escalation still raises');
 SELECT is((SELECT string_agg(kind || ':' || ordinal, ',' ORDER BY ordinal) FROM openwop.interrupts WHERE run_id = 'acme/bounded-escalate-02'),
           'low-confidence:0,custom:2147483647', '... on the lowest free ordinal, not an integer overflow');
+
+-- numbers and nesting: a 16-byte number must not print as 131,072 characters (hostile review)
+SELECT is(pg_temp.refusal($$ SELECT openwop.resolve_interrupt('acme/bounded-run-000001', 'gate', '{"action": "ask", "n": 1e131071}') $$),
+          '{"sqlstate": "PT400", "code": "validation_error", "details": {"field": "resumeValue"}}',
+          'json_number_magnitude_bound: an answer holding 1e131071 is refused before it is read');
+SELECT is(pg_temp.refusal($$ SELECT openwop.resolve_interrupt('acme/bounded-run-000001', 'gate', '{"action": "ask", "n": 1e-101}') $$) ->> 'code',
+          'validation_error', 'json_number_scale_bound: ... and one with more than 100 decimal places');
+SELECT is(openwop.json_schema_errors('{"type": "object"}', '{"n": 9.9e99, "m": 1e-100, "d": [[[[[[[[[[1]]]]]]]]]]}'), '[]',
+          '... numbers up to the bounds pass the check');
+SELECT is(pg_temp.refusal($$ SELECT openwop.json_schema_errors('{"type": "object"}', '{"n": 1e100}') $$) -> 'details' ->> 'field',
+          'value', '... and 1e100 does not');
+SELECT is(pg_temp.refusal($$ SELECT openwop.create_run('bounded', '{"configurable": {"version": 1, "run": {"escalationThreshold": 1e-400}}}') $$) -> 'details' ->> 'field',
+          'options', 'threshold_underflow_refused: a configurable threshold of 1e-400 is refused when the run is created');
+SELECT is(pg_temp.refusal(format('SELECT openwop.complete_node(%L, %L, %L::jsonb)', 'acme/bounded-run-000001', 'gate',
+            '{"a": ' || repeat('[', 1001) || repeat(']', 1001) || '}')) ->> 'code',
+          'validation_error', 'json_depth_bound: outputs nested deeper than 1000 levels are refused, not a stack overflow');
+SELECT is(pg_temp.refusal(format('SELECT openwop.interrupt(%L, %L, %L::jsonb, 5)', 'acme/bounded-run-000001', 'gate',
+            '{"kind": "custom", "data": {"customKind": "k", "payload": ' || repeat('[', 2000) || repeat(']', 2000) || '}}')) ->> 'code',
+          'validation_error', '... and so are interrupt requests');
+-- a threshold stored before the bound (0.2.0) reads as 0 instead of an underflow
+DO $$ BEGIN
+  PERFORM openwop.create_run('bounded', '{"runId": "acme/bounded-threshold-01"}');
+  PERFORM openwop.start_node('acme/bounded-threshold-01', 'agent');
+END $$;
+UPDATE openwop.runs SET configurable = '{"version": 1, "run": {"escalationThreshold": 1e-400}}' WHERE run_id = 'acme/bounded-threshold-01';
+SELECT is(openwop.record_agent_decision('acme/bounded-threshold-01', 'agent', 'planner', 0.5) ->> 'escalated', 'false',
+          'stored_threshold_underflow_reads_as_zero: no raw 22003 from a stored tiny threshold');
+
+-- refusals quote at most 512 bytes of an input, however large
+SELECT is(pg_temp.refusal($$ SELECT openwop.run_snapshot(repeat(chr(1), 20000000)) $$) ->> 'code', 'validation_error',
+          'echo_is_bounded: a 20 MB run id of control characters is a plain 400');
+SELECT ok(length(pg_temp.refusal($$ SELECT openwop.run_snapshot(repeat('x', 100000)) $$) ->> 'details') < 1200,
+          '... whose details quote a clipped input');
+SELECT ok((SELECT length(m) < 700 FROM (SELECT pg_temp.refusal_message($$ SELECT openwop.start_node('acme/bounded-run-000001', repeat('n', 100000)) $$) m) x),
+          '... and so does its message');
+
+-- the completed prefix an envelope carries is bounded (128 payloads)
+DO $$ BEGIN
+  PERFORM openwop.create_run('bounded', '{"runId": "acme/bounded-prefix-00001"}');
+  FOR i IN 1..130 LOOP
+    PERFORM openwop.start_node('acme/bounded-prefix-00001', 'n' || i);
+    PERFORM openwop.complete_node('acme/bounded-prefix-00001', 'n' || i, pg_temp.blob(4000));
+  END LOOP;
+  PERFORM openwop.start_node('acme/bounded-prefix-00001', 'gate');
+END $$;
+SELECT is(pg_temp.refusal($$ SELECT openwop.interrupt('acme/bounded-prefix-00001', 'gate', '{"kind": "custom", "data": {"customKind": "k"}}') $$) ->> 'code',
+          'run_state_conflict', 'envelope_size_bound: a completed prefix over 128 payloads is a 409, not a raw 54000');
+SELECT is(pg_temp.refusal($$ SELECT openwop.record_agent_decision('acme/bounded-prefix-00001', 'gate', 'planner', 0.1) $$) ->> 'code',
+          'run_state_conflict', '... for an escalation too');
+
+-- sweep() acts in every tenant: never for a request session, whatever its login's binding
+SELECT is((SELECT r ->> 'code' FROM (SELECT pg_temp.refusal($$ SELECT pg_temp.as_request('{"sub": "mallory", "tenant": "acme"}', 'SELECT to_jsonb(openwop.sweep(1))') $$) r) x),
+          'id_tenant_mismatch', 'sweep_refuses_request_sessions: a request session may not sweep every tenant, even as a superuser''s authenticator');
 
 SELECT * FROM finish();
 ROLLBACK;
