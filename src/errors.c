@@ -106,18 +106,30 @@ ow_raise(int sqlstate, const char *code, OwDetails *details,
 	pg_unreachable();
 }
 
+static void raise_validation(const char *field, const char *errors, const char *hint, const char *msg)
+			pg_attribute_noreturn();
+
+/* The refusal of a bad value: details.field, and details.errors when a schema failed. */
+static void
+raise_validation(const char *field, const char *errors, const char *hint, const char *msg)
+{
+	OwDetails	d;
+
+	ow_details_init(&d);
+	ow_details_str(&d, "field", field);
+	if (errors)
+		ow_details_raw(&d, "errors", errors);
+	ow_raise(OW_SQLSTATE_400, "validation_error", &d, hint, "%s", msg);
+}
+
 void
 ow_validation_error(const char *field, const char *fmt,...)
 {
 	StringInfoData msg;
-	OwDetails	d;
 
 	initStringInfo(&msg);
 	OW_APPEND_VA(&msg, fmt);
-
-	ow_details_init(&d);
-	ow_details_str(&d, "field", field);
-	ow_raise(OW_SQLSTATE_400, "validation_error", &d, NULL, "%s", msg.data);
+	raise_validation(field, NULL, NULL, msg.data);
 }
 
 /*
@@ -128,16 +140,10 @@ void
 ow_validation_errors(const char *field, const char *errors, const char *hint, const char *fmt,...)
 {
 	StringInfoData msg;
-	OwDetails	d;
 
 	initStringInfo(&msg);
 	OW_APPEND_VA(&msg, fmt);
-
-	ow_details_init(&d);
-	ow_details_str(&d, "field", field);
-	if (errors)
-		ow_details_raw(&d, "errors", errors);
-	ow_raise(OW_SQLSTATE_400, "validation_error", &d, hint, "%s", msg.data);
+	raise_validation(field, errors, hint, msg.data);
 }
 
 void
