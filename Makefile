@@ -31,6 +31,9 @@ endif
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 
+# Every object is rebuilt when a shared header changes (their structs cross files).
+$(OBJS): $(wildcard src/*.h)
+
 # The two installcheck halves on their own, so a pg_regress failure does not
 # keep the isolation suite from running (test/suites.sh runs both).
 .PHONY: installcheck-regress installcheck-isolation

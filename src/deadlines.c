@@ -325,13 +325,15 @@ next_due(DueTenant *t, TimestampTz now, int n, DueInterrupt *due, MemoryContext 
  * run another transaction holds is passed over.  begin and end, when not
  * NULL, bracket each piece of work in a transaction of its own (the
  * worker: it holds one run's lock at a time); otherwise everything runs
- * in the caller's transaction.  Work lives in cxt.  Returns how many were
- * settled; *next is the earliest deadline still pending when it started
- * (DT_NOEND if none), for the worker's sleep.
+ * in the caller's transaction.  Work lives in cxt.  turn, when not NULL
+ * (OW_TENANT_BUF bytes), names the tenant whose turn was last: the rounds
+ * begin after it, and it is updated.  Returns how many were settled;
+ * *next is the earliest deadline still pending when it started (DT_NOEND
+ * if none), for the worker's sleep.
  */
 int
 ow_sweep_deadlines(int max, void (*begin) (void), void (*end) (void), MemoryContext cxt,
-				   TimestampTz *next)
+				   TimestampTz *next, char *turn)
 {
 	TimestampTz now = GetCurrentTimestamp();
 	List	   *tenants;
@@ -346,6 +348,26 @@ ow_sweep_deadlines(int max, void (*begin) (void), void (*end) (void), MemoryCont
 	tenants = deadline_tenants(cxt, next);
 	if (end)
 		end();
+
+	/* the round goes on where the last sweep stopped, so no tenant waits for ever behind the first */
+	if (turn && turn[0] != '\0')
+	{
+		int			k = 0;
+
+		foreach(lc, tenants)
+		{
+			if (strcmp(((DueTenant *) lfirst(lc))->tenant, turn) > 0)
+				break;
+			k++;
+		}
+		if (k > 0 && k < list_length(tenants))
+		{
+			MemoryContext old = MemoryContextSwitchTo(cxt);
+
+			tenants = list_concat(list_copy_tail(tenants, k), list_truncate(list_copy(tenants), k));
+			MemoryContextSwitchTo(old);
+		}
+	}
 
 	while (more && tried < max)
 	{
@@ -375,6 +397,8 @@ ow_sweep_deadlines(int max, void (*begin) (void), void (*end) (void), MemoryCont
 				settled += due[k].settled;
 				tried += !due[k].busy;
 			}
+			if (turn && n > 0)
+				strlcpy(turn, t->tenant, OW_TENANT_BUF);
 		}
 	}
 	return settled;

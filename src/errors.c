@@ -91,6 +91,13 @@ ow_raise(int sqlstate, const char *code, OwDetails *details,
 	initStringInfo(&msg);
 	appendStringInfo(&msg, "%s: ", code);
 	OW_APPEND_VA(&msg, fmt);
+	/* whatever a message quotes, it stays a message */
+	if (msg.len > 2 * OW_ECHO_MAX)
+	{
+		msg.len = pg_mbcliplen(msg.data, msg.len, 2 * OW_ECHO_MAX);
+		msg.data[msg.len] = '\0';
+		appendStringInfoString(&msg, "...");
+	}
 
 	if (details)
 	{

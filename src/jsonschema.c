@@ -73,6 +73,9 @@
 
 /* Applying a pattern: its steps and the PCRE2 match steps they include. */
 #define SCHEMA_PATTERN_WEIGHT 10
+
+/* multipleOf divides numbers of up to about 200 digits: ten steps' worth. */
+#define SCHEMA_MULTIPLE_WEIGHT 10
 #define REGEX_FREE_STEPS 100
 
 /* PCRE2 match steps that all retries of one validation may spend. */
@@ -80,6 +83,13 @@
 
 /* Backtracking memory of one match, in kB. */
 #define REGEX_HEAP_KB 16384
+
+/*
+ * One match step can scan the whole string (a repeat inside a lookahead),
+ * so beyond the free first attempt a step is charged once per this many
+ * bytes of the string: the budget bounds time, not only steps.
+ */
+#define REGEX_STEP_BYTES 256
 
 /* Longest pattern, in bytes, and deepest nesting of its parentheses. */
 #define REGEX_MAX_LENGTH 4096
@@ -360,11 +370,18 @@ regex_create(void)
 	return re;
 }
 
-/* s in UTF-8, which PCRE2 is compiled for; *len is updated. */
+/*
+ * s in UTF-8, which PCRE2 is compiled for; *len is updated.  NULL when it
+ * cannot be: in a SQL_ASCII database a string is bytes, UTF-8 or not.
+ */
 static const char *
 to_utf8(const char *s, int *len)
 {
-	const char *u = pg_server_to_any(s, *len, PG_UTF8);
+	const char *u;
+
+	if (GetDatabaseEncoding() == PG_SQL_ASCII)
+		return pg_verify_mbstr(PG_UTF8, s, *len, true) ? s : NULL;
+	u = pg_server_to_any(s, *len, PG_UTF8);
 
 	if (u != s)
 		*len = strlen(u);
@@ -405,6 +422,11 @@ regex_compile(Regex *re, const char *pattern, int len, char **error)
 	int			prefix = strlen(REGEX_SEARCH_PREFIX);
 
 	*error = NULL;
+	if (utf8 == NULL)
+	{
+		*error = pstrdup("the pattern is not valid UTF-8");
+		return NULL;
+	}
 
 	/* (*UCP), (*CR), (*LIMIT_MATCH=...) must open the pattern; ECMA has none */
 	if (len >= 2 && utf8[0] == '(' && utf8[1] == '*')
@@ -508,12 +530,13 @@ fail(SchemaCtx *c, const char *keyword, const char *fmt,...)
 	OW_APPEND_VA(&msg, fmt);
 	if (c->nerrors++ > 0)
 		appendStringInfoString(&c->errors, ", ");
+	/* a path or message quotes the answer: each at most OW_ECHO_MAX bytes */
 	appendStringInfoString(&c->errors, "{\"path\": ");
-	escape_json(&c->errors, c->path.len > 0 ? c->path.data : "");
+	escape_json(&c->errors, ow_echo(c->path.len > 0 ? c->path.data : ""));
 	appendStringInfoString(&c->errors, ", \"keyword\": ");
 	escape_json(&c->errors, keyword);
 	appendStringInfoString(&c->errors, ", \"message\": ");
-	escape_json(&c->errors, msg.data);
+	escape_json(&c->errors, ow_echo(msg.data));
 	appendStringInfoChar(&c->errors, '}');
 }
 
@@ -815,8 +838,15 @@ pattern_search(SchemaCtx *c, PatternEntry *p, JsonbValue *pattern, JsonbValue *i
 {
 	int			len = inst->val.string.len;
 	const char *subject = to_utf8(inst->val.string.val, &len);
+	int64		per_step = 1 + len / REGEX_STEP_BYTES;
 	uint32_t	limit = REGEX_FREE_STEPS;
 	uint32_t	flags = 0;
+
+	if (subject == NULL)
+	{
+		exhaust(c, true, "pattern", "the string is not valid UTF-8: no pattern can be applied to it");
+		return false;
+	}
 
 	for (;;)
 	{
@@ -833,16 +863,18 @@ pattern_search(SchemaCtx *c, PatternEntry *p, JsonbValue *pattern, JsonbValue *i
 			return false;
 		if (rc == PCRE2_ERROR_MATCHLIMIT || rc == PCRE2_ERROR_DEPTHLIMIT)
 		{
+			int64		next = Min((int64) limit * 2, c->regex_left / per_step);
+
 			CHECK_FOR_INTERRUPTS();
-			if (c->regex_left == 0)
+			if (next <= limit)
 			{
 				exhaust(c, true, "pattern",
 						"pattern \"%.*s\" needs more than the %d match steps one validation may take",
-						pattern->val.string.len, pattern->val.string.val, REGEX_BUDGET);
+						Min(pattern->val.string.len, OW_ECHO_MAX), pattern->val.string.val, REGEX_BUDGET);
 				return false;
 			}
-			limit = (uint32_t) Min((int64) limit * 2, c->regex_left);
-			c->regex_left -= limit;
+			limit = (uint32_t) next;
+			c->regex_left -= limit * per_step;
 			flags = PCRE2_NO_UTF_CHECK; /* the first attempt checked it */
 			continue;
 		}
@@ -850,17 +882,20 @@ pattern_search(SchemaCtx *c, PatternEntry *p, JsonbValue *pattern, JsonbValue *i
 		{
 			exhaust(c, true, "pattern",
 					"pattern \"%.*s\" needs more than %d kB of backtracking memory",
-					pattern->val.string.len, pattern->val.string.val, REGEX_HEAP_KB);
+					Min(pattern->val.string.len, OW_ECHO_MAX), pattern->val.string.val, REGEX_HEAP_KB);
 			return false;
 		}
 		if (rc == PCRE2_ERROR_NOMEMORY)
 			regex_out_of_memory();
 		{
+			/* any other failure (recursion at the same position, ...): the value is refused */
 			PCRE2_UCHAR msg[256];
 
 			if (pcre2_get_error_message(rc, msg, sizeof(msg)) < 0)
 				msg[0] = '\0';
-			elog(ERROR, "PCRE2 match failed with error %d: %s", rc, (char *) msg);
+			exhaust(c, true, "pattern", "pattern \"%.*s\" cannot be matched against this value: %s",
+					Min(pattern->val.string.len, OW_ECHO_MAX), pattern->val.string.val, (char *) msg);
+			return false;
 		}
 	}
 }
@@ -1079,13 +1114,13 @@ validate_string_keywords(SchemaCtx *c, JsonbContainer *s, JsonbValue *inst)
 		{
 			/* only a schema stored before ow_schema_check() compiled patterns */
 			fail(c, "pattern", "pattern \"%.*s\" cannot be used: %s",
-				 kw->val.string.len, kw->val.string.val, p->error);
+				 Min(kw->val.string.len, OW_ECHO_MAX), kw->val.string.val, p->error);
 			ok = false;
 		}
 		else if (!pattern_search(c, p, kw, inst))
 		{
 			fail(c, "pattern", "string does not match pattern \"%.*s\"",
-				 kw->val.string.len, kw->val.string.val);
+				 Min(kw->val.string.len, OW_ECHO_MAX), kw->val.string.val);
 			ok = false;
 		}
 	}
@@ -1126,7 +1161,7 @@ validate_number_keywords(SchemaCtx *c, JsonbContainer *s, JsonbValue *inst)
 			ok = false;
 		}
 	}
-	if ((kw = getKeyJsonValueFromContainer(s, "multipleOf", 10, NULL)))
+	if ((kw = getKeyJsonValueFromContainer(s, "multipleOf", 10, NULL)) && spend(c, SCHEMA_MULTIPLE_WEIGHT))
 	{
 		Numeric		rem = DatumGetNumeric(DirectFunctionCall2(numeric_mod,
 															  NumericGetDatum(num(inst)),
@@ -1280,7 +1315,9 @@ validate(SchemaCtx *c, JsonbValue *schema, JsonbValue *inst)
 	}
 	if (c->depth >= SCHEMA_MAX_DEPTH)
 	{
-		fail(c, "$ref", "schema nesting deeper than %d", SCHEMA_MAX_DEPTH);
+		/* refuse the whole value: under not or oneOf a quiet failure would pass it */
+		exhaust(c, true, "$ref", "the value nests deeper than the %d schema applications a validation follows",
+				SCHEMA_MAX_DEPTH);
 		return false;
 	}
 
@@ -1523,6 +1560,8 @@ weigh_keywords(WeightCtx *c, JsonbContainer *s, int levels, Weight *w)
 		w->of[k] = local;
 	if (getKeyJsonValueFromContainer(s, "pattern", 7, NULL))
 		w->of[W_STRING] += SCHEMA_PATTERN_WEIGHT;
+	if (getKeyJsonValueFromContainer(s, "multipleOf", 10, NULL))
+		w->of[W_OTHER] += SCHEMA_MULTIPLE_WEIGHT;
 	if ((kw = getKeyJsonValueFromContainer(s, "required", 8, NULL)))
 		w->of[W_OBJECT] += JsonContainerSize(kw->val.binary.data);
 

@@ -95,34 +95,66 @@ payload_of(const Change *c)
 	return payload.data;
 }
 
-/* The changes merged per run, in order of first change. */
+/* Changes by run id, then by when they were made: one run's changes are adjacent. */
+static int
+change_cmp(const void *a, const void *b)
+{
+	const Change *x = *(Change *const *) a;
+	const Change *y = *(Change *const *) b;
+	int			c = strcmp(x->run_id, y->run_id);
+
+	return c != 0 ? c : (x->level < y->level ? -1 : x->level > y->level);
+}
+
+/* Merged runs in order of their first change (level holds that order here). */
+static int
+merged_cmp(const void *a, const void *b)
+{
+	const Change *x = *(Change *const *) a;
+	const Change *y = *(Change *const *) b;
+
+	return x->level < y->level ? -1 : x->level > y->level;
+}
+
+/*
+ * The changes merged per run, in order of first change: sorted, so a
+ * transaction that changed many runs commits in n log n, not n squared.
+ */
 static List *
 merged_changes(void)
 {
-	List	   *merged = NIL;
-	ListCell   *lc;
+	int			n = list_length(changes);
+	Change	  **all;
+	Change	  **merged;
+	List	   *out = NIL;
+	int			m = 0;
+	int			i;
 
-	foreach(lc, changes)
+	if (n == 0)
+		return NIL;
+	all = palloc(sizeof(Change *) * n);
+	for (i = 0; i < n; i++)
 	{
-		Change	   *c = lfirst(lc);
-		Change	   *m = NULL;
-		ListCell   *lc2;
-
-		foreach(lc2, merged)
-		{
-			if (strcmp(((Change *) lfirst(lc2))->run_id, c->run_id) == 0)
-				m = lfirst(lc2);
-		}
-		if (m == NULL)
-		{
-			m = palloc(sizeof(Change));
-			*m = *c;
-			merged = lappend(merged, m);
-		}
-		m->first = Min(m->first, c->first);
-		m->last = Max(m->last, c->last);
+		all[i] = palloc(sizeof(Change));
+		*all[i] = *(Change *) list_nth(changes, i);
+		all[i]->level = i;		/* the order the change was made in */
 	}
-	return merged;
+	qsort(all, n, sizeof(Change *), change_cmp);
+	merged = palloc(sizeof(Change *) * n);
+	for (i = 0; i < n; i++)
+	{
+		if (m > 0 && strcmp(merged[m - 1]->run_id, all[i]->run_id) == 0)
+		{
+			merged[m - 1]->first = Min(merged[m - 1]->first, all[i]->first);
+			merged[m - 1]->last = Max(merged[m - 1]->last, all[i]->last);
+		}
+		else
+			merged[m++] = all[i];
+	}
+	qsort(merged, m, sizeof(Change *), merged_cmp);
+	for (i = 0; i < m; i++)
+		out = lappend(out, merged[i]);
+	return out;
 }
 
 /*

@@ -304,7 +304,9 @@ typedef struct OwPending
 	char	   *kind;
 	Jsonb	   *payload;
 	int32		visit;
-	bool		overdue;		/* past its deadline */
+	bool		overdue;		/* past its deadline when read, under the run lock */
+	bool		has_deadline;
+	TimestampTz expires_at;		/* its deadline, when has_deadline */
 	char	   *other_kind;		/* the run's other pending interrupt, if any */
 	char	   *other_node;
 	List	   *groups;			/* the answering subject's groups in the tenant */
@@ -380,8 +382,11 @@ typedef struct OwDeadline
 } OwDeadline;
 
 extern void ow_apply_deadline(OwRun *run, const OwDeadline *d, bool late);
+/* Room for a tenant id and its terminator. */
+#define OW_TENANT_BUF 136
+
 extern int	ow_sweep_deadlines(int max, void (*begin) (void), void (*end) (void), MemoryContext cxt,
-							   TimestampTz *next);
+							   TimestampTz *next, char *turn);
 
 /* ----------
  * The timeout worker and sweep() (sweeper.c)

@@ -20,6 +20,7 @@
 #include "miscadmin.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
+#include "utils/memutils.h"
 
 PG_FUNCTION_INFO_V1(ow_resolve_interrupt);
 
@@ -39,7 +40,8 @@ PG_FUNCTION_INFO_V1(ow_resolve_interrupt);
 	"       ARRAY(SELECT g.group_ref FROM openwop.group_members g" \
 	"              WHERE g.tenant OPERATOR(pg_catalog.=) i.tenant" \
 	"                AND g.principal OPERATOR(pg_catalog.=) ANY ($4)" \
-	"              GROUP BY g.group_ref ORDER BY g.group_ref)" \
+	"              GROUP BY g.group_ref ORDER BY g.group_ref)," \
+	"       i.expires_at" \
 	"  FROM openwop.interrupts i" \
 	"  LEFT JOIN LATERAL (SELECT x.kind, x.node_id FROM openwop.interrupts x" \
 	"                      WHERE x.tenant OPERATOR(pg_catalog.=) i.tenant" \
@@ -86,6 +88,8 @@ read_pending(SPIPlanPtr *plan, const char *sql, OwRun *run, const char *match,
 	p->overdue = DatumGetBool(SPI_getbinval(tup, desc, 6, &isnull));
 	p->other_kind = SPI_getvalue(tup, desc, 7);
 	p->other_node = SPI_getvalue(tup, desc, 8);
+	p->expires_at = DatumGetTimestampTz(SPI_getbinval(tup, desc, 10, &isnull));
+	p->has_deadline = !isnull;
 	p->groups = NIL;
 	groups = SPI_getbinval(tup, desc, 9, &isnull);
 	if (!isnull)
@@ -214,8 +218,8 @@ check_approval_resume(JsonbContainer *data, Jsonb *value, const OwSubject *who)
 	if (!JB_ROOT_IS_OBJECT(value))
 		resume_error("resumeValue", NULL, "an approval's resumeValue must be an object {action, ...}");
 	if ((unknown = owj_unknown_key(&value->root, keys)) != NULL)
-		resume_error(psprintf("resumeValue.%s", unknown), NULL,
-					 "resumeValue has unknown member \"%s\"", unknown);
+		resume_error(psprintf("resumeValue.%s", ow_echo(unknown)), NULL,
+					 "resumeValue has unknown member \"%s\"", ow_echo(unknown));
 	action = owj_string(owj_get(value, "action"));
 	if (action == NULL)
 		resume_error("resumeValue.action", NULL, "resumeValue.action is required");
@@ -230,7 +234,7 @@ check_approval_resume(JsonbContainer *data, Jsonb *value, const OwSubject *who)
 	}
 	if (!allowed)
 		resume_error("resumeValue.action", NULL,
-					 "action \"%s\" is not one of the interrupt's actions", action);
+					 "action \"%s\" is not one of the interrupt's actions", ow_echo(action));
 
 	if ((v = owj_get(value, "feedback")) && v->type != jbvString)
 		resume_error("resumeValue.feedback", NULL, "resumeValue.feedback must be a string");
@@ -272,54 +276,98 @@ check_approval_resume(JsonbContainer *data, Jsonb *value, const OwSubject *who)
 	return action;
 }
 
-/* The schema of question id, or NULL; *known tells whether the question exists. */
-static JsonbValue *
-question_schema(JsonbValue *qs, const char *id, int idlen, bool *known)
+/* A clarification's questions, sorted by id once per answer: a lookup is a binary search. */
+typedef struct Question
 {
-	int			i;
+	const char *id;
+	int			idlen;
+	JsonbValue *schema;			/* NULL: any answer */
+	bool		answered;
+} Question;
 
-	*known = false;
-	for (i = 0; i < (int) JsonContainerSize(qs->val.binary.data); i++)
-	{
-		JsonbContainer *q = getIthJsonbValueFromContainer(qs->val.binary.data, i)->val.binary.data;
-		JsonbValue *qid = owj_get_container(q, "id");
+typedef struct Questions
+{
+	Question   *q;
+	int			n;
+	MemoryContext work;			/* reset after each answer */
+} Questions;
 
-		if (qid->val.string.len == idlen && memcmp(qid->val.string.val, id, idlen) == 0)
-		{
-			*known = true;
-			return owj_get_container(q, "schema");
-		}
-	}
-	return NULL;
+static int
+question_cmp(const void *a, const void *b)
+{
+	const Question *x = a;
+	const Question *y = b;
+	int			c = memcmp(x->id, y->id, Min(x->idlen, y->idlen));
+
+	return c != 0 ? c : x->idlen - y->idlen;
 }
 
 static void
-check_answer(JsonbValue *qs, const char *id, int idlen, JsonbValue *answer)
+load_questions(Questions *qs, JsonbContainer *data)
 {
-	bool		known;
-	JsonbValue *schema = question_schema(qs, id, idlen, &known);
-	char	   *qid = pnstrdup(id, idlen);
+	JsonbValue *list = owj_get_container(data, "questions");
+	int			i;
+
+	qs->n = (int) JsonContainerSize(list->val.binary.data);
+	qs->q = palloc(sizeof(Question) * qs->n);
+	for (i = 0; i < qs->n; i++)
+	{
+		JsonbContainer *q = getIthJsonbValueFromContainer(list->val.binary.data, i)->val.binary.data;
+		JsonbValue *qid = owj_get_container(q, "id");
+
+		qs->q[i].id = qid->val.string.val;
+		qs->q[i].idlen = qid->val.string.len;
+		qs->q[i].schema = owj_get_container(q, "schema");
+		qs->q[i].answered = false;
+	}
+	qsort(qs->q, qs->n, sizeof(Question), question_cmp);
+	qs->work = AllocSetContextCreate(CurrentMemoryContext, "openwop clarification answer",
+									 ALLOCSET_DEFAULT_SIZES);
+}
+
+/* Check one answer: it names a question not answered yet, and matches its schema. */
+static void
+check_answer(Questions *qs, const char *id, int idlen, JsonbValue *answer)
+{
+	Question	key = {id, idlen, NULL, false};
+	Question   *q = bsearch(&key, qs->q, qs->n, sizeof(Question), question_cmp);
+	const char *qid = ow_echo(pnstrdup(id, idlen));
+	MemoryContext old;
 	char	   *errors;
 
-	if (!known)
+	CHECK_FOR_INTERRUPTS();
+	if (q == NULL)
 		resume_error(psprintf("resumeValue.%s", qid), NULL,
 					 "\"%s\" is not a question of this clarification", qid);
-	if (schema && !ow_schema_validate(owj_to_jsonb(schema), owj_to_jsonb(answer), &errors))
+	if (q->answered)
+		resume_error(psprintf("resumeValue.%s", qid), NULL,
+					 "question \"%s\" is answered more than once", qid);
+	q->answered = true;
+	if (q->schema == NULL)
+		return;
+	old = MemoryContextSwitchTo(qs->work);
+	if (!ow_schema_validate(owj_to_jsonb(q->schema), owj_to_jsonb(answer), &errors))
+	{
+		MemoryContextSwitchTo(old);
 		resume_error(psprintf("resumeValue.%s", qid), errors,
 					 "the answer to question \"%s\" does not match its schema", qid);
+	}
+	MemoryContextSwitchTo(old);
+	MemoryContextReset(qs->work);
 }
 
 /*
  * Clarification answers, in exactly one of the shapes in use: keyed by
  * question id ({q1: ...}), or {answers: {q1: ...}}, or {answers: [{id,
- * answer}]}.  Every answer must name a question and match its schema.
+ * answer}]}.  Every answer must name a question, at most once, and match
+ * its schema.
  */
 static void
 check_clarification_answers(JsonbContainer *data, Jsonb *value)
 {
 	static const char *const only_answers[] = {"answers", NULL};
 	static const char *const pair_keys[] = {"id", "answer", NULL};
-	JsonbValue *qs = owj_get_container(data, "questions");
+	Questions	qs;
 	JsonbValue *answers;
 	JsonbContainer *keyed;
 	JsonbIterator *it;
@@ -332,8 +380,9 @@ check_clarification_answers(JsonbContainer *data, Jsonb *value)
 		resume_error("resumeValue", NULL, "a clarification's resumeValue must be an object of answers");
 	answers = owj_get(value, "answers");
 	if (answers && (unknown = owj_unknown_key(&value->root, only_answers)) != NULL)
-		resume_error(psprintf("resumeValue.%s", unknown), NULL,
-					 "resumeValue has \"answers\" and also \"%s\"; use one shape", unknown);
+		resume_error(psprintf("resumeValue.%s", ow_echo(unknown)), NULL,
+					 "resumeValue has \"answers\" and also \"%s\"; use one shape", ow_echo(unknown));
+	load_questions(&qs, data);
 	if (answers && owj_is_array(answers))
 	{
 		int			i;
@@ -349,7 +398,7 @@ check_clarification_answers(JsonbContainer *data, Jsonb *value)
 				(answer = owj_get_container(a->val.binary.data, "answer")) == NULL)
 				resume_error(psprintf("resumeValue.answers[%d]", i), NULL,
 							 "resumeValue.answers[%d] must be {id, answer}", i);
-			check_answer(qs, id->val.string.val, id->val.string.len, answer);
+			check_answer(&qs, id->val.string.val, id->val.string.len, answer);
 		}
 		return;
 	}
@@ -362,7 +411,7 @@ check_clarification_answers(JsonbContainer *data, Jsonb *value)
 		if (tok != WJB_KEY)
 			continue;
 		JsonbIteratorNext(&it, &v, true);
-		check_answer(qs, k.val.string.val, k.val.string.len, &v);
+		check_answer(&qs, k.val.string.val, k.val.string.len, &v);
 	}
 }
 
@@ -488,7 +537,10 @@ ow_resolve_locked(OwRun *run, OwPending *p, Jsonb *value, const OwSubject *who,
 	}
 	if (strcmp(p->kind, "clarification") == 0)
 		check_clarification_answers(data, value);
-	else if (strcmp(p->kind, "credential") == 0)
+	/* the deadline passed while the answer was checked: it is a late answer after all */
+	if (p->has_deadline && GetCurrentTimestamp() >= p->expires_at)
+		return late_answer(run, node_id, p, resultctx);
+	if (strcmp(p->kind, "credential") == 0)
 	{
 		if (strcmp(owj_string(owj_get(value, "outcome")), "authorized") == 0)
 			resume_error("resumeValue",

@@ -70,7 +70,7 @@ ow_sweep(PG_FUNCTION_ARGS)
 	ow_require_every_tenant("sweep()");
 	SPI_connect();
 	ow_become_owner(&priv);
-	n = ow_sweep_deadlines(max, NULL, NULL, CurrentMemoryContext, &next);
+	n = ow_sweep_deadlines(max, NULL, NULL, CurrentMemoryContext, &next, NULL);
 	n += ow_purge_idempotency(max);
 	ow_restore_user(&priv);
 	SPI_finish();
@@ -194,6 +194,7 @@ sweeper_pass(void)
 	const int	batch = 1000;
 	long		sleep_ms = (long) ow_sweeper_interval * 1000L;
 	static MemoryContext pass_cxt = NULL;
+	static char turn[OW_TENANT_BUF];	/* whose turn was last, across passes */
 	TimestampTz next;
 	int			settled;
 	int			purged;
@@ -206,7 +207,7 @@ sweeper_pass(void)
 	MemoryContextReset(pass_cxt);
 
 	pgstat_report_activity(STATE_RUNNING, "openwop: applying deadlines");
-	settled = ow_sweep_deadlines(batch, worker_begin, worker_end, pass_cxt, &next);
+	settled = ow_sweep_deadlines(batch, worker_begin, worker_end, pass_cxt, &next, turn);
 	pgstat_report_activity(STATE_RUNNING, "openwop: removing expired idempotency records");
 	worker_begin();
 	purged = ow_purge_idempotency(batch);

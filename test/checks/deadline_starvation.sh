@@ -11,6 +11,11 @@
 # 2. Tenant "aaburst" (first in tenant order) has 3,000 deadlines due before
 #    acme's next one: the worker shares due work out between tenants, so
 #    acme's is applied while most of the burst is still waiting.
+# 3. 120 tenants have 40 due deadlines each, more than four passes of the
+#    worker settle, and tenant "zzz" (last in tenant order) has one: each
+#    pass takes up the round where the last one stopped, so zzz's is applied
+#    in the second pass, with most of the others still waiting (were every
+#    pass to begin with the first tenant, zzz would wait for 4,000).
 # Needs the cluster test/run starts (preloaded, the worker in "postgres").
 set -euo pipefail
 . "$(dirname "$0")/../lib.sh"
@@ -99,3 +104,35 @@ echo "acme's deadline was applied with $left of the 3,000 earlier deadlines of t
 [ "$left" -gt 0 ] || { echo "acme waited for the whole burst of another tenant" >&2; exit 1; }
 wait_for 120 "SELECT count(*) FROM openwop.runs WHERE tenant = 'aaburst' AND status = 'cancelled'" 3000
 echo "then the burst was settled too"
+
+# 3. the round goes on across passes: zzz is not starved by the tenants before it
+psql -X -q -v ON_ERROR_STOP=1 -d $db >/dev/null <<'SQL'
+DO $$
+DECLARE run text; t text;
+BEGIN
+  FOR k IN 0..120 LOOP
+    t := CASE WHEN k = 120 THEN 'zzz' ELSE format('t%s', lpad(k::text, 3, '0')) END;
+    PERFORM set_config('openwop.tenant', t, true);
+    FOR i IN 1..CASE WHEN k = 120 THEN 1 ELSE 40 END LOOP
+      run := format('%s/starve-turn-%s', t, lpad(i::text, 8, '0'));
+      PERFORM openwop.create_run('starve', jsonb_build_object('runId', run));
+      PERFORM openwop.start_node(run, 'wait');
+      PERFORM openwop.interrupt(run, 'wait', '{"kind": "external-event", "timeoutMs": 3600000,
+                                              "data": {"eventType": "paid", "correlation": {}}}');
+    END LOOP;
+  END LOOP;
+END $$;
+BEGIN;
+UPDATE openwop.interrupts SET expires_at = now() - interval '1 minute' WHERE tenant ~ '^t[0-9]{3}$';
+UPDATE openwop.interrupts SET expires_at = now() - interval '1 second' WHERE tenant = 'zzz';
+SET LOCAL openwop.tenant = 'zz';
+SELECT openwop.create_run('starve', '{"runId": "zz/starve-wakeup-00000002"}');
+SELECT openwop.start_node('zz/starve-wakeup-00000002', 'wait');
+SELECT openwop.interrupt('zz/starve-wakeup-00000002', 'wait', '{"kind": "external-event", "timeoutMs": 3600000,
+  "data": {"eventType": "paid", "correlation": {}}}');
+COMMIT;
+SQL
+T=zzz wait_for 60 "SELECT openwop.run_snapshot('zzz/starve-turn-00000001') ->> 'status'" cancelled
+left=$(q "SELECT count(*) FROM openwop.runs WHERE tenant ~ '^t[0-9]{3}\$' AND status = 'waiting-external'")
+echo "zzz's deadline was applied with $left of the 4,800 earlier deadlines of 120 tenants still waiting"
+[ "$left" -gt 2000 ] || { echo "zzz waited for the tenants before it" >&2; exit 1; }
