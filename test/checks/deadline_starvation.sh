@@ -21,6 +21,17 @@ set -euo pipefail
 . "$(dirname "$0")/../lib.sh"
 db=postgres
 q() { psql -X -A -t -q -v ON_ERROR_STOP=1 -d $db -c "SET openwop.tenant = '${T:-acme}'" -c "$1" | tail -n 1; }
+WAKE_WORKER=$(cat <<'SQL'
+CREATE FUNCTION pg_temp.wake_worker(run text) RETURNS void LANGUAGE plpgsql AS $$
+BEGIN  -- a far deadline raised in this transaction wakes the worker at its commit
+  PERFORM set_config('openwop.tenant', split_part(run, '/', 1), true);
+  PERFORM openwop.create_run('starve', jsonb_build_object('runId', run));
+  PERFORM openwop.start_node(run, 'wait');
+  PERFORM openwop.interrupt(run, 'wait', '{"kind": "external-event", "timeoutMs": 3600000,
+                                          "data": {"eventType": "paid", "correlation": {}}}');
+END $$;
+SQL
+)
 hog_pid=""
 cleanup() {
 	[ -n "$hog_pid" ] && kill "$hog_pid" 2>/dev/null || true
@@ -87,15 +98,12 @@ echo "the 1,000 hog runs were cancelled, each in a transaction of its own"
 raise_many aaburst 3000
 raise_many acme 1
 # all due at once, in one transaction; raising a far deadline in it wakes the worker at commit
-psql -X -q -v ON_ERROR_STOP=1 -d $db >/dev/null <<'SQL'
+psql -X -q -v ON_ERROR_STOP=1 -d $db >/dev/null <<SQL
+$WAKE_WORKER
 BEGIN;
 UPDATE openwop.interrupts SET expires_at = now() - interval '1 minute' WHERE tenant = 'aaburst';
 UPDATE openwop.interrupts SET expires_at = now() - interval '1 second' WHERE tenant = 'acme' AND status = 'pending';
-SET LOCAL openwop.tenant = 'zz';
-SELECT openwop.create_run('starve', '{"runId": "zz/starve-wakeup-00000001"}');
-SELECT openwop.start_node('zz/starve-wakeup-00000001', 'wait');
-SELECT openwop.interrupt('zz/starve-wakeup-00000001', 'wait', '{"kind": "external-event", "timeoutMs": 3600000,
-  "data": {"eventType": "paid", "correlation": {}}}');
+SELECT pg_temp.wake_worker('zz/starve-wakeup-00000001');
 COMMIT;
 SQL
 wait_for 60 "SELECT openwop.run_snapshot('acme/starve-run-00000001') ->> 'status'" cancelled
@@ -122,14 +130,13 @@ BEGIN
     END LOOP;
   END LOOP;
 END $$;
+SQL
+psql -X -q -v ON_ERROR_STOP=1 -d $db >/dev/null <<SQL
+$WAKE_WORKER
 BEGIN;
-UPDATE openwop.interrupts SET expires_at = now() - interval '1 minute' WHERE tenant ~ '^t[0-9]{3}$';
+UPDATE openwop.interrupts SET expires_at = now() - interval '1 minute' WHERE tenant ~ '^t[0-9]{3}\$';
 UPDATE openwop.interrupts SET expires_at = now() - interval '1 second' WHERE tenant = 'zzz';
-SET LOCAL openwop.tenant = 'zz';
-SELECT openwop.create_run('starve', '{"runId": "zz/starve-wakeup-00000002"}');
-SELECT openwop.start_node('zz/starve-wakeup-00000002', 'wait');
-SELECT openwop.interrupt('zz/starve-wakeup-00000002', 'wait', '{"kind": "external-event", "timeoutMs": 3600000,
-  "data": {"eventType": "paid", "correlation": {}}}');
+SELECT pg_temp.wake_worker('zz/starve-wakeup-00000002');
 COMMIT;
 SQL
 T=zzz wait_for 60 "SELECT openwop.run_snapshot('zzz/starve-turn-00000001') ->> 'status'" cancelled
