@@ -715,6 +715,27 @@ resolve_ref(JsonbContainer *root, JsonbValue *ref)
  * ----------
  */
 
+/*
+ * The entry for *key (a pointer into the schema, which stays put for the
+ * whole validation) in the validation-lifetime cache *h, created in cxt on
+ * first use.  The entry's first member is the key.
+ */
+static void *
+validation_cache(HTAB **h, const char *name, const void *key, Size entrysize, MemoryContext cxt,
+				 bool *found)
+{
+	if (*h == NULL)
+	{
+		HASHCTL		ctl;
+
+		ctl.keysize = sizeof(void *);
+		ctl.entrysize = entrysize;
+		ctl.hcxt = cxt;
+		*h = hash_create(name, 16, &ctl, HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	}
+	return hash_search(*h, key, HASH_ENTER, found);
+}
+
 /* The sorted copy of a long enum, built at its first use in this validation. */
 static EnumIndex *
 enum_index(SchemaCtx *c, JsonbContainer *values)
@@ -722,17 +743,7 @@ enum_index(SchemaCtx *c, JsonbContainer *values)
 	EnumIndex  *e;
 	bool		found;
 
-	if (c->enums == NULL)
-	{
-		HASHCTL		ctl;
-
-		ctl.keysize = sizeof(JsonbContainer *);
-		ctl.entrysize = sizeof(EnumIndex);
-		ctl.hcxt = c->work;
-		c->enums = hash_create("openwop schema enums", 16, &ctl,
-							   HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
-	}
-	e = hash_search(c->enums, &values, HASH_ENTER, &found);
+	e = validation_cache(&c->enums, "openwop schema enums", &values, sizeof(EnumIndex), c->work, &found);
 	if (!found)
 	{
 		MemoryContext old = MemoryContextSwitchTo(c->work);
@@ -796,17 +807,7 @@ pattern_entry(SchemaCtx *c, JsonbValue *pattern)
 	PatternEntry *p;
 	bool		found;
 
-	if (c->patterns == NULL)
-	{
-		HASHCTL		ctl;
-
-		ctl.keysize = sizeof(const char *);
-		ctl.entrysize = sizeof(PatternEntry);
-		ctl.hcxt = c->work;
-		c->patterns = hash_create("openwop schema patterns", 16, &ctl,
-								  HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
-	}
-	p = hash_search(c->patterns, &key, HASH_ENTER, &found);
+	p = validation_cache(&c->patterns, "openwop schema patterns", &key, sizeof(PatternEntry), c->work, &found);
 	if (!found)
 	{
 		/* the engine and the compiled pattern live as long as the validation */
