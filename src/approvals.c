@@ -12,6 +12,8 @@
  *
  *-------------------------------------------------------------------------
  */
+#include "postgres.h"
+
 #include "openwop.h"
 
 #include "catalog/pg_type.h"
@@ -22,9 +24,9 @@
 
 PG_FUNCTION_INFO_V1(ow_add_group_member);
 PG_FUNCTION_INFO_V1(ow_remove_group_member);
-PG_FUNCTION_INFO_V1(ow_capabilities);
 
-extern char *ow_override_group;
+/* The group whose members are override principals of approval gates. */
+static char *ow_override_group = NULL;
 
 /* The strings of a jsonb string array member, or NIL. */
 static List *
@@ -68,7 +70,7 @@ too_many_answers(const OwSubject *who, const char *interrupt_id)
 	ow_details_str(&d, "interruptId", interrupt_id);
 	ow_details_int(&d, "limit", ow_max_votes_per_voter);
 	ow_details_str(&d, "setting", "openwop.max_votes_per_voter");
-	ow_raise(OW_SQLSTATE_400, "validation_error", &d,
+	ow_raise(OW_VALIDATION_ERROR, &d,
 			 "Each voter may give a gate openwop.max_votes_per_voter answers (votes, re-votes and asks).",
 			 "\"%s\" has answered interrupt \"%s\" %d times, the most allowed",
 			 who->subject_id, interrupt_id, ow_max_votes_per_voter);
@@ -207,7 +209,7 @@ ow_approval_eligibility(OwRun *run, JsonbContainer *data, const OwSubject *who, 
 
 		ow_details_init(&d);
 		ow_details_str(&d, "principal", who->subject_id);
-		ow_raise(OW_SQLSTATE_403, "forbidden", &d, NULL,
+		ow_raise(OW_FORBIDDEN, &d, NULL,
 				 "principal \"%s\" is not an eligible approver of this interrupt", who->subject_id);
 	}
 
@@ -424,19 +426,20 @@ ow_remove_group_member(PG_FUNCTION_ARGS)
 	return change_membership(fcinfo, false);
 }
 
-/*
- * openwop.capabilities() → jsonb: the interrupt facet as advertised.
+/* ----------
+ * Settings
+ * ----------
  */
-Datum
-ow_capabilities(PG_FUNCTION_ARGS)
-{
-	OwJson		j;
 
-	owj_begin(&j);
-	owj_begin_object(&j, "interrupt");
-	owj_str_array(&j, "tokenAlgs", list_make1("hs256"));
-	owj_str_array(&j, "refKinds", list_make3("principal", "group", "role"));
-	owj_bool(&j, "callbackDelivery", false);
-	owj_end_object(&j);
-	PG_RETURN_JSONB_P(owj_end(&j));
+void
+ow_define_approval_settings(void)
+{
+	DefineCustomStringVariable("openwop.override_group",
+							   "Group whose members are override principals of approval gates.",
+							   "Manage it with openwop.add_group_member; an override principal releases a gate alone when overrideBypassesQuorum is true.",
+							   &ow_override_group,
+							   "openwop-override",
+							   PGC_SUSET,
+							   0,
+							   NULL, NULL, NULL);
 }

@@ -35,6 +35,8 @@
  *
  *-------------------------------------------------------------------------
  */
+#include "postgres.h"
+
 #include "openwop.h"
 
 #include "access/htup_details.h"
@@ -53,83 +55,30 @@
 #include "utils/portal.h"
 #include "utils/syscache.h"
 
-/* GUCs, defined in module.c */
-extern char *ow_tenant_setting;
-extern char *ow_default_tenant;
-extern char *ow_tenant_claim;
-extern char *ow_jwt_session_role;
-extern char *ow_bound_tenant;
-extern char *ow_approver_role;
+/* Settings, defined by ow_define_caller_settings() */
 
-#define OW_SCOPE "approvals:respond"
+/* Tenant of a plain SQL session; empty means "use the default". */
+static char *ow_tenant_setting = NULL;
+
+/* Tenant used when neither a JWT claim nor openwop.tenant names one. */
+static char *ow_default_tenant = NULL;
+
+/* Name of the request.jwt.claims member that carries the tenant. */
+static char *ow_tenant_claim = NULL;
+
+/* Logins that are members of this role speak through request.jwt.claims. */
+static char *ow_jwt_session_role = NULL;
+
+/* The tenant a login is bound to ("*": any; empty: the default tenant only). */
+static char *ow_bound_tenant = NULL;
+
+/* The role whose members hold approvals:respond in SQL sessions. */
+static char *ow_approver_role = NULL;
 
 /* ----------
  * Subjects (OpenWOP identity, "The Subject is the owner")
  * ----------
  */
-
-/* Is the character at p white space, as JSON Schema's \s reads it? */
-static bool
-is_space_at(const unsigned char *p, bool utf8)
-{
-	pg_wchar	c;
-
-	if (*p == ' ' || (*p >= 0x09 && *p <= 0x0d))
-		return true;
-	if (*p < 0x80 || !utf8)
-		return false;
-	c = utf8_to_unicode(p);
-	return c == 0xa0 || c == 0x1680 || (c >= 0x2000 && c <= 0x200a) || c == 0x2028 ||
-		c == 0x2029 || c == 0x202f || c == 0x205f || c == 0x3000 || c == 0xfeff;
-}
-
-/* s is min to max characters with no white space, and no "/" when no_slash. */
-static bool
-no_space_span(const char *s, int min, int max, bool no_slash)
-{
-	const unsigned char *p = (const unsigned char *) s;
-	bool		utf8 = GetDatabaseEncoding() == PG_UTF8;
-	int			chars = 0;
-
-	while (*p)
-	{
-		if (is_space_at(p, utf8) || (no_slash && *p == '/'))
-			return false;
-		p += utf8 ? pg_utf_mblen(p) : pg_mblen((const char *) p);
-		chars++;
-	}
-	return chars >= min && chars <= max;
-}
-
-/* subjectId: ^[^\s/]{1,256}$ */
-bool
-ow_valid_subject_id(const char *s)
-{
-	return no_space_span(s, 1, 256, true);
-}
-
-/*
- * A ref that names a subject (an approversList entry, a group member): a
- * subjectId, or "<issuer>/<subjectId>".  A subjectId has no "/", so the
- * last "/" splits a qualified ref one way only.
- */
-bool
-ow_valid_subject_ref(const char *s)
-{
-	const char *slash = strrchr(s, '/');
-
-	if (slash == NULL)
-		return ow_valid_subject_id(s);
-	return slash > s && slash - s <= 1024 && no_space_span(s, 1, 1024 + 1 + 256, false) &&
-		ow_valid_subject_id(slash + 1);
-}
-
-/* issuer: ^\S+$, 1 to 1024 characters */
-static bool
-valid_issuer(const char *s)
-{
-	return no_space_span(s, 1, 1024, false);
-}
 
 static void
 set_subject(OwSubject *s, const char *issuer, const char *subject_id, const char *tenant,
@@ -247,7 +196,7 @@ ow_subject_matches(const OwSubject *s, const char *ref)
  * the claims would change who a request session is for the rest of its
  * transaction.
  */
-char	   *ow_jwt_claims_setting = NULL;
+static char *ow_jwt_claims_setting = NULL;
 
 /*
  * The claims as last set by code running as itself (not a SECURITY DEFINER
@@ -286,8 +235,8 @@ foreign_code(void)
  * PGC_S_SESSION), outside foreign code: no database, role or file default,
  * no startup option.  Clearing them is always allowed.
  */
-bool
-ow_check_jwt_claims(char **newval, void **extra, GucSource source)
+static bool
+check_jwt_claims(char **newval, void **extra, GucSource source)
 {
 	if (**newval == '\0')
 		return true;
@@ -306,8 +255,8 @@ ow_check_jwt_claims(char **newval, void **extra, GucSource source)
 	return true;
 }
 
-void
-ow_assign_jwt_claims(const char *newval, void *extra)
+static void
+assign_jwt_claims(const char *newval, void *extra)
 {
 	if (foreign_code())
 		return;
@@ -324,7 +273,6 @@ claims_untampered(void)
 	return ow_jwt_claims_trusted != NULL && strcmp(now, ow_jwt_claims_trusted) == 0;
 }
 
-
 static void no_identity_here(const char *where) pg_attribute_noreturn();
 
 static void
@@ -334,7 +282,7 @@ no_identity_here(const char *where)
 
 	ow_details_init(&d);
 	ow_details_str(&d, "context", where);
-	ow_raise(OW_SQLSTATE_403, "forbidden", &d,
+	ow_raise(OW_FORBIDDEN, &d,
 			 "Call openwop functions directly from the session that acts, not from code that ANALYZE, VACUUM, an index or a SECURITY DEFINER function runs.",
 			 "openwop cannot tell who is calling inside %s", where);
 }
@@ -376,7 +324,7 @@ request_claims(void)
 
 		ow_details_init(&d);
 		ow_details_str(&d, "field", "request.jwt.claims");
-		ow_raise(OW_SQLSTATE_400, "validation_error", &d, NULL,
+		ow_raise(OW_VALIDATION_ERROR, &d, NULL,
 				 "request.jwt.claims is not a JSON object");
 	}
 	return claims;
@@ -392,7 +340,7 @@ unresolvable(const char *key, const char *value, const char *why)
 
 	ow_details_init(&d);
 	ow_details_str(&d, key, value);
-	ow_raise(OW_SQLSTATE_401, "identity_unresolvable", &d, NULL,
+	ow_raise(OW_IDENTITY_UNRESOLVABLE, &d, NULL,
 			 "the caller resolves to no subject: %s", why);
 }
 
@@ -413,7 +361,7 @@ claims_subject(Jsonb *claims, const char *tenant, OwSubject *s)
 		unresolvable("claim", "sub", "the sub claim must be a string of 1 to 256 characters without white space or \"/\"");
 	if (iss != NULL)
 	{
-		if (iss->type != jbvString || !valid_issuer(owj_string(iss)))
+		if (iss->type != jbvString || !ow_valid_issuer(owj_string(iss)))
 			unresolvable("claim", "iss", "the iss claim must be a string of 1 to 1024 characters without white space");
 		issuer = owj_string(iss);
 		/* URNs compare case-insensitively; urn:openwop: is OpenWOP's own (legacy subjects) */
@@ -440,7 +388,7 @@ tenant_refused(const char *asked, const char *source, const char *tenant, const 
 	ow_details_init(&d);
 	ow_details_str(&d, "tenant", asked);
 	ow_details_str(&d, "callerTenant", tenant);
-	ow_raise(OW_SQLSTATE_403, "id_tenant_mismatch", &d,
+	ow_raise(OW_ID_TENANT_MISMATCH, &d,
 			 "A DBA binds a login to its tenant with ALTER ROLE ... SET openwop.bound_tenant.",
 			 "tenant \"%s\" named by %s is not this caller's: %s", ow_echo(asked), source, why);
 }
@@ -454,7 +402,7 @@ check_tenant_grammar(const char *tenant, const char *source)
 
 		ow_details_init(&d);
 		ow_details_str(&d, "field", "tenant");
-		ow_raise(OW_SQLSTATE_400, "validation_error", &d,
+		ow_raise(OW_VALIDATION_ERROR, &d,
 				 "A tenant is 1 to 128 characters of A-Z a-z 0-9 . _ ~ -, optionally prefixed \"anon:\".",
 				 "tenant \"%s\" taken from %s is not a valid tenant id", ow_echo(tenant), source);
 	}
@@ -495,7 +443,7 @@ caller_tenant(Jsonb *claims, Oid login)
 
 				ow_details_init(&d);
 				ow_details_str(&d, "claim", ow_tenant_claim);
-				ow_raise(OW_SQLSTATE_403, "forbidden", &d, NULL,
+				ow_raise(OW_FORBIDDEN, &d, NULL,
 						 "the JWT claim \"%s\" does not name a tenant", ow_tenant_claim);
 			}
 			asked = owj_string(v);
@@ -580,7 +528,7 @@ ow_caller(OwCaller *c)
 
 		ow_details_init(&d);
 		ow_details_str(&d, "subjectId", OW_TOKEN_PRINCIPAL);
-		ow_raise(OW_SQLSTATE_403, "forbidden", &d, NULL,
+		ow_raise(OW_FORBIDDEN, &d, NULL,
 				 "\"%s\" is reserved for the holders of tokens that name no principal",
 				 OW_TOKEN_PRINCIPAL);
 	}
@@ -605,7 +553,7 @@ ow_require_every_tenant(const char *what)
 	ow_details_init(&d);
 	ow_details_str(&d, "tenant", "*");
 	ow_details_str(&d, "callerTenant", c.subject.tenant);
-	ow_raise(OW_SQLSTATE_403, "id_tenant_mismatch", &d,
+	ow_raise(OW_ID_TENANT_MISMATCH, &d,
 			 "A DBA binds the scheduler's login with ALTER ROLE ... SET openwop.bound_tenant = '*'.",
 			 "%s acts in every tenant: only a login bound to \"*\" may", what);
 }
@@ -626,8 +574,8 @@ ow_caller_tenant(void)
  * JWT maps to; a login through real membership of openwop.approver_role
  * (superuser status does not count).
  */
-static bool
-has_scope(const OwCaller *c)
+bool
+ow_has_scope(const OwCaller *c)
 {
 	Oid			role;
 
@@ -672,11 +620,11 @@ ow_check_scope(const OwCaller *c)
 {
 	OwDetails	d;
 
-	if (has_scope(c))
+	if (ow_has_scope(c))
 		return;
 	ow_details_init(&d);
 	ow_details_str(&d, "requiredScope", OW_SCOPE);
-	ow_raise(OW_SQLSTATE_403, "forbidden", &d,
+	ow_raise(OW_FORBIDDEN, &d,
 			 c->claims
 			 ? psprintf("Put %s in the JWT scope claim.", OW_SCOPE)
 			 : psprintf("Grant the role %s to the login.", ow_approver_role),
@@ -688,253 +636,11 @@ ow_check_scope(const OwCaller *c)
  * {subject, tenant, source, scopes} — for a DBA setting up roles, bindings
  * and PostgREST.
  */
-PG_FUNCTION_INFO_V1(ow_current_caller);
-
-Datum
-ow_current_caller(PG_FUNCTION_ARGS)
-{
-	OwCaller	c;
-	OwJson		j;
-
-	ow_caller(&c);
-	owj_begin(&j);
-	owj_subject(&j, "subject", &c.subject);
-	owj_str(&j, "tenant", c.subject.tenant);
-	owj_str(&j, "source", c.claims ? "request.jwt.claims" : "session_user");
-	owj_str_array(&j, "scopes", has_scope(&c) ? list_make1(OW_SCOPE) : NIL);
-	PG_RETURN_JSONB_P(owj_end(&j));
-}
 
 /* ----------
- * Id grammars
+ * The extension owner
  * ----------
  */
-
-
-static bool
-is_unreserved(char c)
-{
-	return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
-		(c >= '0' && c <= '9') || c == '.' || c == '_' || c == '~' || c == '-';
-}
-
-/* s[0..len) is made of unreserved characters only, and len is in [min, max]. */
-static bool
-unreserved_span(const char *s, size_t len, size_t min, size_t max)
-{
-	size_t		i;
-
-	if (len < min || len > max)
-		return false;
-	for (i = 0; i < len; i++)
-		if (!is_unreserved(s[i]))
-			return false;
-	return true;
-}
-
-/* Tenant id grammar: ^(anon:)?[A-Za-z0-9._~-]{1,128}$ */
-bool
-ow_valid_tenant(const char *tenant)
-{
-	if (strncmp(tenant, "anon:", 5) == 0)
-		tenant += 5;
-	return unreserved_span(tenant, strlen(tenant), 1, 128);
-}
-
-/* Opaque segment of a tenant-bound id: ^[A-Za-z0-9._~-]{16,128}$ */
-bool
-ow_valid_opaque(const char *s)
-{
-	return unreserved_span(s, strlen(s), 16, 128);
-}
-
-/* Author-chosen ids (nodeId, workflowId, agentId): ^[A-Za-z0-9._~:-]{1,128}$ */
-bool
-ow_valid_author_id(const char *s)
-{
-	size_t		len = strlen(s);
-	size_t		i;
-
-	if (len < 1 || len > 128)
-		return false;
-	for (i = 0; i < len; i++)
-		if (!is_unreserved(s[i]) && s[i] != ':')
-			return false;
-	return true;
-}
-
-static bool
-is_lower(char c)
-{
-	return c >= 'a' && c <= 'z';
-}
-
-static bool
-is_digit(char c)
-{
-	return c >= '0' && c <= '9';
-}
-
-/* Node type id: ^[a-z][a-z0-9_-]*(\.[a-z][a-zA-Z0-9_-]*)+$, at most 256 long */
-bool
-ow_valid_type_id(const char *s)
-{
-	const char *p = s;
-	int			segments = 0;
-
-	if (strlen(s) > 256 || !is_lower(*p))
-		return false;
-	for (p++; is_lower(*p) || is_digit(*p) || *p == '_' || *p == '-'; p++)
-		;
-	while (*p == '.')
-	{
-		p++;
-		if (!is_lower(*p))
-			return false;
-		for (p++; is_lower(*p) || (*p >= 'A' && *p <= 'Z') || is_digit(*p) ||
-			 *p == '_' || *p == '-'; p++)
-			;
-		segments++;
-	}
-	return *p == '\0' && segments > 0;
-}
-
-static int
-hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
-/*
- * Bring a run id into its canonical "tenant/opaque" form and check it.
- *
- * On the wire an id is one path segment, with "/" projected as "~2F" (or
- * percent-encoded "%2F"); an id without a "/" is decoded first.  A malformed
- * id is a 400; a well-formed id of another tenant is 403 id_tenant_mismatch,
- * decided from the string alone so nothing about the other tenant leaks.
- */
-char *
-ow_normalize_run_id(const char *input, const char *caller_tenant)
-{
-	return ow_normalize_id(input, caller_tenant, "runId", "run");
-}
-
-/* The same for any tenant-bound id (runs, interrupts); field and what name it in errors. */
-char *
-ow_normalize_id(const char *input, const char *caller_tenant, const char *field, const char *what)
-{
-	char	   *id;
-	const char *slash;
-	char	   *tenant;
-
-	if (strchr(input, '/') == NULL)
-	{
-		const char *p = input;
-		char	   *q;
-
-		id = q = palloc(strlen(input) + 1);
-		while (*p)
-		{
-			if (*p == '~' || *p == '%')
-			{
-				char		c;
-
-				/* an escape must be two hex digits naming "/" or an id character */
-				if (hexval(p[1]) < 0 || hexval(p[2]) < 0 ||
-					((c = (char) (hexval(p[1]) * 16 + hexval(p[2]))) != '/' && !is_unreserved(c)))
-				{
-					q = NULL;
-					break;
-				}
-				*q++ = c;
-				p += 3;
-			}
-			else
-				*q++ = *p++;
-		}
-		if (q)
-			*q = '\0';
-		else
-			id[0] = '\0';		/* a bad escape: refused below */
-	}
-	else
-		id = pstrdup(input);
-
-	slash = strchr(id, '/');
-	if (slash == NULL || strchr(slash + 1, '/') != NULL ||
-		!ow_valid_opaque(slash + 1) ||
-		!ow_valid_tenant((tenant = pnstrdup(id, slash - id))))
-	{
-		OwDetails	d;
-
-		ow_details_init(&d);
-		ow_details_str(&d, "field", field);
-		ow_details_str(&d, field, input);
-		ow_raise(OW_SQLSTATE_400, "validation_error", &d,
-				 psprintf("A %s id is \"<tenant>/<opaque>\": the tenant, a slash, then 16 to 128 characters of A-Z a-z 0-9 . _ ~ -.", what),
-				 "\"%s\" is not a valid %s id", ow_echo(input), what);
-	}
-
-	if (strcmp(tenant, caller_tenant) != 0)
-	{
-		OwDetails	d;
-
-		ow_details_init(&d);
-		ow_details_str(&d, field, id);
-		ow_details_str(&d, "tenant", caller_tenant);
-		ow_raise(OW_SQLSTATE_403, "id_tenant_mismatch", &d, NULL,
-				 "%s \"%s\" does not belong to tenant \"%s\"", what, id, caller_tenant);
-	}
-	return id;
-}
-
-/* Unpadded base64url of len bytes (RFC 4648 §5). */
-char *
-ow_base64url(const char *data, int len)
-{
-	int			enclen = pg_b64_enc_len(len);
-	char	   *out = palloc(enclen + 1);
-	int			n;
-	int			i;
-
-	n = pg_b64_encode(data, len, out, enclen);
-	if (n < 0)
-		elog(ERROR, "could not encode base64");
-	while (n > 0 && out[n - 1] == '=')
-		n--;
-	out[n] = '\0';
-	for (i = 0; i < n; i++)
-	{
-		if (out[i] == '+')
-			out[i] = '-';
-		else if (out[i] == '/')
-			out[i] = '_';
-	}
-	return out;
-}
-
-/*
- * nbytes of strong randomness as unpadded base64url: never contains "~",
- * so it is a valid opaque id segment once it is at least 16 characters.
- */
-char *
-ow_mint_opaque(int nbytes)
-{
-	char		raw[64];
-
-	Assert(nbytes > 0 && nbytes <= (int) sizeof(raw));
-	if (!pg_strong_random(raw, nbytes))
-		ereport(ERROR,
-				(errcode(ERRCODE_INTERNAL_ERROR),
-				 errmsg("could not generate random bytes")));
-	return ow_base64url(raw, nbytes);
-}
 
 /*
  * The role that owns the extension's tables (the role that ran CREATE
@@ -999,8 +705,129 @@ ow_require_admin(const char *what)
 		OwDetails	d;
 
 		ow_details_init(&d);
-		ow_raise(OW_SQLSTATE_403, "forbidden", &d,
+		ow_raise(OW_FORBIDDEN, &d,
 				 "Ask the owner of the openwop_interrupt extension.",
 				 "only the owner of the openwop tables may %s", what);
 	}
+}
+
+/* ----------
+ * Settings
+ * ----------
+ */
+
+/* Was the library loaded at server start (shared_preload_libraries)? */
+bool		ow_preloaded = false;
+
+/* openwop.bound_tenant: empty, "*", or a tenant id */
+static bool
+check_bound_tenant(char **newval, void **extra, GucSource source)
+{
+	if (**newval == '\0' || strcmp(*newval, "*") == 0 || ow_valid_tenant(*newval))
+		return true;
+	GUC_check_errdetail("A bound tenant is a tenant id, \"*\" (any tenant), or empty (the default tenant only).");
+	return false;
+}
+
+void
+ow_define_caller_settings(void)
+{
+	DefineCustomStringVariable("openwop.tenant",
+							   "Tenant of this session's OpenWOP calls, for logins bound to \"*\".",
+							   "A login bound to one tenant acts in it whatever this says; an unbound login acts in openwop.default_tenant. Empty means openwop.default_tenant.",
+							   &ow_tenant_setting,
+							   "",
+							   PGC_USERSET,
+							   0,
+							   NULL, NULL, NULL);
+	DefineCustomStringVariable("openwop.default_tenant",
+							   "Tenant used when no claim and no openwop.tenant setting names one.",
+							   NULL,
+							   &ow_default_tenant,
+							   "default",
+							   PGC_SUSET,
+							   0,
+							   NULL, NULL, NULL);
+
+	DefineCustomStringVariable("openwop.tenant_claim",
+							   "Member of request.jwt.claims that names the caller's tenant.",
+							   "PostgREST puts the verified JWT claims in request.jwt.claims; empty disables the claim.",
+							   &ow_tenant_claim,
+							   "tenant",
+							   PGC_SUSET,
+							   0,
+							   NULL, NULL, NULL);
+
+	DefineCustomStringVariable("request.jwt.claims",
+							   "Verified JWT claims of the current PostgREST request.",
+							   "PostgREST sets it per request; openwop trusts it only in sessions of openwop.jwt_session_role.",
+							   &ow_jwt_claims_setting,
+							   "",
+							   PGC_USERSET,
+							   GUC_NO_SHOW_ALL | GUC_NOT_IN_SAMPLE,
+							   check_jwt_claims, assign_jwt_claims, NULL);
+
+	DefineCustomStringVariable("openwop.jwt_session_role",
+							   "Role whose member logins speak through request.jwt.claims.",
+							   "Set it to PostgREST's authenticator role. Only sessions whose login is a real member of it (superuser status does not count) take identity, tenant and scope from the claims; everyone else is their login. Empty: no session does.",
+							   &ow_jwt_session_role,
+							   "",
+							   PGC_SUSET,
+							   0,
+							   NULL, NULL, NULL);
+
+	DefineCustomStringVariable("openwop.bound_tenant",
+							   "Tenant this login is bound to: one tenant id, or \"*\" for a login that serves many.",
+							   "A DBA sets it per login with ALTER ROLE ... SET; the login cannot change it. Empty: the login acts in openwop.default_tenant only.",
+							   &ow_bound_tenant,
+							   "",
+							   PGC_SUSET,
+							   GUC_NO_RESET_ALL,
+							   check_bound_tenant, NULL, NULL);
+
+	DefineCustomStringVariable("openwop.approver_role",
+							   "Role whose members hold the approvals:respond scope in SQL sessions.",
+							   NULL,
+							   &ow_approver_role,
+							   "openwop_approver",
+							   PGC_SUSET,
+							   0,
+							   NULL, NULL, NULL);
+}
+
+/* ----------
+ * The call bracket of an API function
+ * ----------
+ */
+
+/* Who is calling (decided before anything runs as the owner), then SPI, as the owner. */
+void
+ow_call_begin(OwCall *call)
+{
+	ow_caller(&call->caller);
+	ow_call_enter(call);
+}
+
+/* The same for a call that decided call->caller itself, to check its arguments first. */
+void
+ow_call_enter(OwCall *call)
+{
+	call->callerctx = CurrentMemoryContext;
+	SPI_connect();
+	ow_become_owner(&call->priv);
+}
+
+/* Back to the caller's role and memory context, to build the result. */
+void
+ow_call_end(OwCall *call)
+{
+	ow_restore_user(&call->priv);
+	MemoryContextSwitchTo(call->callerctx);
+}
+
+/* Release SPI; the result was built in the caller's context and survives. */
+void
+ow_call_finish(OwCall *call)
+{
+	SPI_finish();
 }

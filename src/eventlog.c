@@ -13,6 +13,8 @@
  *
  *-------------------------------------------------------------------------
  */
+#include "postgres.h"
+
 #include "openwop.h"
 
 #include "access/xact.h"
@@ -27,47 +29,27 @@
 #include "utils/rel.h"
 
 PG_FUNCTION_INFO_V1(ow_events_append_only);
-PG_FUNCTION_INFO_V1(ow_events);
-PG_FUNCTION_INFO_V1(ow_run_snapshot);
 
-#define OW_EVENTS_MAX 10000
 
-/* Prepare a statement once per backend and keep the plan. */
-static SPIPlanPtr
-prepare_kept(const char *sql, int nargs, Oid *argtypes, int options)
-{
-	SPIPlanPtr	plan = SPI_prepare_cursor(sql, nargs, argtypes, options);
-
-	if (plan == NULL)
-		elog(ERROR, "SPI_prepare failed for \"%s\": %s",
-			 sql, SPI_result_code_string(SPI_result));
-	if (SPI_keepplan(plan) != 0)
-		elog(ERROR, "SPI_keepplan failed");
-	return plan;
-}
-
-SPIPlanPtr
-ow_prepare(const char *sql, int nargs, Oid *argtypes)
-{
-	return prepare_kept(sql, nargs, argtypes, 0);
-}
-
-/*
- * The same for a statement that carries a secret (a signing secret, an
- * Idempotency-Key) as a parameter: always a generic plan, so the value is
- * never folded into a plan that debug_print_plan would show.
- */
-SPIPlanPtr
-ow_prepare_secret(const char *sql, int nargs, Oid *argtypes)
-{
-	return prepare_kept(sql, nargs, argtypes, CURSOR_OPT_GENERIC_PLAN);
-}
 
 /*
  * Run a statement keyed by the run: $1 tenant, $2 run id and, when node_id
- * is not NULL, $3 node id.  The plan is prepared on first use into *plan.
- * Returns the SPI result code.
+ * is not NULL, $3 node id (q->nargs says which).
  */
+uint64
+ow_run_exec(OwQuery *q, OwRun *run, const char *node_id, bool read_only, long count)
+{
+	Datum		args[3];
+
+	Assert(q->nargs == (node_id ? 3 : 2));
+	args[0] = CStringGetTextDatum(run->tenant);
+	args[1] = CStringGetTextDatum(run->run_id);
+	if (node_id)
+		args[2] = CStringGetTextDatum(node_id);
+	return ow_exec(q, args, NULL, read_only, count);
+}
+
+/* Transitional: the old ow_run_query interface, until every caller uses OwQuery. */
 int
 ow_run_query(SPIPlanPtr *plan, const char *sql, OwRun *run, const char *node_id,
 			 bool read_only, long count)
@@ -91,19 +73,6 @@ ow_run_is_terminal(const char *status)
 	return strcmp(status, "completed") == 0 ||
 		strcmp(status, "failed") == 0 ||
 		strcmp(status, "cancelled") == 0;
-}
-
-/* Column n (1-based) of row 0 of SPI_tuptable as a C string, NULL if null. */
-static char *
-spi_text(int n)
-{
-	return SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, n);
-}
-
-static Datum
-spi_datum(int n, bool *isnull)
-{
-	return SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, n, isnull);
 }
 
 static bool lock_run_row(OwRun *run, const char *tenant, const char *run_id, bool skip_locked);
@@ -159,15 +128,15 @@ lock_run_row(OwRun *run, const char *tenant, const char *run_id, bool skip_locke
 
 	/* no fork API yet: every run is the root of its own chain */
 	run->root_run_id = run->run_id;
-	run->workflow_id = spi_text(1);
-	run->status = spi_text(2);
-	run->current_node_id = spi_text(3);
-	run->event_prefix = spi_text(4);
-	run->created_at = DatumGetTimestampTz(spi_datum(5, &isnull));
-	run->next_sequence = DatumGetInt64(spi_datum(6, &isnull));
+	run->workflow_id = ow_col_text(0, 1);
+	run->status = ow_col_text(0, 2);
+	run->current_node_id = ow_col_text(0, 3);
+	run->event_prefix = ow_col_text(0, 4);
+	run->created_at = DatumGetTimestampTz(ow_col_datum(0, 5, &isnull));
+	run->next_sequence = DatumGetInt64(ow_col_datum(0, 6, &isnull));
 	run->first_sequence = run->next_sequence;
 	run->appended = 0;
-	run->has_definition = DatumGetBool(spi_datum(7, &isnull));
+	run->has_definition = DatumGetBool(ow_col_datum(0, 7, &isnull));
 	run->error = NULL;
 	run->outputs = NULL;
 	return true;
@@ -396,186 +365,4 @@ ow_event_payload(const char *type, Jsonb *payload, const char *tenant)
 	owj_members_except(&j, payload, replaced);
 	owj_legacy_subject(&j, "resolvedBy", owj_string(id), tenant);
 	return owj_end(&j);
-}
-
-/*
- * openwop.events(run_id, after_sequence, max) → SETOF jsonb
- *
- * Envelopes in sequence order: eventId, runId, type, payload, timestamp,
- * sequence, schemaVersion, and nodeId / causationId when present.
- */
-Datum
-ow_events(PG_FUNCTION_ARGS)
-{
-	static SPIPlanPtr run_plan = NULL;
-	static SPIPlanPtr ev_plan = NULL;
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	char	   *run_input;
-	int64		after;
-	int32		max;
-	char	   *tenant;
-	char	   *run_id;
-	char	   *prefix;
-	Datum		args[4];
-	OwPriv		priv;
-	uint64		i;
-	MemoryContext rowctx;
-
-	if (PG_ARGISNULL(0))
-		ow_validation_error("runId", "run_id must not be null");
-	run_input = text_to_cstring(PG_GETARG_TEXT_PP(0));
-	after = PG_ARGISNULL(1) ? -1 : PG_GETARG_INT64(1);
-	max = PG_ARGISNULL(2) ? 1000 : PG_GETARG_INT32(2);
-	if (after < -1)
-		ow_validation_error("afterSequence", "after_sequence must be -1 or greater, not " INT64_FORMAT, after);
-	if (max < 1 || max > OW_EVENTS_MAX)
-		ow_validation_error("max", "max must be between 1 and %d, not %d", OW_EVENTS_MAX, max);
-
-	tenant = ow_caller_tenant();
-	run_id = ow_normalize_run_id(run_input, tenant);
-
-	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
-
-	SPI_connect();
-	ow_become_owner(&priv);
-	if (run_plan == NULL)
-	{
-		Oid			types[2] = {TEXTOID, TEXTOID};
-		Oid			evtypes[4] = {TEXTOID, TEXTOID, INT8OID, INT4OID};
-
-		run_plan = ow_prepare("SELECT event_prefix FROM openwop.runs"
-							  " WHERE tenant OPERATOR(pg_catalog.=) $1"
-							  "   AND run_id OPERATOR(pg_catalog.=) $2", 2, types);
-		ev_plan = ow_prepare("SELECT sequence, type, node_id, payload, created_at,"
-							 "       schema_version, causation_id"
-							 "  FROM openwop.events"
-							 " WHERE tenant OPERATOR(pg_catalog.=) $1"
-							 "   AND run_id OPERATOR(pg_catalog.=) $2"
-							 "   AND sequence OPERATOR(pg_catalog.>) $3"
-							 " ORDER BY sequence LIMIT $4", 4, evtypes);
-	}
-	args[0] = CStringGetTextDatum(tenant);
-	args[1] = CStringGetTextDatum(run_id);
-	if (SPI_execute_plan(run_plan, args, NULL, true, 1) != SPI_OK_SELECT)
-		elog(ERROR, "could not read run \"%s\"", run_id);
-	if (SPI_processed == 0)
-		ow_run_not_found(run_id);
-	prefix = spi_text(1);
-
-	args[2] = Int64GetDatum(after);
-	args[3] = Int32GetDatum(max);
-	if (SPI_execute_plan(ev_plan, args, NULL, true, 0) != SPI_OK_SELECT)
-		elog(ERROR, "could not read events of run \"%s\"", run_id);
-
-	rowctx = AllocSetContextCreate(CurrentMemoryContext, "openwop events row",
-								   ALLOCSET_DEFAULT_SIZES);
-	for (i = 0; i < SPI_processed; i++)
-	{
-		MemoryContext old = MemoryContextSwitchTo(rowctx);
-		HeapTuple	tup = SPI_tuptable->vals[i];
-		TupleDesc	desc = SPI_tuptable->tupdesc;
-		bool		isnull;
-		int64		seq = DatumGetInt64(SPI_getbinval(tup, desc, 1, &isnull));
-		char	   *node_id = SPI_getvalue(tup, desc, 3);
-		char	   *causation = SPI_getvalue(tup, desc, 7);
-		char	   *type = SPI_getvalue(tup, desc, 2);
-		OwJson		j;
-		Datum		value;
-		bool		nullflag = false;
-
-		owj_begin(&j);
-		owj_str(&j, "eventId", psprintf("%s." INT64_FORMAT, prefix, seq));
-		owj_str(&j, "runId", run_id);
-		owj_str(&j, "type", type);
-		owj_jsonb(&j, "payload", ow_event_payload(type, DatumGetJsonbP(SPI_getbinval(tup, desc, 4, &isnull)),
-												 tenant));
-		owj_str(&j, "timestamp",
-				owj_iso8601(DatumGetTimestampTz(SPI_getbinval(tup, desc, 5, &isnull))));
-		owj_int(&j, "sequence", seq);
-		owj_int(&j, "schemaVersion", DatumGetInt32(SPI_getbinval(tup, desc, 6, &isnull)));
-		if (node_id)
-			owj_str(&j, "nodeId", node_id);
-		if (causation)
-			owj_str(&j, "causationId", causation);
-		value = JsonbPGetDatum(owj_end(&j));
-		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, &value, &nullflag);
-		MemoryContextSwitchTo(old);
-		/* each envelope is copied into the tuplestore: free the row's work */
-		MemoryContextReset(rowctx);
-	}
-
-	ow_restore_user(&priv);
-	SPI_finish();
-	return (Datum) 0;
-}
-
-/*
- * openwop.run_snapshot(run_id) → jsonb: the OpenWOP RunSnapshot (closed
- * object; optional members are omitted when unset).
- */
-Datum
-ow_run_snapshot(PG_FUNCTION_ARGS)
-{
-	static SPIPlanPtr plan = NULL;
-	MemoryContext callerctx = CurrentMemoryContext;
-	char	   *tenant;
-	char	   *run_id;
-	Datum		args[2];
-	OwPriv		priv;
-	OwJson		j;
-	Jsonb	   *result;
-	bool		isnull;
-	Datum		d;
-	char	   *s;
-
-	if (PG_ARGISNULL(0))
-		ow_validation_error("runId", "run_id must not be null");
-	tenant = ow_caller_tenant();
-	run_id = ow_normalize_run_id(text_to_cstring(PG_GETARG_TEXT_PP(0)), tenant);
-
-	SPI_connect();
-	ow_become_owner(&priv);
-	if (plan == NULL)
-	{
-		Oid			types[2] = {TEXTOID, TEXTOID};
-
-		plan = ow_prepare("SELECT workflow_id, status, owner, current_node_id,"
-						  "       error, configurable, metadata"
-						  "  FROM openwop.runs"
-						  " WHERE tenant OPERATOR(pg_catalog.=) $1"
-						  "   AND run_id OPERATOR(pg_catalog.=) $2", 2, types);
-	}
-	args[0] = CStringGetTextDatum(tenant);
-	args[1] = CStringGetTextDatum(run_id);
-	if (SPI_execute_plan(plan, args, NULL, true, 1) != SPI_OK_SELECT)
-		elog(ERROR, "could not read run \"%s\"", run_id);
-	if (SPI_processed == 0)
-		ow_run_not_found(run_id);
-
-	MemoryContextSwitchTo(callerctx);
-	owj_begin(&j);
-	owj_str(&j, "runId", run_id);
-	owj_str(&j, "workflowId", spi_text(1));
-	owj_str(&j, "status", spi_text(2));
-	owj_begin_object(&j, "owner");
-	owj_str(&j, "tenant", tenant);
-	owj_jsonb(&j, "subject", DatumGetJsonbP(spi_datum(3, &isnull)));
-	owj_end_object(&j);
-	owj_int(&j, "eventLogSchemaVersion", 1);
-	if ((s = spi_text(4)) != NULL)
-		owj_str(&j, "currentNodeId", s);
-	d = spi_datum(5, &isnull);
-	if (!isnull)
-		owj_jsonb(&j, "error", DatumGetJsonbP(d));
-	d = spi_datum(6, &isnull);
-	if (!isnull)
-		owj_jsonb(&j, "configurable", DatumGetJsonbP(d));
-	d = spi_datum(7, &isnull);
-	if (!isnull)
-		owj_jsonb(&j, "metadata", DatumGetJsonbP(d));
-	result = owj_end(&j);
-
-	ow_restore_user(&priv);
-	SPI_finish();
-	PG_RETURN_JSONB_P(result);
 }

@@ -18,6 +18,8 @@
  *
  *-------------------------------------------------------------------------
  */
+#include "postgres.h"
+
 #include "openwop.h"
 
 #include "catalog/pg_type.h"
@@ -26,30 +28,20 @@
 #include "utils/builtins.h"
 #include "utils/memutils.h"
 
-extern int	ow_idempotency_retention;
+/* How long idempotency records are kept, in seconds (at least 24 hours). */
+static int	ow_idempotency_retention = 86400;
 
-/* Key grammar: ^[A-Za-z0-9._~-]{22,128}$ (at least 128 bits of entropy). */
+/* Refuse a key outside the grammar (ow_valid_idempotency_key). */
 void
 ow_check_idempotency_key(const char *key)
 {
-	size_t		len = strlen(key);
-	size_t		i;
-	bool		ok = len >= 22 && len <= 128;
-
-	for (i = 0; ok && i < len; i++)
-	{
-		char		c = key[i];
-
-		ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-			c == '.' || c == '_' || c == '~' || c == '-';
-	}
-	if (!ok)
+	if (!ow_valid_idempotency_key(key))
 	{
 		OwDetails	d;
 
 		ow_details_init(&d);
 		ow_details_str(&d, "field", "Idempotency-Key");
-		ow_raise(OW_SQLSTATE_400, "idempotency_key_invalid", &d,
+		ow_raise(OW_IDEMPOTENCY_KEY_INVALID, &d,
 				 "Use 22 to 128 characters of A-Z a-z 0-9 . _ ~ -, e.g. a UUID.",
 				 "the idempotency key is not 22 to 128 characters of A-Z a-z 0-9 . _ ~ -");
 	}
@@ -81,7 +73,7 @@ in_flight(const char *key)
 	OwDetails	d;
 
 	ow_details_init(&d);
-	ow_raise(OW_SQLSTATE_409, "idempotency_in_flight", &d,
+	ow_raise(OW_IDEMPOTENCY_IN_FLIGHT, &d,
 			 "Retry the request later with the same key.",
 			 "a request with this idempotency key is still in flight");
 }
@@ -127,7 +119,7 @@ mismatch(void)
 	OwDetails	d;
 
 	ow_details_init(&d);
-	ow_raise(OW_SQLSTATE_409, "idempotency_key_mismatch", &d,
+	ow_raise(OW_IDEMPOTENCY_KEY_MISMATCH, &d,
 			 "Use a new idempotency key for a different request.",
 			 "the idempotency key was already used with a different request");
 }
@@ -278,4 +270,24 @@ ow_replay_response(Jsonb *stored)
 	owj_members(&j, stored);
 	owj_bool(&j, "idempotentReplay", true);
 	return owj_end(&j);
+}
+
+/* ----------
+ * Settings
+ * ----------
+ */
+
+void
+ow_define_idempotency_settings(void)
+{
+	DefineCustomIntVariable("openwop.idempotency_retention",
+							"How long Idempotency-Key records are kept.",
+							NULL,
+							&ow_idempotency_retention,
+							86400,
+							86400,
+							INT_MAX,
+							PGC_SUSET,
+							GUC_UNIT_S,
+							NULL, NULL, NULL);
 }

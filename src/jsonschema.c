@@ -29,6 +29,8 @@
  *
  *-------------------------------------------------------------------------
  */
+#include "postgres.h"
+
 #include "openwop.h"
 
 #define PCRE2_CODE_UNIT_WIDTH 8

@@ -12,6 +12,8 @@
  *
  *-------------------------------------------------------------------------
  */
+#include "postgres.h"
+
 #include "openwop.h"
 
 #include <math.h>
@@ -26,7 +28,8 @@
 PG_FUNCTION_INFO_V1(ow_record_agent_decision);
 PG_FUNCTION_INFO_V1(ow_escalate_low_confidence);
 
-extern double ow_escalation_threshold;
+/* Escalation threshold when a run's configurable names none. */
+static double ow_escalation_threshold = 0.7;
 
 /*
  * Set by record_agent_decision around its own insert: the trigger escalates
@@ -285,4 +288,22 @@ ow_record_agent_decision(PG_FUNCTION_ARGS)
 	ow_restore_user(&priv);
 	SPI_finish();
 	PG_RETURN_JSONB_P(result);
+}
+
+/* ----------
+ * Settings
+ * ----------
+ */
+
+void
+ow_define_low_confidence_settings(void)
+{
+	DefineCustomRealVariable("openwop.escalation_threshold",
+							 "Agent confidence below which a decision escalates to a low-confidence interrupt.",
+							 "A run's configurable.run.escalationThreshold takes precedence.",
+							 &ow_escalation_threshold,
+							 0.7, 0.0, 1.0,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
 }

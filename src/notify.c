@@ -21,6 +21,8 @@
  *
  *-------------------------------------------------------------------------
  */
+#include "postgres.h"
+
 #include "openwop.h"
 
 #include "access/xact.h"
@@ -43,7 +45,6 @@
 
 PGDLLEXPORT void ow_relay_main(Datum arg);
 
-extern char *ow_database;
 
 typedef struct RingEntry
 {

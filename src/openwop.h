@@ -1,40 +1,66 @@
 /*-------------------------------------------------------------------------
  *
  * openwop.h
- *	  Declarations shared by the openwop_interrupt C files.
+ *	  What the C files of openwop_interrupt share, one section per layer,
+ *	  bottom first.  A file calls only files in the sections above its own
+ *	  (and earlier files of its own section); docs/architecture.md draws it.
  *
- * The extension is split by concern: module.c (init, GUCs), errors.c (the
- * error contract), json.c (jsonb building and reading), caller.c (principal,
- * tenant, ids, privilege switching), eventlog.c (run lock, event append,
- * NOTIFY, the append-only trigger, reads) and runs.c (the lifecycle API).
+ *	  1. helpers     errors, json, limits, token_format (token_format.h),
+ *	                 ids, jsonschema, members, kinds
+ *	  2. plumbing    spi, caller, worker, wakeup, notify
+ *	  3. store       eventlog
+ *	  4. domain      runs, interrupts, approvals, idempotency, outcomes,
+ *	                 deadlines
+ *	  5. entry points readers, resolve, keyring, tokens, lowconf,
+ *	                 timeout_worker
+ *	  6. module      _PG_init
+ *
+ *	  Each file that owns settings defines them in ow_define_*_settings(),
+ *	  which _PG_init calls; a setting another file reads is declared in its
+ *	  owner's section below.
  *
  *-------------------------------------------------------------------------
  */
 #ifndef OPENWOP_H
 #define OPENWOP_H
 
-#include "postgres.h"
-
 #include "executor/spi.h"
+#include "fmgr.h"
 #include "lib/stringinfo.h"
 #include "nodes/pg_list.h"
 #include "utils/jsonb.h"
 #include "utils/timestamp.h"
 #include "utils/guc.h"
 
+/* ==========
+ * 1. Helpers: pure functions of their arguments; no table is read.
+ * ==========
+ */
+
 /* ----------
- * Error contract (DESIGN §4.5).  The SQLSTATE encodes the HTTP status that
- * PostgREST answers with; the message starts with the OpenWOP error code and
- * the detail is the error's "details" object as JSON.
+ * errors.c: the error contract.  Every refusal is one ereport: SQLSTATE
+ * "PT" + the HTTP status (what PostgREST answers with), a message that
+ * starts with the OpenWOP error code, and a detail that is the error's
+ * "details" object as JSON ("Errors" in the OpenWOP interrupt spec).
  * ----------
  */
-#define OW_SQLSTATE_400 MAKE_SQLSTATE('P','T','4','0','0')
-#define OW_SQLSTATE_401 MAKE_SQLSTATE('P','T','4','0','1')
-#define OW_SQLSTATE_403 MAKE_SQLSTATE('P','T','4','0','3')
-#define OW_SQLSTATE_404 MAKE_SQLSTATE('P','T','4','0','4')
-#define OW_SQLSTATE_409 MAKE_SQLSTATE('P','T','4','0','9')
-#define OW_SQLSTATE_410 MAKE_SQLSTATE('P','T','4','1','0')
-#define OW_SQLSTATE_422 MAKE_SQLSTATE('P','T','4','2','2')
+typedef enum OwError
+{
+	OW_VALIDATION_ERROR,		/* 400 */
+	OW_IDEMPOTENCY_KEY_INVALID, /* 400 */
+	OW_IDENTITY_UNRESOLVABLE,	/* 401 */
+	OW_INTERRUPT_TOKEN_INVALID, /* 401 */
+	OW_FORBIDDEN,				/* 403 */
+	OW_ID_TENANT_MISMATCH,		/* 403 */
+	OW_NOT_FOUND,				/* 404 */
+	OW_IDEMPOTENCY_IN_FLIGHT,	/* 409 */
+	OW_IDEMPOTENCY_KEY_MISMATCH,	/* 409 */
+	OW_INTERRUPT_ALREADY_RESOLVED,	/* 409 */
+	OW_RUN_STATE_CONFLICT,		/* 409 */
+	OW_RUN_TERMINAL,			/* 409 */
+	OW_INTERRUPT_EXPIRED,		/* 410 */
+	OW_CAPABILITY_REQUIRED		/* 422 */
+} OwError;
 
 /*
  * Append a printf-style message from the enclosing variadic function's
@@ -60,7 +86,7 @@ typedef struct OwDetails
 	int			count;
 } OwDetails;
 
-/* The most of a caller's input that a refusal quotes, in bytes (errors.c). */
+/* The most of a caller's input that a refusal quotes, in bytes. */
 #define OW_ECHO_MAX 512
 
 extern const char *ow_echo(const char *s);
@@ -68,27 +94,8 @@ extern void ow_details_init(OwDetails *d);
 extern void ow_details_str(OwDetails *d, const char *key, const char *value);
 extern void ow_details_int(OwDetails *d, const char *key, int64 value);
 extern void ow_details_raw(OwDetails *d, const char *key, const char *json);
-
-extern void ow_raise(int sqlstate, const char *code, OwDetails *details,
-					 const char *hint, const char *fmt,...)
-			pg_attribute_printf(5, 6) pg_attribute_noreturn();
-
-extern ErrorData *ow_try_subtransaction(void (*fn) (void *), void *arg);
-
-/* Bounded work: the size and count limits (settings of module.c). */
-extern int	ow_max_payload_size;
-extern int	ow_max_answer_size;
-extern int	ow_max_votes_per_voter;
-extern void ow_check_arg_size(FunctionCallInfo fcinfo, int n, const char *field, bool answer);
-extern void ow_check_json_arg(FunctionCallInfo fcinfo, int n, const char *field, bool answer);
-
-/*
- * The most the outputs carried by one interrupt envelope may total
- * (interrupts.c): 128 payloads, and never near jsonb's 256 MB.
- */
-#define OW_ENVELOPE_MAX ((Size) Min(128 * 1024 * 1024, 128 * (int64) ow_max_payload_size))
-
-/* Shorthands for the common refusals. */
+extern void ow_raise(OwError error, OwDetails *details, const char *hint, const char *fmt,...)
+			pg_attribute_printf(4, 5) pg_attribute_noreturn();
 extern void ow_validation_error(const char *field, const char *fmt,...)
 			pg_attribute_printf(2, 3) pg_attribute_noreturn();
 extern void ow_validation_errors(const char *field, const char *errors, const char *hint,
@@ -97,8 +104,9 @@ extern void ow_run_not_found(const char *run_id) pg_attribute_noreturn();
 extern void ow_run_terminal(const char *run_id, const char *status) pg_attribute_noreturn();
 
 /* ----------
- * jsonb building (json.c).  A small push-style builder over pushJsonbValue
- * so payloads are made as jsonb directly, with no text round trip.
+ * json.c: building jsonb (a push-style builder over pushJsonbValue, so
+ * payloads are made as jsonb directly, with no text round trip) and
+ * reading it.
  * ----------
  */
 typedef struct OwJson
@@ -135,11 +143,125 @@ extern const char *owj_type_name(JsonbValue *v);
 extern Jsonb *owj_remove_key(Jsonb *obj, const char *key);
 extern char *owj_iso8601(TimestampTz ts);
 
+
 /* ----------
- * Caller model and ids (caller.c)
+ * limits.c: bounded work.  Settings: openwop.max_payload_size,
+ * openwop.max_answer_size, openwop.max_votes_per_voter.
  * ----------
  */
+extern int	ow_max_payload_size;
+extern int	ow_max_votes_per_voter;
+extern void ow_define_limit_settings(void);
+extern void ow_check_arg_size(FunctionCallInfo fcinfo, int n, const char *field, bool answer);
+extern void ow_check_json_arg(FunctionCallInfo fcinfo, int n, const char *field, bool answer);
 
+/*
+ * The most the outputs carried by one interrupt envelope may total: 128
+ * payloads, and never near jsonb's 256 MB.
+ */
+#define OW_ENVELOPE_MAX ((Size) Min(128 * 1024 * 1024, 128 * (int64) ow_max_payload_size))
+
+/* ----------
+ * token_format.c: see token_format.h (the token grammar, base64url and
+ * the MAC, free of backend state for the fuzz harness).
+ *
+ * ids.c: the id grammars, and fresh opaque ids.
+ * ----------
+ */
+extern bool ow_valid_tenant(const char *tenant);
+extern bool ow_valid_opaque(const char *s);
+extern bool ow_valid_author_id(const char *s);
+extern bool ow_valid_type_id(const char *s);
+extern bool ow_valid_key_id(const char *s);
+extern bool ow_valid_idempotency_key(const char *key);
+extern bool ow_valid_subject_id(const char *s);
+extern bool ow_valid_subject_ref(const char *s);
+extern bool ow_valid_issuer(const char *s);
+extern char *ow_normalize_run_id(const char *input, const char *caller_tenant);
+extern char *ow_normalize_id(const char *input, const char *caller_tenant, const char *field,
+							 const char *what);
+extern char *ow_base64url(const char *data, int len);
+extern char *ow_mint_opaque(int nbytes);
+
+/* ----------
+ * jsonschema.c: the JSON Schema subset of resume and outcome schemas.
+ * ----------
+ */
+extern char *ow_schema_check(Jsonb *schema);
+extern bool ow_schema_validate(Jsonb *schema, Jsonb *value, char **errors);
+
+/* ----------
+ * members.c: typed, field-checked readers of a caller's JSON object
+ * members; a refusal names the field "<prefix>.<key>".
+ * ----------
+ */
+extern char *ow_field_name(const char *prefix, const char *key);
+extern void ow_member_closed(JsonbContainer *obj, const char *const *allowed, const char *prefix);
+extern char *ow_member_str(JsonbContainer *obj, const char *prefix, const char *key, bool required,
+						   int minlen, int maxlen);
+extern void ow_member_enum(JsonbContainer *obj, const char *prefix, const char *key, bool required,
+						   const char *const *values);
+extern JsonbValue *ow_member_str_array(JsonbContainer *obj, const char *prefix, const char *key,
+									   bool required, int item_min, bool unique, bool nonempty);
+extern JsonbValue *ow_member_object(JsonbContainer *obj, const char *prefix, const char *key,
+									bool required);
+extern int64 ow_member_int(JsonbContainer *obj, const char *prefix, const char *key, int64 min);
+extern void ow_member_unit_number(JsonbContainer *obj, const char *prefix, const char *key);
+extern void ow_member_bool(JsonbContainer *obj, const char *prefix, const char *key);
+extern void ow_member_schema(JsonbContainer *obj, const char *prefix, const char *key);
+
+/* ----------
+ * kinds.c: the nine interrupt kinds, their requests and waiting statuses.
+ * ----------
+ */
+extern Jsonb *ow_check_request(Jsonb *request, const char *key, char **kind_out, int64 *timeout_ms);
+extern const char *ow_waiting_status(const char *kind);
+
+/* ==========
+ * 2. Plumbing: statements, who is calling, the workers, notifications.
+ * ==========
+ */
+
+/* ----------
+ * spi.c: the one way to run a statement.  An OwQuery is declared static
+ * next to its use ({sql, nargs, {types}, expected SPI result}), prepared
+ * on first use and kept for the backend.
+ * ----------
+ */
+#define OW_QUERY_MAX_ARGS 12
+
+typedef struct OwQuery
+{
+	const char *sql;
+	int			nargs;
+	Oid			types[OW_QUERY_MAX_ARGS];
+	int			expect;			/* SPI_OK_SELECT, SPI_OK_INSERT, ...; 0: any success */
+	bool		secret;			/* carries a secret: always a generic plan, so the
+								 * value is never folded into a plan a debug
+								 * setting prints */
+	SPIPlanPtr	plan;			/* prepared on first use */
+} OwQuery;
+
+extern uint64 ow_exec(OwQuery *q, Datum *args, const char *nulls, bool read_only, long count);
+extern char *ow_col_text(uint64 row, int col);
+extern Datum ow_col_datum(uint64 row, int col, bool *isnull);
+extern int64 ow_col_int64(uint64 row, int col);
+extern bool ow_col_bool(uint64 row, int col);
+extern Jsonb *ow_col_jsonb(uint64 row, int col);
+extern ErrorData *ow_try_subtransaction(void (*fn) (void *), void *arg);
+
+/* TRANSITIONAL (removed before this change lands) */
+extern SPIPlanPtr ow_prepare(const char *sql, int nargs, Oid *argtypes);
+extern SPIPlanPtr ow_prepare_secret(const char *sql, int nargs, Oid *argtypes);
+
+/* ----------
+ * caller.c: who is calling (a Subject in a tenant, with or without the
+ * approvals:respond scope), and the switch to the extension owner around
+ * table access.  Settings: openwop.tenant, openwop.default_tenant,
+ * openwop.tenant_claim, openwop.jwt_session_role, openwop.bound_tenant,
+ * openwop.approver_role, and request.jwt.claims itself.
+ * ----------
+ */
 /*
  * A Subject (OpenWOP identity): who acts, as {issuer, subjectId, tenant,
  * lane, kind}.  Within a tenant, subjectId is the principal: the key of a
@@ -176,13 +298,16 @@ typedef struct OwCaller
 	Jsonb	   *claims;			/* verified claims of a request session, else NULL */
 } OwCaller;
 
+
+/* The scope an approver's caller must hold to resolve. */
+#define OW_SCOPE "approvals:respond"
+
+extern bool ow_preloaded;		/* set by _PG_init */
+extern void ow_define_caller_settings(void);
 extern void ow_caller(OwCaller *c);
-extern bool ow_preloaded;		/* set by module.c */
-extern char *ow_jwt_claims_setting;
-extern bool ow_check_jwt_claims(char **newval, void **extra, GucSource source);
-extern void ow_assign_jwt_claims(const char *newval, void *extra);
 extern char *ow_caller_tenant(void);
 extern void ow_require_every_tenant(const char *what);
+extern bool ow_has_scope(const OwCaller *c);
 extern void ow_check_scope(const OwCaller *c);
 extern void ow_host_subject(OwSubject *s, const char *tenant);
 extern void ow_token_subject(OwSubject *s, const char *tenant, const char *principal);
@@ -191,17 +316,6 @@ extern void owj_legacy_subject(OwJson *j, const char *key, const char *id, const
 extern Jsonb *ow_subject_jsonb(const OwSubject *s);
 extern char *ow_subject_ref(const OwSubject *s);
 extern bool ow_subject_matches(const OwSubject *s, const char *ref);
-extern bool ow_valid_subject_id(const char *s);
-extern bool ow_valid_subject_ref(const char *s);
-extern char *ow_normalize_run_id(const char *input, const char *caller_tenant);
-extern char *ow_normalize_id(const char *input, const char *caller_tenant, const char *field,
-							 const char *what);
-extern bool ow_valid_tenant(const char *tenant);
-extern bool ow_valid_opaque(const char *s);
-extern bool ow_valid_author_id(const char *s);
-extern bool ow_valid_type_id(const char *s);
-extern char *ow_mint_opaque(int nbytes);
-extern char *ow_base64url(const char *data, int len);
 
 /* Statements run as the extension owner, with restricted security context. */
 typedef struct OwPriv
@@ -212,14 +326,61 @@ typedef struct OwPriv
 
 extern void ow_become_owner(OwPriv *priv);
 extern void ow_restore_user(OwPriv *priv);
-extern void ow_require_admin(const char *what);
 extern bool ow_is_admin(void);
+extern void ow_require_admin(const char *what);
+
+/*
+ * The bracket of an API function: ow_call_begin decides who is calling
+ * (before anything runs as the owner), connects SPI and becomes the owner
+ * (ow_call_enter: the same once call->caller is decided);
+ * ow_call_end goes back to the caller's role and memory context, where
+ * the result is built; ow_call_finish releases SPI.
+ */
+typedef struct OwCall
+{
+	MemoryContext callerctx;
+	OwCaller	caller;
+	OwPriv		priv;
+} OwCall;
+
+extern void ow_call_begin(OwCall *call);
+extern void ow_call_enter(OwCall *call);
+extern void ow_call_end(OwCall *call);
+extern void ow_call_finish(OwCall *call);
 
 /* ----------
- * Event log (eventlog.c)
+ * worker.c: what the two background workers share.  Setting:
+ * openwop.database.
  * ----------
  */
+extern void ow_define_worker_settings(void);
+extern void ow_register_worker(const char *function, const char *name, int restart);
+extern void ow_worker_main(const char *name, void (*attach) (void), long (*pass) (void),
+						   long error_ms) pg_attribute_noreturn();
 
+/* ----------
+ * wakeup.c: waking the timeout worker when a transaction that raised a
+ * deadline commits.
+ * ----------
+ */
+extern Size ow_wakeup_shmem_size(void);
+extern void ow_wakeup_shmem_init(void);
+extern void ow_wakeup_attach(void);
+extern void ow_deadline_raised(void);
+
+/* ----------
+ * notify.c: one notification per committed transaction and run, sent by
+ * the relay worker.
+ * ----------
+ */
+extern Size ow_relay_shmem_size(void);
+extern void ow_relay_shmem_init(void);
+extern void ow_notify_later(const char *run_id, int64 first, int64 last);
+
+/* ==========
+ * 3. Store: eventlog.c, the run row lock and the append-only event log.
+ * ==========
+ */
 /* A run row locked FOR UPDATE, and the events this change appends. */
 typedef struct OwRun
 {
@@ -239,29 +400,32 @@ typedef struct OwRun
 	Jsonb	   *outputs;		/* set by complete_run */
 } OwRun;
 
-extern SPIPlanPtr ow_prepare(const char *sql, int nargs, Oid *argtypes);
-extern SPIPlanPtr ow_prepare_secret(const char *sql, int nargs, Oid *argtypes);
-extern int	ow_run_query(SPIPlanPtr *plan, const char *sql, OwRun *run, const char *node_id,
-						 bool read_only, long count);
 extern bool ow_run_is_terminal(const char *status);
 extern void ow_lock_run(OwRun *run, const char *tenant, const char *run_id_input);
-extern Jsonb *ow_event_payload(const char *type, Jsonb *payload, const char *tenant);
 extern void ow_lock_run_id(OwRun *run, const char *tenant, const char *run_id);
 extern bool ow_try_lock_run_id(OwRun *run, const char *tenant, const char *run_id);
+/* TRANSITIONAL */
+extern int	ow_run_query(SPIPlanPtr *plan, const char *sql, OwRun *run, const char *node_id,
+						 bool read_only, long count);
+extern uint64 ow_run_exec(OwQuery *q, OwRun *run, const char *node_id, bool read_only, long count);
 extern int64 ow_append(OwRun *run, const char *type, const char *node_id, Jsonb *payload);
 extern int64 ow_append_pair(OwRun *run, const char *node_id, const char *type1, Jsonb *payload1,
 							const char *type2, Jsonb *payload2);
-extern int64 ow_append_then_triggers(OwRun *run, const char *type, const char *node_id, Jsonb *payload);
 extern void ow_save_run(OwRun *run);
+/* TRANSITIONAL (low-confidence trigger) */
+extern int64 ow_append_then_triggers(OwRun *run, const char *type, const char *node_id, Jsonb *payload);
 extern int64 ow_duration_ms(OwRun *run);
-extern const char *ow_waiting_status(const char *kind);
+extern Jsonb *ow_event_payload(const char *type, Jsonb *payload, const char *tenant);
 
-
-/* ----------
- * Run lifecycle pieces shared with the interrupt code (runs.c)
- * ----------
+/* ==========
+ * 4. Domain: runs, interrupts, approvals, idempotency, outcomes, deadlines.
+ * ==========
  */
 
+/* ----------
+ * runs.c: the run lifecycle (and its API: create_run ... cancel_run).
+ * ----------
+ */
 /* The latest execution of a node in a run. */
 typedef struct OwExec
 {
@@ -280,8 +444,6 @@ typedef enum OwTerminal
 } OwTerminal;
 
 extern void ow_latest_exec(OwRun *run, const char *node_id, OwExec *ex);
-extern Jsonb *ow_suspend(OwRun *run, const char *node_id, OwExec *ex, int32 ordinal,
-						 Jsonb *request, MemoryContext resultctx);
 extern bool ow_exec_is_open(const OwExec *ex);
 extern void ow_node_not_found(OwRun *run, const char *node_id, const char *why) pg_attribute_noreturn();
 extern void ow_node_not_open(OwRun *run, const char *node_id, const OwExec *ex) pg_attribute_noreturn();
@@ -292,33 +454,55 @@ extern int64 ow_end_run(OwRun *run, OwTerminal how, Jsonb *value, const char *fa
 						const char *reason, const char *principal);
 
 /* ----------
- * Resolving (resolve.c)
+ * interrupts.c: suspending a node on an interrupt (and its API,
+ * interrupt()): the re-entry key and the envelopes.
  * ----------
  */
-
-/* A pending interrupt, as stored. */
-typedef struct OwPending
-{
-	char	   *interrupt_id;
-	char	   *node_id;
-	char	   *kind;
-	Jsonb	   *payload;
-	int32		visit;
-	bool		overdue;		/* past its deadline when read, under the run lock */
-	bool		has_deadline;
-	TimestampTz expires_at;		/* its deadline, when has_deadline */
-	char	   *other_kind;		/* the run's other pending interrupt, if any */
-	char	   *other_node;
-	List	   *groups;			/* the answering subject's groups in the tenant */
-} OwPending;
-
-extern Jsonb *ow_resolve_locked(OwRun *run, OwPending *p, Jsonb *value, const OwSubject *who,
-								Oid login, MemoryContext resultctx);
-extern bool ow_find_pending_by_id(OwRun *run, const char *interrupt_id, const OwSubject *who,
-								  OwPending *p);
+extern Jsonb *ow_suspend(OwRun *run, const char *node_id, OwExec *ex, int32 ordinal,
+						 Jsonb *request, MemoryContext resultctx);
 
 /* ----------
- * Recording an interrupt's outcome (resolution.c)
+ * approvals.c: approval gates: eligibility, votes and their tally (and
+ * the group membership API).  Setting: openwop.override_group.
+ * ----------
+ */
+typedef struct OwVote
+{
+	bool		decided;
+	const char *decision;		/* when decided */
+	const char *action;			/* the deciding action */
+	const char *reason;
+	int			accepts;
+	int			rejects;
+	int			required;
+	int			voters;
+} OwVote;
+
+extern void ow_define_approval_settings(void);
+extern Datum ow_subject_refs_array(const OwSubject *who);
+extern Jsonb *ow_approval_eligibility(OwRun *run, JsonbContainer *data, const OwSubject *who,
+									  Oid login, List **known_groups, bool *is_override);
+extern void ow_approval_vote(OwRun *run, const char *interrupt_id, JsonbContainer *data,
+							 const OwSubject *who, const char *action, Jsonb *resume_value,
+							 Jsonb *eligibility, bool is_override, OwVote *vote);
+
+/* ----------
+ * idempotency.c: Idempotency-Key records.  Setting:
+ * openwop.idempotency_retention.
+ * ----------
+ */
+extern void ow_define_idempotency_settings(void);
+extern void ow_check_idempotency_key(const char *key);
+extern char *ow_request_digest(Jsonb *request);
+extern Jsonb *ow_idempotency_claim(const char *tenant, const char *endpoint,
+								   const char *key, const char *digest, const OwSubject *who);
+extern void ow_idempotency_complete(const char *tenant, const char *endpoint,
+									const char *key, Jsonb *response);
+extern Jsonb *ow_replay_response(Jsonb *stored);
+extern int	ow_purge_idempotency(int max);
+
+/* ----------
+ * outcomes.c: recording an interrupt's outcome.
  * ----------
  */
 typedef struct OwResolution
@@ -346,30 +530,7 @@ extern void ow_fail_closed(OwRun *run, const char *node_id, const char *code,
 						   const char *message);
 
 /* ----------
- * Approval gates (approvals.c)
- * ----------
- */
-typedef struct OwVote
-{
-	bool		decided;
-	const char *decision;		/* when decided */
-	const char *action;			/* the deciding action */
-	const char *reason;
-	int			accepts;
-	int			rejects;
-	int			required;
-	int			voters;
-} OwVote;
-
-extern Datum ow_subject_refs_array(const OwSubject *who);
-extern Jsonb *ow_approval_eligibility(OwRun *run, JsonbContainer *data, const OwSubject *who,
-									  Oid login, List **known_groups, bool *is_override);
-extern void ow_approval_vote(OwRun *run, const char *interrupt_id, JsonbContainer *data,
-							 const OwSubject *who, const char *action, Jsonb *resume_value,
-							 Jsonb *eligibility, bool is_override, OwVote *vote);
-
-/* ----------
- * The expiry policy (deadlines.c)
+ * deadlines.c: the one expiry policy, and the fair sweep of due work.
  * ----------
  */
 typedef struct OwDeadline
@@ -382,45 +543,67 @@ typedef struct OwDeadline
 } OwDeadline;
 
 extern void ow_apply_deadline(OwRun *run, const OwDeadline *d, bool late);
+
 /* Room for a tenant id and its terminator. */
 #define OW_TENANT_BUF 136
 
 extern int	ow_sweep_deadlines(int max, void (*begin) (void), void (*end) (void), MemoryContext cxt,
 							   TimestampTz *next, char *turn);
 
-/* ----------
- * The timeout worker and sweep() (sweeper.c)
- * ----------
+/* ==========
+ * 5. Entry points: the rest of the SQL API and the timeout worker.
+ * ==========
  */
-extern void ow_deadline_raised(void);
-extern void ow_worker_main(const char *name, void (*attach) (void), long (*pass) (void),
-						   long error_ms) pg_attribute_noreturn();
-extern Size ow_sweeper_shmem_size(void);
-extern void ow_sweeper_shmem_init(void);
-
-/* notify.c */
-extern void ow_notify_later(const char *run_id, int64 first, int64 last);
-extern Size ow_relay_shmem_size(void);
-extern void ow_relay_shmem_init(void);
 
 /* ----------
- * Idempotency records (idempotency.c)
+ * resolve.c: resolve_interrupt(), and the path every resolve takes.
  * ----------
  */
-extern void ow_check_idempotency_key(const char *key);
-extern char *ow_request_digest(Jsonb *request);
-extern Jsonb *ow_idempotency_claim(const char *tenant, const char *endpoint,
-								   const char *key, const char *digest, const OwSubject *who);
-extern void ow_idempotency_complete(const char *tenant, const char *endpoint,
-									const char *key, Jsonb *response);
-extern Jsonb *ow_replay_response(Jsonb *stored);
-extern int	ow_purge_idempotency(int max);
+/* A pending interrupt, as stored. */
+typedef struct OwPending
+{
+	char	   *interrupt_id;
+	char	   *node_id;
+	char	   *kind;
+	Jsonb	   *payload;
+	int32		visit;
+	bool		overdue;		/* past its deadline when read, under the run lock */
+	bool		has_deadline;
+	TimestampTz expires_at;		/* its deadline, when has_deadline */
+	char	   *other_kind;		/* the run's other pending interrupt, if any */
+	char	   *other_node;
+	List	   *groups;			/* the answering subject's groups in the tenant */
+} OwPending;
+
+extern Jsonb *ow_resolve_locked(OwRun *run, OwPending *p, Jsonb *value, const OwSubject *who,
+								Oid login, MemoryContext resultctx);
+extern bool ow_find_pending_by_id(OwRun *run, const char *interrupt_id, const OwSubject *who,
+								  OwPending *p);
 
 /* ----------
- * JSON Schema subset (jsonschema.c)
+ * keyring.c: signing keys.  Settings: openwop.token_max_ttl,
+ * openwop.key_encryption_key_file.
  * ----------
  */
-extern char *ow_schema_check(Jsonb *schema);
-extern bool ow_schema_validate(Jsonb *schema, Jsonb *value, char **errors);
+extern int	ow_token_max_ttl;
+extern void ow_define_keyring_settings(void);
+extern bytea *ow_plain_secret(const char *kid, bytea *stored, bool encrypted);
+extern bytea *ow_verification_secret(const char *kid);
+extern void ow_note_lifetime(const char *kid, int32 longest_ttl, int32 lifetime);
+
+/* ----------
+ * tokens.c: mint, verify, inspect and resolve by token.  Settings:
+ * openwop.token_ttl, openwop.token_issuer_role.
+ *
+ * lowconf.c: low-confidence escalation.  Setting:
+ * openwop.escalation_threshold.
+ *
+ * timeout_worker.c: sweep() and the timeout worker.  Setting:
+ * openwop.sweeper_interval.
+ * ----------
+ */
+extern void ow_define_token_settings(void);
+extern void ow_define_low_confidence_settings(void);
+extern void ow_define_timeout_worker_settings(void);
 
 #endif							/* OPENWOP_H */

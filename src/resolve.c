@@ -14,6 +14,8 @@
  *
  *-------------------------------------------------------------------------
  */
+#include "postgres.h"
+
 #include "openwop.h"
 
 #include "catalog/pg_type.h"
@@ -159,7 +161,7 @@ already_resolved(OwRun *run, const char *node_id)
 	ow_details_str(&d, "runId", run->run_id);
 	ow_details_str(&d, "nodeId", node_id);
 	ow_details_str(&d, "runStatus", run->status);
-	ow_raise(OW_SQLSTATE_409, "interrupt_already_resolved", &d, NULL,
+	ow_raise(OW_INTERRUPT_ALREADY_RESOLVED, &d, NULL,
 			 ow_run_is_terminal(run->status)
 			 ? "node \"%s\" has no pending interrupt: run \"%s\" has ended"
 			 : "node \"%s\" has no pending interrupt in run \"%s\": it was already resolved",

@@ -10,6 +10,8 @@
  *
  *-------------------------------------------------------------------------
  */
+#include "postgres.h"
+
 #include "openwop.h"
 
 #include "catalog/pg_type.h"
@@ -27,42 +29,6 @@ PG_FUNCTION_INFO_V1(ow_cancel_run);
 
 /* typeId carried on node.started when neither the call nor the definition names one */
 #define OW_DEFAULT_TYPE_ID "openwop_interrupt.unspecified"
-
-/* One API call that changes a run: the caller, SPI, owner privileges, the locked run. */
-typedef struct OwCall
-{
-	MemoryContext callerctx;
-	OwCaller	caller;
-	OwPriv		priv;
-	OwRun		run;
-} OwCall;
-
-/* Who is calling (before becoming the owner), then the run, locked. */
-static void
-call_begin(OwCall *call, const char *run_input)
-{
-	call->callerctx = CurrentMemoryContext;
-	ow_caller(&call->caller);
-	SPI_connect();
-	ow_become_owner(&call->priv);
-	if (run_input)
-		ow_lock_run(&call->run, call->caller.subject.tenant, run_input);
-}
-
-/* Back to the caller's role and memory context, to build the result. */
-static void
-call_end(OwCall *call)
-{
-	ow_restore_user(&call->priv);
-	MemoryContextSwitchTo(call->callerctx);
-}
-
-/* Release SPI; the result was built in the caller's context and survives. */
-static void
-call_finish(void)
-{
-	SPI_finish();
-}
 
 static void
 refuse_if_terminal(OwRun *run)
@@ -529,7 +495,8 @@ ow_create_run(PG_FUNCTION_ARGS)
 	bool		isnull;
 	int			i;
 	OwCall		call;
-	OwRun	   *run = &call.run;
+	OwRun		locked;
+	OwRun	   *run = &locked;
 	OwJson		j;
 	int64		seq;
 	Jsonb	   *result;
@@ -555,7 +522,7 @@ ow_create_run(PG_FUNCTION_ARGS)
 		ow_details_init(&d);
 		ow_details_str(&d, "tenant", s);
 		ow_details_str(&d, "callerTenant", tenant);
-		ow_raise(OW_SQLSTATE_403, "id_tenant_mismatch", &d, NULL,
+		ow_raise(OW_ID_TENANT_MISMATCH, &d, NULL,
 				 "options.tenant \"%s\" is not the caller's tenant \"%s\"", s, tenant);
 	}
 	s = string_member(&options->root, "runId", "runId", false);
@@ -579,9 +546,7 @@ ow_create_run(PG_FUNCTION_ARGS)
 	optional[2] = inputs;
 	optional[3] = metadata;
 
-	call.callerctx = CurrentMemoryContext;
-	SPI_connect();
-	ow_become_owner(&call.priv);
+	ow_call_enter(&call);
 	if (plan == NULL)
 	{
 		Oid			types[9] = {TEXTOID, TEXTOID, TEXTOID, JSONBOID, TEXTOID,
@@ -619,7 +584,7 @@ ow_create_run(PG_FUNCTION_ARGS)
 		ow_details_init(&d);
 		ow_details_str(&d, "runId", run_id);
 		ow_details_str(&d, "runStatus", run->status);
-		ow_raise(OW_SQLSTATE_409, "run_state_conflict", &d,
+		ow_raise(OW_RUN_STATE_CONFLICT, &d,
 				 "Omit options.runId to have the host mint a fresh run id.",
 				 "run \"%s\" already exists", run_id);
 	}
@@ -652,14 +617,14 @@ ow_create_run(PG_FUNCTION_ARGS)
 	seq = ow_append(run, "run.started", NULL, owj_end(&j));
 	ow_save_run(run);
 
-	call_end(&call);
+	ow_call_end(&call);
 	owj_begin(&j);
 	owj_str(&j, "runId", run_id);
 	owj_str(&j, "status", "running");
 	owj_str(&j, "workflowId", workflow_id);
 	owj_int(&j, "sequence", seq);
 	result = owj_end(&j);
-	call_finish();
+	ow_call_finish(&call);
 	PG_RETURN_JSONB_P(result);
 }
 
@@ -748,7 +713,7 @@ ow_node_not_found(OwRun *run, const char *node_id, const char *why)
 	ow_details_init(&d);
 	ow_details_str(&d, "runId", run->run_id);
 	ow_details_str(&d, "nodeId", node_id);
-	ow_raise(OW_SQLSTATE_404, "not_found", &d, NULL,
+	ow_raise(OW_NOT_FOUND, &d, NULL,
 			 "node \"%s\" %s in run \"%s\"", node_id, why, run->run_id);
 }
 
@@ -763,7 +728,7 @@ ow_node_not_open(OwRun *run, const char *node_id, const OwExec *ex)
 	ow_details_str(&d, "runStatus", run->status);
 	ow_details_str(&d, "nodeId", node_id);
 	ow_details_str(&d, "nodeStatus", ex->status);
-	ow_raise(OW_SQLSTATE_409, "run_state_conflict", &d,
+	ow_raise(OW_RUN_STATE_CONFLICT, &d,
 			 "Call start_node first to begin a new execution of the node.",
 			 "node \"%s\" has no open execution in run \"%s\" (its latest execution is %s)",
 			 node_id, run->run_id, ex->status);
@@ -784,7 +749,7 @@ ow_node_conflict(OwRun *run, const char *node_id, const char *hint,
 	ow_details_str(&d, "runId", run->run_id);
 	ow_details_str(&d, "runStatus", run->status);
 	ow_details_str(&d, "nodeId", node_id);
-	ow_raise(OW_SQLSTATE_409, "run_state_conflict", &d, hint, "%s", msg.data);
+	ow_raise(OW_RUN_STATE_CONFLICT, &d, hint, "%s", msg.data);
 }
 
 /*
@@ -878,7 +843,7 @@ check_trigger_rule(OwRun *run, const char *node_id)
 		ow_details_str(&d, "runStatus", run->status);
 		ow_details_str(&d, "nodeId", node_id);
 		ow_details_str(&d, "triggerRule", rule);
-		ow_raise(OW_SQLSTATE_409, "run_state_conflict", &d,
+		ow_raise(OW_RUN_STATE_CONFLICT, &d,
 				 "A failed source (such as a rejected approval) only satisfies all_complete or any_failed.",
 				 "node \"%s\" does not fire: its trigger rule %s is not met by its sources", node_id, rule);
 	}
@@ -946,7 +911,8 @@ ow_start_node(PG_FUNCTION_ARGS)
 	char	   *node_id = required_node_arg(fcinfo, 1);
 	char	   *type_id = text_arg(fcinfo, 2);
 	OwCall		call;
-	OwRun	   *run = &call.run;
+	OwRun		locked;
+	OwRun	   *run = &locked;
 	OwExec		ex;
 	OwJson		j;
 	Jsonb	   *result;
@@ -958,7 +924,8 @@ ow_start_node(PG_FUNCTION_ARGS)
 	if (type_id && !ow_valid_type_id(type_id))
 		ow_validation_error("typeId", "\"%s\" is not a valid node type id (e.g. core.ai.callPrompt)", ow_echo(type_id));
 
-	call_begin(&call, run_input);
+	ow_call_begin(&call);
+	ow_lock_run(run, call.caller.subject.tenant, run_input);
 	refuse_if_terminal(run);
 	if (run->has_definition)
 	{
@@ -1034,7 +1001,7 @@ ow_start_node(PG_FUNCTION_ARGS)
 		run->current_node_id = node_id;
 	ow_save_run(run);
 
-	call_end(&call);
+	ow_call_end(&call);
 	owj_begin(&j);
 	owj_str(&j, "runId", run->run_id);
 	owj_str(&j, "nodeId", node_id);
@@ -1044,7 +1011,7 @@ ow_start_node(PG_FUNCTION_ARGS)
 	if (seq >= 0)
 		owj_int(&j, "sequence", seq);
 	result = owj_end(&j);
-	call_finish();
+	ow_call_finish(&call);
 	PG_RETURN_JSONB_P(result);
 }
 
@@ -1159,13 +1126,15 @@ end_node(FunctionCallInfo fcinfo, bool failed)
 	char	   *node_id = required_node_arg(fcinfo, 1);
 	Jsonb	   *value = failed ? error_arg(fcinfo, 2) : object_arg(fcinfo, 2, "outputs");
 	OwCall		call;
-	OwRun	   *run = &call.run;
+	OwRun		locked;
+	OwRun	   *run = &locked;
 	OwExec		ex;
 	OwJson		j;
 	Jsonb	   *result;
 	int64		seq;
 
-	call_begin(&call, run_input);
+	ow_call_begin(&call);
+	ow_lock_run(run, call.caller.subject.tenant, run_input);
 	refuse_if_terminal(run);
 	ow_latest_exec(run, node_id, &ex);
 	if (!ex.found)
@@ -1177,7 +1146,7 @@ end_node(FunctionCallInfo fcinfo, bool failed)
 	seq = finish_execution(run, node_id, &ex, failed, value);
 	ow_save_run(run);
 
-	call_end(&call);
+	ow_call_end(&call);
 	owj_begin(&j);
 	owj_str(&j, "runId", run->run_id);
 	owj_str(&j, "nodeId", node_id);
@@ -1185,7 +1154,7 @@ end_node(FunctionCallInfo fcinfo, bool failed)
 	owj_str(&j, "status", failed ? "failed" : "completed");
 	owj_int(&j, "sequence", seq);
 	result = owj_end(&j);
-	call_finish();
+	ow_call_finish(&call);
 	PG_RETURN_JSONB_P(result);
 }
 
@@ -1359,7 +1328,8 @@ end_run(FunctionCallInfo fcinfo, OwTerminal how)
 	char	   *failed_node = NULL;
 	char	   *reason = NULL;
 	OwCall		call;
-	OwRun	   *run = &call.run;
+	OwRun		locked;
+	OwRun	   *run = &locked;
 	OwJson		j;
 	Jsonb	   *result;
 	int64		seq;
@@ -1381,19 +1351,20 @@ end_run(FunctionCallInfo fcinfo, OwTerminal how)
 			break;
 	}
 
-	call_begin(&call, run_input);
+	ow_call_begin(&call);
+	ow_lock_run(run, call.caller.subject.tenant, run_input);
 	refuse_if_terminal(run);
 	/* cancelledBy is a string: the issuer-qualified ref tells a login from a JWT subject */
 	seq = ow_end_run(run, how, value, failed_node, reason, ow_subject_ref(&call.caller.subject));
 	ow_save_run(run);
 
-	call_end(&call);
+	ow_call_end(&call);
 	owj_begin(&j);
 	owj_str(&j, "runId", run->run_id);
 	owj_str(&j, "status", run->status);
 	owj_int(&j, "sequence", seq);
 	result = owj_end(&j);
-	call_finish();
+	ow_call_finish(&call);
 	PG_RETURN_JSONB_P(result);
 }
 

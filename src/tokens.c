@@ -14,6 +14,8 @@
  *
  *-------------------------------------------------------------------------
  */
+#include "postgres.h"
+
 #include "openwop.h"
 
 #include <math.h>
@@ -36,23 +38,21 @@
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
-#include "token.h"
+#include "token_format.h"
 
-PG_FUNCTION_INFO_V1(ow_add_signing_key);
-PG_FUNCTION_INFO_V1(ow_retire_signing_key);
 PG_FUNCTION_INFO_V1(ow_mint_interrupt_token);
 PG_FUNCTION_INFO_V1(ow_inspect_interrupt);
 PG_FUNCTION_INFO_V1(ow_verify_interrupt_token);
 PG_FUNCTION_INFO_V1(ow_resolve_interrupt_by_token);
 
-extern int	ow_token_ttl;
-extern int	ow_token_max_ttl;
-extern char *ow_key_encryption_key_file;
+/* The role whose members may mint resolve tokens (issue credentials). */
+static char *ow_token_issuer_role = NULL;
+
+/* Default lifetime of a token, in seconds (capped by openwop.token_max_ttl). */
+static int	ow_token_ttl = 1800;
+
 
 #define TOKEN_ENDPOINT "resolveInterruptByToken"
-#define OW_KEK_MAX_LEN 1024
-
-extern char *ow_token_issuer_role;
 
 /* The claims of a verified token. */
 typedef struct OwClaims
@@ -72,222 +72,7 @@ token_invalid(const char *why)
 	OwDetails	d;
 
 	ow_details_init(&d);
-	ow_raise(OW_SQLSTATE_401, "interrupt_token_invalid", &d, NULL, "%s", why);
-}
-
-/* ----------
- * Secrets, optionally encrypted at rest with pgcrypto
- * ----------
- */
-
-/* The Oid of pgcrypto's name(bytea, text); errors if pgcrypto is absent. */
-static Oid
-pgcrypto_function(const char *name)
-{
-	Oid			argtypes[2] = {BYTEAOID, TEXTOID};
-	char	   *schema;
-
-	if (SPI_execute("SELECT n.nspname FROM pg_catalog.pg_extension e"
-					"  JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) e.extnamespace"
-					" WHERE e.extname OPERATOR(pg_catalog.=) 'pgcrypto'", true, 1) != SPI_OK_SELECT ||
-		SPI_processed != 1)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("openwop.key_encryption_key_file is set but the pgcrypto extension is not installed"),
-				 errhint("CREATE EXTENSION pgcrypto, or clear openwop.key_encryption_key_file.")));
-	schema = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
-	return LookupFuncName(list_make2(makeString(schema), makeString(pstrdup(name))), 2, argtypes, false);
-}
-
-/* Is a key-encryption key configured? */
-static bool
-kek_configured(void)
-{
-	return ow_key_encryption_key_file != NULL && ow_key_encryption_key_file[0] != '\0';
-}
-
-/*
- * The key-encryption passphrase, read from openwop.key_encryption_key_file
- * whenever it is needed (adding a key, a backend's first use of an
- * encrypted one).  It is never a setting, so no reload logs it and no SHOW
- * or pg_settings shows it; it travels to pgcrypto as a statement parameter,
- * which pg_stat_activity does not show.  Like ssl_key_file, the file must
- * belong to the server's OS user and be readable by nobody else.  Errors
- * name the file, never its content.
- */
-static char *
-key_encryption_key(void)
-{
-	const char *path = ow_key_encryption_key_file;
-	struct stat st;
-	FILE	   *fp;
-	char	   *buf = palloc(OW_KEK_MAX_LEN + 2);
-	size_t		n;
-
-	if (stat(path, &st) != 0)
-		ereport(ERROR,
-				(errcode_for_file_access(),
-				 errmsg("could not read key-encryption key file \"%s\": %m", path)));
-	if (!S_ISREG(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & (S_IRWXG | S_IRWXO)) != 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("key-encryption key file \"%s\" must be a file owned by the database server's user and readable by it alone", path),
-				 errhint("chown it to the server's user and chmod it 0600.")));
-	fp = AllocateFile(path, "r");
-	if (fp == NULL)
-		ereport(ERROR,
-				(errcode_for_file_access(),
-				 errmsg("could not open key-encryption key file \"%s\": %m", path)));
-	n = fread(buf, 1, OW_KEK_MAX_LEN + 1, fp);
-	FreeFile(fp);
-	if (n > 0 && buf[n - 1] == '\n')
-		n--;
-	if (n > 0 && buf[n - 1] == '\r')
-		n--;
-	buf[n] = '\0';
-	if (n == 0 || n > OW_KEK_MAX_LEN || strlen(buf) != n)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("key-encryption key file \"%s\" must hold one passphrase of 1 to %d bytes", path, OW_KEK_MAX_LEN)));
-	return buf;
-}
-
-/*
- * pgp_sym_encrypt_bytea / pgp_sym_decrypt_bytea of data under the
- * key-encryption key, called through fmgr, not SPI: a statement would put
- * the passphrase, and the decrypted secret the planner folds out of an
- * immutable call, into a plan that debug_print_plan shows to any session.
- */
-static bytea *
-pgcrypto_apply(const char *fn, bytea *data)
-{
-	Oid			fnoid = pgcrypto_function(fn);
-	char	   *kek = key_encryption_key();
-	text	   *passphrase = cstring_to_text(kek);
-	bytea	   *result;
-
-	explicit_bzero(kek, strlen(kek));
-	result = DatumGetByteaPCopy(OidFunctionCall2(fnoid, PointerGetDatum(data), PointerGetDatum(passphrase)));
-	explicit_bzero(VARDATA(passphrase), VARSIZE(passphrase) - VARHDRSZ);
-	return result;
-}
-
-/*
- * Decrypted secrets stay cached in this backend, one entry per kid (the
- * keyring is DBA-sized), keyed on the stored ciphertext too, so a re-added
- * or re-encrypted key is decrypted afresh.  Verification then pays
- * pgcrypto's key stretching once per key and backend, not per token.
- */
-typedef struct SecretEntry
-{
-	char		kid[OW_KID_MAX_LEN + 1];	/* hash key */
-	bytea	   *stored;
-	bytea	   *plain;
-} SecretEntry;
-
-static HTAB *secret_cache = NULL;
-
-typedef struct DecryptArgs
-{
-	bytea	   *stored;
-	bytea	   *plain;
-} DecryptArgs;
-
-static void
-decrypt_secret(void *arg)
-{
-	DecryptArgs *a = (DecryptArgs *) arg;
-
-	a->plain = pgcrypto_apply("pgp_sym_decrypt_bytea", a->stored);
-}
-
-static bytea *
-plain_secret(const char *kid, bytea *stored, bool encrypted)
-{
-	SecretEntry *entry;
-	DecryptArgs a;
-	ErrorData  *edata;
-	bool		found;
-
-	if (!encrypted)
-		return stored;
-	if (secret_cache == NULL)
-	{
-		HASHCTL		ctl;
-
-		ctl.keysize = OW_KID_MAX_LEN + 1;
-		ctl.entrysize = sizeof(SecretEntry);
-		secret_cache = hash_create("openwop signing secrets", 16, &ctl, HASH_ELEM | HASH_STRINGS);
-	}
-	entry = hash_search(secret_cache, kid, HASH_FIND, NULL);
-	if (entry && VARSIZE_ANY(entry->stored) == VARSIZE_ANY(stored) &&
-		memcmp(VARDATA_ANY(entry->stored), VARDATA_ANY(stored), VARSIZE_ANY_EXHDR(stored)) == 0)
-		return entry->plain;
-
-	if (!kek_configured())
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("signing key \"%s\" is encrypted but openwop.key_encryption_key_file is not set", kid),
-				 errhint("Set openwop.key_encryption_key_file to a file holding the passphrase the key was added under.")));
-
-	/* decrypt first: the cache changes only once the plain secret exists */
-	a.stored = stored;
-	a.plain = NULL;
-	edata = ow_try_subtransaction(decrypt_secret, &a);
-	if (edata)
-	{
-		if (edata->sqlerrcode == ERRCODE_QUERY_CANCELED || edata->sqlerrcode == ERRCODE_OUT_OF_MEMORY)
-			ReThrowError(edata);
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("signing key \"%s\" cannot be decrypted with the passphrase in openwop.key_encryption_key_file", kid),
-				 errdetail_internal("%s", edata->message),
-				 errhint("Put the passphrase the key was added under in openwop.key_encryption_key_file, or retire the key.")));
-	}
-
-	entry = hash_search(secret_cache, kid, HASH_ENTER, &found);
-	if (found)
-	{
-		pfree(entry->stored);
-		pfree(entry->plain);
-	}
-	entry->stored = MemoryContextAlloc(TopMemoryContext, VARSIZE_ANY(stored));
-	memcpy(entry->stored, stored, VARSIZE_ANY(stored));
-	entry->plain = MemoryContextAlloc(TopMemoryContext, VARSIZE_ANY(a.plain));
-	memcpy(entry->plain, a.plain, VARSIZE_ANY(a.plain));
-	return entry->plain;
-}
-
-/*
- * The secret of kid if this host holds it for verification: an active key,
- * or a retired one whose tokens may still be unexpired.  NULL otherwise.
- */
-static bytea *
-verification_secret(const char *kid)
-{
-	static SPIPlanPtr plan = NULL;
-	Datum		args[1];
-	bool		isnull;
-	bytea	   *stored;
-	bool		encrypted;
-
-	if (plan == NULL)
-	{
-		Oid			types[1] = {TEXTOID};
-
-		plan = ow_prepare("SELECT secret, encrypted FROM openwop.signing_keys"
-						  " WHERE kid OPERATOR(pg_catalog.=) $1"
-						  "   AND (state OPERATOR(pg_catalog.=) 'active'"
-						  "        OR verify_until OPERATOR(pg_catalog.>=) pg_catalog.now())", 1, types);
-	}
-	args[0] = CStringGetTextDatum(kid);
-	if (SPI_execute_plan(plan, args, NULL, true, 1) != SPI_OK_SELECT)
-		elog(ERROR, "could not read signing key \"%s\"", kid);
-	if (SPI_processed == 0)
-		return NULL;
-	stored = DatumGetByteaPCopy(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
-	encrypted = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
-	return plain_secret(kid, stored, encrypted);
+	ow_raise(OW_INTERRUPT_TOKEN_INVALID, &d, NULL, "%s", why);
 }
 
 /* ----------
@@ -362,7 +147,7 @@ verify_token(const char *token, OwClaims *c)
 		token_invalid("the token is not well formed");
 
 	kid = pnstrdup(parts.kid, parts.kid_len);
-	secret = verification_secret(kid);
+	secret = ow_verification_secret(kid);
 	if (secret == NULL)
 		token_invalid("the token's key is not held by this host");
 	if (!ow_token_mac((unsigned char *) VARDATA_ANY(secret), VARSIZE_ANY_EXHDR(secret),
@@ -413,7 +198,7 @@ interrupt_not_found(const char *interrupt_id)
 
 	ow_details_init(&d);
 	ow_details_str(&d, "interruptId", interrupt_id);
-	ow_raise(OW_SQLSTATE_404, "not_found", &d, NULL, "interrupt \"%s\" does not exist", interrupt_id);
+	ow_raise(OW_NOT_FOUND, &d, NULL, "interrupt \"%s\" does not exist", interrupt_id);
 }
 
 static void
@@ -423,7 +208,7 @@ token_already_resolved(const char *interrupt_id, const char *why)
 
 	ow_details_init(&d);
 	ow_details_str(&d, "interruptId", interrupt_id);
-	ow_raise(OW_SQLSTATE_409, "interrupt_already_resolved", &d, NULL,
+	ow_raise(OW_INTERRUPT_ALREADY_RESOLVED, &d, NULL,
 			 "the token's interrupt is no longer pending: %s", why);
 }
 
@@ -435,7 +220,7 @@ token_expired(const char *interrupt_id, TimestampTz expires)
 	ow_details_init(&d);
 	ow_details_str(&d, "interruptId", interrupt_id);
 	ow_details_str(&d, "expiresAt", owj_iso8601(expires));
-	ow_raise(OW_SQLSTATE_410, "interrupt_expired", &d,
+	ow_raise(OW_INTERRUPT_EXPIRED, &d,
 			 "Ask for a new link.", "the token expired at %s", owj_iso8601(expires));
 }
 
@@ -626,7 +411,7 @@ ow_resolve_interrupt_by_token(PG_FUNCTION_ARGS)
 
 		ow_details_init(&d);
 		ow_details_str(&d, "intent", c.intent);
-		ow_raise(OW_SQLSTATE_403, "forbidden", &d, NULL,
+		ow_raise(OW_FORBIDDEN, &d, NULL,
 				 "this token may inspect the interrupt but not resolve it");
 	}
 
@@ -653,36 +438,9 @@ require_issuer(void)
 		return;
 	ow_details_init(&d);
 	ow_details_str(&d, "intent", "resolve");
-	ow_raise(OW_SQLSTATE_403, "forbidden", &d,
+	ow_raise(OW_FORBIDDEN, &d,
 			 psprintf("Grant the role %s to the service that sends approval links.", ow_token_issuer_role),
 			 "minting a resolve token needs the privileges of role %s", ow_token_issuer_role);
-}
-
-/*
- * Remember the longest lifetime a key has signed for, so that retiring it
- * keeps it verifying until its last token expired even if token_max_ttl
- * was lowered since.  Written only when exceeded: rarely.
- */
-static void
-note_lifetime(const char *kid, int32 longest_ttl, int32 lifetime)
-{
-	static SPIPlanPtr plan = NULL;
-	Datum		args[2];
-
-	if (lifetime <= longest_ttl)
-		return;
-	if (plan == NULL)
-	{
-		Oid			types[2] = {TEXTOID, INT4OID};
-
-		plan = ow_prepare("UPDATE openwop.signing_keys SET longest_ttl = $2"
-						  " WHERE kid OPERATOR(pg_catalog.=) $1"
-						  "   AND longest_ttl OPERATOR(pg_catalog.<) $2", 2, types);
-	}
-	args[0] = CStringGetTextDatum(kid);
-	args[1] = Int32GetDatum(lifetime);
-	if (SPI_execute_plan(plan, args, NULL, false, 0) != SPI_OK_UPDATE)
-		elog(ERROR, "could not record the lifetime of signing key \"%s\"", kid);
 }
 
 /* Does the gate restrict who may approve it? */
@@ -833,12 +591,12 @@ ow_mint_interrupt_token(PG_FUNCTION_ARGS)
 
 		ow_details_init(&d);
 		ow_details_str(&d, "requiredCapability", "signingKey");
-		ow_raise(OW_SQLSTATE_422, "capability_required", &d,
+		ow_raise(OW_CAPABILITY_REQUIRED, &d,
 				 "A DBA adds one with SELECT openwop.add_signing_key('k1').",
 				 "openwop has no active signing key");
 	}
 	kid = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
-	secret = plain_secret(kid,
+	secret = ow_plain_secret(kid,
 						  DatumGetByteaPCopy(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull)),
 						  DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3, &isnull)));
 
@@ -850,7 +608,7 @@ ow_mint_interrupt_token(PG_FUNCTION_ARGS)
 	expires += (1000 - expires % 1000) % 1000;
 	if (has_deadline && deadline < expires)
 		expires = deadline;		/* never outlive the interrupt */
-	note_lifetime(kid, longest_ttl, (int32) ((expires - now + USECS_PER_SEC - 1) / USECS_PER_SEC));
+	ow_note_lifetime(kid, longest_ttl, (int32) ((expires - now + USECS_PER_SEC - 1) / USECS_PER_SEC));
 
 	/* claims in a fixed order, as the reference host writes them */
 	initStringInfo(&claims);
@@ -889,120 +647,29 @@ ow_mint_interrupt_token(PG_FUNCTION_ARGS)
 }
 
 /* ----------
- * The keyring
+ * Settings
  * ----------
  */
 
-/*
- * openwop.add_signing_key(kid, secret) → text: a new active key.  Without
- * a secret, 32 bytes from pg_strong_random.  With
- * openwop.key_encryption_key_file set, the secret is stored encrypted with
- * pgcrypto.
- */
-Datum
-ow_add_signing_key(PG_FUNCTION_ARGS)
+void
+ow_define_token_settings(void)
 {
-	static SPIPlanPtr plan = NULL;
-	char	   *kid;
-	bytea	   *secret;
-	bool		encrypted = false;
-	OwPriv		priv;
-	Datum		args[3];
-	size_t		i;
+	DefineCustomStringVariable("openwop.token_issuer_role",
+							   "Role whose members may mint resolve tokens.",
+							   "A resolve token decides on behalf of whoever holds it (or of the principal it names): minting one is issuing a credential. Superusers and the extension's owner may always mint.",
+							   &ow_token_issuer_role,
+							   "openwop_token_issuer",
+							   PGC_SUSET,
+							   0,
+							   NULL, NULL, NULL);
+	DefineCustomIntVariable("openwop.token_ttl",
+							"Default lifetime of an interrupt token.",
+							"Capped at openwop.token_max_ttl and at the interrupt's deadline.",
+							&ow_token_ttl,
+							1800, 1, INT_MAX,
+							PGC_USERSET,
+							GUC_UNIT_S,
+							NULL, NULL, NULL);
 
-	ow_require_admin("manage signing keys");
-	if (PG_ARGISNULL(0))
-		ow_validation_error("kid", "kid must not be null");
-	kid = text_to_cstring(PG_GETARG_TEXT_PP(0));
-	for (i = 0; kid[i]; i++)
-		if (!((kid[i] >= 'A' && kid[i] <= 'Z') || (kid[i] >= 'a' && kid[i] <= 'z') ||
-			  (kid[i] >= '0' && kid[i] <= '9') || strchr("._~-", kid[i])))
-			break;
-	if (kid[i] != '\0' || i < 1 || i > OW_KID_MAX_LEN)
-		ow_validation_error("kid", "\"%s\" is not a key id (1 to 128 characters of A-Z a-z 0-9 . _ ~ -)", ow_echo(kid));
-	if (PG_ARGISNULL(1))
-	{
-		secret = palloc(VARHDRSZ + 32);
-		SET_VARSIZE(secret, VARHDRSZ + 32);
-		if (!pg_strong_random(VARDATA(secret), 32))
-			ereport(ERROR, (errcode(ERRCODE_INTERNAL_ERROR), errmsg("could not generate random bytes")));
-	}
-	else
-	{
-		secret = PG_GETARG_BYTEA_PP(1);
-		if (VARSIZE_ANY_EXHDR(secret) < 16)
-			ow_validation_error("secret", "a signing secret must be at least 16 bytes");
-	}
-
-	SPI_connect();
-	ow_become_owner(&priv);
-	if (kek_configured())
-	{
-		secret = pgcrypto_apply("pgp_sym_encrypt_bytea", secret);
-		encrypted = true;
-	}
-	if (plan == NULL)
-	{
-		Oid			types[3] = {TEXTOID, BYTEAOID, BOOLOID};
-
-		plan = ow_prepare_secret("INSERT INTO openwop.signing_keys (kid, secret, encrypted)"
-								 " VALUES ($1, $2, $3) ON CONFLICT DO NOTHING", 3, types);
-	}
-	args[0] = CStringGetTextDatum(kid);
-	args[1] = PointerGetDatum(secret);
-	args[2] = BoolGetDatum(encrypted);
-	if (SPI_execute_plan(plan, args, NULL, false, 0) != SPI_OK_INSERT)
-		elog(ERROR, "could not add signing key \"%s\"", kid);
-	if (SPI_processed == 0)
-		ow_validation_error("kid", "signing key \"%s\" already exists; retire it and add a key with a new kid", kid);
-	ow_restore_user(&priv);
-	SPI_finish();
-	PG_RETURN_TEXT_P(cstring_to_text(kid));
 }
 
-/*
- * openwop.retire_signing_key(kid): the key stops minting at once and keeps
- * verifying for the longer of openwop.token_max_ttl and the longest
- * lifetime it ever signed, after which every token it signed has expired.
- */
-Datum
-ow_retire_signing_key(PG_FUNCTION_ARGS)
-{
-	static SPIPlanPtr plan = NULL;
-	char	   *kid;
-	OwPriv		priv;
-	Datum		args[2];
-
-	ow_require_admin("manage signing keys");
-	if (PG_ARGISNULL(0))
-		ow_validation_error("kid", "kid must not be null");
-	kid = text_to_cstring(PG_GETARG_TEXT_PP(0));
-	SPI_connect();
-	ow_become_owner(&priv);
-	if (plan == NULL)
-	{
-		Oid			types[2] = {TEXTOID, INT4OID};
-
-		plan = ow_prepare("UPDATE openwop.signing_keys"
-						  "   SET state = 'retired', retired_at = pg_catalog.now(),"
-						  "       verify_until = pg_catalog.now() OPERATOR(pg_catalog.+)"
-						  "                      pg_catalog.make_interval(secs => GREATEST($2, longest_ttl))"
-						  " WHERE kid OPERATOR(pg_catalog.=) $1"
-						  "   AND state OPERATOR(pg_catalog.=) 'active'", 2, types);
-	}
-	args[0] = CStringGetTextDatum(kid);
-	args[1] = Int32GetDatum(ow_token_max_ttl);
-	if (SPI_execute_plan(plan, args, NULL, false, 0) != SPI_OK_UPDATE)
-		elog(ERROR, "could not retire signing key \"%s\"", kid);
-	if (SPI_processed == 0)
-	{
-		OwDetails	d;
-
-		ow_details_init(&d);
-		ow_details_str(&d, "kid", kid);
-		ow_raise(OW_SQLSTATE_404, "not_found", &d, NULL, "no active signing key \"%s\"", kid);
-	}
-	ow_restore_user(&priv);
-	SPI_finish();
-	PG_RETURN_VOID();
-}

@@ -1,12 +1,12 @@
 /*
- * token_unit.c — standalone checks of src/token.c, linked with libpgcommon
+ * token_unit.c — standalone checks of src/token_format.c, linked with libpgcommon
  * and libpgport only: the worked example of the OpenWOP digest (§7.4)
  * reproduced byte for byte, base64url round trips, and grammar refusals.
  * Prints TAP.
  */
 #include "postgres_fe.h"
 
-#include "token.h"
+#include "token_format.h"
 
 static int	tests = 0;
 static int	failures = 0;

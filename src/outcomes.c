@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * resolution.c
+ * outcomes.c
  *	  Recording the outcome of an interrupt, shared by the run-scoped resolve
  *	  and the timeout sweeper: interrupt.resolved, the stored row, the job
  *	  back to pending (FlowDrop INT-3), then either node.resumed or the
@@ -8,6 +8,8 @@
  *
  *-------------------------------------------------------------------------
  */
+#include "postgres.h"
+
 #include "openwop.h"
 
 #include "catalog/pg_type.h"

@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * token.c
+ * token_format.c
  *	  The pure part of signed interrupt tokens: grammar, base64url, the
  *	  HMAC-SHA256 MAC and its constant-time comparison (digest §7).
  *
@@ -26,14 +26,7 @@
 #include "common/sha2.h"
 #include "port.h"
 
-#include "token.h"
-
-static bool
-kid_char(char c)
-{
-	return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-		c == '.' || c == '_' || c == '~' || c == '-';
-}
+#include "token_format.h"
 
 static bool
 b64url_char(char c)
@@ -106,7 +99,7 @@ ow_token_split(const char *token, size_t len, OwTokenParts *parts)
 	if (parts->kid_len < 1 || parts->kid_len > OW_KID_MAX_LEN)
 		return OW_TOKEN_MALFORMED;
 	for (p = parts->kid; p < parts->kid + parts->kid_len; p++)
-		if (!kid_char(*p))
+		if (!ow_unreserved_char(*p))
 			return OW_TOKEN_MALFORMED;
 	if (parts->payload_len < 1)
 		return OW_TOKEN_MALFORMED;

@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * sweeper.c
+ * timeout_worker.c
  *	  openwop.sweep() and the timeout worker, the two callers of the
  *	  expiry policy (deadlines.c) that look for due work.
  *
@@ -16,6 +16,8 @@
  *
  *-------------------------------------------------------------------------
  */
+#include "postgres.h"
+
 #include "openwop.h"
 
 #include "access/xact.h"
@@ -34,21 +36,11 @@
 
 PG_FUNCTION_INFO_V1(ow_sweep);
 
-PGDLLEXPORT void ow_sweeper_main(Datum arg);
+PGDLLEXPORT void ow_timeout_worker_main(Datum arg);
 
-extern char *ow_database;
-extern int	ow_sweeper_interval;
 
-/* Shared state: where to find the worker, to wake it. */
-typedef struct OwShared
-{
-	slock_t		mutex;
-	Latch	   *worker_latch;
-} OwShared;
-
-static OwShared *ow_shared = NULL;
-static bool deadline_raised = false;
-static bool xact_callback_registered = false;
+/* The timeout worker's longest sleep, in seconds. */
+static int	ow_sweeper_interval = 60;
 
 /*
  * openwop.sweep(max) → integer
@@ -78,74 +70,9 @@ ow_sweep(PG_FUNCTION_ARGS)
 }
 
 /* ----------
- * Waking the worker when a transaction raises an interrupt with a deadline
- * ----------
- */
-static void
-sweeper_xact_callback(XactEvent event, void *arg)
-{
-	if (event == XACT_EVENT_COMMIT && deadline_raised && ow_shared != NULL)
-	{
-		Latch	   *latch;
-
-		SpinLockAcquire(&ow_shared->mutex);
-		latch = ow_shared->worker_latch;
-		SpinLockRelease(&ow_shared->mutex);
-		if (latch)
-			SetLatch(latch);
-	}
-	if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_ABORT ||
-		event == XACT_EVENT_PREPARE || event == XACT_EVENT_PARALLEL_COMMIT ||
-		event == XACT_EVENT_PARALLEL_ABORT)
-		deadline_raised = false;
-}
-
-/* Called when this transaction raised an interrupt with a deadline. */
-void
-ow_deadline_raised(void)
-{
-	if (ow_shared == NULL)
-		return;					/* no worker: openwop.sweep() applies deadlines */
-	if (!xact_callback_registered)
-	{
-		RegisterXactCallback(sweeper_xact_callback, NULL);
-		xact_callback_registered = true;
-	}
-	deadline_raised = true;
-}
-
-/* ----------
  * The worker
  * ----------
  */
-
-Size
-ow_sweeper_shmem_size(void)
-{
-	return MAXALIGN(sizeof(OwShared));
-}
-
-/* Called under AddinShmemInitLock. */
-void
-ow_sweeper_shmem_init(void)
-{
-	bool		found;
-
-	ow_shared = ShmemInitStruct("openwop_interrupt", sizeof(OwShared), &found);
-	if (!found)
-	{
-		SpinLockInit(&ow_shared->mutex);
-		ow_shared->worker_latch = NULL;
-	}
-}
-
-static void
-sweeper_detach(int code, Datum arg)
-{
-	SpinLockAcquire(&ow_shared->mutex);
-	ow_shared->worker_latch = NULL;
-	SpinLockRelease(&ow_shared->mutex);
-}
 
 /* The worker's transactions: each runs as the extension owner. */
 static OwPriv worker_priv;
@@ -189,7 +116,7 @@ installed(void)
  * with more work due.
  */
 static long
-sweeper_pass(void)
+timeout_pass(void)
 {
 	const int	batch = 1000;
 	long		sleep_ms = (long) ow_sweeper_interval * 1000L;
@@ -231,18 +158,27 @@ sweeper_pass(void)
 	return sleep_ms;
 }
 
-static void
-sweeper_attach(void)
-{
-	SpinLockAcquire(&ow_shared->mutex);
-	ow_shared->worker_latch = MyLatch;
-	SpinLockRelease(&ow_shared->mutex);
-	before_shmem_exit(sweeper_detach, (Datum) 0);
-}
-
 void
-ow_sweeper_main(Datum arg)
+ow_timeout_worker_main(Datum arg)
 {
 	/* an error in a pass is logged; the worker backs off 10 s and carries on */
-	ow_worker_main("openwop timeout worker", sweeper_attach, sweeper_pass, 10000L);
+	ow_worker_main("openwop timeout worker", ow_wakeup_attach, timeout_pass, 10000L);
+}
+
+/* ----------
+ * Settings
+ * ----------
+ */
+
+void
+ow_define_timeout_worker_settings(void)
+{
+	DefineCustomIntVariable("openwop.sweeper_interval",
+							"Longest time the timeout worker sleeps between passes.",
+							"It wakes earlier at the next deadline, and when a transaction raises an interrupt with a deadline.",
+							&ow_sweeper_interval,
+							60, 1, 3600,
+							PGC_SIGHUP,
+							GUC_UNIT_S,
+							NULL, NULL, NULL);
 }

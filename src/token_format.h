@@ -1,13 +1,25 @@
 /*-------------------------------------------------------------------------
  *
- * token.h
- *	  Signed interrupt tokens, the pure part (token.c): grammar, base64url,
+ * token_format.h
+ *	  Signed interrupt tokens, the pure part (token_format.c): grammar, base64url,
  *	  MAC.  Free of backend state so the fuzz harness can link it alone.
  *
  *-------------------------------------------------------------------------
  */
 #ifndef OW_TOKEN_H
 #define OW_TOKEN_H
+
+/*
+ * The unreserved characters of RFC 3986 (A-Z a-z 0-9 . _ ~ -): what tenant
+ * ids, opaque id segments and key ids are made of.  The one definition of
+ * that grammar, here because the standalone token code needs it too.
+ */
+static inline bool
+ow_unreserved_char(char c)
+{
+	return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+		c == '.' || c == '_' || c == '~' || c == '-';
+}
 
 #define OW_TOKEN_MAX_LEN 4096
 #define OW_KID_MAX_LEN 128
