@@ -6,6 +6,7 @@ SELECT plan(68);
 SET LOCAL openwop.tenant = 'acme';
 \ir refusal.psql
 \ir callers.psql
+\ir events.psql
 
 CREATE FUNCTION pg_temp.gate(run text, data jsonb, node text DEFAULT 'gate', def jsonb DEFAULT NULL,
                              extra jsonb DEFAULT '{}') RETURNS void LANGUAGE plpgsql AS $$
@@ -20,9 +21,6 @@ END $$;
 CREATE FUNCTION pg_temp.vote(run text, who text, value jsonb, node text DEFAULT 'gate') RETURNS jsonb LANGUAGE sql AS $$
   SELECT pg_temp.as_request(jsonb_build_object('sub', who, 'tenant', current_setting('openwop.tenant'), 'scope', 'approvals:respond'),
                             format('SELECT openwop.resolve_interrupt(%L, %L, %L)', run, node, value))
-$$;
-CREATE FUNCTION pg_temp.types(run text) RETURNS text LANGUAGE sql AS $$
-  SELECT string_agg(e->>'type', ',' ORDER BY (e->>'sequence')::int) FROM openwop.events(run, -1, 10000) e
 $$;
 CREATE FUNCTION pg_temp.resolved(run text) RETURNS jsonb LANGUAGE sql AS $$
   SELECT e->'payload' FROM openwop.events(run, -1, 10000) e WHERE e->>'type' = 'interrupt.resolved'

@@ -9,6 +9,7 @@ SELECT plan(70);
 SET LOCAL openwop.tenant = 'acme';
 \ir refusal.psql
 \ir callers.psql
+\ir events.psql
 
 -- {sqlstate, code, field} of a refusal: what these tests compare
 CREATE FUNCTION pg_temp.refused(sql text) RETURNS jsonb LANGUAGE sql AS $$
@@ -17,9 +18,6 @@ CREATE FUNCTION pg_temp.refused(sql text) RETURNS jsonb LANGUAGE sql AS $$
 $$;
 CREATE FUNCTION pg_temp.bad(field text) RETURNS jsonb LANGUAGE sql AS $$
   SELECT jsonb_build_object('sqlstate', 'PT400', 'code', 'validation_error', 'field', field)
-$$;
-CREATE FUNCTION pg_temp.types(run text) RETURNS text LANGUAGE sql AS $$
-  SELECT string_agg(e->>'type', ',' ORDER BY (e->>'sequence')::int) FROM openwop.events(run, -1, 10000) e
 $$;
 CREATE FUNCTION pg_temp.gate(run text, actions jsonb DEFAULT '["accept", "reject", "refine"]') RETURNS jsonb
 LANGUAGE plpgsql AS $$
