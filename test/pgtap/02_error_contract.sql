@@ -2,7 +2,7 @@
 -- the OpenWOP code first in the message, details as JSON in the DETAIL,
 -- and a refused request leaves no trace.
 BEGIN;
-SELECT plan(18);
+SELECT * FROM no_plan();
 SET LOCAL openwop.tenant = 'acme';
 
 \ir refusal.psql

@@ -2,7 +2,7 @@
 -- majority, eligibility by list, group and role, overrides, fail-closed
 -- rejection and trigger rules, timeouts, low-confidence escalation.
 BEGIN;
-SELECT plan(68);
+SELECT * FROM no_plan();
 SET LOCAL openwop.tenant = 'acme';
 \ir refusal.psql
 \ir callers.psql

@@ -4,7 +4,7 @@
 -- conformance-approval is a single gate node "gate" with actions
 -- accept|reject; the quorum fixture has requiredApprovals 3, majority.
 BEGIN;
-SELECT plan(30);
+SELECT * FROM no_plan();
 SET LOCAL openwop.tenant = 'acme';
 \ir refusal.psql
 \ir callers.psql
