@@ -1,6 +1,7 @@
--- Approval gates (digest §9, §10): actions, votes and quorum, veto and
--- majority, eligibility by list, group and role, overrides, fail-closed
--- rejection and trigger rules, timeouts, low-confidence escalation.
+-- Approval gates (the OpenWOP interrupt page, "Approval", "Rejection" and
+-- "Approver enforcement"): actions, votes and quorum, veto and majority,
+-- eligibility by list, group and role, overrides, fail-closed rejection
+-- and trigger rules, timeouts, low-confidence escalation.
 BEGIN;
 SELECT * FROM no_plan();
 SET LOCAL openwop.tenant = 'acme';
@@ -196,7 +197,7 @@ SELECT is(openwop.resolve_interrupt('acme/ap-timeout-000005', 'gate', '{"action"
           'a late accept is answered expired, returned not raised');
 SELECT is(pg_temp.resolved('acme/ap-timeout-000005') ->> 'action', 'timeout', '... and the gate is rejected by timeout, never granted');
 
--- low-confidence escalation (digest §12.2)
+-- low-confidence escalation (the interrupt page, "Payload": kind low-confidence)
 DO $$ BEGIN PERFORM openwop.create_run('approvals', '{"runId": "acme/ap-lowconf-000001", "configurable": {"version": 1, "run": {"escalationThreshold": 0.5}}}');
   PERFORM openwop.start_node('acme/ap-lowconf-000001', 'agent'); END $$;
 SELECT is(openwop.record_agent_decision('acme/ap-lowconf-000001', 'agent', 'planner', 0.5, '{"plan": "a"}') ->> 'escalated',

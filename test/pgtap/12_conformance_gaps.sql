@@ -1,9 +1,11 @@
--- Conformance gaps closed after a review against the digests: refineFeedback
--- member types (§9.1), the closed and versioned configurable of createRun
--- (§12.2, schemas/v2/configurable.schema.json), the INT-1 completed prefix
--- of a pending envelope returned again, 404 before 409 on an ended run
--- (§6.3), a 409 repeated under its idempotency key (§8), and what
--- capabilities() returns.  Each test is named after what it guards.
+-- Conformance gaps closed after a review against the specifications:
+-- refineFeedback member types (the OpenWOP interrupt page, "Approval"),
+-- the closed and versioned configurable of createRun
+-- (schemas/v2/configurable.schema.json), the FlowDrop INT-1 completed
+-- prefix of a pending envelope returned again, 404 before 409 on an ended
+-- run (the interrupt page, "Errors"), a 409 repeated under its idempotency
+-- key (OpenWOP idempotency.md), and what capabilities() returns.  Each
+-- test is named after what it guards.
 BEGIN;
 SELECT * FROM no_plan();
 SET LOCAL openwop.tenant = 'acme';
