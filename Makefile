@@ -16,8 +16,8 @@ SHLIB_LINK  += -lpcre2-8
 # Warnings are errors: the tree must build clean on Debian's PostgreSQL 15.
 PG_CFLAGS   += -Wall -Wextra -Werror -Wno-unused-parameter -Wno-missing-field-initializers
 
-# pg_regress suites read test/sql and test/specs; all expected output lives in expected/
-# (test/expected is a link to it, because PostgreSQL 15's pg_regress has no --expecteddir).
+# pg_regress reads test/sql, the isolation suite test/specs; both compare with test/expected
+# (--inputdir=test: PostgreSQL 15's pg_regress has no --expecteddir) and write test/results.
 REGRESS      = $(patsubst test/sql/%.sql,%,$(sort $(wildcard test/sql/*.sql)))
 REGRESS_OPTS = --inputdir=test --outputdir=test/results --load-extension=$(EXTENSION) --encoding=UTF8
 ISOLATION    = $(patsubst test/specs/%.spec,%,$(sort $(wildcard test/specs/*.spec)))

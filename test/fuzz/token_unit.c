@@ -1,7 +1,8 @@
 /*
  * token_unit.c — standalone checks of src/token_format.c, linked with libpgcommon
- * and libpgport only: the worked example of the OpenWOP digest (§7.4)
- * reproduced byte for byte, base64url round trips, and grammar refusals.
+ * and libpgport only: the worked example (test/fuzz/corpus/worked-example,
+ * also checked against pgcrypto in test/pgtap/08_tokens.sql) reproduced
+ * byte for byte, base64url round trips, and grammar refusals.
  * Prints TAP.
  */
 #include "postgres_fe.h"

@@ -1,8 +1,8 @@
--- The error contract (DESIGN §4.5): SQLSTATE PTxxx carrying the HTTP status,
--- the OpenWOP code first in the message, details as JSON in the DETAIL,
--- and a refused request leaves no trace.
+-- The error contract (README.md, "Errors"): SQLSTATE PTxxx carrying the
+-- HTTP status, the OpenWOP code first in the message, details as JSON in
+-- the DETAIL, and a refused request leaves no trace.
 BEGIN;
-SELECT plan(18);
+SELECT * FROM no_plan();
 SET LOCAL openwop.tenant = 'acme';
 
 \ir refusal.psql

@@ -1,7 +1,8 @@
--- Re-entry keys (digest §3.1), each rule its own test, and FlowDrop INT-1,
--- INT-2, INT-3 on the raise / resolve path.
+-- Re-entry keys (the OpenWOP interrupt page, "Re-entry and resume values"),
+-- each rule its own test, and FlowDrop INT-1, INT-2, INT-3 on the raise /
+-- resolve path.
 BEGIN;
-SELECT plan(35);
+SELECT * FROM no_plan();
 SET LOCAL openwop.tenant = 'acme';
 \ir callers.psql
 

@@ -1,7 +1,7 @@
 -- Payload validation of the nine kinds, the resolve error contract, and
 -- Idempotency-Key handling.  Every refusal leaves the log unchanged.
 BEGIN;
-SELECT plan(66);
+SELECT * FROM no_plan();
 SET LOCAL openwop.tenant = 'acme';
 
 \ir refusal.psql

@@ -1,11 +1,13 @@
--- Approval gates (digest §9, §10): actions, votes and quorum, veto and
--- majority, eligibility by list, group and role, overrides, fail-closed
--- rejection and trigger rules, timeouts, low-confidence escalation.
+-- Approval gates (the OpenWOP interrupt page, "Approval", "Rejection" and
+-- "Approver enforcement"): actions, votes and quorum, veto and majority,
+-- eligibility by list, group and role, overrides, fail-closed rejection
+-- and trigger rules, timeouts, low-confidence escalation.
 BEGIN;
-SELECT plan(68);
+SELECT * FROM no_plan();
 SET LOCAL openwop.tenant = 'acme';
 \ir refusal.psql
 \ir callers.psql
+\ir events.psql
 
 CREATE FUNCTION pg_temp.gate(run text, data jsonb, node text DEFAULT 'gate', def jsonb DEFAULT NULL,
                              extra jsonb DEFAULT '{}') RETURNS void LANGUAGE plpgsql AS $$
@@ -20,9 +22,6 @@ END $$;
 CREATE FUNCTION pg_temp.vote(run text, who text, value jsonb, node text DEFAULT 'gate') RETURNS jsonb LANGUAGE sql AS $$
   SELECT pg_temp.as_request(jsonb_build_object('sub', who, 'tenant', current_setting('openwop.tenant'), 'scope', 'approvals:respond'),
                             format('SELECT openwop.resolve_interrupt(%L, %L, %L)', run, node, value))
-$$;
-CREATE FUNCTION pg_temp.types(run text) RETURNS text LANGUAGE sql AS $$
-  SELECT string_agg(e->>'type', ',' ORDER BY (e->>'sequence')::int) FROM openwop.events(run, -1, 10000) e
 $$;
 CREATE FUNCTION pg_temp.resolved(run text) RETURNS jsonb LANGUAGE sql AS $$
   SELECT e->'payload' FROM openwop.events(run, -1, 10000) e WHERE e->>'type' = 'interrupt.resolved'
@@ -198,7 +197,7 @@ SELECT is(openwop.resolve_interrupt('acme/ap-timeout-000005', 'gate', '{"action"
           'a late accept is answered expired, returned not raised');
 SELECT is(pg_temp.resolved('acme/ap-timeout-000005') ->> 'action', 'timeout', '... and the gate is rejected by timeout, never granted');
 
--- low-confidence escalation (digest §12.2)
+-- low-confidence escalation (the interrupt page, "Payload": kind low-confidence)
 DO $$ BEGIN PERFORM openwop.create_run('approvals', '{"runId": "acme/ap-lowconf-000001", "configurable": {"version": 1, "run": {"escalationThreshold": 0.5}}}');
   PERFORM openwop.start_node('acme/ap-lowconf-000001', 'agent'); END $$;
 SELECT is(openwop.record_agent_decision('acme/ap-lowconf-000001', 'agent', 'planner', 0.5, '{"plan": "a"}') ->> 'escalated',

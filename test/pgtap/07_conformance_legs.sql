@@ -1,10 +1,11 @@
--- The conformance legs of OpenWOP v2-approval-reject-disposition and
--- v2-interrupt-resolve-terminal (digest §14.2), translated to SQL one by
--- one, each named after its requirement id.  Fixtures are the suite's:
+-- The legs of the OpenWOP conformance scenarios
+-- v2-approval-reject-disposition and v2-interrupt-resolve-terminal,
+-- translated to SQL one by one, each named after its requirement id.
+-- Fixtures are the suite's:
 -- conformance-approval is a single gate node "gate" with actions
 -- accept|reject; the quorum fixture has requiredApprovals 3, majority.
 BEGIN;
-SELECT plan(30);
+SELECT * FROM no_plan();
 SET LOCAL openwop.tenant = 'acme';
 \ir refusal.psql
 \ir callers.psql

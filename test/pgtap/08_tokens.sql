@@ -1,8 +1,9 @@
--- Signed interrupt tokens (digest §7): the recipe checked against the
--- worked example and pgcrypto, the order of checks, lifetimes, the
--- keyring, eligibility carried by the token, and idempotency.
+-- Signed interrupt tokens (the OpenWOP interrupt page, "Tokens"): the
+-- recipe checked against the worked example and pgcrypto, the order of
+-- checks, lifetimes, the keyring, eligibility carried by the token, and
+-- idempotency.
 BEGIN;
-SELECT plan(69);
+SELECT * FROM no_plan();
 SET LOCAL openwop.tenant = 'acme';
 \ir refusal.psql
 CREATE EXTENSION IF NOT EXISTS pgcrypto;
@@ -28,7 +29,7 @@ BEGIN
                               'actions', '["accept", "reject"]'::jsonb) || data) || extra) #>> '{metadata,interrupt,id}';
 END $$;
 
--- the worked example of the digest: key k2026a, interrupt acme/int-0123456789abcdef
+-- the worked example (test/fuzz/corpus/worked-example): key k2026a, interrupt acme/int-0123456789abcdef
 SELECT is(openwop.add_signing_key('k2026a', 'example-secret-do-not-use'::bytea), 'k2026a', 'add_signing_key with a given secret');
 DO $$ BEGIN PERFORM pg_temp.gate('acme/run-0123456789abcdef', '{}'); END $$;
 UPDATE openwop.interrupts SET interrupt_id = 'acme/int-0123456789abcdef' WHERE run_id = 'acme/run-0123456789abcdef';

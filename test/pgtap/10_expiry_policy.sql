@@ -9,6 +9,7 @@ SELECT * FROM no_plan();
 SET LOCAL openwop.tenant = 'acme';
 \ir refusal.psql
 \ir callers.psql
+\ir events.psql
 
 -- a run whose node "wait" waits on an external event, and whose node "side" runs
 CREATE FUNCTION pg_temp.waiting(run text, kind text DEFAULT 'external-event') RETURNS void LANGUAGE plpgsql AS $$
@@ -24,9 +25,6 @@ BEGIN
   -- the deadline has passed; nothing has applied it yet
   UPDATE openwop.interrupts SET expires_at = now() - interval '1 second' WHERE run_id = run;
 END $$;
-CREATE FUNCTION pg_temp.types(run text) RETURNS text LANGUAGE sql AS $$
-  SELECT string_agg(e->>'type', ',' ORDER BY (e->>'sequence')::int) FROM openwop.events(run, -1, 10000) e
-$$;
 CREATE FUNCTION pg_temp.answer(run text, value jsonb) RETURNS jsonb LANGUAGE sql AS $$
   SELECT openwop.resolve_interrupt(run, 'wait', value) - 'interruptId'
 $$;

@@ -1,14 +1,17 @@
--- Conformance gaps closed after a review against the digests: refineFeedback
--- member types (§9.1), the closed and versioned configurable of createRun
--- (§12.2, schemas/v2/configurable.schema.json), the INT-1 completed prefix
--- of a pending envelope returned again, 404 before 409 on an ended run
--- (§6.3), a 409 repeated under its idempotency key (§8), and what
--- capabilities() returns.  Each test is named after what it guards.
+-- Conformance gaps closed after a review against the specifications:
+-- refineFeedback member types (the OpenWOP interrupt page, "Approval"),
+-- the closed and versioned configurable of createRun
+-- (schemas/v2/configurable.schema.json), the FlowDrop INT-1 completed
+-- prefix of a pending envelope returned again, 404 before 409 on an ended
+-- run (the interrupt page, "Errors"), a 409 repeated under its idempotency
+-- key (OpenWOP idempotency.md), and what capabilities() returns.  Each
+-- test is named after what it guards.
 BEGIN;
-SELECT plan(70);
+SELECT * FROM no_plan();
 SET LOCAL openwop.tenant = 'acme';
 \ir refusal.psql
 \ir callers.psql
+\ir events.psql
 
 -- {sqlstate, code, field} of a refusal: what these tests compare
 CREATE FUNCTION pg_temp.refused(sql text) RETURNS jsonb LANGUAGE sql AS $$
@@ -17,9 +20,6 @@ CREATE FUNCTION pg_temp.refused(sql text) RETURNS jsonb LANGUAGE sql AS $$
 $$;
 CREATE FUNCTION pg_temp.bad(field text) RETURNS jsonb LANGUAGE sql AS $$
   SELECT jsonb_build_object('sqlstate', 'PT400', 'code', 'validation_error', 'field', field)
-$$;
-CREATE FUNCTION pg_temp.types(run text) RETURNS text LANGUAGE sql AS $$
-  SELECT string_agg(e->>'type', ',' ORDER BY (e->>'sequence')::int) FROM openwop.events(run, -1, 10000) e
 $$;
 CREATE FUNCTION pg_temp.gate(run text, actions jsonb DEFAULT '["accept", "reject", "refine"]') RETURNS jsonb
 LANGUAGE plpgsql AS $$

@@ -8,10 +8,8 @@ SELECT * FROM no_plan();
 SET LOCAL openwop.tenant = 'acme';
 \ir refusal.psql
 \ir callers.psql
+\ir events.psql
 
-CREATE FUNCTION pg_temp.types(run text) RETURNS text LANGUAGE sql AS $$
-  SELECT string_agg(e->>'type', ',' ORDER BY (e->>'sequence')::int) FROM openwop.events(run, -1, 10000) e
-$$;
 -- the message of a refusal
 CREATE FUNCTION pg_temp.refusal_message(sql text) RETURNS text LANGUAGE plpgsql AS $$
 DECLARE msg text;
