@@ -2,8 +2,8 @@
  *
  * caller.c
  *	  Who is calling (a Subject in a tenant, with or without the
- *	  approvals:respond scope), the id grammars, and the switch to the
- *	  extension owner around table access.
+ *	  approvals:respond scope), the switch to the extension owner around
+ *	  table access, and the call bracket of every API function.
  *
  * Identity is decided once per API call, before the call becomes the
  * extension owner, from what the caller cannot forge:
@@ -20,7 +20,8 @@
  * MATERIALIZED VIEW, and the index expressions they evaluate), where code
  * written by a table's owner runs in somebody else's session; nor inside a
  * SECURITY DEFINER function, whose code is its owner's, not the caller's.
- * request.jwt.claims itself cannot be set in either (module.c).
+ * request.jwt.claims itself cannot be set in either (see the setting's
+ * hooks below).
  * Superuser status never makes claims count.
  *
  * The tenant is bound by the DBA: openwop.bound_tenant, a superuser-only
@@ -190,7 +191,7 @@ ow_subject_matches(const OwSubject *s, const char *ref)
 
 /*
  * request.jwt.claims, which PostgREST sets at the top of each request, is
- * defined by this extension (module.c, with these hooks) so that code
+ * defined by this extension (ow_define_caller_settings, with these hooks) so that code
  * running as someone else cannot set it: a SECURITY DEFINER function or a
  * security-restricted operation (ANALYZE, an index expression) changing
  * the claims would change who a request session is for the rest of its
@@ -535,24 +536,22 @@ ow_caller(OwCaller *c)
 }
 
 /*
- * Refuse a caller that may not act in every tenant (what: the act).  Only a
+ * Refuse caller c if it may not act in every tenant (what: the act).  Only a
  * login bound to "*" and a superuser login may, and not in a request
  * session (whose caller is its JWT subject): sweep() applies every
  * tenant's deadlines.
  */
 void
-ow_require_every_tenant(const char *what)
+ow_require_every_tenant(const OwCaller *c, const char *what)
 {
-	OwCaller	c;
 	OwDetails	d;
 
-	ow_caller(&c);
 	/* a request session speaks for its JWT subject, never for every tenant */
-	if (c.claims == NULL && may_choose_tenant(GetSessionUserId()))
+	if (c->claims == NULL && may_choose_tenant(GetSessionUserId()))
 		return;
 	ow_details_init(&d);
 	ow_details_str(&d, "tenant", "*");
-	ow_details_str(&d, "callerTenant", c.subject.tenant);
+	ow_details_str(&d, "callerTenant", c->subject.tenant);
 	ow_raise(OW_ID_TENANT_MISMATCH, &d,
 			 "A DBA binds the scheduler's login with ALTER ROLE ... SET openwop.bound_tenant = '*'.",
 			 "%s acts in every tenant: only a login bound to \"*\" may", what);

@@ -48,51 +48,48 @@
 	" AND (" i ".status OPERATOR(pg_catalog.=) 'pending'" \
 	"      OR (" i ".status OPERATOR(pg_catalog.=) 'expired' AND " i ".resolved_sequence IS NULL))"
 
+/*
+ * Change one interrupt row of the locked run: q takes ($1 tenant,
+ * $2 interrupt id[, $3 sequence]) and must change exactly that row.
+ */
+static void
+change_interrupt(OwQuery *q, OwRun *run, const char *interrupt_id, int64 seq)
+{
+	Datum		args[3];
+
+	args[0] = CStringGetTextDatum(run->tenant);
+	args[1] = CStringGetTextDatum(interrupt_id);
+	args[2] = Int64GetDatum(seq);
+	if (ow_exec(q, args, NULL, false, 0) != 1)
+		elog(ERROR, "could not settle the deadline of interrupt \"%s\"", interrupt_id);
+}
+
 /* Mark interrupt_id of the locked run expired (it was pending). */
 static void
 mark_expired(OwRun *run, const char *interrupt_id)
 {
-	static SPIPlanPtr plan = NULL;
-	Datum		args[2];
+	static OwQuery q = {"UPDATE openwop.interrupts"
+		"   SET status = 'expired', resolved_at = pg_catalog.clock_timestamp()"
+		" WHERE tenant OPERATOR(pg_catalog.=) $1"
+		"   AND interrupt_id OPERATOR(pg_catalog.=) $2"
+		"   AND status OPERATOR(pg_catalog.=) 'pending'",
+	2, {TEXTOID, TEXTOID}, SPI_OK_UPDATE};
 
-	if (plan == NULL)
-	{
-		Oid			types[2] = {TEXTOID, TEXTOID};
-
-		plan = ow_prepare("UPDATE openwop.interrupts"
-						  "   SET status = 'expired', resolved_at = pg_catalog.clock_timestamp()"
-						  " WHERE tenant OPERATOR(pg_catalog.=) $1"
-						  "   AND interrupt_id OPERATOR(pg_catalog.=) $2"
-						  "   AND status OPERATOR(pg_catalog.=) 'pending'", 2, types);
-	}
-	args[0] = CStringGetTextDatum(run->tenant);
-	args[1] = CStringGetTextDatum(interrupt_id);
-	if (SPI_execute_plan(plan, args, NULL, false, 0) != SPI_OK_UPDATE || SPI_processed != 1)
-		elog(ERROR, "could not expire interrupt \"%s\"", interrupt_id);
+	change_interrupt(&q, run, interrupt_id, 0);
 }
 
 /* Record that the run's terminal event at seq announced the expiry of interrupt_id. */
 static void
 mark_announced(OwRun *run, const char *interrupt_id, int64 seq)
 {
-	static SPIPlanPtr plan = NULL;
-	Datum		args[3];
+	static OwQuery q = {"UPDATE openwop.interrupts SET resolved_sequence = $3"
+		" WHERE tenant OPERATOR(pg_catalog.=) $1"
+		"   AND interrupt_id OPERATOR(pg_catalog.=) $2"
+		"   AND status OPERATOR(pg_catalog.=) 'expired'"
+		"   AND resolved_sequence IS NULL",
+	3, {TEXTOID, TEXTOID, INT8OID}, SPI_OK_UPDATE};
 
-	if (plan == NULL)
-	{
-		Oid			types[3] = {TEXTOID, TEXTOID, INT8OID};
-
-		plan = ow_prepare("UPDATE openwop.interrupts SET resolved_sequence = $3"
-						  " WHERE tenant OPERATOR(pg_catalog.=) $1"
-						  "   AND interrupt_id OPERATOR(pg_catalog.=) $2"
-						  "   AND status OPERATOR(pg_catalog.=) 'expired'"
-						  "   AND resolved_sequence IS NULL", 3, types);
-	}
-	args[0] = CStringGetTextDatum(run->tenant);
-	args[1] = CStringGetTextDatum(interrupt_id);
-	args[2] = Int64GetDatum(seq);
-	if (SPI_execute_plan(plan, args, NULL, false, 0) != SPI_OK_UPDATE || SPI_processed != 1)
-		elog(ERROR, "could not record the announcement of interrupt \"%s\"", interrupt_id);
+	change_interrupt(&q, run, interrupt_id, seq);
 }
 
 /*
@@ -161,44 +158,32 @@ typedef struct DueInterrupt
 static void
 settle_one(void *arg)
 {
-	static SPIPlanPtr plan = NULL;
+	static OwQuery q = {"SELECT i.kind, i.node_id, i.visit, i.status OPERATOR(pg_catalog.=) 'expired'"
+		"  FROM openwop.interrupts i"
+		" WHERE i.tenant OPERATOR(pg_catalog.=) $1"
+		"   AND i.interrupt_id OPERATOR(pg_catalog.=) $2"
+		"   AND " DEADLINE_WORK("i")
+		"   AND i.expires_at OPERATOR(pg_catalog.<=) $3",
+	3, {TEXTOID, TEXTOID, TIMESTAMPTZOID}, SPI_OK_SELECT};
 	DueInterrupt *due = arg;
 	OwRun		run;
 	OwDeadline	d;
 	Datum		args[3];
-	HeapTuple	tup;
-	TupleDesc	desc;
-	bool		isnull;
 
 	due->settled = false;
 	due->busy = !ow_try_lock_run_id(&run, due->tenant, due->run_id);
 	if (due->busy)
 		return;
-	if (plan == NULL)
-	{
-		Oid			types[3] = {TEXTOID, TEXTOID, TIMESTAMPTZOID};
-
-		plan = ow_prepare("SELECT i.kind, i.node_id, i.visit, i.status OPERATOR(pg_catalog.=) 'expired'"
-						  "  FROM openwop.interrupts i"
-						  " WHERE i.tenant OPERATOR(pg_catalog.=) $1"
-						  "   AND i.interrupt_id OPERATOR(pg_catalog.=) $2"
-						  "   AND " DEADLINE_WORK("i")
-						  "   AND i.expires_at OPERATOR(pg_catalog.<=) $3", 3, types);
-	}
 	args[0] = CStringGetTextDatum(due->tenant);
 	args[1] = CStringGetTextDatum(due->interrupt_id);
 	args[2] = TimestampTzGetDatum(due->now);
-	if (SPI_execute_plan(plan, args, NULL, false, 1) != SPI_OK_SELECT)
-		elog(ERROR, "could not re-read interrupt \"%s\"", due->interrupt_id);
-	if (SPI_processed == 0)
+	if (ow_exec(&q, args, NULL, false, 1) == 0)
 		return;
-	tup = SPI_tuptable->vals[0];
-	desc = SPI_tuptable->tupdesc;
 	d.interrupt_id = due->interrupt_id;
-	d.kind = SPI_getvalue(tup, desc, 1);
-	d.node_id = SPI_getvalue(tup, desc, 2);
-	d.visit = DatumGetInt32(SPI_getbinval(tup, desc, 3, &isnull));
-	d.expired = DatumGetBool(SPI_getbinval(tup, desc, 4, &isnull));
+	d.kind = ow_col_text(0, 1);
+	d.node_id = ow_col_text(0, 2);
+	d.visit = (int32) ow_col_int64(0, 3);
+	d.expired = ow_col_bool(0, 4);
 	ow_apply_deadline(&run, &d, false);
 	due->settled = true;
 }
@@ -240,33 +225,31 @@ typedef struct DueTenant
 static List *
 deadline_tenants(MemoryContext cxt, TimestampTz *next)
 {
-	static SPIPlanPtr plan = NULL;
+	static OwQuery q = {"WITH RECURSIVE t (tenant) AS ("
+		"  (SELECT i.tenant FROM openwop.interrupts i WHERE " DEADLINE_WORK("i")
+		"    ORDER BY i.tenant LIMIT 1)"
+		"  UNION ALL"
+		"  SELECT (SELECT i.tenant FROM openwop.interrupts i WHERE " DEADLINE_WORK("i")
+		"             AND i.tenant OPERATOR(pg_catalog.>) t.tenant ORDER BY i.tenant LIMIT 1)"
+		"    FROM t WHERE t.tenant IS NOT NULL)"
+		" SELECT t.tenant, (SELECT i.expires_at FROM openwop.interrupts i"
+		"                    WHERE " DEADLINE_WORK("i") " AND i.tenant OPERATOR(pg_catalog.=) t.tenant"
+		"                    ORDER BY i.expires_at LIMIT 1)"
+		"   FROM t WHERE t.tenant IS NOT NULL",
+	0, {InvalidOid}, SPI_OK_SELECT};
 	List	   *out = NIL;
+	uint64		n = ow_exec(&q, NULL, NULL, true, 0);
 	uint64		i;
 
-	if (plan == NULL)
-		plan = ow_prepare("WITH RECURSIVE t (tenant) AS ("
-						  "  (SELECT i.tenant FROM openwop.interrupts i WHERE " DEADLINE_WORK("i")
-						  "    ORDER BY i.tenant LIMIT 1)"
-						  "  UNION ALL"
-						  "  SELECT (SELECT i.tenant FROM openwop.interrupts i WHERE " DEADLINE_WORK("i")
-						  "             AND i.tenant OPERATOR(pg_catalog.>) t.tenant ORDER BY i.tenant LIMIT 1)"
-						  "    FROM t WHERE t.tenant IS NOT NULL)"
-						  " SELECT t.tenant, (SELECT i.expires_at FROM openwop.interrupts i"
-						  "                    WHERE " DEADLINE_WORK("i") " AND i.tenant OPERATOR(pg_catalog.=) t.tenant"
-						  "                    ORDER BY i.expires_at LIMIT 1)"
-						  "   FROM t WHERE t.tenant IS NOT NULL", 0, NULL);
-	if (SPI_execute_plan(plan, NULL, NULL, true, 0) != SPI_OK_SELECT)
-		elog(ERROR, "could not list the tenants with deadlines");
 	*next = DT_NOEND;
-	for (i = 0; i < SPI_processed; i++)
+	for (i = 0; i < n; i++)
 	{
 		MemoryContext old = MemoryContextSwitchTo(cxt);
 		DueTenant  *t = palloc0(sizeof(DueTenant));
 		bool		isnull;
 
-		t->tenant = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1);
-		t->first = DatumGetTimestampTz(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2, &isnull));
+		t->tenant = ow_col_text(i, 1);
+		t->first = DatumGetTimestampTz(ow_col_datum(i, 2, &isnull));
 		t->after_at = DT_NOBEGIN;
 		t->after_id = "";
 		out = lappend(out, t);
@@ -280,43 +263,38 @@ deadline_tenants(MemoryContext cxt, TimestampTz *next)
 static int
 next_due(DueTenant *t, TimestampTz now, int n, DueInterrupt *due, MemoryContext cxt)
 {
-	static SPIPlanPtr plan = NULL;
+	static OwQuery q = {"SELECT i.run_id, i.interrupt_id, i.expires_at FROM openwop.interrupts i"
+		" WHERE i.tenant OPERATOR(pg_catalog.=) $1 AND " DEADLINE_WORK("i")
+		"   AND i.expires_at OPERATOR(pg_catalog.<=) $2"
+		"   AND ROW(i.expires_at, i.interrupt_id) OPERATOR(pg_catalog.>) ROW($3, $4)"
+		" ORDER BY i.expires_at, i.interrupt_id LIMIT $5",
+	5, {TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID, TEXTOID, INT4OID}, SPI_OK_SELECT};
 	Datum		args[5];
+	uint64		found;
 	uint64		i;
 
-	if (plan == NULL)
-	{
-		Oid			types[5] = {TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID, TEXTOID, INT4OID};
-
-		plan = ow_prepare("SELECT i.run_id, i.interrupt_id, i.expires_at FROM openwop.interrupts i"
-						  " WHERE i.tenant OPERATOR(pg_catalog.=) $1 AND " DEADLINE_WORK("i")
-						  "   AND i.expires_at OPERATOR(pg_catalog.<=) $2"
-						  "   AND ROW(i.expires_at, i.interrupt_id) OPERATOR(pg_catalog.>) ROW($3, $4)"
-						  " ORDER BY i.expires_at, i.interrupt_id LIMIT $5", 5, types);
-	}
 	args[0] = CStringGetTextDatum(t->tenant);
 	args[1] = TimestampTzGetDatum(now);
 	args[2] = TimestampTzGetDatum(t->after_at);
 	args[3] = CStringGetTextDatum(t->after_id);
 	args[4] = Int32GetDatum(n);
-	if (SPI_execute_plan(plan, args, NULL, true, 0) != SPI_OK_SELECT)
-		elog(ERROR, "could not list the due interrupts of tenant \"%s\"", t->tenant);
-	for (i = 0; i < SPI_processed; i++)
+	found = ow_exec(&q, args, NULL, true, 0);
+	for (i = 0; i < found; i++)
 	{
 		MemoryContext old = MemoryContextSwitchTo(cxt);
 		bool		isnull;
 
 		due[i].tenant = t->tenant;
-		due[i].run_id = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1);
-		due[i].interrupt_id = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2);
+		due[i].run_id = ow_col_text(i, 1);
+		due[i].interrupt_id = ow_col_text(i, 2);
 		due[i].now = now;
-		t->after_at = DatumGetTimestampTz(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 3, &isnull));
+		t->after_at = DatumGetTimestampTz(ow_col_datum(i, 3, &isnull));
 		t->after_id = due[i].interrupt_id;
 		MemoryContextSwitchTo(old);
 	}
-	if (SPI_processed < (uint64) n)
+	if (found < (uint64) n)
 		t->done = true;
-	return (int) SPI_processed;
+	return (int) found;
 }
 
 /*

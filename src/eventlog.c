@@ -1,8 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * eventlog.c
- *	  The run row lock, gapless event append, NOTIFY, the append-only
- *	  trigger, and the two readers (events, run_snapshot).
+ *	  The store: the run row lock, gapless event append, the run row's
+ *	  write-back (which queues the run's notification), the append-only
+ *	  trigger, and how an event's payload reads back.
  *
  * Every change to a run follows one path: ow_lock_run() takes the run row
  * FOR UPDATE (the lock that serialises all writers of the run), ow_append()
@@ -88,7 +89,7 @@ ow_lock_run(OwRun *run, const char *tenant, const char *run_id_input)
 	ow_lock_run_id(run, tenant, ow_normalize_run_id(run_id_input, tenant));
 }
 
-/* Lock the run row of a known (tenant, run id): the sweeper's entry, which acts for every tenant. */
+/* Lock the run row of a known (tenant, run id): for the expiry policy, which acts for every tenant. */
 void
 ow_lock_run_id(OwRun *run, const char *tenant, const char *run_id)
 {
@@ -106,24 +107,19 @@ ow_try_lock_run_id(OwRun *run, const char *tenant, const char *run_id)
 static bool
 lock_run_row(OwRun *run, const char *tenant, const char *run_id, bool skip_locked)
 {
-	static SPIPlanPtr wait_plan = NULL;
-	static SPIPlanPtr skip_plan = NULL;
-	bool		isnull;
-
-	run->tenant = pstrdup(tenant);
-	run->run_id = pstrdup(run_id);
-
 #define LOCK_RUN_SQL "SELECT workflow_id, status, current_node_id, event_prefix," \
 		"       created_at, next_sequence, definition IS NOT NULL" \
 		"  FROM openwop.runs" \
 		" WHERE tenant OPERATOR(pg_catalog.=) $1" \
 		"   AND run_id OPERATOR(pg_catalog.=) $2"
-	if (ow_run_query(skip_locked ? &skip_plan : &wait_plan,
-					 skip_locked ? LOCK_RUN_SQL " FOR UPDATE SKIP LOCKED" : LOCK_RUN_SQL " FOR UPDATE",
-					 run, NULL, false, 1) != SPI_OK_SELECT)
-		elog(ERROR, "could not lock run \"%s\"", run->run_id);
+	static OwQuery wait = {LOCK_RUN_SQL " FOR UPDATE", 2, {TEXTOID, TEXTOID}, SPI_OK_SELECT};
+	static OwQuery skip = {LOCK_RUN_SQL " FOR UPDATE SKIP LOCKED", 2, {TEXTOID, TEXTOID}, SPI_OK_SELECT};
 #undef LOCK_RUN_SQL
-	if (SPI_processed == 0)
+	bool		isnull;
+
+	run->tenant = pstrdup(tenant);
+	run->run_id = pstrdup(run_id);
+	if (ow_run_exec(skip_locked ? &skip : &wait, run, NULL, false, 1) == 0)
 		return false;
 
 	/* no fork API yet: every run is the root of its own chain */
@@ -133,16 +129,18 @@ lock_run_row(OwRun *run, const char *tenant, const char *run_id, bool skip_locke
 	run->current_node_id = ow_col_text(0, 3);
 	run->event_prefix = ow_col_text(0, 4);
 	run->created_at = DatumGetTimestampTz(ow_col_datum(0, 5, &isnull));
-	run->next_sequence = DatumGetInt64(ow_col_datum(0, 6, &isnull));
+	run->next_sequence = ow_col_int64(0, 6);
 	run->first_sequence = run->next_sequence;
 	run->appended = 0;
-	run->has_definition = DatumGetBool(ow_col_datum(0, 7, &isnull));
+	run->has_definition = ow_col_bool(0, 7);
 	run->error = NULL;
 	run->outputs = NULL;
 	return true;
 }
 
-/* The parameters of one event row, from args[0] and nulls[0] on. */
+/* The parameters of one event row, from args[0] and nulls[0] on, and their types. */
+#define EVENT_TYPES TEXTOID, TEXTOID, INT8OID, TEXTOID, TEXTOID, JSONBOID
+
 static void
 event_args(OwRun *run, int64 seq, const char *type, const char *node_id, Jsonb *payload,
 		   Datum *args, char *nulls)
@@ -161,21 +159,15 @@ event_args(OwRun *run, int64 seq, const char *type, const char *node_id, Jsonb *
 static int64
 insert_event(OwRun *run, int64 seq, const char *type, const char *node_id, Jsonb *payload)
 {
-	static SPIPlanPtr plan = NULL;
+	static OwQuery insert = {"INSERT INTO openwop.events"
+		" (tenant, run_id, sequence, type, node_id, payload)"
+		" VALUES ($1, $2, $3, $4, $5, $6)",
+	6, {EVENT_TYPES}, SPI_OK_INSERT};
 	Datum		args[6];
 	char		nulls[6];
 
-	if (plan == NULL)
-	{
-		Oid			types[6] = {TEXTOID, TEXTOID, INT8OID, TEXTOID, TEXTOID, JSONBOID};
-
-		plan = ow_prepare("INSERT INTO openwop.events"
-						  " (tenant, run_id, sequence, type, node_id, payload)"
-						  " VALUES ($1, $2, $3, $4, $5, $6)", 6, types);
-	}
 	event_args(run, seq, type, node_id, payload, args, nulls);
-	if (SPI_execute_plan(plan, args, nulls, false, 0) != SPI_OK_INSERT)
-		elog(ERROR, "could not append event to run \"%s\"", run->run_id);
+	(void) ow_exec(&insert, args, nulls, false, 0);
 	return seq;
 }
 
@@ -189,23 +181,17 @@ int64
 ow_append_pair(OwRun *run, const char *node_id,
 			   const char *type1, Jsonb *payload1, const char *type2, Jsonb *payload2)
 {
-	static SPIPlanPtr plan = NULL;
+	static OwQuery insert = {"INSERT INTO openwop.events"
+		" (tenant, run_id, sequence, type, node_id, payload)"
+		" VALUES ($1, $2, $3, $4, $5, $6), ($7, $8, $9, $10, $11, $12)",
+	12, {EVENT_TYPES, EVENT_TYPES}, SPI_OK_INSERT};
 	int64		seq = run->next_sequence;
 	Datum		args[12];
 	char		nulls[12];
 
-	if (plan == NULL)
-	{
-		Oid			types[12] = {TEXTOID, TEXTOID, INT8OID, TEXTOID, TEXTOID, JSONBOID,
-		TEXTOID, TEXTOID, INT8OID, TEXTOID, TEXTOID, JSONBOID};
-
-		plan = ow_prepare("INSERT INTO openwop.events"
-						  " (tenant, run_id, sequence, type, node_id, payload)"
-						  " VALUES ($1, $2, $3, $4, $5, $6), ($7, $8, $9, $10, $11, $12)", 12, types);
-	}
 	event_args(run, seq, type1, node_id, payload1, args, nulls);
 	event_args(run, seq + 1, type2, node_id, payload2, args + 6, nulls + 6);
-	if (SPI_execute_plan(plan, args, nulls, false, 0) != SPI_OK_INSERT || SPI_processed != 2)
+	if (ow_exec(&insert, args, nulls, false, 0) != 2)
 		elog(ERROR, "could not append events to run \"%s\"", run->run_id);
 	run->next_sequence = seq + 2;
 	run->appended += 2;
@@ -230,24 +216,19 @@ ow_append(OwRun *run, const char *type, const char *node_id, Jsonb *payload)
 void
 ow_save_run(OwRun *run)
 {
-	static SPIPlanPtr plan = NULL;
+	static OwQuery update = {"UPDATE openwop.runs"
+		"   SET next_sequence = $3, status = $4, current_node_id = $5,"
+		"       error = COALESCE($6, error), outputs = COALESCE($7, outputs),"
+		"       updated_at = pg_catalog.now(),"
+		"       ended_at = CASE WHEN $4 OPERATOR(pg_catalog.=) ANY"
+		"                     ('{completed,failed,cancelled}'::pg_catalog.text[])"
+		"                  THEN pg_catalog.now() END"
+		" WHERE tenant OPERATOR(pg_catalog.=) $1"
+		"   AND run_id OPERATOR(pg_catalog.=) $2",
+	7, {TEXTOID, TEXTOID, INT8OID, TEXTOID, TEXTOID, JSONBOID, JSONBOID}, SPI_OK_UPDATE};
 	Datum		args[7];
 	char		nulls[7] = {' ', ' ', ' ', ' ', ' ', ' ', ' '};
 
-	if (plan == NULL)
-	{
-		Oid			types[7] = {TEXTOID, TEXTOID, INT8OID, TEXTOID, TEXTOID, JSONBOID, JSONBOID};
-
-		plan = ow_prepare("UPDATE openwop.runs"
-						  "   SET next_sequence = $3, status = $4, current_node_id = $5,"
-						  "       error = COALESCE($6, error), outputs = COALESCE($7, outputs),"
-						  "       updated_at = pg_catalog.now(),"
-						  "       ended_at = CASE WHEN $4 OPERATOR(pg_catalog.=) ANY"
-						  "                     ('{completed,failed,cancelled}'::pg_catalog.text[])"
-						  "                  THEN pg_catalog.now() END"
-						  " WHERE tenant OPERATOR(pg_catalog.=) $1"
-						  "   AND run_id OPERATOR(pg_catalog.=) $2", 7, types);
-	}
 	args[0] = CStringGetTextDatum(run->tenant);
 	args[1] = CStringGetTextDatum(run->run_id);
 	args[2] = Int64GetDatum(run->next_sequence);
@@ -264,7 +245,7 @@ ow_save_run(OwRun *run)
 		args[6] = JsonbPGetDatum(run->outputs);
 	else
 		nulls[6] = 'n';
-	if (SPI_execute_plan(plan, args, nulls, false, 0) != SPI_OK_UPDATE || SPI_processed != 1)
+	if (ow_exec(&update, args, nulls, false, 0) != 1)
 		elog(ERROR, "could not update run \"%s\"", run->run_id);
 
 	if (run->appended > 0)

@@ -44,12 +44,6 @@ owj_end(OwJson *j)
 }
 
 void
-owj_key(OwJson *j, const char *key)
-{
-	push_key(j, key);
-}
-
-void
 owj_begin_object(OwJson *j, const char *key)
 {
 	push_key(j, key);
@@ -289,32 +283,6 @@ owj_type_name(JsonbValue *v)
 	}
 }
 
-/* A copy of a jsonb object without key (used to drop "retryable" from errors). */
-Jsonb *
-owj_remove_key(Jsonb *obj, const char *key)
-{
-	JsonbIterator *it = JsonbIteratorInit(&obj->root);
-	JsonbParseState *state = NULL;
-	JsonbValue	v;
-	JsonbValue *res = NULL;
-	JsonbIteratorToken tok;
-	size_t		keylen = strlen(key);
-
-	while ((tok = JsonbIteratorNext(&it, &v, true)) != WJB_DONE)
-	{
-		if (tok == WJB_KEY && (size_t) v.val.string.len == keylen &&
-			memcmp(v.val.string.val, key, keylen) == 0)
-		{
-			/* skip the key and its value */
-			tok = JsonbIteratorNext(&it, &v, true);
-			continue;
-		}
-		res = pushJsonbValue(&state, tok,
-							 (tok == WJB_KEY || tok == WJB_VALUE || tok == WJB_ELEM) ? &v : NULL);
-	}
-	return JsonbValueToJsonb(res);
-}
-
 /* ISO-8601 UTC with milliseconds, the form JavaScript's toISOString() prints. */
 char *
 owj_iso8601(TimestampTz ts)
@@ -328,4 +296,26 @@ owj_iso8601(TimestampTz ts)
 	return psprintf("%04d-%02d-%02dT%02d:%02d:%02d.%03dZ",
 					tm.tm_year, tm.tm_mon, tm.tm_mday,
 					tm.tm_hour, tm.tm_min, tm.tm_sec, (int) (fsec / 1000));
+}
+
+/*
+ * Decode one reference token of a JSON Pointer (RFC 6901: "~1" is "/",
+ * "~0" is "~"), s[0..len), into out; false when a "~" is followed by
+ * anything else.
+ */
+bool
+owj_pointer_token(const char *s, int len, StringInfo out)
+{
+	int			i;
+
+	for (i = 0; i < len; i++)
+	{
+		if (s[i] != '~')
+			appendStringInfoChar(out, s[i]);
+		else if (i + 1 < len && (s[i + 1] == '0' || s[i + 1] == '1'))
+			appendStringInfoChar(out, s[++i] == '0' ? '~' : '/');
+		else
+			return false;
+	}
+	return true;
 }

@@ -518,16 +518,20 @@ static bool validate(SchemaCtx *c, JsonbValue *schema, JsonbValue *inst);
  * ----------
  */
 
-static void
+static bool
 fail(SchemaCtx *c, const char *keyword, const char *fmt,...) pg_attribute_printf(3, 4);
 
-static void
+/*
+ * Record that the value failed keyword at the current path; returns false,
+ * so a keyword check reads "ok = fail(...)".
+ */
+static bool
 fail(SchemaCtx *c, const char *keyword, const char *fmt,...)
 {
 	StringInfoData msg;
 
 	if (c->quiet > 0 || c->nerrors >= SCHEMA_MAX_ERRORS)
-		return;
+		return false;
 	initStringInfo(&msg);
 	OW_APPEND_VA(&msg, fmt);
 	if (c->nerrors++ > 0)
@@ -540,6 +544,7 @@ fail(SchemaCtx *c, const char *keyword, const char *fmt,...)
 	appendStringInfoString(&c->errors, ", \"message\": ");
 	escape_json(&c->errors, ow_echo(msg.data));
 	appendStringInfoChar(&c->errors, '}');
+	return false;
 }
 
 /*
@@ -677,39 +682,22 @@ resolve_ref(JsonbContainer *root, JsonbValue *ref)
 {
 	const char *prefix = "#/$defs/";
 	int			plen = strlen(prefix);
-	char	   *name;
-	int			len = 0;
+	StringInfoData name;
 	JsonbValue *defs;
-	int			i;
 
 	if (root == NULL || ref->type != jbvString ||
 		ref->val.string.len <= plen ||
-		strncmp(ref->val.string.val, prefix, plen) != 0)
+		strncmp(ref->val.string.val, prefix, plen) != 0 ||
+		memchr(ref->val.string.val + plen, '/', ref->val.string.len - plen) != NULL)
+		return NULL;			/* only direct children of $defs */
+	initStringInfo(&name);
+	if (!owj_pointer_token(ref->val.string.val + plen, ref->val.string.len - plen, &name))
 		return NULL;
-
-	name = palloc(ref->val.string.len - plen + 1);
-	for (i = plen; i < ref->val.string.len; i++)
-	{
-		char		ch = ref->val.string.val[i];
-		char		next = i + 1 < ref->val.string.len ? ref->val.string.val[i + 1] : '\0';
-
-		if (ch == '/')
-			return NULL;		/* only direct children of $defs */
-		if (ch == '~' && (next == '0' || next == '1'))
-		{
-			name[len++] = next == '0' ? '~' : '/';
-			i++;
-		}
-		else if (ch == '~')
-			return NULL;
-		else
-			name[len++] = ch;
-	}
 
 	defs = getKeyJsonValueFromContainer(root, "$defs", 5, NULL);
 	if (defs == NULL || !is_object(defs))
 		return NULL;
-	return getKeyJsonValueFromContainer(defs->val.binary.data, name, len, NULL);
+	return getKeyJsonValueFromContainer(defs->val.binary.data, name.data, name.len, NULL);
 }
 
 /* ----------
@@ -993,11 +981,8 @@ validate_object_keywords(SchemaCtx *c, JsonbContainer *s, JsonbValue *inst)
 
 			if (getKeyJsonValueFromContainer(obj, name->val.string.val,
 											 name->val.string.len, NULL) == NULL)
-			{
-				fail(c, "required", "required property \"%.*s\" is missing",
-					 name->val.string.len, name->val.string.val);
-				ok = false;
-			}
+				ok = fail(c, "required", "required property \"%.*s\" is missing",
+					      name->val.string.len, name->val.string.val);
 		}
 	}
 	return ok;
@@ -1049,15 +1034,9 @@ validate_array_keywords(SchemaCtx *c, JsonbContainer *s, JsonbValue *inst)
 	int			i;
 
 	if ((kw = getKeyJsonValueFromContainer(s, "minItems", 8, NULL)) && n < count_value(kw))
-	{
-		fail(c, "minItems", "array has %d items, fewer than %lld", n, (long long) count_value(kw));
-		ok = false;
-	}
+		ok = fail(c, "minItems", "array has %d items, fewer than %lld", n, (long long) count_value(kw));
 	if ((kw = getKeyJsonValueFromContainer(s, "maxItems", 8, NULL)) && n > count_value(kw))
-	{
-		fail(c, "maxItems", "array has %d items, more than %lld", n, (long long) count_value(kw));
-		ok = false;
-	}
+		ok = fail(c, "maxItems", "array has %d items, more than %lld", n, (long long) count_value(kw));
 	if ((kw = getKeyJsonValueFromContainer(s, "uniqueItems", 11, NULL)) &&
 		kw->type == jbvBool && kw->val.boolean && n > 1)
 	{
@@ -1091,20 +1070,14 @@ validate_string_keywords(SchemaCtx *c, JsonbContainer *s, JsonbValue *inst)
 	{
 		len = pg_mbstrlen_with_len(inst->val.string.val, inst->val.string.len);
 		if (len < count_value(kw))
-		{
-			fail(c, "minLength", "string has %d characters, fewer than %lld", len, (long long) count_value(kw));
-			ok = false;
-		}
+			ok = fail(c, "minLength", "string has %d characters, fewer than %lld", len, (long long) count_value(kw));
 	}
 	if ((kw = getKeyJsonValueFromContainer(s, "maxLength", 9, NULL)))
 	{
 		if (len < 0)
 			len = pg_mbstrlen_with_len(inst->val.string.val, inst->val.string.len);
 		if (len > count_value(kw))
-		{
-			fail(c, "maxLength", "string has %d characters, more than %lld", len, (long long) count_value(kw));
-			ok = false;
-		}
+			ok = fail(c, "maxLength", "string has %d characters, more than %lld", len, (long long) count_value(kw));
 	}
 	if ((kw = getKeyJsonValueFromContainer(s, "pattern", 7, NULL)))
 	{
@@ -1121,11 +1094,8 @@ validate_string_keywords(SchemaCtx *c, JsonbContainer *s, JsonbValue *inst)
 			ok = false;
 		}
 		else if (!pattern_search(c, p, kw, inst))
-		{
-			fail(c, "pattern", "string does not match pattern \"%.*s\"",
-				 Min(kw->val.string.len, OW_ECHO_MAX), kw->val.string.val);
-			ok = false;
-		}
+			ok = fail(c, "pattern", "string does not match pattern \"%.*s\"",
+				      Min(kw->val.string.len, OW_ECHO_MAX), kw->val.string.val);
 	}
 	return ok;
 }
@@ -1158,11 +1128,8 @@ validate_number_keywords(SchemaCtx *c, JsonbContainer *s, JsonbValue *inst)
 			continue;
 		cmp = num_cmp(num(inst), num(kw));
 		if ((bounds[b].sign < 0 ? cmp < 0 : cmp > 0) || (bounds[b].strict && cmp == 0))
-		{
-			fail(c, bounds[b].name, "%s is %s %s",
-				 numeric_normalize(num(inst)), bounds[b].what, numeric_normalize(num(kw)));
-			ok = false;
-		}
+			ok = fail(c, bounds[b].name, "%s is %s %s",
+				      numeric_normalize(num(inst)), bounds[b].what, numeric_normalize(num(kw)));
 	}
 	if ((kw = getKeyJsonValueFromContainer(s, "multipleOf", 10, NULL)) && spend(c, SCHEMA_MULTIPLE_WEIGHT))
 	{
@@ -1171,11 +1138,8 @@ validate_number_keywords(SchemaCtx *c, JsonbContainer *s, JsonbValue *inst)
 															  NumericGetDatum(num(kw))));
 
 		if (num_cmp(rem, int64_to_numeric(0)) != 0)
-		{
-			fail(c, "multipleOf", "%s is not a multiple of %s",
-				 numeric_normalize(num(inst)), numeric_normalize(num(kw)));
-			ok = false;
-		}
+			ok = fail(c, "multipleOf", "%s is not a multiple of %s",
+				      numeric_normalize(num(inst)), numeric_normalize(num(kw)));
 	}
 	return ok;
 }
@@ -1192,10 +1156,7 @@ validate_combinators(SchemaCtx *c, JsonbContainer *s, JsonbValue *inst)
 		for (i = 0; i < (int) JsonContainerSize(kw->val.binary.data); i++)
 		{
 			if (!validate_quiet(c, getIthJsonbValueFromContainer(kw->val.binary.data, i), inst))
-			{
-				fail(c, "allOf", "value does not match allOf[%d]", i);
-				ok = false;
-			}
+				ok = fail(c, "allOf", "value does not match allOf[%d]", i);
 		}
 	}
 	if ((kw = getKeyJsonValueFromContainer(s, "anyOf", 5, NULL)))
@@ -1205,10 +1166,7 @@ validate_combinators(SchemaCtx *c, JsonbContainer *s, JsonbValue *inst)
 		for (i = 0; i < (int) JsonContainerSize(kw->val.binary.data) && !any; i++)
 			any = validate_quiet(c, getIthJsonbValueFromContainer(kw->val.binary.data, i), inst);
 		if (!any)
-		{
-			fail(c, "anyOf", "value matches none of the anyOf schemas");
-			ok = false;
-		}
+			ok = fail(c, "anyOf", "value matches none of the anyOf schemas");
 	}
 	if ((kw = getKeyJsonValueFromContainer(s, "oneOf", 5, NULL)))
 	{
@@ -1217,17 +1175,11 @@ validate_combinators(SchemaCtx *c, JsonbContainer *s, JsonbValue *inst)
 		for (i = 0; i < (int) JsonContainerSize(kw->val.binary.data) && matches < 2; i++)
 			matches += validate_quiet(c, getIthJsonbValueFromContainer(kw->val.binary.data, i), inst);
 		if (matches != 1)
-		{
-			fail(c, "oneOf", matches == 0 ? "value matches none of the oneOf schemas"
-				 : "value matches more than one oneOf schema");
-			ok = false;
-		}
+			ok = fail(c, "oneOf", matches == 0 ? "value matches none of the oneOf schemas"
+				      : "value matches more than one oneOf schema");
 	}
 	if ((kw = getKeyJsonValueFromContainer(s, "not", 3, NULL)) && validate_quiet(c, kw, inst))
-	{
-		fail(c, "not", "value matches the schema under not");
-		ok = false;
-	}
+		ok = fail(c, "not", "value matches the schema under not");
 	return ok;
 }
 
@@ -1243,10 +1195,7 @@ validate_keywords(SchemaCtx *c, JsonbContainer *s, JsonbValue *inst)
 		JsonbValue *target = resolve_ref(c->root, kw);
 
 		if (target == NULL)
-		{
-			fail(c, "$ref", "unresolvable $ref");
-			ok = false;
-		}
+			ok = fail(c, "$ref", "unresolvable $ref");
 		else
 			ok &= validate(c, target, inst);
 	}
@@ -1269,23 +1218,14 @@ validate_keywords(SchemaCtx *c, JsonbContainer *s, JsonbValue *inst)
 			}
 		}
 		if (!match)
-		{
-			fail(c, "type", "%s is not of the type the schema requires", json_type(inst));
-			ok = false;
-		}
+			ok = fail(c, "type", "%s is not of the type the schema requires", json_type(inst));
 	}
 	if ((kw = getKeyJsonValueFromContainer(s, "enum", 4, NULL)) &&
 		!enum_contains(c, kw->val.binary.data, inst))
-	{
-		fail(c, "enum", "value is not one of the enumerated values");
-		ok = false;
-	}
+		ok = fail(c, "enum", "value is not one of the enumerated values");
 	if ((kw = getKeyJsonValueFromContainer(s, "const", 5, NULL)) &&
 		!(spend(c, 1) && value_cmp(kw, inst) == 0))
-	{
-		fail(c, "const", "value is not the constant the schema requires");
-		ok = false;
-	}
+		ok = fail(c, "const", "value is not the constant the schema requires");
 
 	if (is_object(inst))
 		ok &= validate_object_keywords(c, s, inst);

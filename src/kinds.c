@@ -13,7 +13,11 @@
 
 #include "utils/builtins.h"
 
-/* The resumeSchema every credential interrupt carries (digest §2.1). */
+/*
+ * The resumeSchema every credential interrupt carries (the credential row
+ * of "Payload" in the OpenWOP interrupt spec: the resume value is
+ * {outcome} and carries no credential).
+ */
 #define CREDENTIAL_RESUME_SCHEMA \
 	"{\"type\": \"object\", \"additionalProperties\": false, \"required\": [\"outcome\"], " \
 	"\"properties\": {\"outcome\": {\"enum\": [\"authorized\", \"declined\"]}}}"
@@ -23,7 +27,7 @@ static const char *const kinds[] = {"approval", "clarification", "external-event
 "low-confidence", "credential", NULL};
 
 /* ----------
- * Per-kind data (digest §2.2); every object is closed.
+ * Per-kind data (the kind table of "Payload"); every object is closed.
  * ----------
  */
 

@@ -117,7 +117,6 @@ typedef struct OwJson
 
 extern void owj_begin(OwJson *j);
 extern Jsonb *owj_end(OwJson *j);
-extern void owj_key(OwJson *j, const char *key);
 extern void owj_begin_object(OwJson *j, const char *key);
 extern void owj_end_object(OwJson *j);
 extern void owj_str(OwJson *j, const char *key, const char *value);
@@ -140,8 +139,8 @@ extern Jsonb *owj_to_jsonb(JsonbValue *v);
 extern bool owj_is_object(JsonbValue *v);
 extern bool owj_is_array(JsonbValue *v);
 extern const char *owj_type_name(JsonbValue *v);
-extern Jsonb *owj_remove_key(Jsonb *obj, const char *key);
 extern char *owj_iso8601(TimestampTz ts);
+extern bool owj_pointer_token(const char *s, int len, StringInfo out);
 
 
 /* ----------
@@ -228,7 +227,7 @@ extern const char *ow_waiting_status(const char *kind);
  * on first use and kept for the backend.
  * ----------
  */
-#define OW_QUERY_MAX_ARGS 12
+#define OW_QUERY_MAX_ARGS 16
 
 typedef struct OwQuery
 {
@@ -306,7 +305,7 @@ extern bool ow_preloaded;		/* set by _PG_init */
 extern void ow_define_caller_settings(void);
 extern void ow_caller(OwCaller *c);
 extern char *ow_caller_tenant(void);
-extern void ow_require_every_tenant(const char *what);
+extern void ow_require_every_tenant(const OwCaller *c, const char *what);
 extern bool ow_has_scope(const OwCaller *c);
 extern void ow_check_scope(const OwCaller *c);
 extern void ow_host_subject(OwSubject *s, const char *tenant);

@@ -1,10 +1,11 @@
 /*-------------------------------------------------------------------------
  *
  * outcomes.c
- *	  Recording the outcome of an interrupt, shared by the run-scoped resolve
- *	  and the timeout sweeper: interrupt.resolved, the stored row, the job
- *	  back to pending (FlowDrop INT-3), then either node.resumed or the
- *	  fail-closed disposition of a rejection (digest §9.5).
+ *	  Recording the outcome of an interrupt, shared by every resolve and the
+ *	  expiry policy (deadlines.c): interrupt.resolved, the stored row, the
+ *	  job back to pending (FlowDrop INT-3), then either node.resumed or the
+ *	  fail-closed disposition of a rejection ("Rejection" in the OpenWOP
+ *	  interrupt spec).
  *
  *-------------------------------------------------------------------------
  */
@@ -19,24 +20,20 @@
 static bool
 failure_is_routed(OwRun *run, const char *node_id)
 {
-	static SPIPlanPtr plan = NULL;
+	static OwQuery q = {"SELECT 1 FROM openwop.runs r,"
+		"       pg_catalog.jsonb_array_elements(r.definition OPERATOR(pg_catalog.->) 'edges') e"
+		" WHERE r.tenant OPERATOR(pg_catalog.=) $1 AND r.run_id OPERATOR(pg_catalog.=) $2"
+		"   AND (e OPERATOR(pg_catalog.->>) 'from') OPERATOR(pg_catalog.=) $3"
+		"   AND (e OPERATOR(pg_catalog.->>) 'triggerRule') OPERATOR(pg_catalog.=) ANY"
+		"       ('{all_complete,any_failed}'::pg_catalog.text[])"
+		" LIMIT 1",
+	3, {TEXTOID, TEXTOID, TEXTOID}, SPI_OK_SELECT};
 
-	if (!run->has_definition)
-		return false;
-	if (ow_run_query(&plan, "SELECT 1 FROM openwop.runs r,"
-							"       pg_catalog.jsonb_array_elements(r.definition OPERATOR(pg_catalog.->) 'edges') e"
-							" WHERE r.tenant OPERATOR(pg_catalog.=) $1 AND r.run_id OPERATOR(pg_catalog.=) $2"
-							"   AND (e OPERATOR(pg_catalog.->>) 'from') OPERATOR(pg_catalog.=) $3"
-							"   AND (e OPERATOR(pg_catalog.->>) 'triggerRule') OPERATOR(pg_catalog.=) ANY"
-							"       ('{all_complete,any_failed}'::pg_catalog.text[])"
-							" LIMIT 1",
-					 run, node_id, true, 1) != SPI_OK_SELECT)
-		elog(ERROR, "could not read the edges of run \"%s\"", run->run_id);
-	return SPI_processed > 0;
+	return run->has_definition && ow_run_exec(&q, run, node_id, true, 1) > 0;
 }
 
 /*
- * Fail closed (digest §9.5): the node fails with code (retryable false) in
+ * Fail closed ("Rejection" in the OpenWOP interrupt spec): the node fails with code (retryable false) in
  * this same transaction; the run goes on only over an all_complete or
  * any_failed edge, otherwise it fails naming the node.
  */
@@ -69,21 +66,19 @@ ow_fail_closed(OwRun *run, const char *node_id, const char *code, const char *me
 static bool
 settle_run_status(OwRun *run)
 {
-	static SPIPlanPtr plan = NULL;
+	static OwQuery q = {"SELECT kind, node_id FROM openwop.interrupts"
+		" WHERE tenant OPERATOR(pg_catalog.=) $1"
+		"   AND run_id OPERATOR(pg_catalog.=) $2"
+		"   AND status OPERATOR(pg_catalog.=) 'pending'"
+		" ORDER BY requested_sequence DESC LIMIT 1",
+	2, {TEXTOID, TEXTOID}, SPI_OK_SELECT};
 
 	if (strncmp(run->status, "waiting-", 8) != 0)
 		return false;
-	if (ow_run_query(&plan, "SELECT kind, node_id FROM openwop.interrupts"
-							" WHERE tenant OPERATOR(pg_catalog.=) $1"
-							"   AND run_id OPERATOR(pg_catalog.=) $2"
-							"   AND status OPERATOR(pg_catalog.=) 'pending'"
-							" ORDER BY requested_sequence DESC LIMIT 1",
-					 run, NULL, false, 1) != SPI_OK_SELECT)
-		elog(ERROR, "could not read the pending interrupts of run \"%s\"", run->run_id);
-	if (SPI_processed > 0)
+	if (ow_run_exec(&q, run, NULL, false, 1) > 0)
 	{
-		run->status = (char *) ow_waiting_status(SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1));
-		run->current_node_id = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2);
+		run->status = (char *) ow_waiting_status(ow_col_text(0, 1));
+		run->current_node_id = ow_col_text(0, 2);
 		return true;
 	}
 	run->status = "running";
@@ -112,6 +107,64 @@ resume_run_status(OwRun *run, const char *node_id, const char *other_kind, const
 }
 
 /*
+ * One statement appends the events, claims the interrupt (the run lock
+ * makes this the only claim) and returns the job to pending (INT-3):
+ * each statement costs executor start-up more than its rows.  The claim
+ * names run and node too, so no generic plan can walk the tenant's
+ * pending interrupts.  When the caller read the run's other pending
+ * interrupt under the lock and the interrupt resumes, the run's new
+ * state is known and its row is written by the same statement;
+ * otherwise the statement finds what else holds the run (it sees the
+ * interrupt as it was, hence "<> $12") and the caller saves the run.
+ */
+#define RECORD_CTE \
+	"WITH appended AS (" \
+	"  INSERT INTO openwop.events (tenant, run_id, sequence, type, node_id, payload)" \
+	"  SELECT $1, $2, $3 OPERATOR(pg_catalog.+) v.k, v.type, $4, v.payload" \
+	"    FROM (VALUES (0, 'interrupt.resolved', $5::pg_catalog.jsonb)," \
+	"                 (1, 'node.resumed', $6::pg_catalog.jsonb)) v (k, type, payload)" \
+	"   WHERE v.payload IS NOT NULL" \
+	"), claimed AS (" \
+	"  UPDATE openwop.interrupts" \
+	"     SET status = 'resolved', resolved_at = pg_catalog.clock_timestamp()," \
+	"         resume_value = $7, decision = $8, action = $9," \
+	"         resolved_by = $10, resolved_sequence = $3, reason = $11" \
+	"   WHERE tenant OPERATOR(pg_catalog.=) $1 AND run_id OPERATOR(pg_catalog.=) $2" \
+	"     AND node_id OPERATOR(pg_catalog.=) $4 AND status OPERATOR(pg_catalog.=) 'pending'" \
+	"     AND interrupt_id OPERATOR(pg_catalog.=) $12" \
+	"  RETURNING 1" \
+	"), resumed AS (" \
+	"  UPDATE openwop.node_executions SET status = 'pending'" \
+	"   WHERE tenant OPERATOR(pg_catalog.=) $1 AND run_id OPERATOR(pg_catalog.=) $2" \
+	"     AND node_id OPERATOR(pg_catalog.=) $4 AND visit OPERATOR(pg_catalog.=) $13" \
+	"     AND status OPERATOR(pg_catalog.=) 'interrupted'" \
+	")"
+#define RECORD_TYPES TEXTOID, TEXTOID, INT8OID, TEXTOID, JSONBOID, JSONBOID, JSONBOID, \
+	TEXTOID, TEXTOID, JSONBOID, TEXTOID, TEXTOID, INT4OID
+static OwQuery record_then_look = {RECORD_CTE
+	" SELECT (SELECT pg_catalog.count(*) FROM claimed), o.kind, o.node_id"
+	"   FROM (SELECT 1) one LEFT JOIN LATERAL ("
+	"        SELECT kind, node_id FROM openwop.interrupts"
+	"         WHERE tenant OPERATOR(pg_catalog.=) $1 AND run_id OPERATOR(pg_catalog.=) $2"
+	"           AND status OPERATOR(pg_catalog.=) 'pending'"
+	"           AND interrupt_id OPERATOR(pg_catalog.<>) $12"
+	"         ORDER BY requested_sequence DESC LIMIT 1) o ON true",
+13, {RECORD_TYPES}, SPI_OK_SELECT};
+static OwQuery record_and_save = {RECORD_CTE
+	", saved AS ("
+	"  UPDATE openwop.runs"
+	"     SET next_sequence = $14, status = $15, current_node_id = $16,"
+	"         updated_at = pg_catalog.now()"
+	"   WHERE tenant OPERATOR(pg_catalog.=) $1 AND run_id OPERATOR(pg_catalog.=) $2"
+	"  RETURNING 1"
+	")"
+	" SELECT (SELECT pg_catalog.count(*) FROM claimed),"
+	"        (SELECT pg_catalog.count(*) FROM saved)",
+16, {RECORD_TYPES, INT8OID, TEXTOID, TEXTOID}, SPI_OK_SELECT};
+#undef RECORD_TYPES
+#undef RECORD_CTE
+
+/*
  * Record the resolution r of a pending interrupt in the locked run, all in
  * the caller's transaction.  Returns the sequence of interrupt.resolved.
  * The caller saves the run unless r->saved says it was written already.
@@ -119,11 +172,8 @@ resume_run_status(OwRun *run, const char *node_id, const char *other_kind, const
 int64
 ow_record_resolution(OwRun *run, OwResolution *r)
 {
-	static SPIPlanPtr settle_plan = NULL;
-	static SPIPlanPtr save_plan = NULL;
 	Datum		args[16];
 	char		nulls[16];
-	bool		isnull;
 	OwJson		j;
 	Jsonb	   *resolved;
 	Jsonb	   *resumed = NULL;
@@ -174,64 +224,6 @@ ow_record_resolution(OwRun *run, OwResolution *r)
 		resumed = owj_end(&j);
 	}
 
-	/*
-	 * One statement appends the events, claims the interrupt (the run lock
-	 * makes this the only claim) and returns the job to pending (INT-3):
-	 * each statement costs executor start-up more than its rows.  The claim
-	 * names run and node too, so no generic plan can walk the tenant's
-	 * pending interrupts.  When the caller read the run's other pending
-	 * interrupt under the lock and the interrupt resumes, the run's new
-	 * state is known and its row is written by the same statement;
-	 * otherwise the statement finds what else holds the run (it sees the
-	 * interrupt as it was, hence "<> $12") and the caller saves the run.
-	 */
-#define RECORD_CTE \
-	"WITH appended AS (" \
-	"  INSERT INTO openwop.events (tenant, run_id, sequence, type, node_id, payload)" \
-	"  SELECT $1, $2, $3 OPERATOR(pg_catalog.+) v.k, v.type, $4, v.payload" \
-	"    FROM (VALUES (0, 'interrupt.resolved', $5::pg_catalog.jsonb)," \
-	"                 (1, 'node.resumed', $6::pg_catalog.jsonb)) v (k, type, payload)" \
-	"   WHERE v.payload IS NOT NULL" \
-	"), claimed AS (" \
-	"  UPDATE openwop.interrupts" \
-	"     SET status = 'resolved', resolved_at = pg_catalog.clock_timestamp()," \
-	"         resume_value = $7, decision = $8, action = $9," \
-	"         resolved_by = $10, resolved_sequence = $3, reason = $11" \
-	"   WHERE tenant OPERATOR(pg_catalog.=) $1 AND run_id OPERATOR(pg_catalog.=) $2" \
-	"     AND node_id OPERATOR(pg_catalog.=) $4 AND status OPERATOR(pg_catalog.=) 'pending'" \
-	"     AND interrupt_id OPERATOR(pg_catalog.=) $12" \
-	"  RETURNING 1" \
-	"), resumed AS (" \
-	"  UPDATE openwop.node_executions SET status = 'pending'" \
-	"   WHERE tenant OPERATOR(pg_catalog.=) $1 AND run_id OPERATOR(pg_catalog.=) $2" \
-	"     AND node_id OPERATOR(pg_catalog.=) $4 AND visit OPERATOR(pg_catalog.=) $13" \
-	"     AND status OPERATOR(pg_catalog.=) 'interrupted'" \
-	")"
-	if (settle_plan == NULL)
-	{
-		Oid			types[16] = {TEXTOID, TEXTOID, INT8OID, TEXTOID, JSONBOID, JSONBOID, JSONBOID,
-		TEXTOID, TEXTOID, JSONBOID, TEXTOID, TEXTOID, INT4OID, INT8OID, TEXTOID, TEXTOID};
-
-		settle_plan = ow_prepare(RECORD_CTE
-								 " SELECT (SELECT pg_catalog.count(*) FROM claimed), o.kind, o.node_id"
-								 "   FROM (SELECT 1) one LEFT JOIN LATERAL ("
-								 "        SELECT kind, node_id FROM openwop.interrupts"
-								 "         WHERE tenant OPERATOR(pg_catalog.=) $1 AND run_id OPERATOR(pg_catalog.=) $2"
-								 "           AND status OPERATOR(pg_catalog.=) 'pending'"
-								 "           AND interrupt_id OPERATOR(pg_catalog.<>) $12"
-								 "         ORDER BY requested_sequence DESC LIMIT 1) o ON true", 13, types);
-		save_plan = ow_prepare(RECORD_CTE
-							   ", saved AS ("
-							   "  UPDATE openwop.runs"
-							   "     SET next_sequence = $14, status = $15, current_node_id = $16,"
-							   "         updated_at = pg_catalog.now()"
-							   "   WHERE tenant OPERATOR(pg_catalog.=) $1 AND run_id OPERATOR(pg_catalog.=) $2"
-							   "  RETURNING 1"
-							   ")"
-							   " SELECT (SELECT pg_catalog.count(*) FROM claimed),"
-							   "        (SELECT pg_catalog.count(*) FROM saved)", 16, types);
-	}
-#undef RECORD_CTE
 	seq = run->next_sequence;
 	memset(nulls, ' ', sizeof(nulls));
 	args[0] = CStringGetTextDatum(run->tenant);
@@ -269,23 +261,21 @@ ow_record_resolution(OwRun *run, OwResolution *r)
 		args[14] = CStringGetTextDatum(run->status);
 		args[15] = run->current_node_id ? CStringGetTextDatum(run->current_node_id) : (Datum) 0;
 		nulls[15] = run->current_node_id ? ' ' : 'n';
-		if (SPI_execute_plan(save_plan, args, nulls, false, 0) != SPI_OK_SELECT || SPI_processed != 1)
-			elog(ERROR, "could not record the resolution of interrupt \"%s\"", r->interrupt_id);
-		if (DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull)) != 1)
+		(void) ow_exec(&record_and_save, args, nulls, false, 0);
+		if (ow_col_int64(0, 1) != 1)
 			elog(ERROR, "interrupt \"%s\" is no longer pending", r->interrupt_id);
-		if (DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull)) != 1)
+		if (ow_col_int64(0, 2) != 1)
 			elog(ERROR, "could not update run \"%s\"", run->run_id);
 		ow_notify_later(run->run_id, run->first_sequence, run->next_sequence - 1);
 		r->saved = true;
 		return seq;
 	}
 
-	if (SPI_execute_plan(settle_plan, args, nulls, false, 0) != SPI_OK_SELECT || SPI_processed != 1)
-		elog(ERROR, "could not record the resolution of interrupt \"%s\"", r->interrupt_id);
-	if (DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull)) != 1)
+	(void) ow_exec(&record_then_look, args, nulls, false, 0);
+	if (ow_col_int64(0, 1) != 1)
 		elog(ERROR, "interrupt \"%s\" is no longer pending", r->interrupt_id);
-	other_kind = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2);
-	other_node = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3);
+	other_kind = ow_col_text(0, 2);
+	other_node = ow_col_text(0, 3);
 
 	if (r->fail_code)
 	{

@@ -53,19 +53,19 @@ Datum
 ow_sweep(PG_FUNCTION_ARGS)
 {
 	int32		max = PG_ARGISNULL(0) ? 1000 : PG_GETARG_INT32(0);
-	OwPriv		priv;
+	OwCall		call;
 	TimestampTz next;
 	int			n;
 
 	if (max < 1)
 		ow_validation_error("max", "max must be at least 1, not %d", max);
-	ow_require_every_tenant("sweep()");
-	SPI_connect();
-	ow_become_owner(&priv);
+	ow_caller(&call.caller);
+	ow_require_every_tenant(&call.caller, "sweep()");
+	ow_call_enter(&call);
 	n = ow_sweep_deadlines(max, NULL, NULL, CurrentMemoryContext, &next, NULL);
 	n += ow_purge_idempotency(max);
-	ow_restore_user(&priv);
-	SPI_finish();
+	ow_call_end(&call);
+	ow_call_finish(&call);
 	PG_RETURN_INT32(n);
 }
 

@@ -2,7 +2,8 @@
  *
  * token_format.c
  *	  The pure part of signed interrupt tokens: grammar, base64url, the
- *	  HMAC-SHA256 MAC and its constant-time comparison (digest §7).
+ *	  HMAC-SHA256 MAC and its constant-time comparison ("Tokens" in the
+ *	  OpenWOP interrupt spec, and https://openwop.dev/spec/v2/core/identity.html).
  *
  *	  token = "ow2." alg "." kid "." payload "." mac
  *	  alg   = "hs256"
