@@ -191,8 +191,8 @@ ow_subject_matches(const OwSubject *s, const char *ref)
 
 /*
  * request.jwt.claims, which PostgREST sets at the top of each request, is
- * defined by this extension (ow_define_caller_settings, with these hooks) so that code
- * running as someone else cannot set it: a SECURITY DEFINER function or a
+ * defined by this extension (ow_define_caller_settings, with these hooks)
+ * so that code running as someone else cannot set it: a SECURITY DEFINER function or a
  * security-restricted operation (ANALYZE, an index expression) changing
  * the claims would change who a request session is for the rest of its
  * transaction.
