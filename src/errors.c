@@ -12,16 +12,10 @@
 
 #include "openwop.h"
 
-#include "access/detoast.h"
-#include "access/xact.h"
 #include "lib/stringinfo.h"
 #include "mb/pg_wchar.h"
 #include "utils/builtins.h"
-#include "utils/fmgrprotos.h"
-#include "utils/numeric.h"
 #include "utils/json.h"
-#include "utils/memutils.h"
-#include "utils/resowner.h"
 
 /*
  * A caller's input as a refusal may quote it: at most OW_ECHO_MAX bytes

@@ -13,7 +13,6 @@
 #include "openwop.h"
 
 #include "nodes/pg_list.h"
-#include "utils/datetime.h"
 #include "utils/float.h"
 #include "utils/fmgrprotos.h"
 #include "utils/numeric.h"

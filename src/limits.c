@@ -13,7 +13,6 @@
 #include "openwop.h"
 
 #include "access/detoast.h"
-#include "utils/builtins.h"
 #include "utils/fmgrprotos.h"
 #include "utils/guc.h"
 #include "utils/memutils.h"

@@ -14,8 +14,6 @@
 
 #include "access/xact.h"
 #include "catalog/pg_type.h"
-#include "utils/builtins.h"
-#include "utils/memutils.h"
 #include "utils/resowner.h"
 
 /* Prepare q once per backend and keep the plan. */
