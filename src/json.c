@@ -318,3 +318,17 @@ owj_pointer_token(const char *s, int len, StringInfo out)
 	}
 	return true;
 }
+
+/* The root of jb as one JsonbValue: the scalar itself, or the container. */
+void
+owj_root(Jsonb *jb, JsonbValue *out)
+{
+	if (JB_ROOT_IS_SCALAR(jb))
+		JsonbExtractScalar(&jb->root, out);
+	else
+	{
+		out->type = jbvBinary;
+		out->val.binary.data = &jb->root;
+		out->val.binary.len = VARSIZE(jb) - VARHDRSZ;
+	}
+}

@@ -119,17 +119,7 @@
  * ----------
  */
 
-static bool
-is_object(JsonbValue *v)
-{
-	return v->type == jbvBinary && JsonContainerIsObject(v->val.binary.data);
-}
 
-static bool
-is_array(JsonbValue *v)
-{
-	return v->type == jbvBinary && JsonContainerIsArray(v->val.binary.data);
-}
 
 static Numeric
 num(JsonbValue *v)
@@ -223,30 +213,11 @@ value_cmp(JsonbValue *a, JsonbValue *b)
 	}
 }
 
-static const char *
-json_type(JsonbValue *v)
-{
-	switch (v->type)
-	{
-		case jbvNull:
-			return "null";
-		case jbvBool:
-			return "boolean";
-		case jbvNumeric:
-			return "number";
-		case jbvString:
-			return "string";
-		case jbvBinary:
-			return JsonContainerIsArray(v->val.binary.data) ? "array" : "object";
-		default:
-			return "unknown";
-	}
-}
 
 static bool
 type_matches(const char *name, int len, JsonbValue *inst)
 {
-	const char *t = json_type(inst);
+	const char *t = owj_type_name(inst);
 
 	if (len == 7 && strncmp(name, "integer", 7) == 0)
 		return inst->type == jbvNumeric && num_is_integral(num(inst));
@@ -695,7 +666,7 @@ resolve_ref(JsonbContainer *root, JsonbValue *ref)
 		return NULL;
 
 	defs = getKeyJsonValueFromContainer(root, "$defs", 5, NULL);
-	if (defs == NULL || !is_object(defs))
+	if (defs == NULL || !owj_is_object(defs))
 		return NULL;
 	return getKeyJsonValueFromContainer(defs->val.binary.data, name.data, name.len, NULL);
 }
@@ -1218,7 +1189,7 @@ validate_keywords(SchemaCtx *c, JsonbContainer *s, JsonbValue *inst)
 			}
 		}
 		if (!match)
-			ok = fail(c, "type", "%s is not of the type the schema requires", json_type(inst));
+			ok = fail(c, "type", "%s is not of the type the schema requires", owj_type_name(inst));
 	}
 	if ((kw = getKeyJsonValueFromContainer(s, "enum", 4, NULL)) &&
 		!enum_contains(c, kw->val.binary.data, inst))
@@ -1227,9 +1198,9 @@ validate_keywords(SchemaCtx *c, JsonbContainer *s, JsonbValue *inst)
 		!(spend(c, 1) && value_cmp(kw, inst) == 0))
 		ok = fail(c, "const", "value is not the constant the schema requires");
 
-	if (is_object(inst))
+	if (owj_is_object(inst))
 		ok &= validate_object_keywords(c, s, inst);
-	else if (is_array(inst))
+	else if (owj_is_array(inst))
 		ok &= validate_array_keywords(c, s, inst);
 	else if (inst->type == jbvString)
 		ok &= validate_string_keywords(c, s, inst);
@@ -1307,22 +1278,8 @@ ow_schema_validate(Jsonb *schema, Jsonb *value, char **errors)
 	c.max_steps = (int64) SCHEMA_MAX_WEIGHT * (count_values(value) + 1);
 	c.regex_left = REGEX_BUDGET;
 
-	if (JB_ROOT_IS_SCALAR(schema))
-		JsonbExtractScalar(&schema->root, &root);
-	else
-	{
-		root.type = jbvBinary;
-		root.val.binary.data = &schema->root;
-		root.val.binary.len = VARSIZE(schema) - VARHDRSZ;
-	}
-	if (JB_ROOT_IS_SCALAR(value))
-		JsonbExtractScalar(&value->root, &inst);
-	else
-	{
-		inst.type = jbvBinary;
-		inst.val.binary.data = &value->root;
-		inst.val.binary.len = VARSIZE(value) - VARHDRSZ;
-	}
+	owj_root(schema, &root);
+	owj_root(value, &inst);
 
 	ok = validate(&c, &root, &inst);
 	if (c.exhausted)
@@ -1659,7 +1616,7 @@ check_schema_array(CheckCtx *c, JsonbValue *v, const char *kw)
 {
 	int			i;
 
-	if (!is_array(v) || JsonContainerSize(v->val.binary.data) == 0)
+	if (!owj_is_array(v) || JsonContainerSize(v->val.binary.data) == 0)
 	{
 		problem(c, "%s must be a non-empty array of schemas", kw);
 		return;
@@ -1726,7 +1683,7 @@ check_keyword(CheckCtx *c, JsonbValue *k, JsonbValue *v)
 		int			n = 1;
 		int			i;
 
-		if (v->type != jbvString && !(is_array(v) && (n = JsonContainerSize(v->val.binary.data)) > 0))
+		if (v->type != jbvString && !(owj_is_array(v) && (n = JsonContainerSize(v->val.binary.data)) > 0))
 		{
 			problem(c, "type must be a type name or a non-empty array of them");
 			return;
@@ -1746,7 +1703,7 @@ check_keyword(CheckCtx *c, JsonbValue *k, JsonbValue *v)
 	}
 	else if (strcmp(kw, "enum") == 0)
 	{
-		if (!is_array(v))
+		if (!owj_is_array(v))
 			problem(c, "enum must be an array");
 	}
 	else if (strcmp(kw, "const") == 0)
@@ -1759,7 +1716,7 @@ check_keyword(CheckCtx *c, JsonbValue *k, JsonbValue *v)
 		JsonbIteratorToken tok;
 		int			old;
 
-		if (!is_object(v))
+		if (!owj_is_object(v))
 		{
 			problem(c, "%s must be an object of schemas", kw);
 			return;
@@ -1779,7 +1736,7 @@ check_keyword(CheckCtx *c, JsonbValue *k, JsonbValue *v)
 	{
 		int			i;
 
-		if (!is_array(v))
+		if (!owj_is_array(v))
 		{
 			problem(c, "required must be an array of strings");
 			return;
@@ -1792,7 +1749,7 @@ check_keyword(CheckCtx *c, JsonbValue *k, JsonbValue *v)
 		check_at(c, v, kw, strlen(kw));
 	else if (strcmp(kw, "items") == 0)
 	{
-		if (is_array(v))
+		if (owj_is_array(v))
 			problem(c, "items must be one schema (the array form is not supported)");
 		else
 			check_at(c, v, kw, strlen(kw));
@@ -1841,7 +1798,7 @@ check_schema(CheckCtx *c, JsonbValue *schema)
 	check_stack_depth();
 	if (schema->type == jbvBool)
 		return;
-	if (!is_object(schema))
+	if (!owj_is_object(schema))
 	{
 		problem(c, "a schema must be an object or a boolean");
 		return;
@@ -1876,14 +1833,7 @@ ow_schema_check(Jsonb *schema)
 	initStringInfo(&c.where);
 	c.problem = NULL;
 	c.regex = NULL;
-	if (JB_ROOT_IS_SCALAR(schema))
-		JsonbExtractScalar(&schema->root, &root);
-	else
-	{
-		root.type = jbvBinary;
-		root.val.binary.data = &schema->root;
-		root.val.binary.len = VARSIZE(schema) - VARHDRSZ;
-	}
+	owj_root(schema, &root);
 	check_schema(&c, &root);
 	if (c.problem == NULL)
 	{

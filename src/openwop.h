@@ -136,6 +136,7 @@ extern JsonbValue *owj_get_container(JsonbContainer *obj, const char *key);
 extern const char *owj_unknown_key(JsonbContainer *obj, const char *const *allowed);
 extern char *owj_string(JsonbValue *v);
 extern Jsonb *owj_to_jsonb(JsonbValue *v);
+extern void owj_root(Jsonb *jb, JsonbValue *out);
 extern bool owj_is_object(JsonbValue *v);
 extern bool owj_is_array(JsonbValue *v);
 extern const char *owj_type_name(JsonbValue *v);
