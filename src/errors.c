@@ -60,8 +60,8 @@ ow_details_str(OwDetails *d, const char *key, const char *value)
 }
 
 /* value is already JSON text (an array or object built by the caller) */
-void
-ow_details_raw(OwDetails *d, const char *key, const char *json)
+static void
+details_raw(OwDetails *d, const char *key, const char *json)
 {
 	details_key(d, key);
 	appendStringInfoString(&d->buf, json);
@@ -147,7 +147,7 @@ raise_validation(const char *field, const char *errors, const char *hint, const 
 	ow_details_init(&d);
 	ow_details_str(&d, "field", field);
 	if (errors)
-		ow_details_raw(&d, "errors", errors);
+		details_raw(&d, "errors", errors);
 	ow_raise(OW_VALIDATION_ERROR, &d, hint, "%s", msg);
 }
 

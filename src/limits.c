@@ -25,7 +25,7 @@
  * one voter may give one approval gate (votes, re-votes, asks).
  */
 int			ow_max_payload_size = 1024 * 1024;
-int			ow_max_answer_size = 64 * 1024;
+static int	ow_max_answer_size = 64 * 1024;
 int			ow_max_votes_per_voter = 16;
 
 void

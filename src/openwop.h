@@ -93,7 +93,6 @@ extern const char *ow_echo(const char *s);
 extern void ow_details_init(OwDetails *d);
 extern void ow_details_str(OwDetails *d, const char *key, const char *value);
 extern void ow_details_int(OwDetails *d, const char *key, int64 value);
-extern void ow_details_raw(OwDetails *d, const char *key, const char *json);
 extern void ow_raise(OwError error, OwDetails *details, const char *hint, const char *fmt,...)
 			pg_attribute_printf(4, 5) pg_attribute_noreturn();
 extern void ow_validation_error(const char *field, const char *fmt,...)
@@ -195,7 +194,6 @@ extern bool ow_schema_validate(Jsonb *schema, Jsonb *value, char **errors);
  * members; a refusal names the field "<prefix>.<key>".
  * ----------
  */
-extern char *ow_field_name(const char *prefix, const char *key);
 extern void ow_member_closed(JsonbContainer *obj, const char *const *allowed, const char *prefix);
 extern char *ow_member_str(JsonbContainer *obj, const char *prefix, const char *key, bool required,
 						   int minlen, int maxlen);
@@ -526,8 +524,6 @@ typedef struct OwResolution
 } OwResolution;
 
 extern int64 ow_record_resolution(OwRun *run, OwResolution *r);
-extern void ow_fail_closed(OwRun *run, const char *node_id, const char *code,
-						   const char *message);
 
 /* ----------
  * deadlines.c: the one expiry policy, and the fair sweep of due work.

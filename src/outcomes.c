@@ -37,8 +37,8 @@ failure_is_routed(OwRun *run, const char *node_id)
  * this same transaction; the run goes on only over an all_complete or
  * any_failed edge, otherwise it fails naming the node.
  */
-void
-ow_fail_closed(OwRun *run, const char *node_id, const char *code, const char *message)
+static void
+fail_closed(OwRun *run, const char *node_id, const char *code, const char *message)
 {
 	OwExec		ex;
 	OwJson		j;
@@ -280,7 +280,7 @@ ow_record_resolution(OwRun *run, OwResolution *r)
 	if (r->fail_code)
 	{
 		/* the disposition may end the run or route on: read what holds it afterwards */
-		ow_fail_closed(run, r->node_id, r->fail_code, r->fail_message);
+		fail_closed(run, r->node_id, r->fail_code, r->fail_message);
 		if (!ow_run_is_terminal(run->status))
 			(void) settle_run_status(run);
 	}
