@@ -248,30 +248,6 @@ ow_save_run(OwRun *run)
 		ow_notify_later(run->run_id, run->first_sequence, run->next_sequence - 1);
 }
 
-/*
- * Append an event whose insertion fires triggers that change the run
- * themselves (agent.decided): the run row is saved with the sequence
- * already advanced before the event is inserted, so a trigger that locks
- * the run appends after it.  The in-memory run is stale afterwards; the
- * caller re-locks it before reading it again.
- */
-int64
-ow_append_then_triggers(OwRun *run, const char *type, const char *node_id, Jsonb *payload)
-{
-	int64		seq = run->next_sequence;
-	int64		first = run->first_sequence;
-	int			appended = run->appended;
-
-	/* save as if appended, then insert at the reserved sequence */
-	run->next_sequence = seq + 1;
-	run->appended = appended + 1;
-	ow_save_run(run);
-	run->next_sequence = seq;
-	run->first_sequence = first;
-	run->appended = 0;
-	return insert_event(run, seq, type, node_id, payload);
-}
-
 /* Milliseconds from the run's creation to now (transaction start). */
 int64
 ow_duration_ms(OwRun *run)

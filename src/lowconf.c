@@ -1,14 +1,17 @@
 /*-------------------------------------------------------------------------
  *
  * lowconf.c
- *	  Low-confidence escalation (digest §12.2): record_agent_decision()
- *	  appends agent.decided, and a trigger on the event log suspends the
- *	  node on a low-confidence interrupt when the confidence is below the
- *	  run's threshold.
+ *	  Low-confidence escalation: record_agent_decision() appends
+ *	  agent.decided and, when the confidence is below the run's threshold,
+ *	  suspends the node on a low-confidence interrupt in the same call (the
+ *	  "Payload" section of the OpenWOP interrupt spec: such an agent.decided
+ *	  must be followed by node.suspended {reason: low-confidence}).
  *
  * The threshold is configurable.run.escalationThreshold of the run, else
  * openwop.escalation_threshold (0.7).  confidence < threshold escalates;
  * equal does not; a missing, NaN or infinite confidence never escalates.
+ * Only this API escalates: an agent.decided row that arrives by COPY,
+ * pg_restore, replication or a direct INSERT is history, not a decision.
  *
  *-------------------------------------------------------------------------
  */
@@ -18,12 +21,8 @@
 
 #include <math.h>
 
-#include "access/htup_details.h"
 #include "catalog/pg_type.h"
-#include "commands/trigger.h"
 #include "utils/builtins.h"
-#include "utils/float.h"
-#include "utils/rel.h"
 
 PG_FUNCTION_INFO_V1(ow_record_agent_decision);
 PG_FUNCTION_INFO_V1(ow_escalate_low_confidence);
@@ -32,31 +31,28 @@ PG_FUNCTION_INFO_V1(ow_escalate_low_confidence);
 static double ow_escalation_threshold = 0.7;
 
 /*
- * Set by record_agent_decision around its own insert: the trigger escalates
- * only decisions recorded through the API, never rows arriving by COPY,
- * pg_restore, replication or a direct INSERT.
+ * The statements below run after the run lock with read_only false: a fresh
+ * snapshot sees what the transaction we waited for committed.
  */
-static bool escalation_armed = false;
 
 /* The run's threshold: configurable.run.escalationThreshold, else the setting. */
 static double
 run_threshold(OwRun *run)
 {
-	static SPIPlanPtr plan = NULL;
+	/* rounded first: a stored 1e-400 must read as 0, not underflow float8 */
+	static OwQuery q = {
+		"SELECT pg_catalog.round((configurable OPERATOR(pg_catalog.#>) '{run,escalationThreshold}')::pg_catalog.numeric, 17)::pg_catalog.float8"
+		"  FROM openwop.runs"
+		" WHERE tenant OPERATOR(pg_catalog.=) $1 AND run_id OPERATOR(pg_catalog.=) $2"
+		"   AND pg_catalog.jsonb_typeof(configurable OPERATOR(pg_catalog.#>) '{run,escalationThreshold}')"
+		"       OPERATOR(pg_catalog.=) 'number'",
+	2, {TEXTOID, TEXTOID}, SPI_OK_SELECT};
 	bool		isnull;
 	Datum		d;
 
-	/* rounded first: a stored 1e-400 must read as 0, not underflow float8 */
-	if (ow_run_query(&plan, "SELECT pg_catalog.round((configurable OPERATOR(pg_catalog.#>) '{run,escalationThreshold}')::pg_catalog.numeric, 17)::pg_catalog.float8"
-							"  FROM openwop.runs"
-							" WHERE tenant OPERATOR(pg_catalog.=) $1 AND run_id OPERATOR(pg_catalog.=) $2"
-							"   AND pg_catalog.jsonb_typeof(configurable OPERATOR(pg_catalog.#>) '{run,escalationThreshold}')"
-							"       OPERATOR(pg_catalog.=) 'number'",
-					 run, NULL, true, 1) != SPI_OK_SELECT)
-		elog(ERROR, "could not read the threshold of run \"%s\"", run->run_id);
-	if (SPI_processed == 0)
+	if (ow_run_exec(&q, run, NULL, false, 1) == 0)
 		return ow_escalation_threshold;
-	d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+	d = ow_col_datum(0, 1, &isnull);
 	return isnull ? ow_escalation_threshold : DatumGetFloat8(d);
 }
 
@@ -69,117 +65,82 @@ run_threshold(OwRun *run)
 static int32
 next_ordinal(OwRun *run, const char *node_id, int32 visit)
 {
-	static SPIPlanPtr plan = NULL;
+#define EXEC_INTERRUPTS(a) \
+	"openwop.interrupts " a \
+	" WHERE " a ".tenant OPERATOR(pg_catalog.=) $1 AND " a ".root_run_id OPERATOR(pg_catalog.=) $2" \
+	"   AND " a ".node_id OPERATOR(pg_catalog.=) $3 AND " a ".visit OPERATOR(pg_catalog.=) $4"
+	static OwQuery q = {
+		"SELECT CASE WHEN pg_catalog.max(i.ordinal) IS NULL THEN 0"
+		"            WHEN pg_catalog.max(i.ordinal) OPERATOR(pg_catalog.<) 2147483647"
+		"            THEN pg_catalog.max(i.ordinal) OPERATOR(pg_catalog.+) 1"
+		"            WHEN NOT EXISTS (SELECT FROM " EXEC_INTERRUPTS("z")
+		"                               AND z.ordinal OPERATOR(pg_catalog.=) 0) THEN 0"
+		"            ELSE (SELECT pg_catalog.min(g.ordinal OPERATOR(pg_catalog.+) 1) FROM " EXEC_INTERRUPTS("g")
+		"                     AND g.ordinal OPERATOR(pg_catalog.<) 2147483647"
+		"                     AND NOT EXISTS (SELECT FROM " EXEC_INTERRUPTS("x")
+		"                                      AND x.ordinal OPERATOR(pg_catalog.=) (g.ordinal OPERATOR(pg_catalog.+) 1)))"
+		"        END"
+		"  FROM " EXEC_INTERRUPTS("i"),
+	4, {TEXTOID, TEXTOID, TEXTOID, INT4OID}, SPI_OK_SELECT};
+#undef EXEC_INTERRUPTS
 	Datum		args[4];
 	bool		isnull;
 	Datum		d;
 
-	if (plan == NULL)
-	{
-		Oid			types[4] = {TEXTOID, TEXTOID, TEXTOID, INT4OID};
-
-#define EXEC_INTERRUPTS(a) \
-		"openwop.interrupts " a \
-		" WHERE " a ".tenant OPERATOR(pg_catalog.=) $1 AND " a ".root_run_id OPERATOR(pg_catalog.=) $2" \
-		"   AND " a ".node_id OPERATOR(pg_catalog.=) $3 AND " a ".visit OPERATOR(pg_catalog.=) $4"
-		plan = ow_prepare("SELECT CASE WHEN pg_catalog.max(i.ordinal) IS NULL THEN 0"
-						  "            WHEN pg_catalog.max(i.ordinal) OPERATOR(pg_catalog.<) 2147483647"
-						  "            THEN pg_catalog.max(i.ordinal) OPERATOR(pg_catalog.+) 1"
-						  "            WHEN NOT EXISTS (SELECT FROM " EXEC_INTERRUPTS("z")
-						  "                               AND z.ordinal OPERATOR(pg_catalog.=) 0) THEN 0"
-						  "            ELSE (SELECT pg_catalog.min(g.ordinal OPERATOR(pg_catalog.+) 1) FROM " EXEC_INTERRUPTS("g")
-						  "                     AND g.ordinal OPERATOR(pg_catalog.<) 2147483647"
-						  "                     AND NOT EXISTS (SELECT FROM " EXEC_INTERRUPTS("x")
-						  "                                      AND x.ordinal OPERATOR(pg_catalog.=) (g.ordinal OPERATOR(pg_catalog.+) 1)))"
-						  "        END"
-						  "  FROM " EXEC_INTERRUPTS("i"), 4, types);
-#undef EXEC_INTERRUPTS
-	}
 	args[0] = CStringGetTextDatum(run->tenant);
 	args[1] = CStringGetTextDatum(run->root_run_id);
 	args[2] = CStringGetTextDatum(node_id);
 	args[3] = Int32GetDatum(visit);
-	if (SPI_execute_plan(plan, args, NULL, true, 1) != SPI_OK_SELECT || SPI_processed != 1)
+	if (ow_exec(&q, args, NULL, false, 1) != 1)
 		elog(ERROR, "could not read the ordinals of node \"%s\"", node_id);
-	d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+	d = ow_col_datum(0, 1, &isnull);
 	if (isnull)
 		elog(ERROR, "node \"%s\" has no free interrupt ordinal", node_id);
 	return DatumGetInt32(d);
 }
 
 /*
- * Trigger on openwop.events, AFTER INSERT FOR EACH ROW WHEN type =
- * 'agent.decided': escalate a decision below the run's threshold.
+ * Escalate the decision just appended (decided: the agent.decided payload)
+ * when its confidence is below the run's threshold: suspend the open
+ * execution ex on a low-confidence interrupt, which also saves the run.
+ * The confidence is compared and reported as agent.decided recorded it, so
+ * the log explains every escalation.  Returns the interrupt id, or NULL
+ * when the decision does not escalate.
  */
-Datum
-ow_escalate_low_confidence(PG_FUNCTION_ARGS)
+static char *
+escalate(OwRun *run, const char *node_id, OwExec *ex, Jsonb *decided)
 {
-	TriggerData *trigdata = (TriggerData *) fcinfo->context;
-	TupleDesc	desc;
-	HeapTuple	row;
-	bool		isnull;
-	Jsonb	   *payload;
-	JsonbValue *conf;
+	JsonbValue *observed = owj_get(decided, "confidence");
+	JsonbValue *decision = owj_get(decided, "decision");
 	double		confidence;
 	double		threshold;
-	char	   *tenant;
-	char	   *run_id;
-	char	   *node_id;
-	OwPriv		priv;
-	OwRun		run;
-	OwExec		ex;
+	Jsonb	   *envelope;
+	JsonbValue *interrupt;
 	OwJson		j;
 
-	if (!CALLED_AS_TRIGGER(fcinfo) || !TRIGGER_FIRED_AFTER(trigdata->tg_event) ||
-		!TRIGGER_FIRED_FOR_ROW(trigdata->tg_event) || !TRIGGER_FIRED_BY_INSERT(trigdata->tg_event))
-		ereport(ERROR,
-				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
-				 errmsg("openwop.escalate_low_confidence() must be an AFTER INSERT row trigger")));
-	if (!escalation_armed)
-		return PointerGetDatum(NULL);
-	desc = RelationGetDescr(trigdata->tg_relation);
-	row = trigdata->tg_trigtuple;
-	payload = DatumGetJsonbP(heap_getattr(row, SPI_fnumber(desc, "payload"), desc, &isnull));
-	conf = owj_get(payload, "confidence");
-	if (conf == NULL || conf->type != jbvNumeric || owj_string(owj_get(payload, "agentId")) == NULL)
-		return PointerGetDatum(NULL);	/* missing: no signal */
-	confidence = DatumGetFloat8(DirectFunctionCall1(numeric_float8, NumericGetDatum(conf->val.numeric)));
-	if (isnan(confidence) || isinf(confidence))
-		return PointerGetDatum(NULL);
+	if (observed == NULL)
+		return NULL;			/* none recorded (missing, NaN, infinite): no signal */
+	confidence = DatumGetFloat8(DirectFunctionCall1(numeric_float8,
+													NumericGetDatum(observed->val.numeric)));
+	threshold = run_threshold(run);
+	if (confidence >= threshold)
+		return NULL;
 
-	tenant = TextDatumGetCString(heap_getattr(row, SPI_fnumber(desc, "tenant"), desc, &isnull));
-	run_id = TextDatumGetCString(heap_getattr(row, SPI_fnumber(desc, "run_id"), desc, &isnull));
-	node_id = TextDatumGetCString(heap_getattr(row, SPI_fnumber(desc, "node_id"), desc, &isnull));
-	if (isnull)
-		return PointerGetDatum(NULL);
+	owj_begin(&j);
+	owj_str(&j, "kind", "low-confidence");
+	owj_begin_object(&j, "data");
+	owj_value(&j, "agentId", owj_get(decided, "agentId"));
+	owj_float(&j, "threshold", threshold);
+	owj_value(&j, "observed", observed);
+	if (decision->type != jbvNull)
+		owj_value(&j, "decision", decision);
+	owj_end_object(&j);
+	envelope = ow_suspend(run, node_id, ex, next_ordinal(run, node_id, ex->visit),
+						  owj_end(&j), CurrentMemoryContext);
 
-	SPI_connect();
-	ow_become_owner(&priv);
-	ow_lock_run_id(&run, tenant, run_id);
-	threshold = run_threshold(&run);
-	if (confidence < threshold && !ow_run_is_terminal(run.status))
-	{
-		ow_latest_exec(&run, node_id, &ex);
-		if (ow_exec_is_open(&ex) && strcmp(ex.status, "interrupted") != 0)
-		{
-			JsonbValue *decision = owj_get(payload, "decision");
-
-			owj_begin(&j);
-			owj_str(&j, "kind", "low-confidence");
-			owj_begin_object(&j, "data");
-			owj_value(&j, "agentId", owj_get(payload, "agentId"));
-			owj_float(&j, "threshold", threshold);
-			owj_value(&j, "observed", conf);
-			if (decision && decision->type != jbvNull)
-				owj_value(&j, "decision", decision);
-			owj_end_object(&j);
-			(void) ow_suspend(&run, node_id, &ex, next_ordinal(&run, node_id, ex.visit),
-							  owj_end(&j), CurrentMemoryContext);
-		}
-	}
-	ow_restore_user(&priv);
-	SPI_finish();
-	return PointerGetDatum(NULL);
+	/* the envelope's metadata.interrupt.id */
+	interrupt = owj_get_container(owj_get(envelope, "metadata")->val.binary.data, "interrupt");
+	return owj_string(owj_get_container(interrupt->val.binary.data, "id"));
 }
 
 /*
@@ -189,23 +150,20 @@ ow_escalate_low_confidence(PG_FUNCTION_ARGS)
 Datum
 ow_record_agent_decision(PG_FUNCTION_ARGS)
 {
-	static SPIPlanPtr find_plan = NULL;
-	MemoryContext callerctx = CurrentMemoryContext;
 	char	   *run_input;
-	char	   *tenant;
 	char	   *node_id;
 	char	   *agent_id;
 	bool		has_conf = !PG_ARGISNULL(3);
 	double		confidence = has_conf ? PG_GETARG_FLOAT8(3) : 0;
 	Jsonb	   *decision = PG_ARGISNULL(4) ? NULL : PG_GETARG_JSONB_P(4);
-	OwPriv		priv;
+	OwCall		call;
 	OwRun		run;
 	OwExec		ex;
 	OwJson		j;
-	volatile int64 seq = 0;
+	int64		seq;
+	Jsonb	   *decided;
+	char	   *interrupt_id;
 	Jsonb	   *result;
-	char	   *interrupt_id = NULL;
-	Datum		args[3];
 
 	if (PG_ARGISNULL(0) || PG_ARGISNULL(1) || PG_ARGISNULL(2))
 		ow_validation_error(PG_ARGISNULL(0) ? "runId" : PG_ARGISNULL(1) ? "nodeId" : "agentId",
@@ -223,11 +181,9 @@ ow_record_agent_decision(PG_FUNCTION_ARGS)
 		has_conf = false;
 	if (has_conf && (confidence < 0.0 || confidence > 1.0))
 		ow_validation_error("confidence", "confidence must be between 0 and 1");
-	tenant = ow_caller_tenant();
 
-	SPI_connect();
-	ow_become_owner(&priv);
-	ow_lock_run(&run, tenant, run_input);
+	ow_call_begin(&call);
+	ow_lock_run(&run, call.caller.subject.tenant, run_input);
 	if (ow_run_is_terminal(run.status))
 		ow_run_terminal(run.run_id, run.status);
 	ow_latest_exec(&run, node_id, &ex);
@@ -244,38 +200,13 @@ ow_record_agent_decision(PG_FUNCTION_ARGS)
 		owj_null(&j, "decision");
 	if (has_conf)
 		owj_float(&j, "confidence", confidence);
-	escalation_armed = true;
-	PG_TRY();
-	{
-		seq = ow_append_then_triggers(&run, "agent.decided", node_id, owj_end(&j));
-	}
-	PG_FINALLY();
-	{
-		escalation_armed = false;
-	}
-	PG_END_TRY();
+	decided = owj_end(&j);
+	seq = ow_append(&run, "agent.decided", node_id, decided);
+	interrupt_id = escalate(&run, node_id, &ex, decided);
+	if (interrupt_id == NULL)
+		ow_save_run(&run);
 
-	/* what the escalation trigger did, if anything */
-	ow_lock_run_id(&run, run.tenant, run.run_id);
-	if (find_plan == NULL)
-	{
-		Oid			types[3] = {TEXTOID, TEXTOID, INT8OID};
-
-		find_plan = ow_prepare("SELECT interrupt_id FROM openwop.interrupts"
-							   " WHERE tenant OPERATOR(pg_catalog.=) $1"
-							   "   AND run_id OPERATOR(pg_catalog.=) $2"
-							   "   AND requested_sequence OPERATOR(pg_catalog.>) $3"
-							   "   AND kind OPERATOR(pg_catalog.=) 'low-confidence'", 3, types);
-	}
-	args[0] = CStringGetTextDatum(run.tenant);
-	args[1] = CStringGetTextDatum(run.run_id);
-	args[2] = Int64GetDatum(seq);
-	if (SPI_execute_plan(find_plan, args, NULL, false, 1) != SPI_OK_SELECT)
-		elog(ERROR, "could not look up the escalation of run \"%s\"", run.run_id);
-	if (SPI_processed > 0)
-		interrupt_id = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
-
-	MemoryContextSwitchTo(callerctx);
+	ow_call_end(&call);
 	owj_begin(&j);
 	owj_str(&j, "runId", run.run_id);
 	owj_str(&j, "nodeId", node_id);
@@ -285,9 +216,21 @@ ow_record_agent_decision(PG_FUNCTION_ARGS)
 		owj_str(&j, "interruptId", interrupt_id);
 	owj_str(&j, "runStatus", run.status);
 	result = owj_end(&j);
-	ow_restore_user(&priv);
-	SPI_finish();
+	ow_call_finish(&call);
 	PG_RETURN_JSONB_P(result);
+}
+
+/*
+ * openwop.escalate_low_confidence(): the AFTER INSERT trigger on
+ * openwop.events of schema versions 0.1.0 to 0.3.0.  It does nothing:
+ * record_agent_decision escalates by itself.  It must stay, because those
+ * install scripts create the function from this symbol, and a database not
+ * yet updated to 0.4.0 still fires the trigger on every agent.decided.
+ */
+Datum
+ow_escalate_low_confidence(PG_FUNCTION_ARGS)
+{
+	return PointerGetDatum(NULL);
 }
 
 /* ----------

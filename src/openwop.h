@@ -410,8 +410,6 @@ extern int64 ow_append(OwRun *run, const char *type, const char *node_id, Jsonb 
 extern int64 ow_append_pair(OwRun *run, const char *node_id, const char *type1, Jsonb *payload1,
 							const char *type2, Jsonb *payload2);
 extern void ow_save_run(OwRun *run);
-/* TRANSITIONAL (low-confidence trigger) */
-extern int64 ow_append_then_triggers(OwRun *run, const char *type, const char *node_id, Jsonb *payload);
 extern int64 ow_duration_ms(OwRun *run);
 extern Jsonb *ow_event_payload(const char *type, Jsonb *payload, const char *tenant);
 

@@ -93,7 +93,7 @@ $$, 'no SECURITY DEFINER function: the caller stays the principal');
 -- the append-only triggers fire ALWAYS
 SELECT is((SELECT array_agg(tgname::text || ':' || tgenabled::text ORDER BY tgname) FROM pg_trigger
             WHERE tgrelid = 'openwop.events'::regclass AND NOT tgisinternal),
-          ARRAY['events_append_only_row:A', 'events_append_only_truncate:A', 'events_escalate_low_confidence:A'],
+          ARRAY['events_append_only_row:A', 'events_append_only_truncate:A'],
           'the event log''s triggers are enabled ALWAYS');
 
 -- table data is dumped with pg_dump

@@ -260,7 +260,7 @@ SELECT is(pg_temp.refusal($$ SELECT openwop.start_node('acme/ap-edges-00000001',
 DO $$ BEGIN PERFORM pg_temp.gate('acme/ap-farfuture-0001', '{"actions": ["accept"]}', 'gate', NULL, '{"timeoutMs": 9000000000000000}'); END $$;
 SELECT is((SELECT expires_at FROM openwop.interrupts WHERE run_id = 'acme/ap-farfuture-0001'), NULL, 'timeoutMs beyond year 100000 is stored as no deadline');
 
--- the escalation trigger acts only for record_agent_decision
+-- only record_agent_decision escalates: a row inserted directly is history, not a decision
 INSERT INTO openwop.events (tenant, run_id, sequence, type, node_id, payload)
 SELECT 'acme', 'acme/ap-lowconf-000002', next_sequence, 'agent.decided', 'agent', '{"agentId": "planner", "confidence": 0.1, "decision": null}'
   FROM openwop.runs WHERE run_id = 'acme/ap-lowconf-000002';
@@ -270,6 +270,56 @@ DO $$ BEGIN PERFORM openwop.create_run('approvals', '{"runId": "acme/ap-lowconf-
   PERFORM openwop.start_node('acme/ap-lowconf-000003', 'agent'); END $$;
 SELECT is(openwop.record_agent_decision('acme/ap-lowconf-000003', 'agent', 'planner', 0.69999999999999984) ->> 'escalated',
           'true', 'a confidence a hair below the threshold escalates (no rounding to 15 digits)');
+DO $$ BEGIN PERFORM openwop.create_run('approvals', '{"runId": "acme/ap-lowconf-000004"}');
+  PERFORM openwop.start_node('acme/ap-lowconf-000004', 'agent'); END $$;
+INSERT INTO openwop.events (tenant, run_id, sequence, type, node_id, payload)
+SELECT 'acme', 'acme/ap-lowconf-000004', next_sequence, 'agent.decided', 'agent', '{"agentId": "planner", "confidence": 0.1, "decision": null}'
+  FROM openwop.runs WHERE run_id = 'acme/ap-lowconf-000004';
+SELECT is((SELECT count(*) FROM openwop.interrupts WHERE run_id = 'acme/ap-lowconf-000004'), 0::bigint,
+          'a_direct_insert_never_escalates: a superuser''s INSERT of agent.decided below the threshold raises nothing on the open node');
+SELECT is(openwop.run_snapshot('acme/ap-lowconf-000004') ->> 'status', 'running', '... and the run keeps running');
+
+-- one decision below the threshold escalates exactly once
+DO $$ BEGIN PERFORM openwop.create_run('approvals', '{"runId": "acme/ap-lowconf-000005"}');
+  PERFORM openwop.start_node('acme/ap-lowconf-000005', 'agent'); END $$;
+CREATE TEMP TABLE lowconf_once AS
+SELECT openwop.record_agent_decision('acme/ap-lowconf-000005', 'agent', 'planner', 0.1, '{"plan": "d"}') AS r;
+SELECT is((SELECT count(*) FROM openwop.interrupts WHERE run_id = 'acme/ap-lowconf-000005'), 1::bigint,
+          'escalation_happens_once_per_decision: one low-confidence interrupt');
+SELECT is(pg_temp.types('acme/ap-lowconf-000005'), 'run.started,node.started,agent.decided,interrupt.requested,node.suspended',
+          '... agent.decided, then one interrupt.requested and one node.suspended');
+SELECT is((SELECT r ->> 'interruptId' FROM lowconf_once), (SELECT interrupt_id FROM openwop.interrupts WHERE run_id = 'acme/ap-lowconf-000005'),
+          '... whose id the call returns');
+SELECT is((SELECT (r ->> 'sequence')::bigint FROM lowconf_once),
+          (SELECT (e ->> 'sequence')::bigint FROM openwop.events('acme/ap-lowconf-000005') e WHERE e ->> 'type' = 'agent.decided'),
+          '... with the sequence of agent.decided');
+SELECT is((SELECT r - 'interruptId' - 'sequence' FROM lowconf_once),
+          '{"runId": "acme/ap-lowconf-000005", "nodeId": "agent", "escalated": true, "runStatus": "waiting-approval"}',
+          '... and the run''s status after the escalation');
+SELECT is((SELECT ROW(next_sequence, status, current_node_id)::text FROM openwop.runs WHERE run_id = 'acme/ap-lowconf-000005'),
+          '(5,waiting-approval,agent)', 'the run row counts every event the decision appended');
+SELECT is(pg_temp.refusal($$ SELECT openwop.record_agent_decision('acme/ap-lowconf-000005', 'agent', 'planner', 0.1) $$) ->> 'code',
+          'run_state_conflict', 'a second decision on the suspended node is refused, not escalated again');
+
+-- the other sides of the threshold
+DO $$ BEGIN PERFORM openwop.create_run('approvals', '{"runId": "acme/ap-lowconf-000006", "configurable": {"version": 1, "run": {"escalationThreshold": 0.5}}}');
+  PERFORM openwop.start_node('acme/ap-lowconf-000006', 'agent');
+  PERFORM openwop.create_run('approvals', '{"runId": "acme/ap-lowconf-000007"}');
+  PERFORM openwop.start_node('acme/ap-lowconf-000007', 'agent'); END $$;
+SELECT is(openwop.record_agent_decision('acme/ap-lowconf-000006', 'agent', 'planner', 0.9) ->> 'escalated',
+          'false', 'confidence above the threshold does not escalate');
+SELECT is(openwop.record_agent_decision('acme/ap-lowconf-000006', 'agent', 'planner', 'Infinity') ->> 'escalated',
+          'false', 'an infinite confidence never escalates');
+SELECT is(openwop.record_agent_decision('acme/ap-lowconf-000006', 'agent', 'planner', '-Infinity') ->> 'escalated',
+          'false', '... nor a negative infinite one');
+SELECT is((SELECT count(*) FROM openwop.events('acme/ap-lowconf-000006') e WHERE e ->> 'type' = 'agent.decided' AND NOT e -> 'payload' ? 'confidence'),
+          2::bigint, '... both recorded without a confidence');
+SET LOCAL openwop.escalation_threshold = 0.3;
+SELECT is(openwop.record_agent_decision('acme/ap-lowconf-000007', 'agent', 'planner', 0.4) ->> 'escalated',
+          'false', 'without a run threshold openwop.escalation_threshold applies');
+SELECT is(openwop.record_agent_decision('acme/ap-lowconf-000006', 'agent', 'planner', 0.4) ->> 'escalated',
+          'true', 'the run''s threshold takes precedence over openwop.escalation_threshold');
+RESET openwop.escalation_threshold;
 
 SELECT * FROM finish();
 ROLLBACK;
