@@ -18,7 +18,6 @@
 #include "openwop.h"
 
 #include "catalog/pg_type.h"
-#include "miscadmin.h"
 #include "utils/acl.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
