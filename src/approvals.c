@@ -3,7 +3,8 @@
  * approvals.c
  *	  Approval gates: who may decide (approversList, approverGroupRefs,
  *	  approverRoleRefs, override principals), one vote per voter, and the
- *	  quorum / single-veto / majority tally (digest §9.4, §10).
+ *	  quorum / single-veto / majority tally (the "Approval" and "Approver
+ *	  enforcement" sections of the OpenWOP interrupt spec).
  *
  * Eligibility is resolved when the vote is cast and recorded with it (and
  * on interrupt.resolved); it is never re-resolved, so replays read fixed
@@ -17,7 +18,6 @@
 #include "openwop.h"
 
 #include "catalog/pg_type.h"
-#include "miscadmin.h"
 #include "utils/acl.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
@@ -91,12 +91,20 @@ ow_subject_refs_array(const OwSubject *who)
 static List *
 member_groups(OwRun *run, const OwSubject *who, List *refs)
 {
-	static SPIPlanPtr plan = NULL;
+	static OwQuery q = {
+		"SELECT group_ref FROM openwop.group_members"
+		" WHERE tenant OPERATOR(pg_catalog.=) $1"
+		"   AND principal OPERATOR(pg_catalog.=) ANY ($2)"
+		"   AND group_ref OPERATOR(pg_catalog.=) ANY ($3)"
+		" GROUP BY group_ref ORDER BY group_ref",
+		3, {TEXTOID, TEXTARRAYOID, TEXTARRAYOID}, SPI_OK_SELECT
+	};
 	Datum	   *elems;
 	Datum		args[3];
 	List	   *out = NIL;
 	ListCell   *lc;
 	int			n = 0;
+	uint64		rows;
 	uint64		i;
 
 	if (refs == NIL)
@@ -104,23 +112,12 @@ member_groups(OwRun *run, const OwSubject *who, List *refs)
 	elems = palloc(sizeof(Datum) * list_length(refs));
 	foreach(lc, refs)
 		elems[n++] = CStringGetTextDatum((char *) lfirst(lc));
-	if (plan == NULL)
-	{
-		Oid			types[3] = {TEXTOID, TEXTARRAYOID, TEXTARRAYOID};
-
-		plan = ow_prepare("SELECT group_ref FROM openwop.group_members"
-						  " WHERE tenant OPERATOR(pg_catalog.=) $1"
-						  "   AND principal OPERATOR(pg_catalog.=) ANY ($2)"
-						  "   AND group_ref OPERATOR(pg_catalog.=) ANY ($3)"
-						  " GROUP BY group_ref ORDER BY group_ref", 3, types);
-	}
 	args[0] = CStringGetTextDatum(run->tenant);
 	args[1] = ow_subject_refs_array(who);
 	args[2] = PointerGetDatum(construct_array(elems, n, TEXTOID, -1, false, TYPALIGN_INT));
-	if (SPI_execute_plan(plan, args, NULL, true, 0) != SPI_OK_SELECT)
-		elog(ERROR, "could not read group memberships");
-	for (i = 0; i < SPI_processed; i++)
-		out = lappend(out, SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1));
+	rows = ow_exec(&q, args, NULL, true, 0);
+	for (i = 0; i < rows; i++)
+		out = lappend(out, ow_col_text(i, 1));
 	return out;
 }
 
@@ -240,13 +237,37 @@ ow_approval_vote(OwRun *run, const char *interrupt_id, JsonbContainer *data,
 				 const OwSubject *who, const char *action, Jsonb *resume_value,
 				 Jsonb *eligibility, bool is_override, OwVote *vote)
 {
-	static SPIPlanPtr insert_plan = NULL;
-	static SPIPlanPtr tally_plan = NULL;
+	/* the next revision, unless the voter has given the gate $8 answers already */
+	static OwQuery insert_vote = {
+		"INSERT INTO openwop.votes"
+		" (tenant, interrupt_id, voter, revision, action, resume_value, eligibility,"
+		"  voter_subject)"
+		" SELECT $1, $2, $3, COALESCE(pg_catalog.max(revision), 0) OPERATOR(pg_catalog.+) 1,"
+		"        $4, $5, $6, $7"
+		"   FROM openwop.votes"
+		"  WHERE tenant OPERATOR(pg_catalog.=) $1"
+		"    AND interrupt_id OPERATOR(pg_catalog.=) $2"
+		"    AND voter OPERATOR(pg_catalog.=) $3"
+		" HAVING COALESCE(pg_catalog.max(revision), 0) OPERATOR(pg_catalog.<) $8",
+		8, {TEXTOID, TEXTOID, TEXTOID, TEXTOID, JSONBOID, JSONBOID, JSONBOID, INT4OID},
+		SPI_OK_INSERT
+	};
+	static OwQuery tally = {
+		"SELECT pg_catalog.count(*) FILTER (WHERE action OPERATOR(pg_catalog.=) ANY"
+		"            ('{accept,edit-accept}'::pg_catalog.text[])),"
+		"       pg_catalog.count(*) FILTER (WHERE action OPERATOR(pg_catalog.=) 'reject'),"
+		"       pg_catalog.count(*)"
+		"  FROM (SELECT DISTINCT ON (voter) voter, action FROM openwop.votes"
+		"         WHERE tenant OPERATOR(pg_catalog.=) $1"
+		"           AND interrupt_id OPERATOR(pg_catalog.=) $2"
+		"           AND action OPERATOR(pg_catalog.<>) 'ask'"
+		"         ORDER BY voter, revision DESC) latest",
+		2, {TEXTOID, TEXTOID}, SPI_OK_SELECT
+	};
 	JsonbValue *v;
 	bool		majority;
 	bool		bypass;
 	Datum		args[8];
-	bool		isnull;
 
 	v = owj_get_container(data, "requiredApprovals");
 	vote->required = v ? DatumGetInt32(DirectFunctionCall1(numeric_int4, NumericGetDatum(v->val.numeric))) : 1;
@@ -256,31 +277,6 @@ ow_approval_vote(OwRun *run, const char *interrupt_id, JsonbContainer *data,
 	v = owj_get_container(data, "overrideBypassesQuorum");
 	bypass = v && v->type == jbvBool && v->val.boolean;
 
-	if (insert_plan == NULL)
-	{
-		Oid			types[8] = {TEXTOID, TEXTOID, TEXTOID, TEXTOID, JSONBOID, JSONBOID, JSONBOID, INT4OID};
-
-		/* the next revision, unless the voter has given the gate $8 answers already */
-		insert_plan = ow_prepare("INSERT INTO openwop.votes"
-								 " (tenant, interrupt_id, voter, revision, action, resume_value, eligibility,"
-								 "  voter_subject)"
-								 " SELECT $1, $2, $3, COALESCE(pg_catalog.max(revision), 0) OPERATOR(pg_catalog.+) 1,"
-								 "        $4, $5, $6, $7"
-								 "   FROM openwop.votes"
-								 "  WHERE tenant OPERATOR(pg_catalog.=) $1"
-								 "    AND interrupt_id OPERATOR(pg_catalog.=) $2"
-								 "    AND voter OPERATOR(pg_catalog.=) $3"
-								 " HAVING COALESCE(pg_catalog.max(revision), 0) OPERATOR(pg_catalog.<) $8", 8, types);
-		tally_plan = ow_prepare("SELECT pg_catalog.count(*) FILTER (WHERE action OPERATOR(pg_catalog.=) ANY"
-								"            ('{accept,edit-accept}'::pg_catalog.text[])),"
-								"       pg_catalog.count(*) FILTER (WHERE action OPERATOR(pg_catalog.=) 'reject'),"
-								"       pg_catalog.count(*)"
-								"  FROM (SELECT DISTINCT ON (voter) voter, action FROM openwop.votes"
-								"         WHERE tenant OPERATOR(pg_catalog.=) $1"
-								"           AND interrupt_id OPERATOR(pg_catalog.=) $2"
-								"           AND action OPERATOR(pg_catalog.<>) 'ask'"
-								"         ORDER BY voter, revision DESC) latest", 2, types);
-	}
 	args[0] = CStringGetTextDatum(run->tenant);
 	args[1] = CStringGetTextDatum(interrupt_id);
 	args[2] = CStringGetTextDatum(who->subject_id);
@@ -303,15 +299,13 @@ ow_approval_vote(OwRun *run, const char *interrupt_id, JsonbContainer *data,
 	}
 	else
 	{
-		if (SPI_execute_plan(insert_plan, args, NULL, false, 0) != SPI_OK_INSERT)
-			elog(ERROR, "could not record the vote of \"%s\"", who->subject_id);
-		if (SPI_processed != 1)
+		if (ow_exec(&insert_vote, args, NULL, false, 0) != 1)
 			too_many_answers(who, interrupt_id);
-		if (SPI_execute_plan(tally_plan, args, NULL, false, 1) != SPI_OK_SELECT || SPI_processed != 1)
+		if (ow_exec(&tally, args, NULL, false, 1) != 1)
 			elog(ERROR, "could not tally the votes of interrupt \"%s\"", interrupt_id);
-		vote->accepts = (int) DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
-		vote->rejects = (int) DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
-		vote->voters = (int) DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3, &isnull));
+		vote->accepts = (int) ow_col_int64(0, 1);
+		vote->rejects = (int) ow_col_int64(0, 2);
+		vote->voters = (int) ow_col_int64(0, 3);
 	}
 
 	vote->decided = false;
@@ -359,14 +353,23 @@ ow_approval_vote(OwRun *run, const char *interrupt_id, JsonbContainer *data,
 static Datum
 change_membership(FunctionCallInfo fcinfo, bool add)
 {
-	static SPIPlanPtr add_plan = NULL;
-	static SPIPlanPtr remove_plan = NULL;
-	Oid			types[3] = {TEXTOID, TEXTOID, TEXTOID};
+	static OwQuery add_member = {
+		"INSERT INTO openwop.group_members (tenant, group_ref, principal)"
+		" VALUES ($1, $2, $3) ON CONFLICT DO NOTHING",
+		3, {TEXTOID, TEXTOID, TEXTOID}, SPI_OK_INSERT
+	};
+	static OwQuery remove_member = {
+		"DELETE FROM openwop.group_members"
+		" WHERE tenant OPERATOR(pg_catalog.=) $1"
+		"   AND group_ref OPERATOR(pg_catalog.=) $2"
+		"   AND principal OPERATOR(pg_catalog.=) $3",
+		3, {TEXTOID, TEXTOID, TEXTOID}, SPI_OK_DELETE
+	};
 	char	   *group_ref;
 	char	   *principal;
 	char	   *tenant = NULL;
 	Datum		args[3];
-	OwPriv		priv;
+	OwCall		call;
 	bool		changed;
 
 	ow_require_admin("manage approver groups");
@@ -389,28 +392,20 @@ change_membership(FunctionCallInfo fcinfo, bool add)
 	if (add && strcmp(principal, OW_TOKEN_PRINCIPAL) == 0)
 		ow_validation_error("principal", "\"%s\" is reserved for tokens that name no principal",
 							OW_TOKEN_PRINCIPAL);
+	/* who is calling matters only when no tenant is named */
 	if (tenant == NULL)
-		tenant = ow_caller_tenant();
-
-	SPI_connect();
-	ow_become_owner(&priv);
-	if (add_plan == NULL)
 	{
-		add_plan = ow_prepare("INSERT INTO openwop.group_members (tenant, group_ref, principal)"
-							  " VALUES ($1, $2, $3) ON CONFLICT DO NOTHING", 3, types);
-		remove_plan = ow_prepare("DELETE FROM openwop.group_members"
-								 " WHERE tenant OPERATOR(pg_catalog.=) $1"
-								 "   AND group_ref OPERATOR(pg_catalog.=) $2"
-								 "   AND principal OPERATOR(pg_catalog.=) $3", 3, types);
+		ow_caller(&call.caller);
+		tenant = call.caller.subject.tenant;
 	}
+
+	ow_call_enter(&call);
 	args[0] = CStringGetTextDatum(tenant);
 	args[1] = CStringGetTextDatum(group_ref);
 	args[2] = CStringGetTextDatum(principal);
-	if (SPI_execute_plan(add ? add_plan : remove_plan, args, NULL, false, 0) < 0)
-		elog(ERROR, "could not change the membership of group \"%s\"", group_ref);
-	changed = SPI_processed > 0;
-	ow_restore_user(&priv);
-	SPI_finish();
+	changed = ow_exec(add ? &add_member : &remove_member, args, NULL, false, 0) > 0;
+	ow_call_end(&call);
+	ow_call_finish(&call);
 	PG_RETURN_BOOL(changed);
 }
 

@@ -1,9 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * interrupts.c
- *	  openwop.interrupt(): payload validation for the nine kinds, the
- *	  deterministic re-entry key, suspension, and the envelopes returned
- *	  to the engine (FlowDrop INT-1 / INT-2, OpenWOP replay).
+ *	  openwop.interrupt(): the deterministic re-entry key, suspension (the
+ *	  request itself is checked by kinds.c), and the envelopes returned to
+ *	  the engine (FlowDrop INT-1 / INT-2, OpenWOP replay).
  *
  * The key is derived from the root of the run's replay chain, the node,
  * the node's visit index and the ordinal of the call within the execution,
@@ -18,14 +18,10 @@
 #include "openwop.h"
 
 #include "access/detoast.h"
-
 #include "catalog/pg_type.h"
 #include "common/cryptohash.h"
 #include "common/sha2.h"
-#include "mb/pg_wchar.h"
 #include "utils/builtins.h"
-#include "utils/datetime.h"
-#include "utils/numeric.h"
 
 PG_FUNCTION_INFO_V1(ow_interrupt);
 
@@ -55,6 +51,18 @@ derive_key(const char *root_run_id, const char *node_id, int32 visit, int32 ordi
  * ----------
  */
 
+/* Run a read of the run's events keyed by ($1 tenant, $2 run id, $3 sequence). */
+static uint64
+run_sequence_exec(OwQuery *q, OwRun *run, int64 sequence, long count)
+{
+	Datum		args[3];
+
+	args[0] = CStringGetTextDatum(run->tenant);
+	args[1] = CStringGetTextDatum(run->run_id);
+	args[2] = Int64GetDatum(sequence);
+	return ow_exec(q, args, NULL, true, count);
+}
+
 /*
  * results: the completed prefix of the interrupt requested at sequence
  * requested_seq (FlowDrop INT-1), read from the log: for every node with a
@@ -65,34 +73,25 @@ derive_key(const char *root_run_id, const char *node_id, int32 visit, int32 ordi
 static void
 add_completed_prefix(OwJson *j, OwRun *run, int64 requested_seq)
 {
-	static SPIPlanPtr plan = NULL;
-	Datum		args[3];
+	static OwQuery q = {
+		"SELECT DISTINCT ON (node_id) node_id, payload"
+		"  FROM openwop.events"
+		" WHERE tenant OPERATOR(pg_catalog.=) $1"
+		"   AND run_id OPERATOR(pg_catalog.=) $2"
+		"   AND sequence OPERATOR(pg_catalog.<) $3"
+		"   AND type OPERATOR(pg_catalog.=) 'node.completed'"
+		" ORDER BY node_id, sequence DESC",
+		3, {TEXTOID, TEXTOID, INT8OID}, SPI_OK_SELECT
+	};
+	uint64		n = run_sequence_exec(&q, run, requested_seq, 0);
 	uint64		i;
 	Size		total = 0;
 
-	if (plan == NULL)
-	{
-		Oid			types[3] = {TEXTOID, TEXTOID, INT8OID};
-
-		plan = ow_prepare("SELECT DISTINCT ON (node_id) node_id, payload"
-						  "  FROM openwop.events"
-						  " WHERE tenant OPERATOR(pg_catalog.=) $1"
-						  "   AND run_id OPERATOR(pg_catalog.=) $2"
-						  "   AND sequence OPERATOR(pg_catalog.<) $3"
-						  "   AND type OPERATOR(pg_catalog.=) 'node.completed'"
-						  " ORDER BY node_id, sequence DESC", 3, types);
-	}
-	args[0] = CStringGetTextDatum(run->tenant);
-	args[1] = CStringGetTextDatum(run->run_id);
-	args[2] = Int64GetDatum(requested_seq);
-	if (SPI_execute_plan(plan, args, NULL, true, 0) != SPI_OK_SELECT)
-		elog(ERROR, "could not read the completed nodes of run \"%s\"", run->run_id);
-
 	/* measured before anything is read: the envelope must stay a jsonb value */
-	for (i = 0; i < SPI_processed; i++)
+	for (i = 0; i < n; i++)
 	{
 		bool		isnull;
-		Datum		ev = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2, &isnull);
+		Datum		ev = ow_col_datum(i, 2, &isnull);
 
 		total += isnull ? 0 : toast_raw_datum_size(ev);
 	}
@@ -111,11 +110,11 @@ add_completed_prefix(OwJson *j, OwRun *run, int64 requested_seq)
 	}
 
 	owj_begin_object(j, "results");
-	for (i = 0; i < SPI_processed; i++)
+	for (i = 0; i < n; i++)
 	{
 		bool		isnull;
-		Datum		ev = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2, &isnull);
-		char	   *node = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1);
+		Datum		ev = ow_col_datum(i, 2, &isnull);
+		char	   *node = ow_col_text(i, 1);
 		JsonbValue *out;
 
 		/* an event without a node or outputs (restored, not ours) names no result */
@@ -163,9 +162,15 @@ pending_envelope(OwRun *run, const char *interrupt_id, const char *node_id,
 static Jsonb *
 resolved_envelope(OwRun *run, const char *interrupt_id, int64 resolved_seq, MemoryContext resultctx)
 {
-	static SPIPlanPtr plan = NULL;
+	static OwQuery q = {
+		"SELECT payload FROM openwop.events"
+		" WHERE tenant OPERATOR(pg_catalog.=) $1"
+		"   AND run_id OPERATOR(pg_catalog.=) $2"
+		"   AND sequence OPERATOR(pg_catalog.=) $3"
+		"   AND type OPERATOR(pg_catalog.=) 'interrupt.resolved'",
+		3, {TEXTOID, TEXTOID, INT8OID}, SPI_OK_SELECT
+	};
 	static const char *const copied[] = {"resumeValue", "decision", "action", "reason", "resolvedBy", NULL};
-	Datum		args[3];
 	bool		isnull;
 	Jsonb	   *ev;
 	OwJson		j;
@@ -173,24 +178,10 @@ resolved_envelope(OwRun *run, const char *interrupt_id, int64 resolved_seq, Memo
 	const char *const *k;
 	Jsonb	   *env;
 
-	if (plan == NULL)
-	{
-		Oid			types[3] = {TEXTOID, TEXTOID, INT8OID};
-
-		plan = ow_prepare("SELECT payload FROM openwop.events"
-						  " WHERE tenant OPERATOR(pg_catalog.=) $1"
-						  "   AND run_id OPERATOR(pg_catalog.=) $2"
-						  "   AND sequence OPERATOR(pg_catalog.=) $3"
-						  "   AND type OPERATOR(pg_catalog.=) 'interrupt.resolved'", 3, types);
-	}
-	args[0] = CStringGetTextDatum(run->tenant);
-	args[1] = CStringGetTextDatum(run->run_id);
-	args[2] = Int64GetDatum(resolved_seq);
-	if (SPI_execute_plan(plan, args, NULL, true, 1) != SPI_OK_SELECT || SPI_processed != 1)
+	if (run_sequence_exec(&q, run, resolved_seq, 1) != 1)
 		elog(ERROR, "interrupt \"%s\" has no interrupt.resolved event at sequence " INT64_FORMAT,
 			 interrupt_id, resolved_seq);
-	ev = ow_event_payload("interrupt.resolved",
-						  DatumGetJsonbP(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull)),
+	ev = ow_event_payload("interrupt.resolved", DatumGetJsonbP(ow_col_datum(0, 1, &isnull)),
 						  run->tenant);
 
 	old = MemoryContextSwitchTo(resultctx);
@@ -214,23 +205,42 @@ resolved_envelope(OwRun *run, const char *interrupt_id, int64 resolved_seq, Memo
  * locked): validate the request, store the interrupt first, append
  * interrupt.requested and node.suspended, mark the job interrupted, move
  * the run to waiting-*, save it.  Returns the INT-1 envelope built from the
- * stored row, in resultctx.  Shared by interrupt() and the low-confidence
- * escalation trigger.
+ * stored row, in resultctx.  Shared by interrupt() and low-confidence
+ * escalation (lowconf.c).
  */
 Jsonb *
 ow_suspend(OwRun *run, const char *node_id, OwExec *ex, int32 ordinal, Jsonb *request,
 		   MemoryContext resultctx)
 {
-	static SPIPlanPtr insert_plan = NULL;
-	static SPIPlanPtr job_plan = NULL;
+	static OwQuery insert_interrupt = {
+		"INSERT INTO openwop.interrupts"
+		" (tenant, interrupt_id, run_id, root_run_id, node_id, visit, ordinal,"
+		"  key, kind, payload, requested_sequence, expires_at)"
+		" VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)"
+		" RETURNING interrupt_id, node_id, status",
+		12, {TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, INT4OID, INT4OID, TEXTOID, TEXTOID,
+		JSONBOID, INT8OID, TIMESTAMPTZOID},
+		SPI_OK_INSERT_RETURNING
+	};
+	static OwQuery suspend_exec = {
+		"UPDATE openwop.node_executions"
+		"   SET status = 'interrupted', interrupt_id = $5"
+		" WHERE tenant OPERATOR(pg_catalog.=) $1"
+		"   AND run_id OPERATOR(pg_catalog.=) $2"
+		"   AND node_id OPERATOR(pg_catalog.=) $3"
+		"   AND visit OPERATOR(pg_catalog.=) $4",
+		5, {TEXTOID, TEXTOID, TEXTOID, INT4OID, TEXTOID}, SPI_OK_UPDATE
+	};
 	char	   *key = derive_key(run->root_run_id, node_id, ex->visit, ordinal);
 	char	   *kind;
 	int64		timeout_ms;
 	Jsonb	   *payload;
-	Jsonb	   *result;
 	Datum		args[12];
 	char		nulls[12];
 	char	   *interrupt_id;
+	char	   *stored_id;
+	char	   *stored_node;
+	char	   *stored_status;
 	int64		req_seq;
 	OwJson		j;
 
@@ -252,17 +262,6 @@ ow_suspend(OwRun *run, const char *node_id, OwExec *ex, int32 ordinal, Jsonb *re
 	owj_str(&j, "key", key);
 	req_seq = ow_append_pair(run, node_id, "interrupt.requested", payload, "node.suspended", owj_end(&j));
 
-	if (insert_plan == NULL)
-	{
-		Oid			types[12] = {TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, INT4OID,
-		INT4OID, TEXTOID, TEXTOID, JSONBOID, INT8OID, TIMESTAMPTZOID};
-
-		insert_plan = ow_prepare("INSERT INTO openwop.interrupts"
-								 " (tenant, interrupt_id, run_id, root_run_id, node_id, visit, ordinal,"
-								 "  key, kind, payload, requested_sequence, expires_at)"
-								 " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)"
-								 " RETURNING interrupt_id, node_id, status", 12, types);
-	}
 	memset(nulls, ' ', sizeof(nulls));
 	args[0] = CStringGetTextDatum(run->tenant);
 	args[1] = CStringGetTextDatum(interrupt_id);
@@ -281,46 +280,77 @@ ow_suspend(OwRun *run, const char *node_id, OwExec *ex, int32 ordinal, Jsonb *re
 	else
 		args[11] = TimestampTzGetDatum(TimestampTzPlusMilliseconds(GetCurrentTransactionStartTimestamp(),
 																	timeout_ms));
-	if (SPI_execute_plan(insert_plan, args, nulls, false, 0) != SPI_OK_INSERT_RETURNING ||
-		SPI_processed != 1)
+	if (ow_exec(&insert_interrupt, args, nulls, false, 0) != 1)
 		elog(ERROR, "could not record interrupt \"%s\"", interrupt_id);
 
+	/* the answer is built from the stored row (INT-2) */
+	stored_id = ow_col_text(0, 1);
+	stored_node = ow_col_text(0, 2);
+	stored_status = ow_col_text(0, 3);
+
+	args[0] = CStringGetTextDatum(run->tenant);
+	args[1] = CStringGetTextDatum(run->run_id);
+	args[2] = CStringGetTextDatum(node_id);
+	args[3] = Int32GetDatum(ex->visit);
+	args[4] = CStringGetTextDatum(stored_id);
+	if (ow_exec(&suspend_exec, args, NULL, false, 0) != 1)
+		elog(ERROR, "could not suspend execution of node \"%s\"", node_id);
+
+	run->status = (char *) ow_waiting_status(kind);
+	run->current_node_id = (char *) node_id;
+	ow_save_run(run);
+	if (timeout_ms > 0)
+		ow_deadline_raised();	/* the timeout worker wakes at commit */
+	return pending_envelope(run, stored_id, stored_node, stored_status, key, kind,
+							req_seq, resultctx);
+}
+
+/*
+ * What interrupt() answers for a key requested before, from its stored row
+ * (the row ow_exec just read), in resultctx.
+ */
+static Jsonb *
+replayed(OwRun *run, const char *node_id, const char *key, Jsonb *request,
+		 MemoryContext resultctx)
+{
+	char	   *id = ow_col_text(0, 1);
+	char	   *status = ow_col_text(0, 2);
+	char	   *stored_kind = ow_col_text(0, 3);
+	char	   *asked_kind = JB_ROOT_IS_OBJECT(request) ? owj_string(owj_get(request, "kind")) : NULL;
+	OwJson		j;
+	MemoryContext old;
+	Jsonb	   *env;
+
+	if (asked_kind && strcmp(asked_kind, stored_kind) != 0)
 	{
-		/* the answer is built from the stored row (INT-2) */
-		HeapTuple	tup = SPI_tuptable->vals[0];
-		TupleDesc	desc = SPI_tuptable->tupdesc;
-		char	   *stored_id = SPI_getvalue(tup, desc, 1);
-		char	   *stored_node = SPI_getvalue(tup, desc, 2);
-		char	   *stored_status = SPI_getvalue(tup, desc, 3);
+		OwDetails	d;
 
-		if (job_plan == NULL)
-		{
-			Oid			types[5] = {TEXTOID, TEXTOID, TEXTOID, INT4OID, TEXTOID};
-
-			job_plan = ow_prepare("UPDATE openwop.node_executions"
-								  "   SET status = 'interrupted', interrupt_id = $5"
-								  " WHERE tenant OPERATOR(pg_catalog.=) $1"
-								  "   AND run_id OPERATOR(pg_catalog.=) $2"
-								  "   AND node_id OPERATOR(pg_catalog.=) $3"
-								  "   AND visit OPERATOR(pg_catalog.=) $4", 5, types);
-		}
-		args[0] = CStringGetTextDatum(run->tenant);
-		args[1] = CStringGetTextDatum(run->run_id);
-		args[2] = CStringGetTextDatum(node_id);
-		args[3] = Int32GetDatum(ex->visit);
-		args[4] = CStringGetTextDatum(stored_id);
-		if (SPI_execute_plan(job_plan, args, NULL, false, 0) != SPI_OK_UPDATE || SPI_processed != 1)
-			elog(ERROR, "could not suspend execution of node \"%s\"", node_id);
-
-		run->status = (char *) ow_waiting_status(kind);
-		run->current_node_id = (char *) node_id;
-		ow_save_run(run);
-		if (timeout_ms > 0)
-			ow_deadline_raised();	/* the timeout worker wakes at commit */
-		result = pending_envelope(run, stored_id, stored_node, stored_status, key, kind,
-								  req_seq, resultctx);
+		ow_details_init(&d);
+		ow_details_str(&d, "key", key);
+		ow_details_str(&d, "kind", stored_kind);
+		ow_raise(OW_RUN_STATE_CONFLICT, &d,
+				 "A replay must raise the same interrupt as the execution it replays.",
+				 "key \"%s\" was requested as a %s interrupt, not %s", key, stored_kind, asked_kind);
 	}
-	return result;
+	if (strcmp(status, "resolved") == 0)
+		return resolved_envelope(run, id, ow_col_int64(0, 4), resultctx);
+	if (strcmp(status, "pending") == 0)
+		return pending_envelope(run, id, node_id, status, key, stored_kind,
+								ow_col_int64(0, 5), resultctx);
+	/* cancelled, or expired with its run */
+	if (strcmp(status, "expired") != 0 || ow_run_is_terminal(run->status))
+		ow_run_terminal(run->run_id, run->status);
+
+	/* a late answer expired it; the next sweep ends the run (INT-18) */
+	old = MemoryContextSwitchTo(resultctx);
+	owj_begin(&j);
+	owj_str(&j, "status", "expired");
+	owj_str(&j, "runId", run->run_id);
+	owj_str(&j, "interruptId", id);
+	owj_str(&j, "kind", stored_kind);
+	env = owj_end(&j);
+	MemoryContextSwitchTo(old);
+	return env;
 }
 
 /* ----------
@@ -330,14 +360,19 @@ ow_suspend(OwRun *run, const char *node_id, OwExec *ex, int32 ordinal, Jsonb *re
 Datum
 ow_interrupt(PG_FUNCTION_ARGS)
 {
-	static SPIPlanPtr find_plan = NULL;
-	MemoryContext callerctx = CurrentMemoryContext;
+	static OwQuery find_key = {
+		"SELECT interrupt_id, status, kind, resolved_sequence, requested_sequence"
+		"  FROM openwop.interrupts"
+		" WHERE tenant OPERATOR(pg_catalog.=) $1"
+		"   AND root_run_id OPERATOR(pg_catalog.=) $2"
+		"   AND key OPERATOR(pg_catalog.=) $3",
+		3, {TEXTOID, TEXTOID, TEXTOID}, SPI_OK_SELECT
+	};
 	const char *run_input;
 	char	   *node_id;
 	Jsonb	   *request;
 	int32		ordinal;
-	char	   *tenant;
-	OwPriv		priv;
+	OwCall		call;
 	OwRun		run;
 	OwExec		ex;
 	char	   *key;
@@ -359,11 +394,9 @@ ow_interrupt(PG_FUNCTION_ARGS)
 		ow_validation_error("nodeId", "\"%s\" is not a valid node id", ow_echo(node_id));
 	if (ordinal < 0)
 		ow_validation_error("ordinal", "ordinal must be 0 or greater, not %d", ordinal);
-	tenant = ow_caller_tenant();
 
-	SPI_connect();
-	ow_become_owner(&priv);
-	ow_lock_run(&run, tenant, run_input);
+	ow_call_begin(&call);
+	ow_lock_run(&run, call.caller.subject.tenant, run_input);
 	ow_latest_exec(&run, node_id, &ex);
 	if (!ex.found)
 	{
@@ -380,78 +413,21 @@ ow_interrupt(PG_FUNCTION_ARGS)
 	key = derive_key(run.root_run_id, node_id, ex.visit, ordinal);
 
 	/* the same key again: a replay or a repeated call; append nothing */
-	if (find_plan == NULL)
-	{
-		Oid			types[3] = {TEXTOID, TEXTOID, TEXTOID};
-
-		find_plan = ow_prepare("SELECT interrupt_id, status, kind, resolved_sequence, requested_sequence"
-							   "  FROM openwop.interrupts"
-							   " WHERE tenant OPERATOR(pg_catalog.=) $1"
-							   "   AND root_run_id OPERATOR(pg_catalog.=) $2"
-							   "   AND key OPERATOR(pg_catalog.=) $3", 3, types);
-	}
 	args[0] = CStringGetTextDatum(run.tenant);
 	args[1] = CStringGetTextDatum(run.root_run_id);
 	args[2] = CStringGetTextDatum(key);
-	if (SPI_execute_plan(find_plan, args, NULL, false, 1) != SPI_OK_SELECT)
-		elog(ERROR, "could not look up interrupt key");
-	if (SPI_processed == 1)
+	if (ow_exec(&find_key, args, NULL, false, 1) == 1)
+		result = replayed(&run, node_id, key, request, call.callerctx);
+	else
 	{
-		HeapTuple	tup = SPI_tuptable->vals[0];
-		TupleDesc	desc = SPI_tuptable->tupdesc;
-		char	   *id = SPI_getvalue(tup, desc, 1);
-		char	   *status = SPI_getvalue(tup, desc, 2);
-		char	   *stored_kind = SPI_getvalue(tup, desc, 3);
-		bool		isnull;
-		Datum		seq = SPI_getbinval(tup, desc, 4, &isnull);
-
-		char	   *asked_kind = JB_ROOT_IS_OBJECT(request) ? owj_string(owj_get(request, "kind")) : NULL;
-
-		if (asked_kind && strcmp(asked_kind, stored_kind) != 0)
-		{
-			OwDetails	d;
-
-			ow_details_init(&d);
-			ow_details_str(&d, "key", key);
-			ow_details_str(&d, "kind", stored_kind);
-			ow_raise(OW_RUN_STATE_CONFLICT, &d,
-					 "A replay must raise the same interrupt as the execution it replays.",
-					 "key \"%s\" was requested as a %s interrupt, not %s", key, stored_kind, asked_kind);
-		}
-		if (strcmp(status, "resolved") == 0)
-			result = resolved_envelope(&run, id, DatumGetInt64(seq), callerctx);
-		else if (strcmp(status, "pending") == 0)
-			result = pending_envelope(&run, id, node_id, status, key, stored_kind,
-									  DatumGetInt64(SPI_getbinval(tup, desc, 5, &isnull)), callerctx);
-		else if (strcmp(status, "expired") == 0 && !ow_run_is_terminal(run.status))
-		{
-			/* a late answer expired it; the next sweep ends the run (INT-18) */
-			OwJson		j;
-			MemoryContext old = MemoryContextSwitchTo(callerctx);
-
-			owj_begin(&j);
-			owj_str(&j, "status", "expired");
-			owj_str(&j, "runId", run.run_id);
-			owj_str(&j, "interruptId", id);
-			owj_str(&j, "kind", stored_kind);
-			result = owj_end(&j);
-			MemoryContextSwitchTo(old);
-		}
-		else
-			ow_run_terminal(run.run_id, run.status);	/* cancelled or expired with its run */
-		ow_restore_user(&priv);
-		SPI_finish();
-		PG_RETURN_JSONB_P(result);
+		if (ow_run_is_terminal(run.status))
+			ow_run_terminal(run.run_id, run.status);
+		if (!ow_exec_is_open(&ex))
+			ow_node_not_open(&run, node_id, &ex);
+		result = ow_suspend(&run, node_id, &ex, ordinal, request, call.callerctx);
 	}
 
-	if (ow_run_is_terminal(run.status))
-		ow_run_terminal(run.run_id, run.status);
-	if (!ow_exec_is_open(&ex))
-		ow_node_not_open(&run, node_id, &ex);
-
-	result = ow_suspend(&run, node_id, &ex, ordinal, request, callerctx);
-
-	ow_restore_user(&priv);
-	SPI_finish();
+	ow_call_end(&call);
+	ow_call_finish(&call);
 	PG_RETURN_JSONB_P(result);
 }

@@ -30,6 +30,19 @@ PG_FUNCTION_INFO_V1(ow_cancel_run);
 /* typeId carried on node.started when neither the call nor the definition names one */
 #define OW_DEFAULT_TYPE_ID "openwop_interrupt.unspecified"
 
+/*
+ * The reply of an API function, built in the caller's context after
+ * ow_call_end: release SPI and return it.
+ */
+static Datum
+reply(OwCall *call, OwJson *j)
+{
+	Jsonb	   *result = owj_end(j);
+
+	ow_call_finish(call);
+	PG_RETURN_JSONB_P(result);
+}
+
 static void
 refuse_if_terminal(OwRun *run)
 {
@@ -146,33 +159,26 @@ error_arg(FunctionCallInfo fcinfo, int n)
 	return err;
 }
 
+/*
+ * The members of options are named bare in a refusal ("runId", not
+ * "options.runId"), unlike the "<prefix>.<key>" fields of members.c.
+ */
 static void
-refuse_unknown_members(JsonbContainer *obj, const char *const *allowed, const char *where)
+refuse_unknown_options(Jsonb *options, const char *const *allowed)
 {
-	const char *unknown = owj_unknown_key(obj, allowed);
+	const char *unknown = owj_unknown_key(&options->root, allowed);
 
 	if (unknown)
-	{
-		char	   *field = where ? psprintf("%s.%s", where, unknown) : pstrdup(unknown);
-
-		ow_validation_error(field, "%s has unknown member \"%s\"",
-							where ? where : "options", unknown);
-	}
+		ow_validation_error(unknown, "options has unknown member \"%s\"", unknown);
 }
 
 static char *
-string_member(JsonbContainer *obj, const char *key, const char *field, bool required)
+option_string(Jsonb *options, const char *key)
 {
-	JsonbValue *v = owj_get_container(obj, key);
+	JsonbValue *v = owj_get(options, key);
 
-	if (v == NULL)
-	{
-		if (required)
-			ow_validation_error(field, "%s is required", field);
-		return NULL;
-	}
-	if (v->type != jbvString)
-		ow_validation_error(field, "%s must be a string, not %s", field, owj_type_name(v));
+	if (v != NULL && v->type != jbvString)
+		ow_validation_error(key, "%s must be a string, not %s", key, owj_type_name(v));
 	return owj_string(v);
 }
 
@@ -198,7 +204,7 @@ validate_definition(JsonbValue *defv)
 	if (!owj_is_object(defv))
 		ow_validation_error("definition", "definition must be a JSON object {nodes, edges}");
 	def = defv->val.binary.data;
-	refuse_unknown_members(def, def_keys, "definition");
+	ow_member_closed(def, def_keys, "definition");
 
 	nodes = owj_get_container(def, "nodes");
 	if (!owj_is_array(nodes))
@@ -214,16 +220,16 @@ validate_definition(JsonbValue *defv)
 
 		if (!owj_is_object(n))
 			ow_validation_error(field, "%s must be an object {id, typeId?}", field);
-		refuse_unknown_members(n->val.binary.data, node_keys, field);
-		ids[i] = string_member(n->val.binary.data, "id", psprintf("%s.id", field), true);
+		ow_member_closed(n->val.binary.data, node_keys, field);
+		ids[i] = ow_member_str(n->val.binary.data, field, "id", true, 0, 0);
 		if (!ow_valid_author_id(ids[i]))
-			ow_validation_error(psprintf("%s.id", field), "\"%s\" is not a valid node id", ids[i]);
+			ow_validation_error(ow_field_name(field, "id"), "\"%s\" is not a valid node id", ids[i]);
 		for (k = 0; k < i; k++)
 			if (strcmp(ids[k], ids[i]) == 0)
-				ow_validation_error(psprintf("%s.id", field), "node id \"%s\" appears twice", ids[i]);
-		type_id = string_member(n->val.binary.data, "typeId", psprintf("%s.typeId", field), false);
+				ow_validation_error(ow_field_name(field, "id"), "node id \"%s\" appears twice", ids[i]);
+		type_id = ow_member_str(n->val.binary.data, field, "typeId", false, 0, 0);
 		if (type_id && !ow_valid_type_id(type_id))
-			ow_validation_error(psprintf("%s.typeId", field), "\"%s\" is not a valid node type id", type_id);
+			ow_validation_error(ow_field_name(field, "typeId"), "\"%s\" is not a valid node type id", type_id);
 	}
 
 	edges = owj_get_container(def, "edges");
@@ -241,20 +247,20 @@ validate_definition(JsonbValue *defv)
 
 		if (!owj_is_object(e))
 			ow_validation_error(field, "%s must be an object {from, to, triggerRule?}", field);
-		refuse_unknown_members(e->val.binary.data, edge_keys, field);
+		ow_member_closed(e->val.binary.data, edge_keys, field);
 		for (side = 0; side < 2; side++)
 		{
-			char	   *f = psprintf("%s.%s", field, ends[side]);
-			char	   *id = string_member(e->val.binary.data, ends[side], f, true);
+			char	   *id = ow_member_str(e->val.binary.data, field, ends[side], true, 0, 0);
 			bool		known = false;
 			int			k;
 
 			for (k = 0; k < nnodes; k++)
 				known |= strcmp(ids[k], id) == 0;
 			if (!known)
-				ow_validation_error(f, "edge endpoint \"%s\" is not a node of the definition", id);
+				ow_validation_error(ow_field_name(field, ends[side]),
+									"edge endpoint \"%s\" is not a node of the definition", id);
 		}
-		rule = string_member(e->val.binary.data, "triggerRule", psprintf("%s.triggerRule", field), false);
+		rule = ow_member_str(e->val.binary.data, field, "triggerRule", false, 0, 0);
 		if (rule)
 		{
 			const char *const *r;
@@ -263,7 +269,7 @@ validate_definition(JsonbValue *defv)
 			for (r = rules; *r; r++)
 				known |= strcmp(*r, rule) == 0;
 			if (!known)
-				ow_validation_error(psprintf("%s.triggerRule", field),
+				ow_validation_error(ow_field_name(field, "triggerRule"),
 									"triggerRule \"%s\" is not one of all_success, any_success, all_complete, none_failed, any_failed",
 									rule);
 		}
@@ -274,10 +280,11 @@ validate_definition(JsonbValue *defv)
  * configurable (createRun): OpenWOP's closed, versioned object,
  * schemas/v2/configurable.schema.json @96c270a4 with BudgetPolicy inlined,
  * in the subset ow_schema_validate() evaluates.  Two readings differ from
- * the file: run.escalationThreshold is a number in [0, 1] (the file types
- * it an integer >= 0, which cannot express the 0.7 default: digest §12.2),
- * and the extensions key grammar, a patternProperties upstream, is checked
- * in C (the subset has no patternProperties).
+ * the file: run.escalationThreshold is a number in [0, 1], the range of a
+ * low-confidence threshold (the file types it an integer >= 0, which cannot
+ * express the 0.7 default), and the extensions key grammar, a
+ * patternProperties upstream, is checked in C (the subset has no
+ * patternProperties).
  */
 #define CONFIGURABLE_INT(min) "{\"type\": \"integer\", \"minimum\": " #min "}"
 #define CONFIGURABLE_STRINGS "{\"type\": \"array\", \"items\": {\"type\": \"string\"}, \"uniqueItems\": true}"
@@ -479,7 +486,17 @@ ow_create_run(PG_FUNCTION_ARGS)
 {
 	static const char *const option_keys[] = {"tenant", "runId", "configurable", "callbackUrl",
 	"definition", "metadata", "inputs", NULL};
-	static SPIPlanPtr plan = NULL;
+	static OwQuery insert_run = {
+		"INSERT INTO openwop.runs"
+		" (tenant, run_id, workflow_id, status, owner, event_prefix,"
+		"  configurable, definition, inputs, metadata)"
+		" VALUES ($1, $2, $3, 'running', $4, $5,"
+		"         COALESCE($6, '{}'::pg_catalog.jsonb), $7, $8, $9)"
+		" ON CONFLICT DO NOTHING"
+		" RETURNING created_at",
+		9, {TEXTOID, TEXTOID, TEXTOID, JSONBOID, TEXTOID, JSONBOID, JSONBOID, JSONBOID, JSONBOID},
+		SPI_OK_INSERT_RETURNING
+	};
 	char	   *workflow_id = text_arg(fcinfo, 0);
 	Jsonb	   *options = object_arg(fcinfo, 1, "options");
 	char	   *tenant;
@@ -499,7 +516,6 @@ ow_create_run(PG_FUNCTION_ARGS)
 	OwRun	   *run = &locked;
 	OwJson		j;
 	int64		seq;
-	Jsonb	   *result;
 
 	/* who is calling, then everything else, before touching a table */
 	ow_caller(&call.caller);
@@ -510,11 +526,11 @@ ow_create_run(PG_FUNCTION_ARGS)
 		ow_validation_error("workflowId",
 							"\"%s\" is not a valid workflow id (1 to 128 characters of A-Z a-z 0-9 . _ ~ : -)",
 							ow_echo(workflow_id));
-	refuse_unknown_members(&options->root, option_keys, NULL);
+	refuse_unknown_options(options, option_keys);
 	if (owj_get(options, "callbackUrl") != NULL)
 		ow_validation_error("callbackUrl",
 							"callbackUrl is refused: this host does not advertise interrupt.callbackDelivery");
-	s = string_member(&options->root, "tenant", "tenant", false);
+	s = option_string(options, "tenant");
 	if (s && strcmp(s, tenant) != 0)
 	{
 		OwDetails	d;
@@ -525,7 +541,7 @@ ow_create_run(PG_FUNCTION_ARGS)
 		ow_raise(OW_ID_TENANT_MISMATCH, &d, NULL,
 				 "options.tenant \"%s\" is not the caller's tenant \"%s\"", s, tenant);
 	}
-	s = string_member(&options->root, "runId", "runId", false);
+	s = option_string(options, "runId");
 	run_id = s ? ow_normalize_run_id(s, tenant)
 		: psprintf("%s/%s", tenant, ow_mint_opaque(16));
 
@@ -547,19 +563,6 @@ ow_create_run(PG_FUNCTION_ARGS)
 	optional[3] = metadata;
 
 	ow_call_enter(&call);
-	if (plan == NULL)
-	{
-		Oid			types[9] = {TEXTOID, TEXTOID, TEXTOID, JSONBOID, TEXTOID,
-		JSONBOID, JSONBOID, JSONBOID, JSONBOID};
-
-		plan = ow_prepare("INSERT INTO openwop.runs"
-						  " (tenant, run_id, workflow_id, status, owner, event_prefix,"
-						  "  configurable, definition, inputs, metadata)"
-						  " VALUES ($1, $2, $3, 'running', $4, $5,"
-						  "         COALESCE($6, '{}'::pg_catalog.jsonb), $7, $8, $9)"
-						  " ON CONFLICT DO NOTHING"
-						  " RETURNING created_at", 9, types);
-	}
 	run->event_prefix = ow_mint_opaque(12);
 	args[0] = CStringGetTextDatum(tenant);
 	args[1] = CStringGetTextDatum(run_id);
@@ -573,9 +576,7 @@ ow_create_run(PG_FUNCTION_ARGS)
 		else
 			nulls[5 + i] = 'n';
 	}
-	if (SPI_execute_plan(plan, args, nulls, false, 0) != SPI_OK_INSERT_RETURNING)
-		elog(ERROR, "could not insert run \"%s\"", run_id);
-	if (SPI_processed == 0)
+	if (ow_exec(&insert_run, args, nulls, false, 0) == 0)
 	{
 		OwDetails	d;
 
@@ -588,8 +589,7 @@ ow_create_run(PG_FUNCTION_ARGS)
 				 "Omit options.runId to have the host mint a fresh run id.",
 				 "run \"%s\" already exists", run_id);
 	}
-	run->created_at = DatumGetTimestampTz(SPI_getbinval(SPI_tuptable->vals[0],
-														SPI_tuptable->tupdesc, 1, &isnull));
+	run->created_at = DatumGetTimestampTz(ow_col_datum(0, 1, &isnull));
 
 	run->tenant = tenant;
 	run->run_id = run_id;
@@ -600,6 +600,7 @@ ow_create_run(PG_FUNCTION_ARGS)
 	run->next_sequence = 0;
 	run->first_sequence = 0;
 	run->appended = 0;
+	run->has_definition = definition != NULL;
 	run->error = NULL;
 	run->outputs = NULL;
 
@@ -623,9 +624,7 @@ ow_create_run(PG_FUNCTION_ARGS)
 	owj_str(&j, "status", "running");
 	owj_str(&j, "workflowId", workflow_id);
 	owj_int(&j, "sequence", seq);
-	result = owj_end(&j);
-	ow_call_finish(&call);
-	PG_RETURN_JSONB_P(result);
+	return reply(&call, &j);
 }
 
 /* ----------
@@ -645,28 +644,24 @@ ow_exec_is_open(const OwExec *ex)
 void
 ow_latest_exec(OwRun *run, const char *node_id, OwExec *ex)
 {
-	static SPIPlanPtr plan = NULL;
-	HeapTuple	tup;
-	TupleDesc	desc;
+	static OwQuery q = {
+		"SELECT visit, status, attempt, started_at"
+		"  FROM openwop.node_executions"
+		" WHERE tenant OPERATOR(pg_catalog.=) $1"
+		"   AND run_id OPERATOR(pg_catalog.=) $2"
+		"   AND node_id OPERATOR(pg_catalog.=) $3"
+		" ORDER BY visit DESC LIMIT 1",
+		3, {TEXTOID, TEXTOID, TEXTOID}, SPI_OK_SELECT
+	};
 	bool		isnull;
 
-	if (ow_run_query(&plan, "SELECT visit, status, attempt, started_at"
-							"  FROM openwop.node_executions"
-							" WHERE tenant OPERATOR(pg_catalog.=) $1"
-							"   AND run_id OPERATOR(pg_catalog.=) $2"
-							"   AND node_id OPERATOR(pg_catalog.=) $3"
-							" ORDER BY visit DESC LIMIT 1",
-					 run, node_id, false, 1) != SPI_OK_SELECT)
-		elog(ERROR, "could not read executions of node \"%s\"", node_id);
-	ex->found = SPI_processed > 0;
+	ex->found = ow_run_exec(&q, run, node_id, false, 1) > 0;
 	if (!ex->found)
 		return;
-	tup = SPI_tuptable->vals[0];
-	desc = SPI_tuptable->tupdesc;
-	ex->visit = DatumGetInt32(SPI_getbinval(tup, desc, 1, &isnull));
-	ex->status = SPI_getvalue(tup, desc, 2);
-	ex->attempt = DatumGetInt32(SPI_getbinval(tup, desc, 3, &isnull));
-	ex->started_at = DatumGetTimestampTz(SPI_getbinval(tup, desc, 4, &isnull));
+	ex->visit = (int32) ow_col_int64(0, 1);
+	ex->status = ow_col_text(0, 2);
+	ex->attempt = (int32) ow_col_int64(0, 3);
+	ex->started_at = DatumGetTimestampTz(ow_col_datum(0, 4, &isnull));
 }
 
 /*
@@ -676,18 +671,19 @@ ow_latest_exec(OwRun *run, const char *node_id, OwExec *ex)
 static char *
 definition_type_id(OwRun *run, const char *node_id, bool *found)
 {
-	static SPIPlanPtr plan = NULL;
-	bool		isnull;
+	static OwQuery q = {
+		"SELECT definition FROM openwop.runs"
+		" WHERE tenant OPERATOR(pg_catalog.=) $1"
+		"   AND run_id OPERATOR(pg_catalog.=) $2",
+		2, {TEXTOID, TEXTOID}, SPI_OK_SELECT
+	};
 	Jsonb	   *def;
 	JsonbValue *nodes;
 	int			i;
 
-	if (ow_run_query(&plan, "SELECT definition FROM openwop.runs"
-							" WHERE tenant OPERATOR(pg_catalog.=) $1"
-							"   AND run_id OPERATOR(pg_catalog.=) $2",
-					 run, NULL, false, 1) != SPI_OK_SELECT || SPI_processed != 1)
+	if (ow_run_exec(&q, run, NULL, false, 1) != 1)
 		elog(ERROR, "could not read the definition of run \"%s\"", run->run_id);
-	def = DatumGetJsonbP(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	def = ow_col_jsonb(0, 1);
 
 	*found = false;
 	nodes = owj_get(def, "nodes");
@@ -756,7 +752,8 @@ ow_node_conflict(OwRun *run, const char *node_id, const char *hint,
  * With a registered definition, a node fires by the triggerRule of its
  * first incoming edge (all_success when unset), judged on the latest
  * execution of every source, and never when a failed source reaches it over
- * an all_success, any_success or none_failed edge (digest §9.5):
+ * an all_success, any_success or none_failed edge (the "Rejection" section
+ * of the OpenWOP interrupt spec):
  *   all_success  every source completed
  *   any_success  at least one source completed
  *   all_complete every source completed, failed, skipped or was cancelled
@@ -767,7 +764,36 @@ ow_node_conflict(OwRun *run, const char *node_id, const char *hint,
 static void
 check_trigger_rule(OwRun *run, const char *node_id)
 {
-	static SPIPlanPtr plan = NULL;
+	static OwQuery q = {
+		"WITH incoming AS ("
+		"  SELECT e.v OPERATOR(pg_catalog.->>) 'from' AS source,"
+		"         COALESCE(e.v OPERATOR(pg_catalog.->>) 'triggerRule', 'all_success') AS rule, e.ord"
+		"    FROM openwop.runs r,"
+		"         pg_catalog.jsonb_array_elements(r.definition OPERATOR(pg_catalog.->) 'edges')"
+		"           WITH ORDINALITY AS e(v, ord)"
+		"   WHERE r.tenant OPERATOR(pg_catalog.=) $1 AND r.run_id OPERATOR(pg_catalog.=) $2"
+		"     AND (e.v OPERATOR(pg_catalog.->>) 'to') OPERATOR(pg_catalog.=) $3),"
+		" latest AS ("
+		"  SELECT DISTINCT ON (x.node_id) x.node_id, x.status"
+		"    FROM openwop.node_executions x"
+		"   WHERE x.tenant OPERATOR(pg_catalog.=) $1 AND x.run_id OPERATOR(pg_catalog.=) $2"
+		"     AND x.node_id OPERATOR(pg_catalog.=) ANY (SELECT source FROM incoming)"
+		"   ORDER BY x.node_id, x.visit DESC)"
+		" SELECT (SELECT rule FROM incoming ORDER BY ord LIMIT 1),"
+		"        (SELECT pg_catalog.string_agg(i.source, ', ') FROM incoming i"
+		"           JOIN latest f ON f.node_id OPERATOR(pg_catalog.=) i.source"
+		"          WHERE f.status OPERATOR(pg_catalog.=) 'failed'"
+		"            AND i.rule OPERATOR(pg_catalog.=) ANY"
+		"                ('{all_success,any_success,none_failed}'::pg_catalog.text[])),"
+		"        pg_catalog.count(*) FILTER (WHERE l.status OPERATOR(pg_catalog.=) 'completed'),"
+		"        pg_catalog.count(*) FILTER (WHERE l.status OPERATOR(pg_catalog.=) 'failed'),"
+		"        pg_catalog.count(*) FILTER (WHERE l.status OPERATOR(pg_catalog.=) ANY"
+		"            ('{completed,failed,skipped,cancelled}'::pg_catalog.text[])),"
+		"        (SELECT pg_catalog.count(DISTINCT source) FROM incoming)"
+		"   FROM (SELECT DISTINCT source FROM incoming) s"
+		"   LEFT JOIN latest l ON l.node_id OPERATOR(pg_catalog.=) s.source",
+		3, {TEXTOID, TEXTOID, TEXTOID}, SPI_OK_SELECT
+	};
 	char	   *rule;
 	char	   *failed_edge;
 	int64		completed;
@@ -775,50 +801,17 @@ check_trigger_rule(OwRun *run, const char *node_id)
 	int64		done;
 	int64		total;
 	bool		fires;
-	bool		isnull;
-	HeapTuple	tup;
-	TupleDesc	desc;
 
-	if (ow_run_query(&plan,
-					 "WITH incoming AS ("
-					 "  SELECT e.v OPERATOR(pg_catalog.->>) 'from' AS source,"
-					 "         COALESCE(e.v OPERATOR(pg_catalog.->>) 'triggerRule', 'all_success') AS rule, e.ord"
-					 "    FROM openwop.runs r,"
-					 "         pg_catalog.jsonb_array_elements(r.definition OPERATOR(pg_catalog.->) 'edges')"
-					 "           WITH ORDINALITY AS e(v, ord)"
-					 "   WHERE r.tenant OPERATOR(pg_catalog.=) $1 AND r.run_id OPERATOR(pg_catalog.=) $2"
-					 "     AND (e.v OPERATOR(pg_catalog.->>) 'to') OPERATOR(pg_catalog.=) $3),"
-					 " latest AS ("
-					 "  SELECT DISTINCT ON (x.node_id) x.node_id, x.status"
-					 "    FROM openwop.node_executions x"
-					 "   WHERE x.tenant OPERATOR(pg_catalog.=) $1 AND x.run_id OPERATOR(pg_catalog.=) $2"
-					 "     AND x.node_id OPERATOR(pg_catalog.=) ANY (SELECT source FROM incoming)"
-					 "   ORDER BY x.node_id, x.visit DESC)"
-					 " SELECT (SELECT rule FROM incoming ORDER BY ord LIMIT 1),"
-					 "        (SELECT pg_catalog.string_agg(i.source, ', ') FROM incoming i"
-					 "           JOIN latest f ON f.node_id OPERATOR(pg_catalog.=) i.source"
-					 "          WHERE f.status OPERATOR(pg_catalog.=) 'failed'"
-					 "            AND i.rule OPERATOR(pg_catalog.=) ANY"
-					 "                ('{all_success,any_success,none_failed}'::pg_catalog.text[])),"
-					 "        pg_catalog.count(*) FILTER (WHERE l.status OPERATOR(pg_catalog.=) 'completed'),"
-					 "        pg_catalog.count(*) FILTER (WHERE l.status OPERATOR(pg_catalog.=) 'failed'),"
-					 "        pg_catalog.count(*) FILTER (WHERE l.status OPERATOR(pg_catalog.=) ANY"
-					 "            ('{completed,failed,skipped,cancelled}'::pg_catalog.text[])),"
-					 "        (SELECT pg_catalog.count(DISTINCT source) FROM incoming)"
-					 "   FROM (SELECT DISTINCT source FROM incoming) s"
-					 "   LEFT JOIN latest l ON l.node_id OPERATOR(pg_catalog.=) s.source",
-					 run, node_id, true, 1) != SPI_OK_SELECT || SPI_processed != 1)
+	if (ow_run_exec(&q, run, node_id, true, 1) != 1)
 		elog(ERROR, "could not read the incoming edges of node \"%s\"", node_id);
-	tup = SPI_tuptable->vals[0];
-	desc = SPI_tuptable->tupdesc;
-	rule = SPI_getvalue(tup, desc, 1);
+	rule = ow_col_text(0, 1);
 	if (rule == NULL)
 		return;					/* no incoming edge */
-	failed_edge = SPI_getvalue(tup, desc, 2);
-	completed = DatumGetInt64(SPI_getbinval(tup, desc, 3, &isnull));
-	failed = DatumGetInt64(SPI_getbinval(tup, desc, 4, &isnull));
-	done = DatumGetInt64(SPI_getbinval(tup, desc, 5, &isnull));
-	total = DatumGetInt64(SPI_getbinval(tup, desc, 6, &isnull));
+	failed_edge = ow_col_text(0, 2);
+	completed = ow_col_int64(0, 3);
+	failed = ow_col_int64(0, 4);
+	done = ow_col_int64(0, 5);
+	total = ow_col_int64(0, 6);
 
 	if (strcmp(rule, "any_success") == 0)
 		fires = completed >= 1;
@@ -858,36 +851,32 @@ check_trigger_rule(OwRun *run, const char *node_id)
 static void
 refuse_retry(OwRun *run, const char *node_id)
 {
-	static SPIPlanPtr plan = NULL;
-	HeapTuple	tup;
-	TupleDesc	desc;
-	bool		isnull;
+	static OwQuery q = {
+		"WITH last AS ("
+		"  SELECT error, ended_sequence FROM openwop.node_executions"
+		"   WHERE tenant OPERATOR(pg_catalog.=) $1 AND run_id OPERATOR(pg_catalog.=) $2"
+		"     AND node_id OPERATOR(pg_catalog.=) $3"
+		"   ORDER BY visit DESC LIMIT 1)"
+		" SELECT COALESCE((SELECT error OPERATOR(pg_catalog.->) 'retryable' FROM last)"
+		"                 OPERATOR(pg_catalog.<>) 'false'::pg_catalog.jsonb, true),"
+		"        EXISTS (SELECT 1 FROM openwop.runs r,"
+		"                  pg_catalog.jsonb_array_elements(r.definition OPERATOR(pg_catalog.->) 'edges') e,"
+		"                  openwop.node_executions x"
+		"                 WHERE r.tenant OPERATOR(pg_catalog.=) $1 AND r.run_id OPERATOR(pg_catalog.=) $2"
+		"                   AND (e OPERATOR(pg_catalog.->>) 'to') OPERATOR(pg_catalog.=) $3"
+		"                   AND x.tenant OPERATOR(pg_catalog.=) $1 AND x.run_id OPERATOR(pg_catalog.=) $2"
+		"                   AND x.node_id OPERATOR(pg_catalog.=) (e OPERATOR(pg_catalog.->>) 'from')"
+		"                   AND x.status OPERATOR(pg_catalog.=) 'completed'"
+		"                   AND x.ended_sequence OPERATOR(pg_catalog.>) (SELECT ended_sequence FROM last))",
+		3, {TEXTOID, TEXTOID, TEXTOID}, SPI_OK_SELECT
+	};
 	bool		retryable;
 	bool		reentered;
 
-	if (ow_run_query(&plan,
-					 "WITH last AS ("
-					 "  SELECT error, ended_sequence FROM openwop.node_executions"
-					 "   WHERE tenant OPERATOR(pg_catalog.=) $1 AND run_id OPERATOR(pg_catalog.=) $2"
-					 "     AND node_id OPERATOR(pg_catalog.=) $3"
-					 "   ORDER BY visit DESC LIMIT 1)"
-					 " SELECT COALESCE((SELECT error OPERATOR(pg_catalog.->) 'retryable' FROM last)"
-					 "                 OPERATOR(pg_catalog.<>) 'false'::pg_catalog.jsonb, true),"
-					 "        EXISTS (SELECT 1 FROM openwop.runs r,"
-					 "                  pg_catalog.jsonb_array_elements(r.definition OPERATOR(pg_catalog.->) 'edges') e,"
-					 "                  openwop.node_executions x"
-					 "                 WHERE r.tenant OPERATOR(pg_catalog.=) $1 AND r.run_id OPERATOR(pg_catalog.=) $2"
-					 "                   AND (e OPERATOR(pg_catalog.->>) 'to') OPERATOR(pg_catalog.=) $3"
-					 "                   AND x.tenant OPERATOR(pg_catalog.=) $1 AND x.run_id OPERATOR(pg_catalog.=) $2"
-					 "                   AND x.node_id OPERATOR(pg_catalog.=) (e OPERATOR(pg_catalog.->>) 'from')"
-					 "                   AND x.status OPERATOR(pg_catalog.=) 'completed'"
-					 "                   AND x.ended_sequence OPERATOR(pg_catalog.>) (SELECT ended_sequence FROM last))",
-					 run, node_id, true, 1) != SPI_OK_SELECT || SPI_processed != 1)
+	if (ow_run_exec(&q, run, node_id, true, 1) != 1)
 		elog(ERROR, "could not read the last execution of node \"%s\"", node_id);
-	tup = SPI_tuptable->vals[0];
-	desc = SPI_tuptable->tupdesc;
-	retryable = DatumGetBool(SPI_getbinval(tup, desc, 1, &isnull));
-	reentered = DatumGetBool(SPI_getbinval(tup, desc, 2, &isnull));
+	retryable = ow_col_bool(0, 1);
+	reentered = ow_col_bool(0, 2);
 	if (!retryable && !reentered)
 		ow_node_conflict(run, node_id,
 						 "Reach the node again over an edge (a loop) to ask anew.",
@@ -905,8 +894,20 @@ refuse_retry(OwRun *run, const char *node_id)
 Datum
 ow_start_node(PG_FUNCTION_ARGS)
 {
-	static SPIPlanPtr insert_plan = NULL;
-	static SPIPlanPtr resume_plan = NULL;
+	static OwQuery resume_exec = {
+		"UPDATE openwop.node_executions SET status = 'running'"
+		" WHERE tenant OPERATOR(pg_catalog.=) $1"
+		"   AND run_id OPERATOR(pg_catalog.=) $2"
+		"   AND node_id OPERATOR(pg_catalog.=) $3"
+		"   AND visit OPERATOR(pg_catalog.=) $4",
+		4, {TEXTOID, TEXTOID, TEXTOID, INT4OID}, SPI_OK_UPDATE
+	};
+	static OwQuery insert_exec = {
+		"INSERT INTO openwop.node_executions"
+		" (tenant, run_id, node_id, visit, type_id, status)"
+		" VALUES ($1, $2, $3, $4, $5, 'running')",
+		5, {TEXTOID, TEXTOID, TEXTOID, INT4OID, TEXTOID}, SPI_OK_INSERT
+	};
 	const char *run_input = required_run_arg(fcinfo);
 	char	   *node_id = required_node_arg(fcinfo, 1);
 	char	   *type_id = text_arg(fcinfo, 2);
@@ -915,7 +916,6 @@ ow_start_node(PG_FUNCTION_ARGS)
 	OwRun	   *run = &locked;
 	OwExec		ex;
 	OwJson		j;
-	Jsonb	   *result;
 	Datum		args[5];
 	int32		visit;
 	int64		seq = -1;
@@ -950,19 +950,8 @@ ow_start_node(PG_FUNCTION_ARGS)
 		visit = ex.visit;
 		if (strcmp(ex.status, "pending") == 0)
 		{
-			if (resume_plan == NULL)
-			{
-				Oid			types[4] = {TEXTOID, TEXTOID, TEXTOID, INT4OID};
-
-				resume_plan = ow_prepare("UPDATE openwop.node_executions SET status = 'running'"
-										 " WHERE tenant OPERATOR(pg_catalog.=) $1"
-										 "   AND run_id OPERATOR(pg_catalog.=) $2"
-										 "   AND node_id OPERATOR(pg_catalog.=) $3"
-										 "   AND visit OPERATOR(pg_catalog.=) $4", 4, types);
-			}
 			args[3] = Int32GetDatum(visit);
-			if (SPI_execute_plan(resume_plan, args, NULL, false, 0) != SPI_OK_UPDATE)
-				elog(ERROR, "could not resume execution of node \"%s\"", node_id);
+			ow_exec(&resume_exec, args, NULL, false, 0);
 			ex.status = "running";
 		}
 	}
@@ -973,18 +962,9 @@ ow_start_node(PG_FUNCTION_ARGS)
 		if (run->has_definition)
 			check_trigger_rule(run, node_id);
 		visit = ex.found ? ex.visit + 1 : 0;
-		if (insert_plan == NULL)
-		{
-			Oid			types[5] = {TEXTOID, TEXTOID, TEXTOID, INT4OID, TEXTOID};
-
-			insert_plan = ow_prepare("INSERT INTO openwop.node_executions"
-									 " (tenant, run_id, node_id, visit, type_id, status)"
-									 " VALUES ($1, $2, $3, $4, $5, 'running')", 5, types);
-		}
 		args[3] = Int32GetDatum(visit);
 		args[4] = CStringGetTextDatum(type_id);
-		if (SPI_execute_plan(insert_plan, args, NULL, false, 0) != SPI_OK_INSERT)
-			elog(ERROR, "could not record execution of node \"%s\"", node_id);
+		ow_exec(&insert_exec, args, NULL, false, 0);
 
 		owj_begin(&j);
 		owj_str(&j, "nodeId", node_id);
@@ -1010,9 +990,7 @@ ow_start_node(PG_FUNCTION_ARGS)
 	owj_bool(&j, "recovered", recovered);
 	if (seq >= 0)
 		owj_int(&j, "sequence", seq);
-	result = owj_end(&j);
-	ow_call_finish(&call);
-	PG_RETURN_JSONB_P(result);
+	return reply(&call, &j);
 }
 
 /*
@@ -1022,7 +1000,16 @@ ow_start_node(PG_FUNCTION_ARGS)
 static int64
 finish_execution(OwRun *run, const char *node_id, const OwExec *ex, bool failed, Jsonb *value)
 {
-	static SPIPlanPtr plan = NULL;
+	static OwQuery end_exec = {
+		"UPDATE openwop.node_executions"
+		"   SET status = $5, outputs = $6, error = $7, ended_at = pg_catalog.now(),"
+		"       ended_sequence = $8"
+		" WHERE tenant OPERATOR(pg_catalog.=) $1"
+		"   AND run_id OPERATOR(pg_catalog.=) $2"
+		"   AND node_id OPERATOR(pg_catalog.=) $3"
+		"   AND visit OPERATOR(pg_catalog.=) $4",
+		8, {TEXTOID, TEXTOID, TEXTOID, INT4OID, TEXTOID, JSONBOID, JSONBOID, INT8OID}, SPI_OK_UPDATE
+	};
 	Datum		args[8];
 	char		nulls[8] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
 	OwJson		j;
@@ -1045,18 +1032,6 @@ finish_execution(OwRun *run, const char *node_id, const OwExec *ex, bool failed,
 		run->current_node_id = NULL;
 	seq = ow_append(run, failed ? "node.failed" : "node.completed", node_id, owj_end(&j));
 
-	if (plan == NULL)
-	{
-		Oid			types[8] = {TEXTOID, TEXTOID, TEXTOID, INT4OID, TEXTOID, JSONBOID, JSONBOID, INT8OID};
-
-		plan = ow_prepare("UPDATE openwop.node_executions"
-						  "   SET status = $5, outputs = $6, error = $7, ended_at = pg_catalog.now(),"
-						  "       ended_sequence = $8"
-						  " WHERE tenant OPERATOR(pg_catalog.=) $1"
-						  "   AND run_id OPERATOR(pg_catalog.=) $2"
-						  "   AND node_id OPERATOR(pg_catalog.=) $3"
-						  "   AND visit OPERATOR(pg_catalog.=) $4", 8, types);
-	}
 	args[0] = CStringGetTextDatum(run->tenant);
 	args[1] = CStringGetTextDatum(run->run_id);
 	args[2] = CStringGetTextDatum(node_id);
@@ -1066,7 +1041,7 @@ finish_execution(OwRun *run, const char *node_id, const OwExec *ex, bool failed,
 	args[6] = JsonbPGetDatum(value);
 	nulls[failed ? 5 : 6] = 'n';
 	args[7] = Int64GetDatum(seq);
-	if (SPI_execute_plan(plan, args, nulls, false, 0) != SPI_OK_UPDATE || SPI_processed != 1)
+	if (ow_exec(&end_exec, args, nulls, false, 0) != 1)
 		elog(ERROR, "could not end execution of node \"%s\"", node_id);
 	return seq;
 }
@@ -1086,30 +1061,25 @@ ow_fail_execution(OwRun *run, const char *node_id, const OwExec *ex, Jsonb *erro
 static void
 refuse_after_refine(OwRun *run, const char *node_id, const OwExec *ex)
 {
-	static SPIPlanPtr plan = NULL;
+	static OwQuery q = {
+		"SELECT action FROM openwop.interrupts"
+		" WHERE tenant OPERATOR(pg_catalog.=) $1"
+		"   AND root_run_id OPERATOR(pg_catalog.=) $2"
+		"   AND run_id OPERATOR(pg_catalog.=) $2"
+		"   AND node_id OPERATOR(pg_catalog.=) $3"
+		"   AND visit OPERATOR(pg_catalog.=) $4"
+		" ORDER BY ordinal DESC LIMIT 1",
+		4, {TEXTOID, TEXTOID, TEXTOID, INT4OID}, SPI_OK_SELECT
+	};
 	Datum		args[4];
 
-	if (plan == NULL)
-	{
-		Oid			types[4] = {TEXTOID, TEXTOID, TEXTOID, INT4OID};
-
-		plan = ow_prepare("SELECT action FROM openwop.interrupts"
-						  " WHERE tenant OPERATOR(pg_catalog.=) $1"
-						  "   AND root_run_id OPERATOR(pg_catalog.=) $2"
-						  "   AND run_id OPERATOR(pg_catalog.=) $2"
-						  "   AND node_id OPERATOR(pg_catalog.=) $3"
-						  "   AND visit OPERATOR(pg_catalog.=) $4"
-						  " ORDER BY ordinal DESC LIMIT 1", 4, types);
-	}
 	args[0] = CStringGetTextDatum(run->tenant);
 	args[1] = CStringGetTextDatum(run->run_id);
 	args[2] = CStringGetTextDatum(node_id);
 	args[3] = Int32GetDatum(ex->visit);
-	if (SPI_execute_plan(plan, args, NULL, true, 1) != SPI_OK_SELECT)
-		elog(ERROR, "could not read the interrupts of node \"%s\"", node_id);
-	if (SPI_processed == 1)
+	if (ow_exec(&q, args, NULL, true, 1) == 1)
 	{
-		char	   *action = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+		char	   *action = ow_col_text(0, 1);
 
 		if (action && strcmp(action, "refine") == 0)
 			ow_node_conflict(run, node_id,
@@ -1130,7 +1100,6 @@ end_node(FunctionCallInfo fcinfo, bool failed)
 	OwRun	   *run = &locked;
 	OwExec		ex;
 	OwJson		j;
-	Jsonb	   *result;
 	int64		seq;
 
 	ow_call_begin(&call);
@@ -1153,9 +1122,7 @@ end_node(FunctionCallInfo fcinfo, bool failed)
 	owj_int(&j, "visit", ex.visit);
 	owj_str(&j, "status", failed ? "failed" : "completed");
 	owj_int(&j, "sequence", seq);
-	result = owj_end(&j);
-	ow_call_finish(&call);
-	PG_RETURN_JSONB_P(result);
+	return reply(&call, &j);
 }
 
 Datum
@@ -1184,50 +1151,37 @@ ow_fail_node(PG_FUNCTION_ARGS)
 static void
 cancel_open_executions(OwRun *run, const char *reason)
 {
-	static SPIPlanPtr plan = NULL;
-	static SPIPlanPtr int_plan = NULL;
-	Datum		args[2];
+	static OwQuery cancel_interrupts = {
+		"UPDATE openwop.interrupts"
+		"   SET status = 'cancelled', resolved_at = pg_catalog.now()"
+		" WHERE tenant OPERATOR(pg_catalog.=) $1"
+		"   AND run_id OPERATOR(pg_catalog.=) $2"
+		"   AND status OPERATOR(pg_catalog.=) 'pending'",
+		2, {TEXTOID, TEXTOID}, SPI_OK_UPDATE
+	};
+	static OwQuery cancel_execs = {
+		"WITH c AS ("
+		"  UPDATE openwop.node_executions"
+		"     SET status = 'cancelled', ended_at = pg_catalog.now()"
+		"   WHERE tenant OPERATOR(pg_catalog.=) $1"
+		"     AND run_id OPERATOR(pg_catalog.=) $2"
+		"     AND status OPERATOR(pg_catalog.=) ANY"
+		"         ('{running,interrupted,pending}'::pg_catalog.text[])"
+		"  RETURNING node_id)"
+		" SELECT node_id FROM c ORDER BY node_id COLLATE pg_catalog.\"C\"",
+		2, {TEXTOID, TEXTOID}, SPI_OK_SELECT
+	};
 	uint64		n;
 	uint64		i;
 	char	  **nodes;
 
-	if (plan == NULL)
-	{
-		Oid			types[2] = {TEXTOID, TEXTOID};
-
-		plan = ow_prepare("WITH c AS ("
-						  "  UPDATE openwop.node_executions"
-						  "     SET status = 'cancelled', ended_at = pg_catalog.now()"
-						  "   WHERE tenant OPERATOR(pg_catalog.=) $1"
-						  "     AND run_id OPERATOR(pg_catalog.=) $2"
-						  "     AND status OPERATOR(pg_catalog.=) ANY"
-						  "         ('{running,interrupted,pending}'::pg_catalog.text[])"
-						  "  RETURNING node_id)"
-						  " SELECT node_id FROM c ORDER BY node_id COLLATE pg_catalog.\"C\"",
-						  2, types);
-	}
-	args[0] = CStringGetTextDatum(run->tenant);
-	args[1] = CStringGetTextDatum(run->run_id);
-	if (int_plan == NULL)
-	{
-		Oid			types[2] = {TEXTOID, TEXTOID};
-
-		int_plan = ow_prepare("UPDATE openwop.interrupts"
-							  "   SET status = 'cancelled', resolved_at = pg_catalog.now()"
-							  " WHERE tenant OPERATOR(pg_catalog.=) $1"
-							  "   AND run_id OPERATOR(pg_catalog.=) $2"
-							  "   AND status OPERATOR(pg_catalog.=) 'pending'", 2, types);
-	}
-	if (SPI_execute_plan(int_plan, args, NULL, false, 0) != SPI_OK_UPDATE)
-		elog(ERROR, "could not invalidate the interrupts of run \"%s\"", run->run_id);
-	if (SPI_execute_plan(plan, args, NULL, false, 0) != SPI_OK_SELECT)
-		elog(ERROR, "could not cancel the open executions of run \"%s\"", run->run_id);
+	ow_run_exec(&cancel_interrupts, run, NULL, false, 0);
+	n = ow_run_exec(&cancel_execs, run, NULL, false, 0);
 
 	/* copy out: ow_append runs SPI again and replaces SPI_tuptable */
-	n = SPI_processed;
 	nodes = palloc(sizeof(char *) * (n + 1));
 	for (i = 0; i < n; i++)
-		nodes[i] = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1);
+		nodes[i] = ow_col_text(i, 1);
 	for (i = 0; i < n; i++)
 	{
 		OwJson		j;
@@ -1331,7 +1285,6 @@ end_run(FunctionCallInfo fcinfo, OwTerminal how)
 	OwRun		locked;
 	OwRun	   *run = &locked;
 	OwJson		j;
-	Jsonb	   *result;
 	int64		seq;
 
 	switch (how)
@@ -1363,9 +1316,7 @@ end_run(FunctionCallInfo fcinfo, OwTerminal how)
 	owj_str(&j, "runId", run->run_id);
 	owj_str(&j, "status", run->status);
 	owj_int(&j, "sequence", seq);
-	result = owj_end(&j);
-	ow_call_finish(&call);
-	PG_RETURN_JSONB_P(result);
+	return reply(&call, &j);
 }
 
 Datum
