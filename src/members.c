@@ -15,8 +15,8 @@
 #include "utils/builtins.h"
 #include "utils/numeric.h"
 
-static char *
-field_name(const char *prefix, const char *key)
+char *
+ow_field_name(const char *prefix, const char *key)
 {
 	return psprintf("%s.%s", prefix, key);
 }
@@ -27,7 +27,7 @@ ow_member_closed(JsonbContainer *obj, const char *const *allowed, const char *pr
 	const char *unknown = owj_unknown_key(obj, allowed);
 
 	if (unknown)
-		ow_validation_error(field_name(prefix, unknown), "%s has unknown member \"%s\"", prefix, unknown);
+		ow_validation_error(ow_field_name(prefix, unknown), "%s has unknown member \"%s\"", prefix, unknown);
 }
 
 /* A string member; minlen/maxlen in characters (maxlen 0: unbounded). */
@@ -36,7 +36,7 @@ ow_member_str(JsonbContainer *obj, const char *prefix, const char *key, bool req
 		   int minlen, int maxlen)
 {
 	JsonbValue *v = owj_get_container(obj, key);
-	char	   *f = field_name(prefix, key);
+	char	   *f = ow_field_name(prefix, key);
 	int			len;
 
 	if (v == NULL)
@@ -69,7 +69,7 @@ ow_member_enum(JsonbContainer *obj, const char *prefix, const char *key, bool re
 	for (v = values; *v; v++)
 		if (strcmp(*v, s) == 0)
 			return;
-	ow_validation_error(field_name(prefix, key), "%s \"%s\" is not an allowed value", field_name(prefix, key), s);
+	ow_validation_error(ow_field_name(prefix, key), "%s \"%s\" is not an allowed value", ow_field_name(prefix, key), s);
 }
 
 /* An array of strings; items at least item_min long; optionally unique / non-empty. */
@@ -78,7 +78,7 @@ ow_member_str_array(JsonbContainer *obj, const char *prefix, const char *key, bo
 				 int item_min, bool unique, bool nonempty)
 {
 	JsonbValue *v = owj_get_container(obj, key);
-	char	   *f = field_name(prefix, key);
+	char	   *f = ow_field_name(prefix, key);
 	int			n;
 	int			i;
 
@@ -120,11 +120,11 @@ ow_member_object(JsonbContainer *obj, const char *prefix, const char *key, bool 
 	if (v == NULL)
 	{
 		if (required)
-			ow_validation_error(field_name(prefix, key), "%s is required", field_name(prefix, key));
+			ow_validation_error(ow_field_name(prefix, key), "%s is required", ow_field_name(prefix, key));
 		return NULL;
 	}
 	if (!owj_is_object(v))
-		ow_validation_error(field_name(prefix, key), "%s must be an object", field_name(prefix, key));
+		ow_validation_error(ow_field_name(prefix, key), "%s must be an object", ow_field_name(prefix, key));
 	return v;
 }
 
@@ -148,7 +148,7 @@ int64
 ow_member_int(JsonbContainer *obj, const char *prefix, const char *key, int64 min)
 {
 	JsonbValue *v = owj_get_container(obj, key);
-	char	   *f = field_name(prefix, key);
+	char	   *f = ow_field_name(prefix, key);
 
 	if (v == NULL)
 		return -1;
@@ -164,7 +164,7 @@ void
 ow_member_unit_number(JsonbContainer *obj, const char *prefix, const char *key)
 {
 	JsonbValue *v = owj_get_container(obj, key);
-	char	   *f = field_name(prefix, key);
+	char	   *f = ow_field_name(prefix, key);
 
 	if (v == NULL)
 		ow_validation_error(f, "%s is required", f);
@@ -179,7 +179,7 @@ ow_member_bool(JsonbContainer *obj, const char *prefix, const char *key)
 	JsonbValue *v = owj_get_container(obj, key);
 
 	if (v != NULL && v->type != jbvBool)
-		ow_validation_error(field_name(prefix, key), "%s must be a boolean", field_name(prefix, key));
+		ow_validation_error(ow_field_name(prefix, key), "%s must be a boolean", ow_field_name(prefix, key));
 }
 
 /* A schema the host will validate against: refuse what the subset cannot check. */
@@ -192,8 +192,8 @@ ow_member_schema(JsonbContainer *obj, const char *prefix, const char *key)
 	if (v == NULL)
 		return;
 	if (!owj_is_object(v))
-		ow_validation_error(field_name(prefix, key), "%s must be a JSON Schema object", field_name(prefix, key));
+		ow_validation_error(ow_field_name(prefix, key), "%s must be a JSON Schema object", ow_field_name(prefix, key));
 	problem = ow_schema_check(owj_to_jsonb(v));
 	if (problem)
-		ow_validation_error(field_name(prefix, key), "%s cannot be enforced: %s", field_name(prefix, key), problem);
+		ow_validation_error(ow_field_name(prefix, key), "%s cannot be enforced: %s", ow_field_name(prefix, key), problem);
 }

@@ -194,6 +194,7 @@ extern bool ow_schema_validate(Jsonb *schema, Jsonb *value, char **errors);
  * members; a refusal names the field "<prefix>.<key>".
  * ----------
  */
+extern char *ow_field_name(const char *prefix, const char *key);
 extern void ow_member_closed(JsonbContainer *obj, const char *const *allowed, const char *prefix);
 extern char *ow_member_str(JsonbContainer *obj, const char *prefix, const char *key, bool required,
 						   int minlen, int maxlen);

@@ -371,15 +371,16 @@ configurable_field(JsonbValue *cv, const char *pointer, char **rule)
 	while (*p == '/')
 	{
 		StringInfoData seg;
+		int			len = strcspn(++p, "/");
 
+		/* the validator wrote the pointer: a stray "~" cannot occur, it is kept as is */
 		initStringInfo(&seg);
-		for (p++; *p && *p != '/'; p++)
+		if (!owj_pointer_token(p, len, &seg))
 		{
-			if (p[0] == '~' && (p[1] == '0' || p[1] == '1'))
-				appendStringInfoChar(&seg, *++p == '0' ? '~' : '/');
-			else
-				appendStringInfoChar(&seg, *p);
+			resetStringInfo(&seg);
+			appendBinaryStringInfo(&seg, p, len);
 		}
+		p += len;
 		if (owj_is_array(at))
 		{
 			appendStringInfo(&f, "[%s]", seg.data);
