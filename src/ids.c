@@ -118,6 +118,13 @@ ow_valid_idempotency_key(const char *key)
 	return unreserved_span(key, strlen(key), 22, 128);
 }
 
+/* Signing key id (kid): ^[A-Za-z0-9._~-]{1,128}$ */
+bool
+ow_valid_key_id(const char *s)
+{
+	return unreserved_span(s, strlen(s), 1, OW_KID_MAX_LEN);
+}
+
 /* Author-chosen ids (nodeId, workflowId, agentId): ^[A-Za-z0-9._~:-]{1,128}$ */
 bool
 ow_valid_author_id(const char *s)
