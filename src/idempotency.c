@@ -1,8 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * idempotency.c
- *	  Idempotency-Key records for resolves (OpenWOP idempotency, digest §8)
- *	  and the housekeeping sweep.
+ *	  Idempotency-Key records for resolves (OpenWOP's idempotency rules,
+ *	  https://openwop.dev/spec/v2/core/idempotency.html) and the
+ *	  housekeeping sweep.
  *
  * A record (tenant, endpoint, key) is claimed with INSERT ... ON CONFLICT
  * DO NOTHING in the caller's transaction.  A concurrent request with the
@@ -48,8 +49,8 @@ ow_check_idempotency_key(const char *key)
 }
 
 /* Lowercase hex SHA-256 of the request's canonical jsonb text. */
-char *
-ow_request_digest(Jsonb *request)
+static char *
+request_digest(Jsonb *request)
 {
 	char	   *text = JsonbToCString(NULL, &request->root, VARSIZE(request));
 	pg_cryptohash_ctx *ctx = pg_cryptohash_create(PG_SHA256);
@@ -85,7 +86,7 @@ in_flight(const char *key)
  */
 typedef struct InsertCall
 {
-	SPIPlanPtr	plan;
+	OwQuery    *q;
 	Datum	   *args;
 	bool		inserted;
 } InsertCall;
@@ -95,15 +96,13 @@ run_insert(void *arg)
 {
 	InsertCall *c = arg;
 
-	if (SPI_execute_plan(c->plan, c->args, NULL, false, 0) != SPI_OK_INSERT)
-		elog(ERROR, "could not record idempotency key");
-	c->inserted = SPI_processed == 1;
+	c->inserted = ow_exec(c->q, c->args, NULL, false, 0) == 1;
 }
 
 static bool
-try_insert(SPIPlanPtr plan, Datum *args, const char *key)
+try_insert(OwQuery *q, Datum *args, const char *key)
 {
-	InsertCall	c = {plan, args, false};
+	InsertCall	c = {q, args, false};
 	ErrorData  *edata = ow_try_subtransaction(run_insert, &c);
 
 	if (edata && edata->sqlerrcode != ERRCODE_LOCK_NOT_AVAILABLE)
@@ -124,48 +123,66 @@ mismatch(void)
 			 "the idempotency key was already used with a different request");
 }
 
+/* A record is keyed by ($1 tenant, $2 endpoint, $3 key): the first three parameters. */
+#define RECORD_TYPES TEXTOID, TEXTOID, TEXTOID
+
+static void
+record_args(Datum *args, const char *tenant, const char *endpoint, const char *key)
+{
+	args[0] = CStringGetTextDatum(tenant);
+	args[1] = CStringGetTextDatum(endpoint);
+	args[2] = CStringGetTextDatum(key);
+}
+
+/* A stored final response handed back again, marked as a replay. */
+static Jsonb *
+replay_response(Jsonb *stored)
+{
+	OwJson		j;
+
+	owj_begin(&j);
+	owj_members(&j, stored);
+	owj_bool(&j, "idempotentReplay", true);
+	return owj_end(&j);
+}
+
 /*
- * Claim (tenant, endpoint, key) for a request with digest made by who.
- * Returns NULL when this request is the one to process, or the stored
- * final response of an earlier request of the same subject with the same
- * key and body (to replay).
+ * Claim (tenant, endpoint, key) for request, made by who.  Returns NULL
+ * when this request is the one to process; or, for an earlier request of
+ * the same subject with the same key and body, its stored final response
+ * marked as a replay, built in resultctx.  The key and the request are
+ * statement parameters of generic plans: no plan holds them.
  */
 Jsonb *
 ow_idempotency_claim(const char *tenant, const char *endpoint, const char *key,
-					 const char *digest, const OwSubject *who)
+					 Jsonb *request, const OwSubject *who, MemoryContext resultctx)
 {
-	static SPIPlanPtr insert_plan = NULL;
-	static SPIPlanPtr read_plan = NULL;
-	static SPIPlanPtr drop_plan = NULL;
+	static OwQuery insert = {"INSERT INTO openwop.idempotency_keys"
+		" (tenant, endpoint, key, request_digest, expires_at, principal)"
+		" VALUES ($1, $2, $3, $4, pg_catalog.now()"
+		"   OPERATOR(pg_catalog.+) pg_catalog.make_interval(secs => $5), $6)"
+		" ON CONFLICT DO NOTHING",
+	6, {RECORD_TYPES, TEXTOID, INT4OID, JSONBOID}, SPI_OK_INSERT, true};
+	static OwQuery read = {"SELECT request_digest, response,"
+		"       expires_at OPERATOR(pg_catalog.<) pg_catalog.now(),"
+		"       COALESCE(principal OPERATOR(pg_catalog.@>) $7, false)"
+		"  FROM openwop.idempotency_keys"
+		" WHERE tenant OPERATOR(pg_catalog.=) $1"
+		"   AND endpoint OPERATOR(pg_catalog.=) $2"
+		"   AND key OPERATOR(pg_catalog.=) $3",
+	7, {RECORD_TYPES, TEXTOID, INT4OID, JSONBOID, JSONBOID}, SPI_OK_SELECT, true};
+	static OwQuery drop = {"DELETE FROM openwop.idempotency_keys"
+		" WHERE tenant OPERATOR(pg_catalog.=) $1"
+		"   AND endpoint OPERATOR(pg_catalog.=) $2"
+		"   AND key OPERATOR(pg_catalog.=) $3"
+		"   AND expires_at OPERATOR(pg_catalog.<) pg_catalog.now()",
+	3, {RECORD_TYPES}, SPI_OK_DELETE, true};
+	char	   *digest = request_digest(request);
 	Datum		args[7];
 	int			attempt;
 	OwJson		j;
 
-	if (insert_plan == NULL)
-	{
-		Oid			types[7] = {TEXTOID, TEXTOID, TEXTOID, TEXTOID, INT4OID, JSONBOID, JSONBOID};
-
-		insert_plan = ow_prepare_secret("INSERT INTO openwop.idempotency_keys"
-								 " (tenant, endpoint, key, request_digest, expires_at, principal)"
-								 " VALUES ($1, $2, $3, $4, pg_catalog.now()"
-								 "   OPERATOR(pg_catalog.+) pg_catalog.make_interval(secs => $5), $6)"
-								 " ON CONFLICT DO NOTHING", 7, types);
-		read_plan = ow_prepare_secret("SELECT request_digest, response,"
-							   "       expires_at OPERATOR(pg_catalog.<) pg_catalog.now(),"
-							   "       COALESCE(principal OPERATOR(pg_catalog.@>) $7, false)"
-							   "  FROM openwop.idempotency_keys"
-							   " WHERE tenant OPERATOR(pg_catalog.=) $1"
-							   "   AND endpoint OPERATOR(pg_catalog.=) $2"
-							   "   AND key OPERATOR(pg_catalog.=) $3", 7, types);
-		drop_plan = ow_prepare_secret("DELETE FROM openwop.idempotency_keys"
-							   " WHERE tenant OPERATOR(pg_catalog.=) $1"
-							   "   AND endpoint OPERATOR(pg_catalog.=) $2"
-							   "   AND key OPERATOR(pg_catalog.=) $3"
-							   "   AND expires_at OPERATOR(pg_catalog.<) pg_catalog.now()", 3, types);
-	}
-	args[0] = CStringGetTextDatum(tenant);
-	args[1] = CStringGetTextDatum(endpoint);
-	args[2] = CStringGetTextDatum(key);
+	record_args(args, tenant, endpoint, key);
 	args[3] = CStringGetTextDatum(digest);
 	args[4] = Int32GetDatum(ow_idempotency_retention);
 	args[5] = JsonbPGetDatum(ow_subject_jsonb(who));
@@ -176,37 +193,32 @@ ow_idempotency_claim(const char *tenant, const char *endpoint, const char *key,
 
 	for (attempt = 0; attempt < 2; attempt++)
 	{
-		HeapTuple	tup;
-		TupleDesc	desc;
-		bool		isnull;
-		char	   *stored_digest;
 		Datum		response;
 		bool		no_response;
+		MemoryContext old;
+		Jsonb	   *replay;
 
-		if (try_insert(insert_plan, args, key))
+		if (try_insert(&insert, args, key))
 			return NULL;
 
-		if (SPI_execute_plan(read_plan, args, NULL, false, 1) != SPI_OK_SELECT)
-			elog(ERROR, "could not read idempotency key");
-		if (SPI_processed == 0)
+		if (ow_exec(&read, args, NULL, false, 1) == 0)
 			continue;			/* removed meanwhile: claim again */
-		tup = SPI_tuptable->vals[0];
-		desc = SPI_tuptable->tupdesc;
-		stored_digest = SPI_getvalue(tup, desc, 1);
-		response = SPI_getbinval(tup, desc, 2, &no_response);
-		if (DatumGetBool(SPI_getbinval(tup, desc, 3, &isnull)))
+		if (ow_col_bool(0, 3))
 		{
 			/* past retention: forget it and claim the key afresh */
-			if (SPI_execute_plan(drop_plan, args, NULL, false, 0) != SPI_OK_DELETE)
-				elog(ERROR, "could not remove an expired idempotency key");
+			(void) ow_exec(&drop, args, NULL, false, 0);
 			continue;
 		}
 		/* another subject's key, or another body: never the stored response */
-		if (!DatumGetBool(SPI_getbinval(tup, desc, 4, &isnull)) || strcmp(stored_digest, digest) != 0)
+		if (!ow_col_bool(0, 4) || strcmp(ow_col_text(0, 1), digest) != 0)
 			mismatch();
+		response = ow_col_datum(0, 2, &no_response);
 		if (no_response)
 			in_flight(key);
-		return DatumGetJsonbPCopy(response);
+		old = MemoryContextSwitchTo(resultctx);
+		replay = replay_response(DatumGetJsonbP(response));
+		MemoryContextSwitchTo(old);
+		return replay;
 	}
 	in_flight(key);
 	return NULL;				/* not reached */
@@ -217,23 +229,16 @@ void
 ow_idempotency_complete(const char *tenant, const char *endpoint, const char *key,
 						Jsonb *response)
 {
-	static SPIPlanPtr plan = NULL;
+	static OwQuery update = {"UPDATE openwop.idempotency_keys SET response = $4"
+		" WHERE tenant OPERATOR(pg_catalog.=) $1"
+		"   AND endpoint OPERATOR(pg_catalog.=) $2"
+		"   AND key OPERATOR(pg_catalog.=) $3",
+	4, {RECORD_TYPES, JSONBOID}, SPI_OK_UPDATE, true};
 	Datum		args[4];
 
-	if (plan == NULL)
-	{
-		Oid			types[4] = {TEXTOID, TEXTOID, TEXTOID, JSONBOID};
-
-		plan = ow_prepare_secret("UPDATE openwop.idempotency_keys SET response = $4"
-						  " WHERE tenant OPERATOR(pg_catalog.=) $1"
-						  "   AND endpoint OPERATOR(pg_catalog.=) $2"
-						  "   AND key OPERATOR(pg_catalog.=) $3", 4, types);
-	}
-	args[0] = CStringGetTextDatum(tenant);
-	args[1] = CStringGetTextDatum(endpoint);
-	args[2] = CStringGetTextDatum(key);
+	record_args(args, tenant, endpoint, key);
 	args[3] = JsonbPGetDatum(response);
-	if (SPI_execute_plan(plan, args, NULL, false, 0) != SPI_OK_UPDATE || SPI_processed != 1)
+	if (ow_exec(&update, args, NULL, false, 0) != 1)
 		elog(ERROR, "could not store the response of idempotency key");
 }
 
@@ -241,35 +246,16 @@ ow_idempotency_complete(const char *tenant, const char *endpoint, const char *ke
 int
 ow_purge_idempotency(int max)
 {
-	static SPIPlanPtr plan = NULL;
+	static OwQuery purge = {"DELETE FROM openwop.idempotency_keys"
+		" WHERE ctid OPERATOR(pg_catalog.=) ANY (ARRAY("
+		"   SELECT ctid FROM openwop.idempotency_keys"
+		"    WHERE expires_at OPERATOR(pg_catalog.<) pg_catalog.now()"
+		"    LIMIT $1 FOR UPDATE SKIP LOCKED))",
+	1, {INT4OID}, SPI_OK_DELETE};
 	Datum		args[1];
 
-	if (plan == NULL)
-	{
-		Oid			types[1] = {INT4OID};
-
-		plan = ow_prepare("DELETE FROM openwop.idempotency_keys"
-						  " WHERE ctid OPERATOR(pg_catalog.=) ANY (ARRAY("
-						  "   SELECT ctid FROM openwop.idempotency_keys"
-						  "    WHERE expires_at OPERATOR(pg_catalog.<) pg_catalog.now()"
-						  "    LIMIT $1 FOR UPDATE SKIP LOCKED))", 1, types);
-	}
 	args[0] = Int32GetDatum(max);
-	if (SPI_execute_plan(plan, args, NULL, false, 0) != SPI_OK_DELETE)
-		elog(ERROR, "could not remove expired idempotency keys");
-	return (int) SPI_processed;
-}
-
-/* A stored final response handed back again, marked as a replay. */
-Jsonb *
-ow_replay_response(Jsonb *stored)
-{
-	OwJson		j;
-
-	owj_begin(&j);
-	owj_members(&j, stored);
-	owj_bool(&j, "idempotentReplay", true);
-	return owj_end(&j);
+	return (int) ow_exec(&purge, args, NULL, false, 0);
 }
 
 /* ----------

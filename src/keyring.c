@@ -38,18 +38,18 @@ int			ow_token_max_ttl = 604800;
 static Oid
 pgcrypto_function(const char *name)
 {
+	static OwQuery q = {"SELECT n.nspname FROM pg_catalog.pg_extension e"
+		"  JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) e.extnamespace"
+		" WHERE e.extname OPERATOR(pg_catalog.=) 'pgcrypto'", 0, {0}, SPI_OK_SELECT};
 	Oid			argtypes[2] = {BYTEAOID, TEXTOID};
 	char	   *schema;
 
-	if (SPI_execute("SELECT n.nspname FROM pg_catalog.pg_extension e"
-					"  JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) e.extnamespace"
-					" WHERE e.extname OPERATOR(pg_catalog.=) 'pgcrypto'", true, 1) != SPI_OK_SELECT ||
-		SPI_processed != 1)
+	if (ow_exec(&q, NULL, NULL, true, 1) != 1)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("openwop.key_encryption_key_file is set but the pgcrypto extension is not installed"),
 				 errhint("CREATE EXTENSION pgcrypto, or clear openwop.key_encryption_key_file.")));
-	schema = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+	schema = ow_col_text(0, 1);
 	return LookupFuncName(list_make2(makeString(schema), makeString(pstrdup(name))), 2, argtypes, false);
 }
 
@@ -155,8 +155,9 @@ decrypt_secret(void *arg)
 	a->plain = pgcrypto_apply("pgp_sym_decrypt_bytea", a->stored);
 }
 
-bytea *
-ow_plain_secret(const char *kid, bytea *stored, bool encrypted)
+/* The plain secret of kid, stored as stored (encrypted or not). */
+static bytea *
+plain_secret(const char *kid, bytea *stored, bool encrypted)
 {
 	SecretEntry *entry;
 	DecryptArgs a;
@@ -219,29 +220,50 @@ ow_plain_secret(const char *kid, bytea *stored, bool encrypted)
 bytea *
 ow_verification_secret(const char *kid)
 {
-	static SPIPlanPtr plan = NULL;
+	static OwQuery q = {"SELECT secret, encrypted FROM openwop.signing_keys"
+		" WHERE kid OPERATOR(pg_catalog.=) $1"
+		"   AND (state OPERATOR(pg_catalog.=) 'active'"
+		"        OR verify_until OPERATOR(pg_catalog.>=) pg_catalog.now())",
+	1, {TEXTOID}, SPI_OK_SELECT};
 	Datum		args[1];
+	bool		isnull;
+
+	args[0] = CStringGetTextDatum(kid);
+	if (ow_exec(&q, args, NULL, true, 1) == 0)
+		return NULL;
+	return plain_secret(kid, DatumGetByteaPCopy(ow_col_datum(0, 1, &isnull)), ow_col_bool(0, 2));
+}
+
+/*
+ * The key that signs new tokens: the newest active one.  Without one, no
+ * token can be minted: capability_required.
+ */
+void
+ow_signing_key(OwSigningKey *key)
+{
+	static OwQuery q = {"SELECT kid, secret, encrypted, longest_ttl FROM openwop.signing_keys"
+		" WHERE state OPERATOR(pg_catalog.=) 'active'"
+		" ORDER BY created_at DESC, kid DESC LIMIT 1", 0, {0}, SPI_OK_SELECT};
 	bool		isnull;
 	bytea	   *stored;
 	bool		encrypted;
 
-	if (plan == NULL)
+	if (ow_exec(&q, NULL, NULL, true, 1) == 0)
 	{
-		Oid			types[1] = {TEXTOID};
+		OwDetails	d;
 
-		plan = ow_prepare("SELECT secret, encrypted FROM openwop.signing_keys"
-						  " WHERE kid OPERATOR(pg_catalog.=) $1"
-						  "   AND (state OPERATOR(pg_catalog.=) 'active'"
-						  "        OR verify_until OPERATOR(pg_catalog.>=) pg_catalog.now())", 1, types);
+		ow_details_init(&d);
+		ow_details_str(&d, "requiredCapability", "signingKey");
+		ow_raise(OW_CAPABILITY_REQUIRED, &d,
+				 "A DBA adds one with SELECT openwop.add_signing_key('k1').",
+				 "openwop has no active signing key");
 	}
-	args[0] = CStringGetTextDatum(kid);
-	if (SPI_execute_plan(plan, args, NULL, true, 1) != SPI_OK_SELECT)
-		elog(ERROR, "could not read signing key \"%s\"", kid);
-	if (SPI_processed == 0)
-		return NULL;
-	stored = DatumGetByteaPCopy(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
-	encrypted = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
-	return ow_plain_secret(kid, stored, encrypted);
+	/* every column first: decrypting runs a statement of its own */
+	key->kid = ow_col_text(0, 1);
+	stored = DatumGetByteaPCopy(ow_col_datum(0, 2, &isnull));
+	encrypted = ow_col_bool(0, 3);
+	key->longest_ttl = (int32) ow_col_int64(0, 4);
+	key->secret = plain_secret(key->kid, stored, encrypted);
 }
 
 /*
@@ -250,25 +272,18 @@ ow_verification_secret(const char *kid)
  * was lowered since.  Written only when exceeded: rarely.
  */
 void
-ow_note_lifetime(const char *kid, int32 longest_ttl, int32 lifetime)
+ow_note_lifetime(const OwSigningKey *key, int32 lifetime)
 {
-	static SPIPlanPtr plan = NULL;
+	static OwQuery q = {"UPDATE openwop.signing_keys SET longest_ttl = $2"
+		" WHERE kid OPERATOR(pg_catalog.=) $1"
+		"   AND longest_ttl OPERATOR(pg_catalog.<) $2", 2, {TEXTOID, INT4OID}, SPI_OK_UPDATE};
 	Datum		args[2];
 
-	if (lifetime <= longest_ttl)
+	if (lifetime <= key->longest_ttl)
 		return;
-	if (plan == NULL)
-	{
-		Oid			types[2] = {TEXTOID, INT4OID};
-
-		plan = ow_prepare("UPDATE openwop.signing_keys SET longest_ttl = $2"
-						  " WHERE kid OPERATOR(pg_catalog.=) $1"
-						  "   AND longest_ttl OPERATOR(pg_catalog.<) $2", 2, types);
-	}
-	args[0] = CStringGetTextDatum(kid);
+	args[0] = CStringGetTextDatum(key->kid);
 	args[1] = Int32GetDatum(lifetime);
-	if (SPI_execute_plan(plan, args, NULL, false, 0) != SPI_OK_UPDATE)
-		elog(ERROR, "could not record the lifetime of signing key \"%s\"", kid);
+	(void) ow_exec(&q, args, NULL, false, 0);
 }
 
 PG_FUNCTION_INFO_V1(ow_add_signing_key);
@@ -281,23 +296,21 @@ PG_FUNCTION_INFO_V1(ow_add_signing_key);
 Datum
 ow_add_signing_key(PG_FUNCTION_ARGS)
 {
-	static SPIPlanPtr plan = NULL;
+	static OwQuery q = {"INSERT INTO openwop.signing_keys (kid, secret, encrypted)"
+		" VALUES ($1, $2, $3) ON CONFLICT DO NOTHING",
+	3, {TEXTOID, BYTEAOID, BOOLOID}, SPI_OK_INSERT, true};
 	char	   *kid;
 	bytea	   *secret;
 	bool		encrypted = false;
-	OwPriv		priv;
+	OwCall		call;
 	Datum		args[3];
-	size_t		i;
+	text	   *result;
 
 	ow_require_admin("manage signing keys");
 	if (PG_ARGISNULL(0))
 		ow_validation_error("kid", "kid must not be null");
 	kid = text_to_cstring(PG_GETARG_TEXT_PP(0));
-	for (i = 0; kid[i]; i++)
-		if (!((kid[i] >= 'A' && kid[i] <= 'Z') || (kid[i] >= 'a' && kid[i] <= 'z') ||
-			  (kid[i] >= '0' && kid[i] <= '9') || strchr("._~-", kid[i])))
-			break;
-	if (kid[i] != '\0' || i < 1 || i > OW_KID_MAX_LEN)
+	if (!ow_valid_key_id(kid))
 		ow_validation_error("kid", "\"%s\" is not a key id (1 to 128 characters of A-Z a-z 0-9 . _ ~ -)", ow_echo(kid));
 	if (PG_ARGISNULL(1))
 	{
@@ -313,30 +326,22 @@ ow_add_signing_key(PG_FUNCTION_ARGS)
 			ow_validation_error("secret", "a signing secret must be at least 16 bytes");
 	}
 
-	SPI_connect();
-	ow_become_owner(&priv);
+	/* administration: the caller is a role with the owner's privileges, no Subject */
+	ow_call_enter(&call);
 	if (kek_configured())
 	{
 		secret = pgcrypto_apply("pgp_sym_encrypt_bytea", secret);
 		encrypted = true;
 	}
-	if (plan == NULL)
-	{
-		Oid			types[3] = {TEXTOID, BYTEAOID, BOOLOID};
-
-		plan = ow_prepare_secret("INSERT INTO openwop.signing_keys (kid, secret, encrypted)"
-								 " VALUES ($1, $2, $3) ON CONFLICT DO NOTHING", 3, types);
-	}
 	args[0] = CStringGetTextDatum(kid);
 	args[1] = PointerGetDatum(secret);
 	args[2] = BoolGetDatum(encrypted);
-	if (SPI_execute_plan(plan, args, NULL, false, 0) != SPI_OK_INSERT)
-		elog(ERROR, "could not add signing key \"%s\"", kid);
-	if (SPI_processed == 0)
+	if (ow_exec(&q, args, NULL, false, 0) == 0)
 		ow_validation_error("kid", "signing key \"%s\" already exists; retire it and add a key with a new kid", kid);
-	ow_restore_user(&priv);
-	SPI_finish();
-	PG_RETURN_TEXT_P(cstring_to_text(kid));
+	ow_call_end(&call);
+	result = cstring_to_text(kid);
+	ow_call_finish(&call);
+	PG_RETURN_TEXT_P(result);
 }
 
 PG_FUNCTION_INFO_V1(ow_retire_signing_key);
@@ -348,33 +353,25 @@ PG_FUNCTION_INFO_V1(ow_retire_signing_key);
 Datum
 ow_retire_signing_key(PG_FUNCTION_ARGS)
 {
-	static SPIPlanPtr plan = NULL;
+	static OwQuery q = {"UPDATE openwop.signing_keys"
+		"   SET state = 'retired', retired_at = pg_catalog.now(),"
+		"       verify_until = pg_catalog.now() OPERATOR(pg_catalog.+)"
+		"                      pg_catalog.make_interval(secs => GREATEST($2, longest_ttl))"
+		" WHERE kid OPERATOR(pg_catalog.=) $1"
+		"   AND state OPERATOR(pg_catalog.=) 'active'", 2, {TEXTOID, INT4OID}, SPI_OK_UPDATE};
 	char	   *kid;
-	OwPriv		priv;
+	OwCall		call;
 	Datum		args[2];
 
 	ow_require_admin("manage signing keys");
 	if (PG_ARGISNULL(0))
 		ow_validation_error("kid", "kid must not be null");
 	kid = text_to_cstring(PG_GETARG_TEXT_PP(0));
-	SPI_connect();
-	ow_become_owner(&priv);
-	if (plan == NULL)
-	{
-		Oid			types[2] = {TEXTOID, INT4OID};
-
-		plan = ow_prepare("UPDATE openwop.signing_keys"
-						  "   SET state = 'retired', retired_at = pg_catalog.now(),"
-						  "       verify_until = pg_catalog.now() OPERATOR(pg_catalog.+)"
-						  "                      pg_catalog.make_interval(secs => GREATEST($2, longest_ttl))"
-						  " WHERE kid OPERATOR(pg_catalog.=) $1"
-						  "   AND state OPERATOR(pg_catalog.=) 'active'", 2, types);
-	}
+	/* administration: the caller is a role with the owner's privileges, no Subject */
+	ow_call_enter(&call);
 	args[0] = CStringGetTextDatum(kid);
 	args[1] = Int32GetDatum(ow_token_max_ttl);
-	if (SPI_execute_plan(plan, args, NULL, false, 0) != SPI_OK_UPDATE)
-		elog(ERROR, "could not retire signing key \"%s\"", kid);
-	if (SPI_processed == 0)
+	if (ow_exec(&q, args, NULL, false, 0) == 0)
 	{
 		OwDetails	d;
 
@@ -382,8 +379,8 @@ ow_retire_signing_key(PG_FUNCTION_ARGS)
 		ow_details_str(&d, "kid", kid);
 		ow_raise(OW_NOT_FOUND, &d, NULL, "no active signing key \"%s\"", kid);
 	}
-	ow_restore_user(&priv);
-	SPI_finish();
+	ow_call_end(&call);
+	ow_call_finish(&call);
 	PG_RETURN_VOID();
 }
 

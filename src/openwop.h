@@ -490,12 +490,10 @@ extern void ow_approval_vote(OwRun *run, const char *interrupt_id, JsonbContaine
  */
 extern void ow_define_idempotency_settings(void);
 extern void ow_check_idempotency_key(const char *key);
-extern char *ow_request_digest(Jsonb *request);
-extern Jsonb *ow_idempotency_claim(const char *tenant, const char *endpoint,
-								   const char *key, const char *digest, const OwSubject *who);
+extern Jsonb *ow_idempotency_claim(const char *tenant, const char *endpoint, const char *key,
+								   Jsonb *request, const OwSubject *who, MemoryContext resultctx);
 extern void ow_idempotency_complete(const char *tenant, const char *endpoint,
 									const char *key, Jsonb *response);
-extern Jsonb *ow_replay_response(Jsonb *stored);
 extern int	ow_purge_idempotency(int max);
 
 /* ----------
@@ -574,17 +572,27 @@ extern Jsonb *ow_resolve_locked(OwRun *run, OwPending *p, Jsonb *value, const Ow
 								Oid login, MemoryContext resultctx);
 extern bool ow_find_pending_by_id(OwRun *run, const char *interrupt_id, const OwSubject *who,
 								  OwPending *p);
+extern Datum ow_resolve_respond(OwCall *call, const char *tenant, const char *endpoint,
+								const char *key, Jsonb *result);
 
 /* ----------
  * keyring.c: signing keys.  Settings: openwop.token_max_ttl,
  * openwop.key_encryption_key_file.
  * ----------
  */
+/* The key that signs new tokens. */
+typedef struct OwSigningKey
+{
+	char	   *kid;
+	bytea	   *secret;			/* plain, decrypted if stored encrypted */
+	int32		longest_ttl;	/* longest lifetime it has signed for, in seconds */
+} OwSigningKey;
+
 extern int	ow_token_max_ttl;
 extern void ow_define_keyring_settings(void);
-extern bytea *ow_plain_secret(const char *kid, bytea *stored, bool encrypted);
 extern bytea *ow_verification_secret(const char *kid);
-extern void ow_note_lifetime(const char *kid, int32 longest_ttl, int32 lifetime);
+extern void ow_signing_key(OwSigningKey *key);
+extern void ow_note_lifetime(const OwSigningKey *key, int32 lifetime);
 
 /* ----------
  * tokens.c: mint, verify, inspect and resolve by token.  Settings:

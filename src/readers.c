@@ -18,6 +18,16 @@
 
 #define OW_EVENTS_MAX 10000
 
+/* Run q, keyed by ($1 tenant, $2 run id), for the run's row: 404 when there is none. */
+static void
+read_run(OwQuery *q, Datum *args, const char *tenant, const char *run_id)
+{
+	args[0] = CStringGetTextDatum(tenant);
+	args[1] = CStringGetTextDatum(run_id);
+	if (ow_exec(q, args, NULL, true, 1) == 0)
+		ow_run_not_found(run_id);
+}
+
 PG_FUNCTION_INFO_V1(ow_events);
 /*
  * openwop.events(run_id, after_sequence, max) → SETOF jsonb
@@ -28,8 +38,18 @@ PG_FUNCTION_INFO_V1(ow_events);
 Datum
 ow_events(PG_FUNCTION_ARGS)
 {
-	static SPIPlanPtr run_plan = NULL;
-	static SPIPlanPtr ev_plan = NULL;
+	static OwQuery run_q = {"SELECT event_prefix FROM openwop.runs"
+		" WHERE tenant OPERATOR(pg_catalog.=) $1"
+		"   AND run_id OPERATOR(pg_catalog.=) $2",
+	2, {TEXTOID, TEXTOID}, SPI_OK_SELECT};
+	static OwQuery events_q = {"SELECT sequence, type, node_id, payload, created_at,"
+		"       schema_version, causation_id"
+		"  FROM openwop.events"
+		" WHERE tenant OPERATOR(pg_catalog.=) $1"
+		"   AND run_id OPERATOR(pg_catalog.=) $2"
+		"   AND sequence OPERATOR(pg_catalog.>) $3"
+		" ORDER BY sequence LIMIT $4",
+	4, {TEXTOID, TEXTOID, INT8OID, INT4OID}, SPI_OK_SELECT};
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	char	   *run_input;
 	int64		after;
@@ -38,7 +58,8 @@ ow_events(PG_FUNCTION_ARGS)
 	char	   *run_id;
 	char	   *prefix;
 	Datum		args[4];
-	OwPriv		priv;
+	OwCall		call;
+	uint64		n;
 	uint64		i;
 	MemoryContext rowctx;
 
@@ -52,54 +73,30 @@ ow_events(PG_FUNCTION_ARGS)
 	if (max < 1 || max > OW_EVENTS_MAX)
 		ow_validation_error("max", "max must be between 1 and %d, not %d", OW_EVENTS_MAX, max);
 
-	tenant = ow_caller_tenant();
+	ow_caller(&call.caller);
+	tenant = call.caller.subject.tenant;
 	run_id = ow_normalize_run_id(run_input, tenant);
 
 	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
 
-	SPI_connect();
-	ow_become_owner(&priv);
-	if (run_plan == NULL)
-	{
-		Oid			types[2] = {TEXTOID, TEXTOID};
-		Oid			evtypes[4] = {TEXTOID, TEXTOID, INT8OID, INT4OID};
-
-		run_plan = ow_prepare("SELECT event_prefix FROM openwop.runs"
-							  " WHERE tenant OPERATOR(pg_catalog.=) $1"
-							  "   AND run_id OPERATOR(pg_catalog.=) $2", 2, types);
-		ev_plan = ow_prepare("SELECT sequence, type, node_id, payload, created_at,"
-							 "       schema_version, causation_id"
-							 "  FROM openwop.events"
-							 " WHERE tenant OPERATOR(pg_catalog.=) $1"
-							 "   AND run_id OPERATOR(pg_catalog.=) $2"
-							 "   AND sequence OPERATOR(pg_catalog.>) $3"
-							 " ORDER BY sequence LIMIT $4", 4, evtypes);
-	}
-	args[0] = CStringGetTextDatum(tenant);
-	args[1] = CStringGetTextDatum(run_id);
-	if (SPI_execute_plan(run_plan, args, NULL, true, 1) != SPI_OK_SELECT)
-		elog(ERROR, "could not read run \"%s\"", run_id);
-	if (SPI_processed == 0)
-		ow_run_not_found(run_id);
+	ow_call_enter(&call);
+	read_run(&run_q, args, tenant, run_id);
 	prefix = ow_col_text(0, 1);
 
 	args[2] = Int64GetDatum(after);
 	args[3] = Int32GetDatum(max);
-	if (SPI_execute_plan(ev_plan, args, NULL, true, 0) != SPI_OK_SELECT)
-		elog(ERROR, "could not read events of run \"%s\"", run_id);
+	n = ow_exec(&events_q, args, NULL, true, 0);
 
 	rowctx = AllocSetContextCreate(CurrentMemoryContext, "openwop events row",
 								   ALLOCSET_DEFAULT_SIZES);
-	for (i = 0; i < SPI_processed; i++)
+	for (i = 0; i < n; i++)
 	{
 		MemoryContext old = MemoryContextSwitchTo(rowctx);
-		HeapTuple	tup = SPI_tuptable->vals[i];
-		TupleDesc	desc = SPI_tuptable->tupdesc;
 		bool		isnull;
-		int64		seq = DatumGetInt64(SPI_getbinval(tup, desc, 1, &isnull));
-		char	   *node_id = SPI_getvalue(tup, desc, 3);
-		char	   *causation = SPI_getvalue(tup, desc, 7);
-		char	   *type = SPI_getvalue(tup, desc, 2);
+		int64		seq = ow_col_int64(i, 1);
+		char	   *node_id = ow_col_text(i, 3);
+		char	   *causation = ow_col_text(i, 7);
+		char	   *type = ow_col_text(i, 2);
 		OwJson		j;
 		Datum		value;
 		bool		nullflag = false;
@@ -108,12 +105,11 @@ ow_events(PG_FUNCTION_ARGS)
 		owj_str(&j, "eventId", psprintf("%s." INT64_FORMAT, prefix, seq));
 		owj_str(&j, "runId", run_id);
 		owj_str(&j, "type", type);
-		owj_jsonb(&j, "payload", ow_event_payload(type, DatumGetJsonbP(SPI_getbinval(tup, desc, 4, &isnull)),
+		owj_jsonb(&j, "payload", ow_event_payload(type, DatumGetJsonbP(ow_col_datum(i, 4, &isnull)),
 												 tenant));
-		owj_str(&j, "timestamp",
-				owj_iso8601(DatumGetTimestampTz(SPI_getbinval(tup, desc, 5, &isnull))));
+		owj_str(&j, "timestamp", owj_iso8601(DatumGetTimestampTz(ow_col_datum(i, 5, &isnull))));
 		owj_int(&j, "sequence", seq);
-		owj_int(&j, "schemaVersion", DatumGetInt32(SPI_getbinval(tup, desc, 6, &isnull)));
+		owj_int(&j, "schemaVersion", ow_col_int64(i, 6));
 		if (node_id)
 			owj_str(&j, "nodeId", node_id);
 		if (causation)
@@ -125,9 +121,20 @@ ow_events(PG_FUNCTION_ARGS)
 		MemoryContextReset(rowctx);
 	}
 
-	ow_restore_user(&priv);
-	SPI_finish();
+	ow_call_end(&call);
+	ow_call_finish(&call);
 	return (Datum) 0;
+}
+
+/* Member key from jsonb column col of the row read, unless it is null. */
+static void
+optional_jsonb(OwJson *j, const char *key, int col)
+{
+	bool		isnull;
+	Datum		d = ow_col_datum(0, col, &isnull);
+
+	if (!isnull)
+		owj_jsonb(j, key, DatumGetJsonbP(d));
 }
 
 PG_FUNCTION_INFO_V1(ow_run_snapshot);
@@ -138,43 +145,32 @@ PG_FUNCTION_INFO_V1(ow_run_snapshot);
 Datum
 ow_run_snapshot(PG_FUNCTION_ARGS)
 {
-	static SPIPlanPtr plan = NULL;
-	MemoryContext callerctx = CurrentMemoryContext;
+	static OwQuery q = {"SELECT workflow_id, status, owner, current_node_id,"
+		"       error, configurable, metadata"
+		"  FROM openwop.runs"
+		" WHERE tenant OPERATOR(pg_catalog.=) $1"
+		"   AND run_id OPERATOR(pg_catalog.=) $2",
+	2, {TEXTOID, TEXTOID}, SPI_OK_SELECT};
 	char	   *tenant;
 	char	   *run_id;
 	Datum		args[2];
-	OwPriv		priv;
+	OwCall		call;
 	OwJson		j;
 	Jsonb	   *result;
 	bool		isnull;
-	Datum		d;
 	char	   *s;
 
 	if (PG_ARGISNULL(0))
 		ow_validation_error("runId", "run_id must not be null");
-	tenant = ow_caller_tenant();
+	ow_caller(&call.caller);
+	tenant = call.caller.subject.tenant;
 	run_id = ow_normalize_run_id(text_to_cstring(PG_GETARG_TEXT_PP(0)), tenant);
 
-	SPI_connect();
-	ow_become_owner(&priv);
-	if (plan == NULL)
-	{
-		Oid			types[2] = {TEXTOID, TEXTOID};
+	ow_call_enter(&call);
+	read_run(&q, args, tenant, run_id);
 
-		plan = ow_prepare("SELECT workflow_id, status, owner, current_node_id,"
-						  "       error, configurable, metadata"
-						  "  FROM openwop.runs"
-						  " WHERE tenant OPERATOR(pg_catalog.=) $1"
-						  "   AND run_id OPERATOR(pg_catalog.=) $2", 2, types);
-	}
-	args[0] = CStringGetTextDatum(tenant);
-	args[1] = CStringGetTextDatum(run_id);
-	if (SPI_execute_plan(plan, args, NULL, true, 1) != SPI_OK_SELECT)
-		elog(ERROR, "could not read run \"%s\"", run_id);
-	if (SPI_processed == 0)
-		ow_run_not_found(run_id);
-
-	MemoryContextSwitchTo(callerctx);
+	/* the row stays readable until ow_call_finish */
+	ow_call_end(&call);
 	owj_begin(&j);
 	owj_str(&j, "runId", run_id);
 	owj_str(&j, "workflowId", ow_col_text(0, 1));
@@ -186,19 +182,11 @@ ow_run_snapshot(PG_FUNCTION_ARGS)
 	owj_int(&j, "eventLogSchemaVersion", 1);
 	if ((s = ow_col_text(0, 4)) != NULL)
 		owj_str(&j, "currentNodeId", s);
-	d = ow_col_datum(0, 5, &isnull);
-	if (!isnull)
-		owj_jsonb(&j, "error", DatumGetJsonbP(d));
-	d = ow_col_datum(0, 6, &isnull);
-	if (!isnull)
-		owj_jsonb(&j, "configurable", DatumGetJsonbP(d));
-	d = ow_col_datum(0, 7, &isnull);
-	if (!isnull)
-		owj_jsonb(&j, "metadata", DatumGetJsonbP(d));
+	optional_jsonb(&j, "error", 5);
+	optional_jsonb(&j, "configurable", 6);
+	optional_jsonb(&j, "metadata", 7);
 	result = owj_end(&j);
-
-	ow_restore_user(&priv);
-	SPI_finish();
+	ow_call_finish(&call);
 	PG_RETURN_JSONB_P(result);
 }
 
@@ -221,6 +209,11 @@ ow_capabilities(PG_FUNCTION_ARGS)
 }
 
 PG_FUNCTION_INFO_V1(ow_current_caller);
+/*
+ * openwop.current_caller() → jsonb: who this session is to openwop,
+ * {subject, tenant, source, scopes}, for a DBA setting up roles, bindings
+ * and PostgREST.  It reads no table, so it needs no call bracket.
+ */
 Datum
 ow_current_caller(PG_FUNCTION_ARGS)
 {

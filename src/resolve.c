@@ -4,7 +4,8 @@
  *	  openwop.resolve_interrupt(): the run-scoped resolve
  *	  (resolveInterruptByRun), with one winner among concurrent resolves.
  *
- * Order of checks (digest §6.3): arguments and Idempotency-Key grammar
+ * Order of checks ("Resolve surfaces" and its "Errors" in the OpenWOP
+ * interrupt spec): arguments and Idempotency-Key grammar
  * (400), scope approvals:respond (403), tenant binding (403), idempotency
  * replay or mismatch, unknown run then node (404), already resolved or run
  * ended (409), approver eligibility (403), resume value (400), then the
@@ -25,6 +26,8 @@
 #include "utils/memutils.h"
 
 PG_FUNCTION_INFO_V1(ow_resolve_interrupt);
+
+#define RUN_ENDPOINT "resolveInterruptByRun"
 
 
 /*
@@ -56,44 +59,33 @@ PG_FUNCTION_INFO_V1(ow_resolve_interrupt);
 	"   AND " match " OPERATOR(pg_catalog.=) $3" \
 	"   AND i.status OPERATOR(pg_catalog.=) 'pending'"
 
+#define PENDING_TYPES {TEXTOID, TEXTOID, TEXTOID, TEXTARRAYOID}
+
 static bool
-read_pending(SPIPlanPtr *plan, const char *sql, OwRun *run, const char *match,
-			 const OwSubject *who, OwPending *p)
+read_pending(OwQuery *q, OwRun *run, const char *match, const OwSubject *who, OwPending *p)
 {
 	Datum		args[4];
-	HeapTuple	tup;
-	TupleDesc	desc;
 	bool		isnull;
 	Datum		groups;
 
-	if (*plan == NULL)
-	{
-		Oid			types[4] = {TEXTOID, TEXTOID, TEXTOID, TEXTARRAYOID};
-
-		*plan = ow_prepare(sql, 4, types);
-	}
 	args[0] = CStringGetTextDatum(run->tenant);
 	args[1] = CStringGetTextDatum(run->run_id);
 	args[2] = CStringGetTextDatum(match);
 	args[3] = ow_subject_refs_array(who);
-	if (SPI_execute_plan(*plan, args, NULL, false, 1) != SPI_OK_SELECT)
-		elog(ERROR, "could not look up the pending interrupt \"%s\"", match);
-	if (SPI_processed == 0)
+	if (ow_exec(q, args, NULL, false, 1) == 0)
 		return false;
-	tup = SPI_tuptable->vals[0];
-	desc = SPI_tuptable->tupdesc;
-	p->interrupt_id = SPI_getvalue(tup, desc, 1);
-	p->node_id = SPI_getvalue(tup, desc, 2);
-	p->kind = SPI_getvalue(tup, desc, 3);
-	p->payload = DatumGetJsonbP(SPI_getbinval(tup, desc, 4, &isnull));
-	p->visit = DatumGetInt32(SPI_getbinval(tup, desc, 5, &isnull));
-	p->overdue = DatumGetBool(SPI_getbinval(tup, desc, 6, &isnull));
-	p->other_kind = SPI_getvalue(tup, desc, 7);
-	p->other_node = SPI_getvalue(tup, desc, 8);
-	p->expires_at = DatumGetTimestampTz(SPI_getbinval(tup, desc, 10, &isnull));
+	p->interrupt_id = ow_col_text(0, 1);
+	p->node_id = ow_col_text(0, 2);
+	p->kind = ow_col_text(0, 3);
+	p->payload = DatumGetJsonbP(ow_col_datum(0, 4, &isnull));
+	p->visit = (int32) ow_col_int64(0, 5);
+	p->overdue = ow_col_bool(0, 6);
+	p->other_kind = ow_col_text(0, 7);
+	p->other_node = ow_col_text(0, 8);
+	p->expires_at = DatumGetTimestampTz(ow_col_datum(0, 10, &isnull));
 	p->has_deadline = !isnull;
 	p->groups = NIL;
-	groups = SPI_getbinval(tup, desc, 9, &isnull);
+	groups = ow_col_datum(0, 9, &isnull);
 	if (!isnull)
 	{
 		Datum	   *elems;
@@ -112,44 +104,37 @@ read_pending(SPIPlanPtr *plan, const char *sql, OwRun *run, const char *match,
 static bool
 find_pending(OwRun *run, const char *node_id, const OwSubject *who, OwPending *p)
 {
-	static SPIPlanPtr plan = NULL;
+	static OwQuery q = {PENDING_SQL("i.node_id"), 4, PENDING_TYPES, SPI_OK_SELECT};
 
-	return read_pending(&plan, PENDING_SQL("i.node_id"), run, node_id, who, p);
+	return read_pending(&q, run, node_id, who, p);
 }
 
 /* Interrupt interrupt_id of the locked run, if it is still pending. */
 bool
 ow_find_pending_by_id(OwRun *run, const char *interrupt_id, const OwSubject *who, OwPending *p)
 {
-	static SPIPlanPtr plan = NULL;
+	static OwQuery q = {PENDING_SQL("i.interrupt_id"), 4, PENDING_TYPES, SPI_OK_SELECT};
 
-	return read_pending(&plan, PENDING_SQL("i.interrupt_id"), run, interrupt_id, who, p);
+	return read_pending(&q, run, interrupt_id, who, p);
 }
 
 /* Did the node ever raise an interrupt in this run? */
 static bool
 node_had_interrupt(OwRun *run, const char *node_id)
 {
-	static SPIPlanPtr plan = NULL;
+	static OwQuery q = {"SELECT 1 FROM openwop.interrupts"
+		" WHERE tenant OPERATOR(pg_catalog.=) $1"
+		"   AND root_run_id OPERATOR(pg_catalog.=) $2"
+		"   AND run_id OPERATOR(pg_catalog.=) $3"
+		"   AND node_id OPERATOR(pg_catalog.=) $4 LIMIT 1",
+	4, {TEXTOID, TEXTOID, TEXTOID, TEXTOID}, SPI_OK_SELECT};
 	Datum		args[4];
 
-	if (plan == NULL)
-	{
-		Oid			types[4] = {TEXTOID, TEXTOID, TEXTOID, TEXTOID};
-
-		plan = ow_prepare("SELECT 1 FROM openwop.interrupts"
-						  " WHERE tenant OPERATOR(pg_catalog.=) $1"
-						  "   AND root_run_id OPERATOR(pg_catalog.=) $2"
-						  "   AND run_id OPERATOR(pg_catalog.=) $3"
-						  "   AND node_id OPERATOR(pg_catalog.=) $4 LIMIT 1", 4, types);
-	}
 	args[0] = CStringGetTextDatum(run->tenant);
 	args[1] = CStringGetTextDatum(run->root_run_id);
 	args[2] = CStringGetTextDatum(run->run_id);
 	args[3] = CStringGetTextDatum(node_id);
-	if (SPI_execute_plan(plan, args, NULL, true, 1) != SPI_OK_SELECT)
-		elog(ERROR, "could not look up the interrupts of node \"%s\"", node_id);
-	return SPI_processed > 0;
+	return ow_exec(&q, args, NULL, true, 1) > 0;
 }
 
 static void
@@ -175,7 +160,7 @@ already_resolved(OwRun *run, const char *node_id)
  * A refineFeedback member that must be a string, or (array) an array of
  * strings: interrupt.resolved records refineFeedback verbatim, and its
  * schema types sectionPath and text as strings, itemIds and tags as arrays
- * of strings (digest §9.1).
+ * of strings (the "Approval" section of the OpenWOP interrupt spec).
  */
 static void
 check_refine_member(JsonbContainer *rf, const char *key, bool array)
@@ -203,7 +188,7 @@ check_refine_member(JsonbContainer *rf, const char *key, bool array)
 	}
 }
 
-/* The approval resume value: the action and the field it requires (digest §9.1). */
+/* The approval resume value: the action and the field it requires ("Approval"). */
 static char *
 check_approval_resume(JsonbContainer *data, Jsonb *value, const OwSubject *who)
 {
@@ -434,15 +419,48 @@ stamped_answer(Jsonb *value, const OwSubject *who)
 	return owj_end(&j);
 }
 
-/* Finish the call: store the response under the idempotency key, leave SPI. */
-static Datum
-respond(Jsonb *result, const char *tenant, const char *idem_key, OwPriv *priv)
+/*
+ * End a resolve call with its response, built in the caller's context:
+ * stored first under the Idempotency-Key (tenant, endpoint, key) when one
+ * was given (key NULL: none, or result is a replay of a stored response).
+ */
+Datum
+ow_resolve_respond(OwCall *call, const char *tenant, const char *endpoint, const char *key,
+				   Jsonb *result)
 {
-	if (idem_key)
-		ow_idempotency_complete(tenant, "resolveInterruptByRun", idem_key, result);
-	ow_restore_user(priv);
-	SPI_finish();
+	if (key)
+		ow_idempotency_complete(tenant, endpoint, key, result);
+	ow_call_end(call);
+	ow_call_finish(call);
 	PG_RETURN_JSONB_P(result);
+}
+
+/*
+ * Start a resolve's response in resultctx with what every response holds:
+ * {status, runId, nodeId, interruptId, ...}.  Returns the context that
+ * response_end goes back to.
+ */
+static MemoryContext
+response_begin(OwJson *j, MemoryContext resultctx, const char *status, OwRun *run,
+			   const OwPending *p)
+{
+	MemoryContext old = MemoryContextSwitchTo(resultctx);
+
+	owj_begin(j);
+	owj_str(j, "status", status);
+	owj_str(j, "runId", run->run_id);
+	owj_str(j, "nodeId", p->node_id);
+	owj_str(j, "interruptId", p->interrupt_id);
+	return old;
+}
+
+static Jsonb *
+response_end(OwJson *j, MemoryContext old)
+{
+	Jsonb	   *result = owj_end(j);
+
+	MemoryContextSwitchTo(old);
+	return result;
 }
 
 /*
@@ -453,38 +471,29 @@ respond(Jsonb *result, const char *tenant, const char *idem_key, OwPriv *priv)
  * recorded and returned, never raised.
  */
 static Jsonb *
-late_answer(OwRun *run, const char *node_id, OwPending *p, MemoryContext resultctx)
+late_answer(OwRun *run, OwPending *p, MemoryContext resultctx)
 {
 	OwDeadline	d;
 	OwJson		j;
 	MemoryContext old;
-	Jsonb	   *result;
-	bool		approval = strcmp(p->kind, "approval") == 0;
 
 	d.interrupt_id = p->interrupt_id;
-	d.node_id = node_id;
+	d.node_id = p->node_id;
 	d.kind = p->kind;
 	d.visit = p->visit;
 	d.expired = false;
 	ow_apply_deadline(run, &d, true);
 
-	old = MemoryContextSwitchTo(resultctx);
-	owj_begin(&j);
-	owj_str(&j, "status", "expired");
-	owj_str(&j, "runId", run->run_id);
-	owj_str(&j, "nodeId", node_id);
-	owj_str(&j, "interruptId", p->interrupt_id);
+	old = response_begin(&j, resultctx, "expired", run, p);
 	owj_str(&j, "kind", p->kind);
-	if (approval)
+	if (strcmp(p->kind, "approval") == 0)
 	{
 		owj_str(&j, "decision", "rejected");
 		owj_str(&j, "action", "timeout");
 		owj_str(&j, "reason", "timeout");
 	}
 	owj_str(&j, "runStatus", run->status);
-	result = owj_end(&j);
-	MemoryContextSwitchTo(old);
-	return result;
+	return response_end(&j, old);
 }
 
 /*
@@ -498,23 +507,21 @@ Jsonb *
 ow_resolve_locked(OwRun *run, OwPending *p, Jsonb *value, const OwSubject *who,
 				  Oid login, MemoryContext resultctx)
 {
-	const char *node_id = p->node_id;
 	JsonbValue *rs;
 	JsonbContainer *data;
 	OwResolution r = {0};
 	OwJson		j;
 	int64		resolved_seq;
-	Jsonb	   *result;
 	bool		is_override = false;
 	MemoryContext old;
 
 	if (p->overdue)
-		return late_answer(run, node_id, p, resultctx);
+		return late_answer(run, p, resultctx);
 	data = owj_get(p->payload, "data")->val.binary.data;
 
 	r.interrupt_id = p->interrupt_id;
 	r.kind = p->kind;
-	r.node_id = node_id;
+	r.node_id = p->node_id;
 	r.visit = p->visit;
 	r.resume_value = value;
 	r.resolver = who;
@@ -541,7 +548,7 @@ ow_resolve_locked(OwRun *run, OwPending *p, Jsonb *value, const OwSubject *who,
 		check_clarification_answers(data, value);
 	/* the deadline passed while the answer was checked: it is a late answer after all */
 	if (p->has_deadline && GetCurrentTimestamp() >= p->expires_at)
-		return late_answer(run, node_id, p, resultctx);
+		return late_answer(run, p, resultctx);
 	if (strcmp(p->kind, "credential") == 0)
 	{
 		if (strcmp(owj_string(owj_get(value, "outcome")), "authorized") == 0)
@@ -559,12 +566,7 @@ ow_resolve_locked(OwRun *run, OwPending *p, Jsonb *value, const OwSubject *who,
 		if (!v.decided)
 		{
 			/* counted (or an ask, recorded): the gate stays suspended, nothing appended */
-			old = MemoryContextSwitchTo(resultctx);
-			owj_begin(&j);
-			owj_str(&j, "status", "pending");
-			owj_str(&j, "runId", run->run_id);
-			owj_str(&j, "nodeId", node_id);
-			owj_str(&j, "interruptId", p->interrupt_id);
+			old = response_begin(&j, resultctx, "pending", run, p);
 			owj_str(&j, "action", r.action);
 			owj_bool(&j, "counted", strcmp(r.action, "ask") != 0);
 			owj_begin_object(&j, "tally");
@@ -573,9 +575,7 @@ ow_resolve_locked(OwRun *run, OwPending *p, Jsonb *value, const OwSubject *who,
 			owj_int(&j, "requiredApprovals", v.required);
 			owj_int(&j, "voters", v.voters);
 			owj_end_object(&j);
-			result = owj_end(&j);
-			MemoryContextSwitchTo(old);
-			return result;
+			return response_end(&j, old);
 		}
 		r.decision = v.decision;
 		r.action = v.action;
@@ -592,12 +592,7 @@ ow_resolve_locked(OwRun *run, OwPending *p, Jsonb *value, const OwSubject *who,
 	if (!r.saved)
 		ow_save_run(run);
 
-	old = MemoryContextSwitchTo(resultctx);
-	owj_begin(&j);
-	owj_str(&j, "status", "resolved");
-	owj_str(&j, "runId", run->run_id);
-	owj_str(&j, "nodeId", node_id);
-	owj_str(&j, "interruptId", p->interrupt_id);
+	old = response_begin(&j, resultctx, "resolved", run, p);
 	owj_str(&j, "kind", p->kind);
 	if (r.decision)
 		owj_str(&j, "decision", r.decision);
@@ -608,9 +603,7 @@ ow_resolve_locked(OwRun *run, OwPending *p, Jsonb *value, const OwSubject *who,
 	owj_subject(&j, "resolvedBy", who);
 	owj_str(&j, "runStatus", run->status);
 	owj_int(&j, "sequence", resolved_seq);
-	result = owj_end(&j);
-	MemoryContextSwitchTo(old);
-	return result;
+	return response_end(&j, old);
 }
 
 /*
@@ -619,15 +612,13 @@ ow_resolve_locked(OwRun *run, OwPending *p, Jsonb *value, const OwSubject *who,
 Datum
 ow_resolve_interrupt(PG_FUNCTION_ARGS)
 {
-	MemoryContext callerctx = CurrentMemoryContext;
 	char	   *run_input;
 	char	   *node_id;
 	Jsonb	   *value;
 	char	   *idem_key;
 	char	   *tenant;
 	char	   *run_id;
-	OwCaller	caller;
-	OwPriv		priv;
+	OwCall		call;
 	OwRun		run;
 	OwPending	p;
 	OwJson		j;
@@ -649,46 +640,37 @@ ow_resolve_interrupt(PG_FUNCTION_ARGS)
 	if (idem_key)
 		ow_check_idempotency_key(idem_key);
 
-	ow_caller(&caller);
-	ow_check_scope(&caller);
-	tenant = caller.subject.tenant;
+	ow_caller(&call.caller);
+	ow_check_scope(&call.caller);
+	tenant = call.caller.subject.tenant;
 	run_id = ow_normalize_run_id(run_input, tenant);
 
-	SPI_connect();
-	ow_become_owner(&priv);
-
+	ow_call_enter(&call);
 	if (idem_key)
 	{
-		Jsonb	   *replay;
-
 		owj_begin(&j);
 		owj_str(&j, "runId", run_id);
 		owj_str(&j, "nodeId", node_id);
 		owj_jsonb(&j, "resumeValue", value);
-		replay = ow_idempotency_claim(tenant, "resolveInterruptByRun", idem_key,
-									  ow_request_digest(owj_end(&j)), &caller.subject);
-		if (replay)
-		{
-			MemoryContextSwitchTo(callerctx);
-			result = ow_replay_response(replay);
-			ow_restore_user(&priv);
-			SPI_finish();
-			PG_RETURN_JSONB_P(result);
-		}
+		result = ow_idempotency_claim(tenant, RUN_ENDPOINT, idem_key, owj_end(&j),
+									  &call.caller.subject, call.callerctx);
+		if (result)
+			return ow_resolve_respond(&call, NULL, NULL, NULL, result);
 	}
 
 	ow_lock_run_id(&run, tenant, run_id);
-	if (!find_pending(&run, node_id, &caller.subject, &p))
+	if (!find_pending(&run, node_id, &call.caller.subject, &p))
 	{
 		/*
 		 * A node that never raised an interrupt is unknown to the resolve
-		 * surface: 404 before any terminal check (digest §6.3), even on an
-		 * ended run.  One that did is resolved or invalidated: 409.
+		 * surface: 404 before any terminal check, even on an ended run.  One
+		 * that did is resolved or invalidated: 409.
 		 */
 		if (node_had_interrupt(&run, node_id))
 			already_resolved(&run, node_id);
 		ow_node_not_found(&run, node_id, "has no interrupt");
 	}
-	result = ow_resolve_locked(&run, &p, value, &caller.subject, caller.login, callerctx);
-	return respond(result, tenant, idem_key, &priv);
+	result = ow_resolve_locked(&run, &p, value, &call.caller.subject, call.caller.login,
+							   call.callerctx);
+	return ow_resolve_respond(&call, tenant, RUN_ENDPOINT, idem_key, result);
 }

@@ -1,8 +1,10 @@
 /*-------------------------------------------------------------------------
  *
  * tokens.c
- *	  Signed interrupt tokens: the keyring, mint_interrupt_token(),
- *	  inspect_interrupt() and resolve_interrupt_by_token() (digest §7).
+ *	  Signed interrupt tokens: mint_interrupt_token(),
+ *	  verify_interrupt_token(), inspect_interrupt() and
+ *	  resolve_interrupt_by_token() ("Tokens" and "Resolve surfaces" in the
+ *	  OpenWOP interrupt spec); the keys are keyring.c's.
  *
  * Order of checks on the token surface: grammar, alg, kid and MAC
  * (constant time) before any interrupt is looked up -> 401
@@ -19,23 +21,16 @@
 #include "openwop.h"
 
 #include <math.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "catalog/pg_type.h"
-#include "nodes/value.h"
-#include "parser/parse_func.h"
 #include "common/jsonapi.h"
 #include "lib/stringinfo.h"
 #include "mb/pg_wchar.h"
-#include "storage/fd.h"
 #include "miscadmin.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/datetime.h"
-#include "utils/hsearch.h"
 #include "utils/json.h"
-#include "utils/memutils.h"
 #include "utils/timestamp.h"
 
 #include "token_format.h"
@@ -201,6 +196,18 @@ interrupt_not_found(const char *interrupt_id)
 	ow_raise(OW_NOT_FOUND, &d, NULL, "interrupt \"%s\" does not exist", interrupt_id);
 }
 
+/* Run q, keyed by ($1 tenant, $2 interrupt id), for its row: 404 when there is none. */
+static void
+read_interrupt(OwQuery *q, const char *tenant, const char *interrupt_id, bool read_only)
+{
+	Datum		args[2];
+
+	args[0] = CStringGetTextDatum(tenant);
+	args[1] = CStringGetTextDatum(interrupt_id);
+	if (ow_exec(q, args, NULL, read_only, 1) == 0)
+		interrupt_not_found(interrupt_id);
+}
+
 static void
 token_already_resolved(const char *interrupt_id, const char *why)
 {
@@ -233,38 +240,26 @@ token_expired(const char *interrupt_id, TimestampTz expires)
 static void
 token_interrupt(OwClaims *c, bool lock_run, OwRun *run, OwPending *p, Jsonb **payload)
 {
-	static SPIPlanPtr plan = NULL;
+	static OwQuery q = {"SELECT i.status, i.run_id, i.node_id, r.status, i.payload"
+		"  FROM openwop.interrupts i"
+		"  JOIN openwop.runs r ON r.tenant OPERATOR(pg_catalog.=) i.tenant"
+		"                     AND r.run_id OPERATOR(pg_catalog.=) i.run_id"
+		" WHERE i.tenant OPERATOR(pg_catalog.=) $1"
+		"   AND i.interrupt_id OPERATOR(pg_catalog.=) $2",
+	2, {TEXTOID, TEXTOID}, SPI_OK_SELECT};
 	OwSubject	who;
-	Datum		args[2];
 	char	   *status;
 	char	   *run_status;
 	char	   *run_id;
 	char	   *node_id;
-	bool		isnull;
 
-	if (plan == NULL)
-	{
-		Oid			types[2] = {TEXTOID, TEXTOID};
-
-		plan = ow_prepare("SELECT i.status, i.run_id, i.node_id, r.status, i.payload"
-						  "  FROM openwop.interrupts i"
-						  "  JOIN openwop.runs r ON r.tenant OPERATOR(pg_catalog.=) i.tenant"
-						  "                     AND r.run_id OPERATOR(pg_catalog.=) i.run_id"
-						  " WHERE i.tenant OPERATOR(pg_catalog.=) $1"
-						  "   AND i.interrupt_id OPERATOR(pg_catalog.=) $2", 2, types);
-	}
-	args[0] = CStringGetTextDatum(c->tenant);
-	args[1] = CStringGetTextDatum(c->interrupt_id);
-	if (SPI_execute_plan(plan, args, NULL, false, 1) != SPI_OK_SELECT)
-		elog(ERROR, "could not read interrupt \"%s\"", c->interrupt_id);
-	if (SPI_processed == 0)
-		interrupt_not_found(c->interrupt_id);
-	status = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
-	run_id = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2);
-	node_id = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3);
-	run_status = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 4);
+	read_interrupt(&q, c->tenant, c->interrupt_id, false);
+	status = ow_col_text(0, 1);
+	run_id = ow_col_text(0, 2);
+	node_id = ow_col_text(0, 3);
+	run_status = ow_col_text(0, 4);
 	if (payload)
-		*payload = DatumGetJsonbPCopy(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 5, &isnull));
+		*payload = ow_col_jsonb(0, 5);
 	if (strcmp(run_id, c->run_id) != 0 || strcmp(node_id, c->node_id) != 0)
 		interrupt_not_found(c->interrupt_id);
 	if (!lock_run)
@@ -292,24 +287,22 @@ token_interrupt(OwClaims *c, bool lock_run, OwRun *run, OwPending *p, Jsonb **pa
 Datum
 ow_inspect_interrupt(PG_FUNCTION_ARGS)
 {
-	MemoryContext callerctx = CurrentMemoryContext;
-	OwPriv		priv;
+	OwCall		call;
 	OwClaims	c;
 	Jsonb	   *payload;
 	Jsonb	   *result;
 
 	if (PG_ARGISNULL(0))
 		token_invalid("no token");
-	SPI_connect();
-	ow_become_owner(&priv);
+	/* the token is the caller: the session's identity plays no part */
+	ow_call_enter(&call);
 	verify_token(text_to_cstring(PG_GETARG_TEXT_PP(0)), &c);
 	token_interrupt(&c, false, NULL, NULL, &payload);
 	if (GetCurrentTimestamp() > c.expires)
 		token_expired(c.interrupt_id, c.expires);
-	MemoryContextSwitchTo(callerctx);
+	ow_call_end(&call);
 	result = DatumGetJsonbPCopy(JsonbPGetDatum(payload));
-	ow_restore_user(&priv);
-	SPI_finish();
+	ow_call_finish(&call);
 	PG_RETURN_JSONB_P(result);
 }
 
@@ -321,18 +314,17 @@ ow_inspect_interrupt(PG_FUNCTION_ARGS)
 Datum
 ow_verify_interrupt_token(PG_FUNCTION_ARGS)
 {
-	MemoryContext callerctx = CurrentMemoryContext;
-	OwPriv		priv;
+	OwCall		call;
 	OwClaims	c;
 	OwJson		j;
 	Jsonb	   *result;
 
 	if (PG_ARGISNULL(0))
 		token_invalid("no token");
-	SPI_connect();
-	ow_become_owner(&priv);
+	/* the token is the caller: the session's identity plays no part */
+	ow_call_enter(&call);
 	verify_token(text_to_cstring(PG_GETARG_TEXT_PP(0)), &c);
-	MemoryContextSwitchTo(callerctx);
+	ow_call_end(&call);
 	owj_begin(&j);
 	owj_str(&j, "interruptId", c.interrupt_id);
 	owj_str(&j, "runId", c.run_id);
@@ -343,8 +335,7 @@ ow_verify_interrupt_token(PG_FUNCTION_ARGS)
 		owj_str(&j, "principal", c.principal);
 	owj_bool(&j, "expired", GetCurrentTimestamp() > c.expires);
 	result = owj_end(&j);
-	ow_restore_user(&priv);
-	SPI_finish();
+	ow_call_finish(&call);
 	PG_RETURN_JSONB_P(result);
 }
 
@@ -352,11 +343,10 @@ ow_verify_interrupt_token(PG_FUNCTION_ARGS)
 Datum
 ow_resolve_interrupt_by_token(PG_FUNCTION_ARGS)
 {
-	MemoryContext callerctx = CurrentMemoryContext;
 	char	   *token;
 	Jsonb	   *value;
 	char	   *idem_key;
-	OwPriv		priv;
+	OwCall		call;
 	OwClaims	c;
 	OwRun		run;
 	OwPending	p;
@@ -368,9 +358,11 @@ ow_resolve_interrupt_by_token(PG_FUNCTION_ARGS)
 		token_invalid("no token");
 	token = text_to_cstring(PG_GETARG_TEXT_PP(0));
 
-	/* the token is the credential: it is checked before anything else */
-	SPI_connect();
-	ow_become_owner(&priv);
+	/*
+	 * The token is the credential, and the caller: it is checked before
+	 * anything else, and the session's identity plays no part.
+	 */
+	ow_call_enter(&call);
 	verify_token(token, &c);
 
 	if (PG_ARGISNULL(1))
@@ -385,21 +377,13 @@ ow_resolve_interrupt_by_token(PG_FUNCTION_ARGS)
 	ow_token_subject(&who, c.tenant, c.principal);
 	if (idem_key)
 	{
-		Jsonb	   *replay;
-
 		owj_begin(&j);
 		owj_str(&j, "token", token);
 		owj_jsonb(&j, "resumeValue", value);
-		replay = ow_idempotency_claim(c.tenant, TOKEN_ENDPOINT, idem_key, ow_request_digest(owj_end(&j)),
-									  &who);
-		if (replay)
-		{
-			MemoryContextSwitchTo(callerctx);
-			result = ow_replay_response(replay);
-			ow_restore_user(&priv);
-			SPI_finish();
-			PG_RETURN_JSONB_P(result);
-		}
+		result = ow_idempotency_claim(c.tenant, TOKEN_ENDPOINT, idem_key, owj_end(&j), &who,
+									  call.callerctx);
+		if (result)
+			return ow_resolve_respond(&call, NULL, NULL, NULL, result);
 	}
 
 	token_interrupt(&c, true, &run, &p, NULL);
@@ -415,12 +399,8 @@ ow_resolve_interrupt_by_token(PG_FUNCTION_ARGS)
 				 "this token may inspect the interrupt but not resolve it");
 	}
 
-	result = ow_resolve_locked(&run, &p, value, &who, InvalidOid, callerctx);
-	if (idem_key)
-		ow_idempotency_complete(c.tenant, TOKEN_ENDPOINT, idem_key, result);
-	ow_restore_user(&priv);
-	SPI_finish();
-	PG_RETURN_JSONB_P(result);
+	result = ow_resolve_locked(&run, &p, value, &who, InvalidOid, call.callerctx);
+	return ow_resolve_respond(&call, c.tenant, TOKEN_ENDPOINT, idem_key, result);
 }
 
 /*
@@ -472,16 +452,18 @@ gate_restricts(JsonbContainer *data)
 Datum
 ow_mint_interrupt_token(PG_FUNCTION_ARGS)
 {
-	static SPIPlanPtr interrupt_plan = NULL;
-	static SPIPlanPtr key_plan = NULL;
-	MemoryContext callerctx = CurrentMemoryContext;
-	char	   *tenant = ow_caller_tenant();
+	static OwQuery q = {"SELECT run_id, node_id, status, kind, payload, expires_at,"
+		"       COALESCE(expires_at OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp(), false)"
+		"  FROM openwop.interrupts"
+		" WHERE tenant OPERATOR(pg_catalog.=) $1"
+		"   AND interrupt_id OPERATOR(pg_catalog.=) $2",
+	2, {TEXTOID, TEXTOID}, SPI_OK_SELECT};
+	OwCall		call;
+	char	   *tenant;
 	char	   *interrupt_id;
 	char	   *intent;
 	char	   *principal;
 	int64		ttl_ms;
-	OwPriv		priv;
-	Datum		args[2];
 	bool		isnull;
 	char	   *run_id;
 	char	   *node_id;
@@ -489,18 +471,18 @@ ow_mint_interrupt_token(PG_FUNCTION_ARGS)
 	char	   *kind;
 	Jsonb	   *payload;
 	bool		has_deadline;
-	TimestampTz deadline = 0;
+	TimestampTz deadline;
 	TimestampTz now;
 	TimestampTz expires;
-	char	   *kid;
-	int32		longest_ttl;
-	bytea	   *secret;
+	OwSigningKey key;
 	StringInfoData claims;
 	char	   *b64;
 	char		mac[OW_MAC_HEX_LEN + 1];
 	char	   *token;
 	text	   *result;
 
+	ow_caller(&call.caller);
+	tenant = call.caller.subject.tenant;
 	if (PG_ARGISNULL(0))
 		ow_validation_error("interruptId", "interrupt_id must not be null");
 	interrupt_id = ow_normalize_id(text_to_cstring(PG_GETARG_TEXT_PP(0)), tenant, "interruptId", "interrupt");
@@ -533,37 +515,18 @@ ow_mint_interrupt_token(PG_FUNCTION_ARGS)
 	if (principal && strcmp(principal, OW_TOKEN_PRINCIPAL) == 0)
 		ow_validation_error("principal", "\"%s\" is reserved for tokens that name no principal", OW_TOKEN_PRINCIPAL);
 
-	SPI_connect();
-	ow_become_owner(&priv);
-	if (interrupt_plan == NULL)
-	{
-		Oid			types[2] = {TEXTOID, TEXTOID};
-
-		interrupt_plan = ow_prepare("SELECT run_id, node_id, status, kind, payload, expires_at,"
-									"       COALESCE(expires_at OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp(), false)"
-									"  FROM openwop.interrupts"
-									" WHERE tenant OPERATOR(pg_catalog.=) $1"
-									"   AND interrupt_id OPERATOR(pg_catalog.=) $2", 2, types);
-		key_plan = ow_prepare("SELECT kid, secret, encrypted, longest_ttl FROM openwop.signing_keys"
-							  " WHERE state OPERATOR(pg_catalog.=) 'active'"
-							  " ORDER BY created_at DESC, kid DESC LIMIT 1", 0, NULL);
-	}
-	args[0] = CStringGetTextDatum(tenant);
-	args[1] = CStringGetTextDatum(interrupt_id);
-	if (SPI_execute_plan(interrupt_plan, args, NULL, true, 1) != SPI_OK_SELECT)
-		elog(ERROR, "could not read interrupt \"%s\"", interrupt_id);
-	if (SPI_processed == 0)
-		interrupt_not_found(interrupt_id);
-	run_id = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
-	node_id = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2);
-	status = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3);
-	kind = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 4);
-	payload = DatumGetJsonbPCopy(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 5, &isnull));
-	deadline = DatumGetTimestampTz(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 6, &has_deadline));
-	has_deadline = !has_deadline;
+	ow_call_enter(&call);
+	read_interrupt(&q, tenant, interrupt_id, true);
+	run_id = ow_col_text(0, 1);
+	node_id = ow_col_text(0, 2);
+	status = ow_col_text(0, 3);
+	kind = ow_col_text(0, 4);
+	payload = ow_col_jsonb(0, 5);
+	deadline = DatumGetTimestampTz(ow_col_datum(0, 6, &isnull));
+	has_deadline = !isnull;
 	if (strcmp(status, "pending") != 0)
 		token_already_resolved(interrupt_id, psprintf("it is %s", status));
-	if (DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 7, &isnull)))
+	if (ow_col_bool(0, 7))
 		token_expired(interrupt_id, deadline);
 
 	if (strcmp(kind, "approval") == 0 && strcmp(intent, "resolve") == 0 &&
@@ -583,24 +546,7 @@ ow_mint_interrupt_token(PG_FUNCTION_ARGS)
 									   &holder, InvalidOid, NULL, &is_override);
 	}
 
-	if (SPI_execute_plan(key_plan, NULL, NULL, true, 1) != SPI_OK_SELECT)
-		elog(ERROR, "could not read the signing keys");
-	if (SPI_processed == 0)
-	{
-		OwDetails	d;
-
-		ow_details_init(&d);
-		ow_details_str(&d, "requiredCapability", "signingKey");
-		ow_raise(OW_CAPABILITY_REQUIRED, &d,
-				 "A DBA adds one with SELECT openwop.add_signing_key('k1').",
-				 "openwop has no active signing key");
-	}
-	kid = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
-	secret = ow_plain_secret(kid,
-						  DatumGetByteaPCopy(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull)),
-						  DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3, &isnull)));
-
-	longest_ttl = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 4, &isnull));
+	ow_signing_key(&key);
 
 	now = GetCurrentTimestamp();
 	/* whole milliseconds, rounded up, as the claim writes them */
@@ -608,7 +554,7 @@ ow_mint_interrupt_token(PG_FUNCTION_ARGS)
 	expires += (1000 - expires % 1000) % 1000;
 	if (has_deadline && deadline < expires)
 		expires = deadline;		/* never outlive the interrupt */
-	ow_note_lifetime(kid, longest_ttl, (int32) ((expires - now + USECS_PER_SEC - 1) / USECS_PER_SEC));
+	ow_note_lifetime(&key, (int32) ((expires - now + USECS_PER_SEC - 1) / USECS_PER_SEC));
 
 	/* claims in a fixed order, as the reference host writes them */
 	initStringInfo(&claims);
@@ -629,20 +575,18 @@ ow_mint_interrupt_token(PG_FUNCTION_ARGS)
 	}
 	appendStringInfoChar(&claims, '}');
 
-	b64 = palloc(claims.len * 4 / 3 + 4);
-	if (ow_b64url_encode((unsigned char *) claims.data, claims.len, b64, claims.len * 4 / 3 + 4) < 0 ||
-		!ow_token_mac((unsigned char *) VARDATA_ANY(secret), VARSIZE_ANY_EXHDR(secret),
-					  kid, strlen(kid), b64, strlen(b64), mac))
+	b64 = ow_base64url(claims.data, claims.len);
+	if (!ow_token_mac((unsigned char *) VARDATA_ANY(key.secret), VARSIZE_ANY_EXHDR(key.secret),
+					  key.kid, strlen(key.kid), b64, strlen(b64), mac))
 		elog(ERROR, "could not sign the token");
-	token = psprintf("ow2.hs256.%s.%s.%s", kid, b64, mac);
+	token = psprintf("ow2.hs256.%s.%s.%s", key.kid, b64, mac);
 	/* ids, node ids and the principal are bounded well below this */
 	if (strlen(token) > OW_TOKEN_MAX_LEN)
 		elog(ERROR, "a minted token of %zu characters exceeds %d", strlen(token), OW_TOKEN_MAX_LEN);
 
-	MemoryContextSwitchTo(callerctx);
+	ow_call_end(&call);
 	result = cstring_to_text(token);
-	ow_restore_user(&priv);
-	SPI_finish();
+	ow_call_finish(&call);
 	PG_RETURN_TEXT_P(result);
 }
 
