@@ -150,8 +150,8 @@ replay_response(Jsonb *stored)
  * Claim (tenant, endpoint, key) for request, made by who.  Returns NULL
  * when this request is the one to process; or, for an earlier request of
  * the same subject with the same key and body, its stored final response
- * marked as a replay, built in resultctx.  The key and the request are
- * statement parameters of generic plans: no plan holds them.
+ * marked as a replay, built in resultctx.  The key is a parameter of
+ * generic plans only, so no plan holds it.
  */
 Jsonb *
 ow_idempotency_claim(const char *tenant, const char *endpoint, const char *key,

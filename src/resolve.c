@@ -29,7 +29,6 @@ PG_FUNCTION_INFO_V1(ow_resolve_interrupt);
 
 #define RUN_ENDPOINT "resolveInterruptByRun"
 
-
 /*
  * The pending interrupt of a locked run, named by node (find_pending) or by
  * id (ow_find_pending_by_id), read with what the resolve needs next under
