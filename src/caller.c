@@ -556,16 +556,6 @@ ow_require_every_tenant(const OwCaller *c, const char *what)
 			 "%s acts in every tenant: only a login bound to \"*\" may", what);
 }
 
-/* The caller's tenant alone (reads that need no more). */
-char *
-ow_caller_tenant(void)
-{
-	OwCaller	c;
-
-	ow_caller(&c);
-	return c.subject.tenant;
-}
-
 /*
  * Does the caller hold approvals:respond?  A request session only through
  * its "scope" claim (space-separated string or array), whatever role the
@@ -628,12 +618,6 @@ ow_check_scope(const OwCaller *c)
 			 : psprintf("Grant the role %s to the login.", ow_approver_role),
 			 "resolving an interrupt needs the %s scope", OW_SCOPE);
 }
-
-/*
- * openwop.current_caller() → jsonb: who this session is to openwop —
- * {subject, tenant, source, scopes} — for a DBA setting up roles, bindings
- * and PostgREST.
- */
 
 /* ----------
  * The extension owner

@@ -46,24 +46,6 @@ ow_run_exec(OwQuery *q, OwRun *run, const char *node_id, bool read_only, long co
 	return ow_exec(q, args, NULL, read_only, count);
 }
 
-/* Transitional: the old ow_run_query interface, until every caller uses OwQuery. */
-int
-ow_run_query(SPIPlanPtr *plan, const char *sql, OwRun *run, const char *node_id,
-			 bool read_only, long count)
-{
-	Oid			types[3] = {TEXTOID, TEXTOID, TEXTOID};
-	Datum		args[3];
-	int			nargs = node_id ? 3 : 2;
-
-	if (*plan == NULL)
-		*plan = ow_prepare(sql, nargs, types);
-	args[0] = CStringGetTextDatum(run->tenant);
-	args[1] = CStringGetTextDatum(run->run_id);
-	if (node_id)
-		args[2] = CStringGetTextDatum(node_id);
-	return SPI_execute_plan(*plan, args, NULL, read_only, count);
-}
-
 bool
 ow_run_is_terminal(const char *status)
 {

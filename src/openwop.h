@@ -2,8 +2,9 @@
  *
  * openwop.h
  *	  What the C files of openwop_interrupt share, one section per layer,
- *	  bottom first.  A file calls only files in the sections above its own
- *	  (and earlier files of its own section); docs/architecture.md draws it.
+ *	  the lowest first.  A file calls only files of the sections before its
+ *	  own, and files listed before it in its own section: nothing calls up
+ *	  (docs/architecture.md draws it).
  *
  *	  1. helpers     errors, json, limits, token_format (token_format.h),
  *	                 ids, jsonschema, members, kinds
@@ -142,7 +143,6 @@ extern const char *owj_type_name(JsonbValue *v);
 extern char *owj_iso8601(TimestampTz ts);
 extern bool owj_pointer_token(const char *s, int len, StringInfo out);
 
-
 /* ----------
  * limits.c: bounded work.  Settings: openwop.max_payload_size,
  * openwop.max_answer_size, openwop.max_votes_per_voter.
@@ -249,18 +249,15 @@ extern bool ow_col_bool(uint64 row, int col);
 extern Jsonb *ow_col_jsonb(uint64 row, int col);
 extern ErrorData *ow_try_subtransaction(void (*fn) (void *), void *arg);
 
-/* TRANSITIONAL (removed before this change lands) */
-extern SPIPlanPtr ow_prepare(const char *sql, int nargs, Oid *argtypes);
-extern SPIPlanPtr ow_prepare_secret(const char *sql, int nargs, Oid *argtypes);
-
 /* ----------
  * caller.c: who is calling (a Subject in a tenant, with or without the
- * approvals:respond scope), and the switch to the extension owner around
- * table access.  Settings: openwop.tenant, openwop.default_tenant,
+ * approvals:respond scope), the switch to the extension owner around
+ * table access, and the call bracket of an API function.  Settings: openwop.tenant, openwop.default_tenant,
  * openwop.tenant_claim, openwop.jwt_session_role, openwop.bound_tenant,
  * openwop.approver_role, and request.jwt.claims itself.
  * ----------
  */
+
 /*
  * A Subject (OpenWOP identity): who acts, as {issuer, subjectId, tenant,
  * lane, kind}.  Within a tenant, subjectId is the principal: the key of a
@@ -297,14 +294,12 @@ typedef struct OwCaller
 	Jsonb	   *claims;			/* verified claims of a request session, else NULL */
 } OwCaller;
 
-
 /* The scope an approver's caller must hold to resolve. */
 #define OW_SCOPE "approvals:respond"
 
 extern bool ow_preloaded;		/* set by _PG_init */
 extern void ow_define_caller_settings(void);
 extern void ow_caller(OwCaller *c);
-extern char *ow_caller_tenant(void);
 extern void ow_require_every_tenant(const OwCaller *c, const char *what);
 extern bool ow_has_scope(const OwCaller *c);
 extern void ow_check_scope(const OwCaller *c);
@@ -380,6 +375,7 @@ extern void ow_notify_later(const char *run_id, int64 first, int64 last);
  * 3. Store: eventlog.c, the run row lock and the append-only event log.
  * ==========
  */
+
 /* A run row locked FOR UPDATE, and the events this change appends. */
 typedef struct OwRun
 {
@@ -403,9 +399,6 @@ extern bool ow_run_is_terminal(const char *status);
 extern void ow_lock_run(OwRun *run, const char *tenant, const char *run_id_input);
 extern void ow_lock_run_id(OwRun *run, const char *tenant, const char *run_id);
 extern bool ow_try_lock_run_id(OwRun *run, const char *tenant, const char *run_id);
-/* TRANSITIONAL */
-extern int	ow_run_query(SPIPlanPtr *plan, const char *sql, OwRun *run, const char *node_id,
-						 bool read_only, long count);
 extern uint64 ow_run_exec(OwQuery *q, OwRun *run, const char *node_id, bool read_only, long count);
 extern int64 ow_append(OwRun *run, const char *type, const char *node_id, Jsonb *payload);
 extern int64 ow_append_pair(OwRun *run, const char *node_id, const char *type1, Jsonb *payload1,

@@ -101,32 +101,6 @@ ow_col_jsonb(uint64 row, int col)
 	return isnull ? NULL : DatumGetJsonbPCopy(d);
 }
 
-/* Transitional: the old interface, until every caller uses OwQuery. */
-static SPIPlanPtr
-prepare_kept(const char *sql, int nargs, Oid *argtypes, int options)
-{
-	SPIPlanPtr	plan = SPI_prepare_cursor(sql, nargs, argtypes, options);
-
-	if (plan == NULL)
-		elog(ERROR, "SPI_prepare failed for \"%s\": %s",
-			 sql, SPI_result_code_string(SPI_result));
-	if (SPI_keepplan(plan) != 0)
-		elog(ERROR, "SPI_keepplan failed");
-	return plan;
-}
-
-SPIPlanPtr
-ow_prepare(const char *sql, int nargs, Oid *argtypes)
-{
-	return prepare_kept(sql, nargs, argtypes, 0);
-}
-
-SPIPlanPtr
-ow_prepare_secret(const char *sql, int nargs, Oid *argtypes)
-{
-	return prepare_kept(sql, nargs, argtypes, CURSOR_OPT_GENERIC_PLAN);
-}
-
 /*
  * Run fn(arg) in a subtransaction.  Returns NULL when it succeeded; when
  * it raised, the subtransaction is rolled back first and the error is

@@ -67,7 +67,11 @@ ow_sweep(PG_FUNCTION_ARGS)
  * ----------
  */
 
-/* The worker's transactions: each runs as the extension owner. */
+/*
+ * The worker's transactions, each as the extension owner.  Not the call
+ * bracket of caller.c: the worker acts for no caller, and it opens and
+ * commits its transactions itself.
+ */
 static OwPriv worker_priv;
 
 static void
