@@ -38,7 +38,8 @@ ow_run_exec(OwQuery *q, OwRun *run, const char *node_id, bool read_only, long co
 {
 	Datum		args[3];
 
-	Assert(q->nargs == (node_id ? 3 : 2));
+	if (q->nargs != (node_id ? 3 : 2))
+		elog(ERROR, "openwop statement takes %d parameters, not %d: %s", q->nargs, node_id ? 3 : 2, q->sql);
 	args[0] = CStringGetTextDatum(run->tenant);
 	args[1] = CStringGetTextDatum(run->run_id);
 	if (node_id)

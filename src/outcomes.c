@@ -261,7 +261,8 @@ ow_record_resolution(OwRun *run, OwResolution *r)
 		args[14] = CStringGetTextDatum(run->status);
 		args[15] = run->current_node_id ? CStringGetTextDatum(run->current_node_id) : (Datum) 0;
 		nulls[15] = run->current_node_id ? ' ' : 'n';
-		(void) ow_exec(&record_and_save, args, nulls, false, 0);
+		if (ow_exec(&record_and_save, args, nulls, false, 0) != 1)
+			elog(ERROR, "could not record the resolution of interrupt \"%s\"", r->interrupt_id);
 		if (ow_col_int64(0, 1) != 1)
 			elog(ERROR, "interrupt \"%s\" is no longer pending", r->interrupt_id);
 		if (ow_col_int64(0, 2) != 1)
@@ -271,7 +272,8 @@ ow_record_resolution(OwRun *run, OwResolution *r)
 		return seq;
 	}
 
-	(void) ow_exec(&record_then_look, args, nulls, false, 0);
+	if (ow_exec(&record_then_look, args, nulls, false, 0) != 1)
+		elog(ERROR, "could not record the resolution of interrupt \"%s\"", r->interrupt_id);
 	if (ow_col_int64(0, 1) != 1)
 		elog(ERROR, "interrupt \"%s\" is no longer pending", r->interrupt_id);
 	other_kind = ow_col_text(0, 2);
