@@ -1,7 +1,8 @@
 /*
- * openwop_interrupt 0.4.0 — install script (0.1.0 updates with
- * openwop_interrupt--0.1.0--0.2.0.sql, openwop_interrupt--0.2.0--0.3.0.sql and
- * openwop_interrupt--0.3.0--0.4.0.sql to the same catalog).
+ * openwop_interrupt 0.5.0 — install script (0.1.0 updates with
+ * openwop_interrupt--0.1.0--0.2.0.sql, openwop_interrupt--0.2.0--0.3.0.sql,
+ * openwop_interrupt--0.3.0--0.4.0.sql and openwop_interrupt--0.4.0--0.5.0.sql
+ * to the same catalog).
  *
  * Declarative parts only: tables, constraints, the append-only trigger binding,
  * function bindings, grants and comments.  Everything that decides anything
