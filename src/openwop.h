@@ -12,7 +12,7 @@
  *	  3. store       eventlog
  *	  4. domain      runs, interrupts, approvals, idempotency, outcomes,
  *	                 deadlines
- *	  5. entry points readers, resolve, keyring, tokens, lowconf,
+ *	  5. entry points readers, flowdrop, resolve, keyring, tokens, lowconf,
  *	                 timeout_worker
  *	  6. module      _PG_init
  *
@@ -539,6 +539,12 @@ extern int	ow_sweep_deadlines(int max, void (*begin) (void), void (*end) (void),
 /* ==========
  * 5. Entry points: the rest of the SQL API and the timeout worker.
  * ==========
+ */
+
+/* ----------
+ * flowdrop.c: flowdrop_interrupt() and flowdrop_interrupts(), the FlowDrop
+ * INT-22 entry of an interrupt; SQL-callable only, nothing to declare.
+ * ----------
  */
 
 /* ----------
