@@ -59,6 +59,8 @@ INSERT INTO arg SELECT 'iid', quote_nullable(v) || '::text' FROM unnest(ARRAY[NU
   (SELECT interrupt_id FROM openwop.interrupts WHERE run_id = 'acme/sweep-run-00000001' AND node_id = 'gate')]) v;
 INSERT INTO arg SELECT 'bigint', quote_nullable(v) || '::bigint' FROM unnest(ARRAY[NULL, -5, 0, 1000000000000]) v;
 INSERT INTO arg SELECT 'bytea', quote_nullable(v) || '::bytea' FROM unnest(ARRAY[NULL, '', 'sixteen-bytes-ok!']) v;
+INSERT INTO arg SELECT 'iids', quote_nullable(v) || '::text[]' FROM unnest(ARRAY[NULL, '{}', '{NULL}', '{""}',
+  '{acme/int-missing-0000000001,other/int-00000000000000001}', '{{a,b},{c,d}}', '{acme~2Fint-missing-0000000001}']) v;
 
 -- every call: function name and the kinds of its arguments
 CREATE TEMP TABLE fn (name text, kinds text[]);
@@ -71,7 +73,8 @@ INSERT INTO fn VALUES
   ('remove_group_member', '{text,text,text}'), ('mint_interrupt_token', '{iid,intent,ttl,text}'),
   ('inspect_interrupt', '{token}'), ('resolve_interrupt_by_token', '{token,json,key}'), ('verify_interrupt_token', '{token}'),
   ('add_signing_key', '{text,bytea}'), ('retire_signing_key', '{text}'), ('json_schema_errors', '{json,json}'),
-  ('sweep', '{int}'), ('capabilities', '{}'), ('current_caller', '{}');
+  ('sweep', '{int}'), ('capabilities', '{}'), ('current_caller', '{}'),
+  ('flowdrop_interrupt', '{iid}'), ('flowdrop_interrupts', '{iids}');
 
 -- the calls: the cross product of each function's candidate arguments
 CREATE FUNCTION pg_temp.calls(f fn) RETURNS SETOF text LANGUAGE plpgsql AS $$
