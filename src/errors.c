@@ -100,6 +100,10 @@ static const struct
 StaticAssertDecl(lengthof(error_table) == OW_CAPABILITY_REQUIRED + 1,
 				 "error_table must list every OwError");
 
+/* The SQLSTATE of an HTTP status: "PT" and its three digits. */
+#define STATUS_SQLSTATE(status) \
+	MAKE_SQLSTATE('P', 'T', '0' + (status) / 100, '0' + (status) / 10 % 10, '0' + (status) % 10)
+
 /*
  * Raise an OpenWOP refusal.  Never returns.  details may be NULL ("{}").
  */
@@ -108,7 +112,6 @@ ow_raise(OwError error, OwDetails *details, const char *hint, const char *fmt,..
 {
 	StringInfoData msg;
 	const char *detail_json = "{}";
-	int			status = error_table[error].status;
 
 	initStringInfo(&msg);
 	appendStringInfo(&msg, "%s: ", error_table[error].code);
@@ -128,11 +131,41 @@ ow_raise(OwError error, OwDetails *details, const char *hint, const char *fmt,..
 	}
 
 	ereport(ERROR,
-			(errcode(MAKE_SQLSTATE('P', 'T', '0' + status / 100, '0' + status / 10 % 10, '0' + status % 10)),
+			(errcode(STATUS_SQLSTATE(error_table[error].status)),
 			 errmsg_internal("%s", msg.data),
 			 errdetail_internal("%s", detail_json),
 			 hint ? errhint("%s", hint) : 0));
 	pg_unreachable();
+}
+
+/*
+ * The refusal an error carries if ow_raise raised it: its SQLSTATE is
+ * "PT" and the status of a code of the table, its message starts with
+ * that code and ": ", and it has a detail.  False for any other error.
+ */
+bool
+ow_refusal_of(const ErrorData *edata, OwRefusal *r)
+{
+	Size		i;
+
+	if (edata->message == NULL || edata->detail == NULL)
+		return false;
+	for (i = 0; i < lengthof(error_table); i++)
+	{
+		size_t		len = strlen(error_table[i].code);
+
+		if (edata->sqlerrcode == STATUS_SQLSTATE(error_table[i].status) &&
+			strncmp(edata->message, error_table[i].code, len) == 0 &&
+			strncmp(edata->message + len, ": ", 2) == 0)
+		{
+			r->code = error_table[i].code;
+			r->status = error_table[i].status;
+			r->message = edata->message + len + 2;
+			r->details = edata->detail;
+			return true;
+		}
+	}
+	return false;
 }
 
 static void raise_validation(const char *field, const char *errors, const char *hint, const char *msg)

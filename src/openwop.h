@@ -13,7 +13,7 @@
  *	  4. domain      runs, interrupts, approvals, idempotency, outcomes,
  *	                 deadlines
  *	  5. entry points readers, flowdrop, resolve, keyring, tokens, lowconf,
- *	                 timeout_worker
+ *	                 timeout_worker, postgrest
  *	  6. module      _PG_init
  *
  *	  Each file that owns settings defines them in ow_define_*_settings(),
@@ -102,6 +102,17 @@ extern void ow_validation_errors(const char *field, const char *errors, const ch
 								 const char *fmt,...) pg_attribute_printf(4, 5) pg_attribute_noreturn();
 extern void ow_run_not_found(const char *run_id) pg_attribute_noreturn();
 extern void ow_run_terminal(const char *run_id, const char *status) pg_attribute_noreturn();
+
+/* What a refusal raised by ow_raise says, read back from its ErrorData. */
+typedef struct OwRefusal
+{
+	const char *code;			/* the OpenWOP error code */
+	int			status;			/* its HTTP status */
+	const char *message;		/* the message after "<code>: " */
+	const char *details;		/* the details object, as JSON text */
+} OwRefusal;
+
+extern bool ow_refusal_of(const ErrorData *edata, OwRefusal *r);
 
 /* ----------
  * json.c: building jsonb (a push-style builder over pushJsonbValue, so
@@ -607,5 +618,12 @@ extern void ow_note_lifetime(const OwSigningKey *key, int32 lifetime);
 extern void ow_define_token_settings(void);
 extern void ow_define_low_confidence_settings(void);
 extern void ow_define_timeout_worker_settings(void);
+
+/* ----------
+ * postgrest.c: the PostgREST surface, schema openwop_api: the resolve
+ * operations called as PostgREST calls them, refusals answered with the
+ * spec's error envelope and status.  SQL entry points only.
+ * ----------
+ */
 
 #endif							/* OPENWOP_H */

@@ -1,0 +1,538 @@
+#!/usr/bin/env bash
+# The PostgREST surface (schema openwop_api, docs/postgrest.md), tested the
+# way PostgREST v12 calls it.  PostgREST itself is not installed here, so
+# every request is replayed statement for statement as PostgREST v12.2.12
+# (commit cd3cf9ed978c8892e3ac460cb4d0b8c621d4c98f) sends it, in a session
+# of a real authenticator login, and the HTTP response is computed from
+# what the database answered the way PostgREST computes it:
+#
+#   transaction  hasql-transaction 1.0.1.4 (57a6ff13), Private/SQL.hs and
+#                Sessions.hs: "BEGIN ISOLATION LEVEL READ COMMITTED
+#                READ WRITE" (READ ONLY for a GET and for a STABLE
+#                function: src/PostgREST/Plan.hs, callReadPlan, txMode),
+#                then COMMIT, or ABORT after an error;
+#   settings     src/PostgREST/Query.hs, setPgLocals: one
+#                "select set_config(...)" of search_path ("openwop_api",
+#                "public"), the role's settings (queried at startup:
+#                src/PostgREST/Config/Database.hs, queryRoleSettings), role,
+#                request.jwt.claims (the JWT's claims with "role" set:
+#                src/PostgREST/Auth.hs, parseClaims), request.method,
+#                request.path, request.headers (a JSON object, names in
+#                lower case: src/PostgREST/ApiRequest.hs, iHeaders) and
+#                request.cookies, each set_config(name, $n, true)
+#                (src/PostgREST/Query/SqlFragment.hs, setConfigLocal);
+#   the call     src/PostgREST/Query/QueryBuilder.hs, callPlanToQuery: a
+#                function with one unnamed jsonb parameter gets the raw
+#                body as $1::jsonb (SqlFragment.hs, singleParameter); named
+#                parameters come from json_to_record of the body or of the
+#                GET query parameters (SqlFragment.hs, fromJsonBodyF),
+#                wrapped as src/PostgREST/Query/Statements.hs, prepareCall
+#                wraps it, which reads response.headers and response.status
+#                with nullif(current_setting(..., true), '');
+#   the answer   src/PostgREST/Response.hs, actionResponse and
+#                overrideStatusHeaders (the status of response.status, the
+#                headers of response.headers added to Content-Type and
+#                Content-Range), src/PostgREST/Error.hs, pgErrorStatus (the
+#                status of an error: PTnnn is nnn, ...).
+#
+# hasql sends each statement with the extended protocol; the replay uses
+# PREPARE and EXECUTE, which plan and bind the same way.  Needs the cluster
+# test/run starts (it connects as the logins it creates).
+set -euo pipefail
+. "$(dirname "$0")/../lib.sh"
+# responses are JSON, read with jq (Debian's package; lib.sh does not install it yet)
+if ! command -v jq >/dev/null 2>&1; then
+	[ "$(id -u)" -eq 0 ] || { echo "jq is missing; run as root to install it" >&2; exit 1; }
+	DEBIAN_FRONTEND=noninteractive apt-get update -qq && apt-get install -y -qq --no-install-recommends jq >/dev/null
+fi
+db=openwop_pgrst
+auth=owpr_authenticator         # PostgREST's db-uri login
+anon=owpr_anon                  # db-anon-role
+web=owpr_web                    # the role the JWTs name
+mallory=owpr_mallory            # a login that is not the authenticator
+tmp=$(mktemp -d)
+passed=0
+failed=0
+q() { psql -X -A -t -q -v ON_ERROR_STOP=1 -d $db -c "SET openwop.tenant = 'acme'" -c "$1" | tail -n 1; }
+drop_all() {
+	psql -X -q -d postgres -c "DROP DATABASE IF EXISTS $db" >/dev/null 2>&1 || true
+	for r in $auth $anon $web $mallory; do
+		psql -X -q -d postgres -c "DROP ROLE IF EXISTS $r" >/dev/null 2>&1 || true
+	done
+}
+cleanup() {
+	[ -n "${held:-}" ] && kill "$held" 2>/dev/null || true
+	rm -rf "$tmp"
+	drop_all
+}
+trap cleanup EXIT
+drop_all
+
+# ---------- the deployment (docs/postgrest.md, "Roles and grants") ----------
+psql -X -q -v ON_ERROR_STOP=1 -d postgres >/dev/null <<SQL
+CREATE DATABASE $db;
+CREATE ROLE $auth LOGIN NOINHERIT;
+CREATE ROLE $anon NOLOGIN;
+CREATE ROLE $web NOLOGIN;
+GRANT $anon, $web TO $auth;
+ALTER ROLE $auth SET openwop.bound_tenant = '*';
+-- a role setting, which PostgREST applies at each request of the role
+ALTER ROLE $web SET lock_timeout = '1s';
+CREATE ROLE $mallory LOGIN;
+ALTER ROLE $mallory SET openwop.bound_tenant = 'acme';
+SQL
+make_login_approver $db
+psql -X -q -v ON_ERROR_STOP=1 -d $db >/dev/null <<SQL
+CREATE EXTENSION openwop_interrupt;
+ALTER DATABASE $db SET openwop.jwt_session_role = '$auth';
+GRANT USAGE ON SCHEMA openwop_api TO $anon, $web;
+-- mallory may call the surface and holds approvals:respond as a SQL login
+GRANT USAGE ON SCHEMA openwop_api TO $mallory;
+GRANT openwop_approver TO $mallory;
+SELECT openwop.add_signing_key('k1');
+SQL
+
+# the role settings PostgREST reads at startup (queryRoleSettings), as rows
+psql -X -A -t -q -F $'\t' -U $auth -d $db >"$tmp/role_settings" <<'SQL'
+with role_setting as (
+  select r.rolname, unnest(r.rolconfig) as setting
+    from pg_auth_members m join pg_roles r on r.oid = m.roleid
+   where member = current_user::regrole::oid),
+kv_settings as (
+  select rolname, substr(setting, 1, strpos(setting, '=') - 1) as key,
+         lower(substr(setting, strpos(setting, '=') + 1)) as value from role_setting)
+select kv.rolname, kv.key, kv.value from kv_settings kv
+  join pg_settings ps on ps.name = kv.key
+   and (ps.context = 'user' or has_parameter_privilege(current_user::regrole::oid, ps.name, 'set'))
+ where kv.key <> 'default_transaction_isolation';
+SQL
+[ "$(cat "$tmp/role_settings")" = "$web	lock_timeout	1s" ]
+
+# ---------- one request, as PostgREST sends it ----------
+
+# The statements of one request: request_sql METHOD FUNCTION ROLE ARGKEYS V
+# [open], the values in the psql variables V<name> (set by
+# prepare_request).  FUNCTION's volatility and parameters decide the
+# transaction mode and the call, as PostgREST's schema cache does; "open"
+# leaves the transaction open after the call.
+request_sql() {
+	local method=$1 fn=$2 role=$3 argkeys=$4 v=$5 open=${6:-} mode="READ WRITE" n=2 locals call args
+	if [ "$method" = GET ] || [ "$fn" = inspectInterruptByToken ]; then
+		mode="READ ONLY"
+	fi
+	locals="select set_config('search_path', \$1, true)"
+	args="(:'${v}search_path'"
+	while IFS=$'\t' read -r r k val; do
+		[ "$r" = "$role" ] || continue
+		locals+=", set_config(\$$n, \$$((n + 1)), true)"
+		args+=", '$k', '$val'"
+		n=$((n + 2))
+	done <"$tmp/role_settings"
+	locals+=", set_config('role', \$$n, true), set_config('request.jwt.claims', \$$((n + 1)), true)"
+	locals+=", set_config('request.method', \$$((n + 2)), true), set_config('request.path', \$$((n + 3)), true)"
+	locals+=", set_config('request.headers', \$$((n + 4)), true), set_config('request.cookies', \$$((n + 5)), true)"
+	args+=", :'${v}role', :'${v}claims', :'${v}method', :'${v}path', :'${v}headers', :'${v}cookies')"
+	if [ "$fn" != inspectInterruptByToken ]; then
+		# one unnamed jsonb parameter: the raw body
+		call="SELECT pgrst_call.pgrst_scalar FROM (SELECT \"openwop_api\".\"$fn\"(\$1::jsonb) pgrst_scalar) pgrst_call"
+		params="" exec="(:'${v}args')"
+	elif [ -z "$argkeys" ]; then
+		# named parameters, none given
+		call="SELECT pgrst_call.pgrst_scalar FROM (SELECT \"openwop_api\".\"$fn\"() pgrst_scalar) pgrst_call"
+		params="" exec=""
+	else
+		# named parameters from the query string (or body) as JSON
+		call="SELECT pgrst_call.pgrst_scalar FROM (SELECT \$1 AS json_data) pgrst_payload, LATERAL (SELECT \"token\" FROM json_to_record(pgrst_payload.json_data) AS _(\"token\" text) LIMIT 1) pgrst_body , LATERAL (SELECT \"openwop_api\".\"$fn\"(\"token\" := pgrst_body.\"token\") pgrst_scalar) pgrst_call"
+		params="(json)" exec="(:'${v}args')"
+	fi
+	cat <<SQL
+BEGIN ISOLATION LEVEL READ COMMITTED $mode;
+\\o /dev/null
+PREPARE ${v}pgrst_locals AS $locals;
+EXECUTE ${v}pgrst_locals$args;
+\\o
+\\if :ERROR
+\\echo PGRST-ERROR :LAST_ERROR_SQLSTATE
+\\echo :LAST_ERROR_MESSAGE
+ABORT;
+\\else
+PREPARE ${v}pgrst_call$params AS WITH pgrst_source AS ($call) SELECT null::bigint AS total_result_set, 1 AS page_total, coalesce(json_agg(_postgrest_t.pgrst_scalar)->0, 'null') AS body, nullif(current_setting('response.headers', true), '') AS response_headers, nullif(current_setting('response.status', true), '') AS response_status, '' AS response_inserted FROM (SELECT "$fn".* FROM "pgrst_source" AS "$fn"    ) _postgrest_t;
+EXECUTE ${v}pgrst_call$exec;
+SQL
+	[ -n "$open" ] && { echo '\endif'; return; }
+	cat <<'SQL'
+\if :ERROR
+\echo PGRST-ERROR :LAST_ERROR_SQLSTATE
+\echo :LAST_ERROR_MESSAGE
+ABORT;
+\else
+COMMIT;
+\echo PGRST-COMMIT
+\endif
+\endif
+SQL
+}
+
+# The status PostgREST gives an error (src/PostgREST/Error.hs, pgErrorStatus).
+pgrst_error_status() {    # SQLSTATE AUTHENTICATED MESSAGE
+	case $1 in
+		08*) echo 503 ;; 09*) echo 500 ;; 0L*) echo 403 ;; 0P*) echo 403 ;;
+		23503|23505) echo 409 ;; 25006) echo 405 ;;
+		21000) [[ $3 == *"requires a WHERE clause" ]] && echo 400 || echo 500 ;;
+		25*) echo 500 ;; 28*) echo 403 ;; 2D*|38*|39*|3B*|40*) echo 500 ;;
+		53400) echo 500 ;; 53*) echo 503 ;; 54*|55*) echo 500 ;;
+		57P01) echo 503 ;; 57*|58*|F0*|HV*) echo 500 ;;
+		P0001) echo 400 ;; P0*|XX*) echo 500 ;;
+		42883) [[ $3 == "function xmlagg("* ]] && echo 406 || echo 404 ;;
+		42P01) echo 404 ;; 42P17) echo 500 ;;
+		42501) [ "$2" = true ] && echo 403 || echo 401 ;;
+		PT*) echo "${1#PT}" ;;
+		*) echo 400 ;;
+	esac
+}
+
+# prepare_request V METHOD FUNCTION CLAIMS HEADERS ARGS: the values of one
+# request, as PostgREST v12 makes them for a client that sent a JWT with
+# CLAIMS (a JSON object; empty: no JWT, so the anonymous role), the extra
+# request HEADERS (a JSON object) and ARGS (the POST body, or the GET
+# query parameters as a JSON object).  Appends the psql variables V<name>
+# to psql_vars and sets req_role, req_authed and req_argkeys.
+prepare_request() {
+	local v=$1 method=$2 fn=$3 claims=$4 extra=$5 args=$6 headers
+	if [ -z "$claims" ]; then
+		req_role=$anon
+		claims="{}"
+	else
+		req_role=$(jq -r --arg anon $anon '.role // $anon' <<<"$claims")
+	fi
+	[ "$req_role" = $anon ] && req_authed=false || req_authed=true
+	claims=$(jq -c --arg role "$req_role" '. + {role: $role}' <<<"$claims")
+	headers=$(jq -c -n --argjson extra "$extra" --arg method "$method" --arg len "${#args}" --arg authed $req_authed '
+		{"host": "api.example.org", "user-agent": "curl/8.5.0", "accept": "*/*"}
+		+ (if $method == "POST" then {"content-type": "application/json", "content-length": $len} else {} end)
+		+ (if $authed == "true" then {"authorization": "Bearer eyJhbGciOiJIUzI1NiJ9.test.test"} else {} end)
+		+ $extra')
+	[ "$method" = GET ] && args=$(jq -c . <<<"$args")
+	req_argkeys=$(jq -r 'if type == "object" then keys | join(",") else "" end' <<<"$args")
+	psql_vars+=(-v "${v}search_path=\"openwop_api\", \"public\"" -v "${v}role=$req_role" -v "${v}claims=$claims"
+		-v "${v}method=$method" -v "${v}path=/rpc/$fn" -v "${v}headers=$headers" -v "${v}cookies={}" -v "${v}args=$args")
+}
+
+# request METHOD FUNCTION CLAIMS HEADERS ARGS [LOGIN]: one request (see
+# prepare_request) in a session of LOGIN (default: the authenticator).
+# Prints the HTTP response PostgREST would send, as one JSON line
+# {status, headers: {lower-case name: value}, body, tx}.
+request() {
+	local login=${6:-$auth} out
+	psql_vars=()
+	prepare_request r "$1" "$2" "$3" "$4" "$5"
+	out=$(request_sql "$1" "$2" "$req_role" "$req_argkeys" r |
+		psql -X -A -t -q -F $'\x1f' -U "$login" -d $db "${psql_vars[@]}" 2>/dev/null)
+	respond "$req_authed" "$out"
+}
+
+# The HTTP response of a request's output (src/PostgREST/Response.hs,
+# src/PostgREST/Error.hs).
+respond() {    # AUTHENTICATED OUTPUT
+	local authed=$1 out=$2 state msg status body gheaders gstatus
+	if grep -q '^PGRST-ERROR' <<<"$out"; then
+		state=$(grep '^PGRST-ERROR' <<<"$out" | head -n 1 | cut -d' ' -f2)
+		msg=$(grep -A1 '^PGRST-ERROR' <<<"$out" | sed -n 2p)
+		status=$(pgrst_error_status "$state" "$authed" "$msg")
+		jq -c -n --arg code "$state" --arg msg "$msg" --argjson status "$status" '
+			{status: $status,
+			 headers: ({"content-type": "application/json; charset=utf-8"}
+			           + (if $status == 401 then {"www-authenticate": "Bearer"} else {} end)),
+			 body: {code: $code, message: $msg}, tx: "ABORT"}'
+		return
+	fi
+	grep -q '^PGRST-COMMIT' <<<"$out" || { echo "no COMMIT in: $out" >&2; return 1; }
+	IFS=$'\x1f' read -r _ _ body gheaders gstatus _ <<<"$(head -n 1 <<<"$out")"
+	jq -c -n --argjson body "$body" --arg gh "$gheaders" --arg gs "$gstatus" '
+		($gh | if . == "" then [] else fromjson end
+		     | map(to_entries[0] | {key: (.key | ascii_downcase), value}) | from_entries) as $guc
+		| {status: (if $gs == "" then 200 else ($gs | tonumber) end),
+		   headers: ({"content-range": "0-0/*", "content-type": "application/json; charset=utf-8"} + $guc),
+		   body: $body, tx: "COMMIT"}'
+}
+
+# check NAME RESPONSE JQ-CONDITION
+check() {
+	if jq -e "$3" >/dev/null <<<"$2"; then
+		passed=$((passed + 1))
+		echo "ok $((passed + failed)) - $1"
+	else
+		failed=$((failed + 1))
+		echo "not ok $((passed + failed)) - $1"
+		echo "#   response: $2"
+		echo "#   expected: $3"
+	fi
+}
+
+# the refusal envelope: exactly {error, message, details}, with this status and code
+envelope() {    # STATUS CODE
+	echo ".status == $1 and .tx == \"COMMIT\" and (.body | keys) == [\"details\", \"error\", \"message\"]
+	      and .body.error == \"$2\" and (.body.details | type) == \"object\" and (.body.message | type) == \"string\""
+}
+
+# ---------- the runs ----------
+alice='{"sub": "alice", "iss": "https://idp.example.org", "tenant": "acme", "scope": "approvals:respond", "role": "'$web'"}'
+noscope='{"sub": "bob", "iss": "https://idp.example.org", "tenant": "acme", "role": "'$web'"}'
+globex='{"sub": "gina", "iss": "https://idp.example.org", "tenant": "globex", "scope": "approvals:respond", "role": "'$web'"}'
+gate() {    # RUN [DATA]: a run waiting on approval gate "gate" (DATA added to its data); prints the interrupt id
+	local data=${2:-}
+	[ -n "$data" ] || data='{}'
+	q "SELECT openwop.create_run('pgrst', '{\"runId\": \"$1\"}')" >/dev/null
+	q "SELECT openwop.start_node('$1', 'gate')" >/dev/null
+	q "SELECT openwop.interrupt('$1', 'gate', jsonb_build_object('kind', 'approval', 'data',
+	     '{\"artifactId\": \"a\", \"artifactType\": \"doc\", \"title\": \"Expense\", \"actions\": [\"accept\", \"reject\"]}'::jsonb
+	     || '$data'::jsonb)) #>> '{metadata,interrupt,id}'"
+}
+events() { q "SELECT count(*) FROM openwop.events WHERE run_id = '$1'"; }
+body() {    # RUN [NODE [RESUME-VALUE]]: the body {runId, nodeId, resumeValue}
+	local value=${3:-}
+	[ -n "$value" ] || value='{"action": "accept"}'
+	jq -c -n --arg run "$1" --arg node "${2:-gate}" --argjson value "$value" '{runId: $run, nodeId: $node, resumeValue: $value}'
+}
+
+# ---------- resolveInterruptByRun ----------
+echo "# POST /rpc/resolveInterruptByRun"
+gate acme/pgrst-run-000000000001 >/dev/null
+r=$(request POST resolveInterruptByRun "$alice" '{}' "$(body acme/pgrst-run-000000000001)")
+check "resolveInterruptByRun: 200 with the resolution, committed" "$r" \
+	'.status == 200 and .tx == "COMMIT" and .body.status == "resolved" and .body.decision == "granted"
+	 and .body.resolvedBy == {"issuer": "https://idp.example.org", "subjectId": "alice", "tenant": "acme", "lane": "oauth2", "kind": "user"}
+	 and .headers["content-type"] == "application/json; charset=utf-8" and .headers["content-range"] == "0-0/*"
+	 and (.headers | has("openwop-idempotent-replay") | not)'
+[ "$(events acme/pgrst-run-000000000001)" = 6 ]
+
+r=$(request POST resolveInterruptByRun "$alice" '{}' "$(body acme/pgrst-run-000000000001)")
+check "interrupt_already_resolved: 409 with the spec's envelope and details" "$r" \
+	"$(envelope 409 interrupt_already_resolved) and .body.details == {\"runId\": \"acme/pgrst-run-000000000001\", \"nodeId\": \"gate\", \"runStatus\": \"running\"}"
+
+# Idempotency-Key: the response is stored; a retry is its replay, marked by a header
+gate acme/pgrst-run-000000000002 >/dev/null
+key=pgrst-key-0000000000000001
+first=$(request POST resolveInterruptByRun "$alice" "{\"idempotency-key\": \"$key\"}" "$(body acme/pgrst-run-000000000002)")
+again=$(request POST resolveInterruptByRun "$alice" "{\"idempotency-key\": \"$key\"}" "$(body acme/pgrst-run-000000000002)")
+check "Idempotency-Key: the first request is answered without the replay header" "$first" \
+	'.status == 200 and .body.status == "resolved" and (.headers | has("openwop-idempotent-replay") | not)'
+check "OpenWOP-Idempotent-Replay: true on a replay, with the stored body unchanged" "$(jq -c -n --argjson a "$first" --argjson b "$again" '{a: $a, b: $b}')" \
+	'.b.status == 200 and .b.headers["openwop-idempotent-replay"] == "true" and .b.body == .a.body and (.b.body | has("idempotentReplay") | not)'
+[ "$(events acme/pgrst-run-000000000002)" = 6 ]
+r=$(request POST resolveInterruptByRun "$alice" "{\"idempotency-key\": \"$key\"}" "$(body acme/pgrst-run-000000000002 gate '{"action": "reject"}')")
+check "idempotency_key_mismatch: 409 for another body under the key" "$r" "$(envelope 409 idempotency_key_mismatch)"
+r=$(request POST resolveInterruptByRun "$alice" '{"idempotency-key": "too-short"}' "$(body acme/pgrst-run-000000000002)")
+check "idempotency_key_invalid: 400, details.field Idempotency-Key" "$r" \
+	"$(envelope 400 idempotency_key_invalid) and .body.details == {\"field\": \"Idempotency-Key\"}"
+
+# the closed body {runId, nodeId, resumeValue}
+gate acme/pgrst-run-000000000003 '{"approversList": ["cfo@example.org"]}' >/dev/null
+r=$(request POST resolveInterruptByRun "$alice" '{}' "$(jq -c '. + {"comment": "x"}' <<<"$(body acme/pgrst-run-000000000003)")")
+check "validation_error: an unknown body member is 400, not PostgREST's PGRST202" "$r" \
+	"$(envelope 400 validation_error) and .body.details == {\"field\": \"comment\"}"
+r=$(request POST resolveInterruptByRun "$alice" '{}' '[{"runId": "acme/pgrst-run-000000000003"}]')
+check "validation_error: a body that is not an object is 400" "$r" \
+	"$(envelope 400 validation_error) and .body.details == {\"field\": \"body\"}"
+r=$(request POST resolveInterruptByRun "$alice" '{}' '{"runId": "acme/pgrst-run-000000000003", "nodeId": "gate"}')
+check "validation_error: a body without resumeValue is 400, details.field resumeValue" "$r" \
+	"$(envelope 400 validation_error) and .body.details == {\"field\": \"resumeValue\"}"
+r=$(request POST resolveInterruptByRun "$alice" '{}' '{"runId": "acme/pgrst-run-000000000003", "nodeId": 7, "resumeValue": {}}')
+check "validation_error: a member of the wrong type is 400" "$r" \
+	"$(envelope 400 validation_error) and .body.details == {\"field\": \"nodeId\"}"
+gate acme/pgrst-run-000000000008 >/dev/null
+r=$(request POST resolveInterruptByRun "$alice" '{}' "$(body acme/pgrst-run-000000000008 gate '{"action": "approve"}')")
+check "validation_error: an action outside actions is 400, details.field resumeValue.action" "$r" \
+	"$(envelope 400 validation_error) and .body.details.field == \"resumeValue.action\""
+
+# who is calling
+r=$(request POST resolveInterruptByRun "$alice" '{}' "$(body acme/pgrst-run-000000000003)")
+check "forbidden: an approver outside approversList is 403, details.principal" "$r" \
+	"$(envelope 403 forbidden) and .body.details == {\"principal\": \"alice\"}"
+r=$(request POST resolveInterruptByRun "$noscope" '{}' "$(body acme/pgrst-run-000000000003)")
+check "forbidden: a JWT without approvals:respond is 403, details.requiredScope" "$r" \
+	"$(envelope 403 forbidden) and .body.details == {\"requiredScope\": \"approvals:respond\"}"
+r=$(request POST resolveInterruptByRun "" '{}' "$(body acme/pgrst-run-000000000003)")
+check "anonymous_request_on_run_surface: no JWT (db-anon-role) is 403 forbidden, details.requiredScope" "$r" \
+	"$(envelope 403 forbidden) and .body.details == {\"requiredScope\": \"approvals:respond\"}"
+r=$(request POST resolveInterruptByRun "$globex" '{}' "$(body acme/pgrst-run-000000000003)")
+check "id_tenant_mismatch: a caller of tenant globex answering acme's run is 403" "$r" \
+	"$(envelope 403 id_tenant_mismatch) and .body.details.runId == \"acme/pgrst-run-000000000003\""
+r=$(request POST resolveInterruptByRun '{"sub": "two words", "tenant": "acme", "scope": "approvals:respond", "role": "'$web'"}' '{}' "$(body acme/pgrst-run-000000000003)")
+check "identity_unresolvable: a sub outside the subjectId grammar is 401, with WWW-Authenticate" "$r" \
+	"$(envelope 401 identity_unresolvable) and .headers[\"www-authenticate\"] == \"Bearer\""
+cfo_claims='{"sub": "cfo@example.org", "iss": "https://idp.example.org", "tenant": "acme", "scope": "approvals:respond"'
+r=$(request POST resolveInterruptByRun "$cfo_claims, \"role\": \"$mallory\"}" '{}' "$(body acme/pgrst-run-000000000003)" $mallory)
+check "forged_claims_from_another_login: a login that is not the authenticator setting the CFO's claims is itself: 403, details.principal is the login" "$r" \
+	"$(envelope 403 forbidden) and .body.details == {\"principal\": \"$mallory\"}"
+r=$(PGOPTIONS="-c openwop.tenant=acme" request POST resolveInterruptByRun "$cfo_claims, \"role\": \"postgres\"}" '{}' "$(body acme/pgrst-run-000000000003)" postgres)
+check "forged_claims_in_superuser_session: a superuser's claims do not count either: 403, details.principal postgres" "$r" \
+	"$(envelope 403 forbidden) and .body.details == {\"principal\": \"postgres\"}"
+[ "$(events acme/pgrst-run-000000000003)" = 4 ]
+[ "$(q "SELECT status FROM openwop.interrupts WHERE run_id = 'acme/pgrst-run-000000000003'")" = pending ]
+r=$(request POST resolveInterruptByRun "$cfo_claims, \"role\": \"$web\"}" '{}' "$(body acme/pgrst-run-000000000003)")
+check "the CFO's own JWT, through the authenticator, resolves the gate" "$r" \
+	'.status == 200 and .body.resolvedBy.subjectId == "cfo@example.org"'
+
+r=$(request POST resolveInterruptByRun "$alice" '{}' "$(body acme/pgrst-run-999999999999)")
+check "not_found: an unknown run is 404" "$r" "$(envelope 404 not_found) and .body.details == {\"runId\": \"acme/pgrst-run-999999999999\"}"
+r=$(request POST resolveInterruptByRun "$alice" '{}' "$(body acme/pgrst-run-000000000003 nowhere)")
+check "not_found: a node that never raised an interrupt is 404" "$r" "$(envelope 404 not_found)"
+
+# a refusal after the key was claimed leaves nothing: no record, no event; the retry is refused again
+gate acme/pgrst-run-000000000004 '{"approversList": ["cfo@example.org"]}' >/dev/null
+key=pgrst-key-0000000000000004
+r=$(request POST resolveInterruptByRun "$alice" "{\"idempotency-key\": \"$key\"}" "$(body acme/pgrst-run-000000000004)")
+again=$(request POST resolveInterruptByRun "$alice" "{\"idempotency-key\": \"$key\"}" "$(body acme/pgrst-run-000000000004)")
+check "a refusal is not stored under its key: the retry is refused the same, not replayed" "$(jq -c -n --argjson a "$r" --argjson b "$again" '{a: $a, b: $b}')" \
+	'.a.status == 403 and .b.status == 403 and .a.body == .b.body and (.b.headers | has("openwop-idempotent-replay") | not)'
+[ "$(q "SELECT count(*) FROM openwop.idempotency_keys WHERE key = '$key'")" = 0 ]
+[ "$(events acme/pgrst-run-000000000004)" = 4 ]
+
+# ---------- two sessions ----------
+# hold LOGIN WAIT-FOR SQL [psql args]: a session of LOGIN that runs SQL
+# and keeps its transaction open; returns once it is idle in its
+# transaction after a statement matching WAIT-FOR.
+hold() {
+	local login=$1 pattern=$2 sql=$3 deadline=$((SECONDS + 30))
+	shift 3
+	mkfifo "$tmp/held"
+	PGAPPNAME=owpr_held psql -X -A -t -q -U "$login" -d $db "$@" <"$tmp/held" >"$tmp/held.out" 2>&1 &
+	held=$!
+	exec 7>"$tmp/held"
+	printf '%s\n' "$sql" >&7
+	until [ "$(q "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'owpr_held'
+	               AND state = 'idle in transaction' AND query LIKE '%$pattern%'")" = 1 ]; do
+		[ $SECONDS -lt $deadline ] || { cat "$tmp/held.out" >&2; echo "the held session never got ready" >&2; exit 1; }
+		sleep 0.1
+	done
+}
+release() {
+	printf 'COMMIT;\n' >&7
+	exec 7>&-
+	wait "$held"
+	held=
+	rm -f "$tmp/held"
+}
+
+gate acme/pgrst-run-000000000005 >/dev/null
+key=pgrst-key-0000000000000005
+# the first request with the key, as PostgREST sends it, its transaction still open
+psql_vars=()
+prepare_request h POST resolveInterruptByRun "$alice" "{\"idempotency-key\": \"$key\"}" "$(body acme/pgrst-run-000000000005)"
+hold $auth "EXECUTE hpgrst_call" "$(request_sql POST resolveInterruptByRun "$req_role" "" h open)" "${psql_vars[@]}"
+r=$(request POST resolveInterruptByRun "$alice" "{\"idempotency-key\": \"$key\"}" "$(body acme/pgrst-run-000000000005)")
+check "idempotency_in_flight: the same key while the first request is open is 409 after lock_timeout (the role's setting)" "$r" \
+	"$(envelope 409 idempotency_in_flight) and .body.details == {}"
+release
+r=$(request POST resolveInterruptByRun "$alice" "{\"idempotency-key\": \"$key\"}" "$(body acme/pgrst-run-000000000005)")
+check "once the first committed, the same request is its replay" "$r" \
+	'.status == 200 and .headers["openwop-idempotent-replay"] == "true" and .body.status == "resolved"'
+
+gate acme/pgrst-run-000000000006 >/dev/null
+hold postgres "FOR UPDATE" "BEGIN; SELECT 1 FROM openwop.runs WHERE run_id = 'acme/pgrst-run-000000000006' FOR UPDATE;"
+r=$(request POST resolveInterruptByRun "$alice" '{}' "$(body acme/pgrst-run-000000000006)")
+check "an error that is no refusal (lock_timeout, 55P03) is re-thrown untouched: PostgREST answers it, 500" "$r" \
+	'.status == 500 and .tx == "ABORT" and .body.code == "55P03" and .body.message == "canceling statement due to lock timeout"'
+release
+[ "$(events acme/pgrst-run-000000000006)" = 4 ]
+
+# one pooled connection serves request after request: nothing of one is left for the next
+gate acme/pgrst-run-000000000007 >/dev/null
+psql_vars=()
+prepare_request a POST resolveInterruptByRun "$noscope" '{}' "$(body acme/pgrst-run-000000000007)"
+sql=$(request_sql POST resolveInterruptByRun "$req_role" "" a)
+prepare_request b POST resolveInterruptByRun "" '{}' "$(body acme/pgrst-run-000000000007)"
+sql+=$'\n'$(request_sql POST resolveInterruptByRun "$req_role" "" b)
+prepare_request c POST resolveInterruptByRun "$alice" '{}' "$(body acme/pgrst-run-000000000007)"
+sql+=$'\n'$(request_sql POST resolveInterruptByRun "$req_role" "" c)
+r=$(psql -X -A -t -q -F $'\x1f' -U $auth -d $db "${psql_vars[@]}" <<<"$sql" 2>/dev/null | grep -v '^PGRST-' | cut -d $'\x1f' -f3 | jq -s -c .)
+check "one pooled connection: bob, then an anonymous request, then alice: each is only itself" "$r" \
+	'length == 3 and .[0].error == "forbidden" and .[0].details == {"requiredScope": "approvals:respond"}
+	 and .[1].error == "forbidden" and .[1].details == {"requiredScope": "approvals:respond"}
+	 and .[2].status == "resolved" and .[2].resolvedBy.subjectId == "alice"'
+
+# the events a resolve appended are announced at PostgREST's COMMIT; a refusal announces nothing
+gate acme/pgrst-run-000000000009 '{"approversList": ["cfo@example.org"]}' >/dev/null
+mkfifo "$tmp/listen"
+psql -X -A -t -q -d $db <"$tmp/listen" >"$tmp/listen.out" 2>&1 &
+listener=$!
+exec 8>"$tmp/listen"
+printf 'LISTEN openwop_events;\n' >&8
+sleep 0.5
+r=$(request POST resolveInterruptByRun "$alice" '{}' "$(body acme/pgrst-run-000000000009)")
+r2=$(request POST resolveInterruptByRun "$cfo_claims, \"role\": \"$web\"}" '{}' "$(body acme/pgrst-run-000000000009)")
+sleep 1.5
+printf 'SELECT 1;\n' >&8
+exec 8>&-
+wait "$listener"
+check "one notification, for the resolve that was answered 200, none for the refusal" \
+	"$(jq -c -n --argjson a "$r" --argjson b "$r2" --arg n "$(grep -c 'openwop_events' "$tmp/listen.out")" \
+	   --arg p "$(grep -o '{.*}' "$tmp/listen.out" | head -n 1)" '{a: $a, b: $b, n: $n, p: $p}')" \
+	'.a.status == 403 and .b.status == 200 and .n == "1" and (.p | fromjson | .runId) == "acme/pgrst-run-000000000009"'
+
+# ---------- the token surfaces ----------
+echo "# GET /rpc/inspectInterruptByToken, POST /rpc/resolveInterruptByToken"
+id=$(gate acme/pgrst-run-000000000010)
+tok=$(q "SELECT openwop.mint_interrupt_token('$id')")
+inspect_tok=$(q "SELECT openwop.mint_interrupt_token('$id', 'inspect')")
+r=$(request GET inspectInterruptByToken "" '{}' "{\"token\": \"$tok\"}")
+check "inspectInterruptByToken: an anonymous GET (READ ONLY) is 200 with the InterruptPayload" "$r" \
+	'.status == 200 and .tx == "COMMIT" and .body.kind == "approval" and .body.data.title == "Expense" and (.body | has("key"))'
+r=$(request GET inspectInterruptByToken "" '{}' '{"token": "ow2.hs256.nokid.b3BlbndvcC1jb25mb3JtYW5jZQ.0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"}')
+check "interrupt_token_invalid: an unheld kid is 401, never 404" "$r" \
+	"$(envelope 401 interrupt_token_invalid) and .headers[\"www-authenticate\"] == \"Bearer\""
+r=$(request GET inspectInterruptByToken "" '{}' '{}')
+check "interrupt_token_invalid: a GET without token is 401" "$r" "$(envelope 401 interrupt_token_invalid)"
+r=$(request POST resolveInterruptByToken "" '{}' "{\"token\": \"$inspect_tok\", \"resumeValue\": {\"action\": \"accept\"}}")
+check "forbidden: an inspect token used to resolve is 403, details.intent" "$r" \
+	"$(envelope 403 forbidden) and .body.details == {\"intent\": \"inspect\"}"
+r=$(request POST resolveInterruptByToken "" '{}' "{\"token\": \"$tok\", \"resumeValue\": {\"action\": \"accept\"}, \"extra\": 1}")
+check "validation_error: the token body is closed too" "$r" "$(envelope 400 validation_error) and .body.details == {\"field\": \"extra\"}"
+r=$(request POST resolveInterruptByToken "" '{"idempotency-key": "!"}' "{\"token\": \"$tok\", \"resumeValue\": {\"action\": \"accept\"}}")
+check "idempotency_key_invalid on the token surface" "$r" "$(envelope 400 idempotency_key_invalid)"
+key=pgrst-key-0000000000000010
+first=$(request POST resolveInterruptByToken "" "{\"idempotency-key\": \"$key\"}" "{\"token\": \"$tok\", \"resumeValue\": {\"action\": \"accept\"}}")
+again=$(request POST resolveInterruptByToken "" "{\"idempotency-key\": \"$key\"}" "{\"token\": \"$tok\", \"resumeValue\": {\"action\": \"accept\"}}")
+check "resolveInterruptByToken: 200, the token holder's Subject recorded" "$first" \
+	'.status == 200 and .body.status == "resolved" and .body.resolvedBy.subjectId == "token-holder" and (.headers | has("openwop-idempotent-replay") | not)'
+check "resolveInterruptByToken: a replay carries OpenWOP-Idempotent-Replay: true and the same body" "$(jq -c -n --argjson a "$first" --argjson b "$again" '{a: $a, b: $b}')" \
+	'.b.status == 200 and .b.headers["openwop-idempotent-replay"] == "true" and .b.body == .a.body'
+r=$(request POST resolveInterruptByToken "" "{\"idempotency-key\": \"$key\"}" "{\"token\": \"$tok\", \"resumeValue\": {\"action\": \"reject\"}}")
+check "idempotency_key_mismatch on the token surface" "$r" "$(envelope 409 idempotency_key_mismatch)"
+r=$(request POST resolveInterruptByToken "" '{}' "{\"token\": \"$tok\", \"resumeValue\": {\"action\": \"accept\"}}")
+check "interrupt_already_resolved: a token after its interrupt was resolved is 409" "$r" "$(envelope 409 interrupt_already_resolved)"
+r=$(request GET inspectInterruptByToken "" '{}' "{\"token\": \"$tok\"}")
+check "interrupt_already_resolved: inspecting it is 409 too" "$r" "$(envelope 409 interrupt_already_resolved)"
+
+id=$(gate acme/pgrst-run-000000000011)
+short=$(q "SELECT openwop.mint_interrupt_token('$id', 'resolve', interval '1 millisecond')")
+sleep 0.1
+r=$(request GET inspectInterruptByToken "" '{}' "{\"token\": \"$short\"}")
+check "interrupt_expired: a token past expiresAt is 410, details.expiresAt" "$r" \
+	"$(envelope 410 interrupt_expired) and (.body.details | keys) == [\"expiresAt\", \"interruptId\"]"
+r=$(request POST resolveInterruptByToken "" '{}' "{\"token\": \"$short\", \"resumeValue\": {\"action\": \"accept\"}}")
+check "interrupt_expired: resolving with it is 410" "$r" "$(envelope 410 interrupt_expired)"
+# a token this host signed for an interrupt it does not hold
+q "SELECT openwop.add_signing_key('kx', 'pgrst-secret-do-not-use'::bytea)" >/dev/null
+psql -X -q -d $db -c "CREATE EXTENSION IF NOT EXISTS pgcrypto" >/dev/null
+ghost=$(q "SELECT 'ow2.hs256.kx.' || p || '.' || encode(hmac('hs256.kx.' || p, 'pgrst-secret-do-not-use', 'sha256'), 'hex')
+             FROM (SELECT rtrim(translate(encode(convert_to('{\"i\":\"acme/no-such-interrupt-0001\",\"r\":\"acme/pgrst-run-000000000011\",\"n\":\"gate\",\"e\":\"2099-01-01T00:00:00.000Z\",\"t\":\"resolve\"}', 'UTF8'), 'base64'), E'+/\n', '-_'), '=') AS p) x")
+r=$(request GET inspectInterruptByToken "" '{}' "{\"token\": \"$ghost\"}")
+check "not_found: a valid token for an unknown interrupt is 404" "$r" \
+	"$(envelope 404 not_found) and .body.details == {\"interruptId\": \"acme/no-such-interrupt-0001\"}"
+r=$(request POST resolveInterruptByToken "" '{}' "{\"token\": \"$ghost\", \"resumeValue\": {\"action\": \"accept\"}}")
+check "not_found on the token resolve" "$r" "$(envelope 404 not_found)"
+
+# ---------- no state the surface does not reach ----------
+r=$(request POST resolveInterruptByRun "$alice" '{}' "$(body acme/pgrst-run-000000000002)")
+check "run_terminal never comes from a resolve: an ended run's interrupt is interrupt_already_resolved" "$r" \
+	"$(envelope 409 interrupt_already_resolved)"
+q "SELECT openwop.cancel_run('acme/pgrst-run-000000000011')" >/dev/null
+r=$(request POST resolveInterruptByRun "$alice" '{}' "$(body acme/pgrst-run-000000000011)")
+check "a resolve after cancel_run is 409 interrupt_already_resolved (both surfaces), never run_terminal" "$r" \
+	"$(envelope 409 interrupt_already_resolved) and .body.details.runStatus == \"cancelled\""
+
+echo "1..$((passed + failed))"
+echo "# $passed passed, $failed failed"
+[ "$failed" -eq 0 ]

@@ -1,0 +1,274 @@
+-- The PostgREST surface, schema openwop_api (docs/postgrest.md): what it
+-- holds and who may reach it, and that each refusal it answers is the
+-- refusal of the openwop function it calls, read from that one ereport
+-- (envelope {error, message, details} and response.status).  The HTTP
+-- requests themselves, replayed as PostgREST v12 sends them, are
+-- test/checks/postgrest_replay.sh.
+BEGIN;
+SELECT * FROM no_plan();
+SET LOCAL openwop.tenant = 'acme';
+\ir callers.psql
+
+/* ------------------------------------------------------------------
+ * What the schema holds
+ * ------------------------------------------------------------------ */
+
+SELECT is((SELECT count(*)::int FROM pg_depend
+            WHERE classid = 'pg_namespace'::regclass AND objid = 'openwop_api'::regnamespace
+              AND refobjid = (SELECT oid FROM pg_extension WHERE extname = 'openwop_interrupt') AND deptype = 'e'),
+          1, 'the schema openwop_api belongs to the extension');
+SELECT is(ARRAY(SELECT p.oid::regprocedure::text || ' ' || pg_get_function_result(p.oid) || ' ' || p.provolatile::text
+                  FROM pg_proc p WHERE p.pronamespace = 'openwop_api'::regnamespace ORDER BY 1),
+          ARRAY['openwop_api."inspectInterruptByToken"(text) jsonb s',
+                'openwop_api."resolveInterruptByRun"(jsonb) jsonb v',
+                'openwop_api."resolveInterruptByToken"(jsonb) jsonb v'],
+          'one function per operation, named after it (PostgREST routes /rpc/<name>); inspect is STABLE, so PostgREST runs it READ ONLY');
+SELECT is(ARRAY(SELECT p.proname || ' ' || coalesce(array_to_string(p.proargnames, ','), '(unnamed)') || ' ' || p.pronargdefaults
+                  FROM pg_proc p WHERE p.pronamespace = 'openwop_api'::regnamespace ORDER BY 1),
+          ARRAY['inspectInterruptByToken token 1', 'resolveInterruptByRun (unnamed) 0', 'resolveInterruptByToken (unnamed) 0'],
+          'a POST takes one unnamed jsonb parameter (PostgREST passes it the whole body); inspect takes ?token=, defaulting to none');
+SELECT is((SELECT count(*)::int FROM pg_proc p WHERE p.pronamespace = 'openwop_api'::regnamespace
+             AND (p.prosecdef OR p.proconfig IS NOT NULL OR p.proisstrict)),
+          0, 'no SECURITY DEFINER, no SET clause, not STRICT (a null body is refused, not answered with null)');
+SELECT is((SELECT count(*)::int FROM pg_class c WHERE c.relnamespace = 'openwop_api'::regnamespace AND c.relkind <> 'v'),
+          0, 'no table reachable through openwop_api: no table, sequence or materialized view in it');
+
+-- what PostgREST's OpenAPI document shows: the comment's first line is the
+-- summary, the rest the description (src/PostgREST/Response/OpenAPI.hs, makeProcPathItem)
+SELECT is(ARRAY(SELECT split_part(obj_description(p.oid, 'pg_proc'), E'\n', 1)
+                  FROM pg_proc p WHERE p.pronamespace = 'openwop_api'::regnamespace ORDER BY p.proname),
+          ARRAY['inspectInterruptByToken: read the interrupt a signed token names',
+                'resolveInterruptByRun: answer the pending interrupt of a node of a run',
+                'resolveInterruptByToken: answer the interrupt a signed token names'],
+          'each operation''s OpenAPI summary is its operationId and what it does');
+SELECT is((SELECT count(*)::int FROM pg_proc p WHERE p.pronamespace = 'openwop_api'::regnamespace
+             AND length(substr(obj_description(p.oid, 'pg_proc'), strpos(obj_description(p.oid, 'pg_proc'), E'\n') + 1)) > 200
+             AND obj_description(p.oid, 'pg_proc') LIKE '%Refusals, as {error, message, details}%'),
+          3, 'each operation''s OpenAPI description says its body, its answer and its refusals');
+SELECT is(split_part(obj_description('openwop_api'::regnamespace, 'pg_namespace'), E'\n', 1),
+          'OpenWOP interrupt: resolve surfaces', 'the schema comment gives the OpenAPI document its title');
+
+/* ------------------------------------------------------------------
+ * Who may reach it
+ * ------------------------------------------------------------------ */
+
+SELECT ok(NOT has_schema_privilege('public', 'openwop_api', 'USAGE'),
+          'PUBLIC has no USAGE on openwop_api: a DBA grants it to the web roles');
+SELECT ok(NOT has_schema_privilege('public', 'openwop_api', 'CREATE'),
+          'no role but the owner creates in openwop_api: nobody can add a table to the surface or stand in for an operation');
+SELECT is((SELECT count(*)::int FROM pg_proc p WHERE p.pronamespace = 'openwop_api'::regnamespace
+             AND has_function_privilege('public', p.oid, 'EXECUTE')),
+          3, 'EXECUTE stays with PUBLIC: USAGE on the schema is the one grant a web role needs');
+CREATE ROLE tap_pgrst_stranger;
+CREATE ROLE tap_pgrst_web;
+GRANT USAGE ON SCHEMA openwop_api TO tap_pgrst_web;
+SET LOCAL ROLE tap_pgrst_stranger;
+SELECT throws_ok($$ SELECT openwop_api."inspectInterruptByToken"('x') $$, '42501', NULL,
+                 'a role without USAGE on openwop_api cannot call it');
+RESET ROLE;
+SET LOCAL ROLE tap_pgrst_web;
+SELECT is(openwop_api."inspectInterruptByToken"('x') ->> 'error', 'interrupt_token_invalid',
+          'a web role with USAGE alone reaches the operations (and not openwop''s functions)');
+SELECT throws_ok($$ SELECT openwop.inspect_interrupt('x') $$, '42501', NULL,
+                 'the web role has no privilege on schema openwop itself');
+RESET ROLE;
+SET LOCAL response.status = '';
+SET LOCAL response.headers = '';
+
+/* ------------------------------------------------------------------
+ * One source of truth: the envelope is the refusal of the openwop
+ * function, read from its ereport
+ * ------------------------------------------------------------------ */
+
+-- what a client of the openwop function sees of its refusal, as the HTTP
+-- surface must answer it: {status, body: {error, message, details}}
+CREATE FUNCTION pg_temp.direct(sql text) RETURNS jsonb LANGUAGE plpgsql AS $$
+DECLARE st text; msg text; det text;
+BEGIN
+  EXECUTE sql;
+  RETURN NULL;
+EXCEPTION WHEN OTHERS THEN
+  GET STACKED DIAGNOSTICS st = RETURNED_SQLSTATE, msg = MESSAGE_TEXT, det = PG_EXCEPTION_DETAIL;
+  RETURN jsonb_build_object('status', substr(st, 3)::int,
+                            'body', jsonb_build_object('error', split_part(msg, ': ', 1),
+                                                       'message', substr(msg, strpos(msg, ': ') + 2),
+                                                       'details', det::jsonb));
+END $$;
+-- what the openwop_api function answers: {status, headers, body} (the
+-- status and headers PostgREST reads after the call), then cleared as a
+-- new request would find them
+CREATE FUNCTION pg_temp.api(sql text, headers jsonb DEFAULT '{}') RETURNS jsonb LANGUAGE plpgsql AS $$
+DECLARE r jsonb;
+BEGIN
+  PERFORM set_config('request.headers', headers::text, true);
+  EXECUTE sql INTO r;
+  r := jsonb_build_object('status', coalesce(nullif(current_setting('response.status', true), '')::int, 200),
+                          'headers', coalesce(nullif(current_setting('response.headers', true), '')::jsonb, '[]'),
+                          'body', r);
+  PERFORM set_config('response.status', '', true), set_config('response.headers', '', true),
+          set_config('request.headers', '', true);
+  RETURN r;
+END $$;
+CREATE FUNCTION pg_temp.body(run text, node text, value jsonb) RETURNS text LANGUAGE sql AS $$
+  SELECT quote_literal(jsonb_build_object('runId', run, 'nodeId', node, 'resumeValue', value)::text)
+$$;
+CREATE FUNCTION pg_temp.gate(run text, data jsonb DEFAULT '{}') RETURNS text LANGUAGE plpgsql AS $$
+BEGIN
+  PERFORM openwop.create_run('pgrst', jsonb_build_object('runId', run));
+  PERFORM openwop.start_node(run, 'gate');
+  RETURN openwop.interrupt(run, 'gate', jsonb_build_object('kind', 'approval', 'data',
+           jsonb_build_object('artifactId', 'a', 'artifactType', 'doc', 'title', 'T',
+                              'actions', '["accept", "reject"]'::jsonb) || data)) #>> '{metadata,interrupt,id}';
+END $$;
+-- same refusal: the openwop_api answer without its headers, and the refusal of the direct call
+CREATE FUNCTION pg_temp.same(api_sql text, direct_sql text, headers jsonb DEFAULT '{}') RETURNS jsonb LANGUAGE sql AS $$
+  SELECT jsonb_build_object('api', pg_temp.api(api_sql, headers) - 'headers', 'direct', pg_temp.direct(direct_sql))
+$$;
+
+DO $$ BEGIN
+  PERFORM pg_temp.gate('acme/pgrst-tap-00000000001');
+  PERFORM pg_temp.gate('acme/pgrst-tap-00000000002', '{"approversList": ["cfo@example.org"]}');
+  PERFORM openwop.add_signing_key('tap-pgrst');
+END $$;
+CREATE TEMP TABLE inspect_token AS
+  SELECT openwop.mint_interrupt_token((SELECT interrupt_id FROM openwop.interrupts WHERE run_id = 'acme/pgrst-tap-00000000001'), 'inspect') AS t;
+
+CREATE TEMP TABLE cases (code text, api text, direct text, headers jsonb);
+INSERT INTO cases VALUES
+  ('validation_error',
+   format('SELECT openwop_api."resolveInterruptByRun"(%s)', pg_temp.body('acme/pgrst-tap-00000000001', 'gate', '{"action": "approve"}')),
+   $$SELECT openwop.resolve_interrupt('acme/pgrst-tap-00000000001', 'gate', '{"action": "approve"}')$$, '{}'),
+  ('idempotency_key_invalid',
+   format('SELECT openwop_api."resolveInterruptByRun"(%s)', pg_temp.body('acme/pgrst-tap-00000000001', 'gate', '{"action": "accept"}')),
+   $$SELECT openwop.resolve_interrupt('acme/pgrst-tap-00000000001', 'gate', '{"action": "accept"}', 'short')$$,
+   '{"idempotency-key": "short"}'),
+  ('forbidden',
+   format('SELECT openwop_api."resolveInterruptByRun"(%s)', pg_temp.body('acme/pgrst-tap-00000000002', 'gate', '{"action": "accept"}')),
+   $$SELECT openwop.resolve_interrupt('acme/pgrst-tap-00000000002', 'gate', '{"action": "accept"}')$$, '{}'),
+  ('id_tenant_mismatch',
+   format('SELECT openwop_api."resolveInterruptByRun"(%s)', pg_temp.body('globex/pgrst-tap-0000000001', 'gate', '{}')),
+   $$SELECT openwop.resolve_interrupt('globex/pgrst-tap-0000000001', 'gate', '{}')$$, '{}'),
+  ('not_found',
+   format('SELECT openwop_api."resolveInterruptByRun"(%s)', pg_temp.body('acme/pgrst-tap-99999999999', 'gate', '{}')),
+   $$SELECT openwop.resolve_interrupt('acme/pgrst-tap-99999999999', 'gate', '{}')$$, '{}'),
+  ('interrupt_token_invalid',
+   $$SELECT openwop_api."inspectInterruptByToken"('ow2.hs256.nokid.e30.0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef')$$,
+   $$SELECT openwop.inspect_interrupt('ow2.hs256.nokid.e30.0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef')$$, '{}'),
+  ('forbidden',
+   $$SELECT openwop_api."resolveInterruptByToken"(jsonb_build_object('token', (SELECT t FROM inspect_token), 'resumeValue', '{"action": "accept"}'::jsonb))$$,
+   $$SELECT openwop.resolve_interrupt_by_token((SELECT t FROM inspect_token), '{"action": "accept"}')$$, '{}');
+SELECT is(pg_temp.api(api, headers) - 'headers', pg_temp.direct(direct),
+          format('%s: the envelope and status are the openwop function''s refusal (%s)', code, left(api, 60)))
+  FROM cases;
+
+-- interrupt_already_resolved and idempotency_key_mismatch after a first answer
+SELECT is(pg_temp.api(format('SELECT openwop_api."resolveInterruptByRun"(%s)', pg_temp.body('acme/pgrst-tap-00000000001', 'gate', '{"action": "accept"}')),
+                      '{"idempotency-key": "tap-pgrst-key-000000000001"}') #>> '{body,status}',
+          'resolved', 'a resolve through openwop_api with an Idempotency-Key header');
+SELECT is(pg_temp.api(format('SELECT openwop_api."resolveInterruptByRun"(%s)', pg_temp.body('acme/pgrst-tap-00000000001', 'gate', '{"action": "accept"}'))) - 'headers',
+          pg_temp.direct($$SELECT openwop.resolve_interrupt('acme/pgrst-tap-00000000001', 'gate', '{"action": "accept"}')$$),
+          'interrupt_already_resolved: the envelope and status are the openwop function''s refusal');
+SELECT is(pg_temp.api(format('SELECT openwop_api."resolveInterruptByRun"(%s)', pg_temp.body('acme/pgrst-tap-00000000001', 'gate', '{"action": "reject"}')),
+                      '{"idempotency-key": "tap-pgrst-key-000000000001"}') - 'headers',
+          pg_temp.direct($$SELECT openwop.resolve_interrupt('acme/pgrst-tap-00000000001', 'gate', '{"action": "reject"}', 'tap-pgrst-key-000000000001')$$),
+          'idempotency_key_mismatch: the envelope and status are the openwop function''s refusal');
+
+-- identity_unresolvable, in a request session (the claims of PostgREST's authenticator)
+SELECT is(pg_temp.as_request('{"sub": "two words", "tenant": "acme", "scope": "approvals:respond"}',
+            format('SELECT pg_temp.api(%L)', format('SELECT openwop_api."resolveInterruptByRun"(%s)', pg_temp.body('acme/pgrst-tap-00000000002', 'gate', '{}')))),
+          pg_temp.as_request('{"sub": "two words", "tenant": "acme", "scope": "approvals:respond"}',
+            format('SELECT pg_temp.direct(%L)', $$SELECT openwop.resolve_interrupt('acme/pgrst-tap-00000000002', 'gate', '{}')$$))
+            || '{"headers": [{"WWW-Authenticate": "Bearer"}]}',
+          'identity_unresolvable: 401, with WWW-Authenticate as PostgREST''s own 401 answers have it');
+
+-- interrupt_expired: a token past its expiresAt
+DO $$ BEGIN PERFORM pg_temp.gate('acme/pgrst-tap-00000000003'); END $$;
+CREATE TEMP TABLE short AS
+  SELECT openwop.mint_interrupt_token((SELECT interrupt_id FROM openwop.interrupts WHERE run_id = 'acme/pgrst-tap-00000000003'),
+                                      'resolve', interval '1 millisecond') AS token;
+DO $$ BEGIN PERFORM pg_sleep(0.01); END $$;
+SELECT is(pg_temp.api(format('SELECT openwop_api."inspectInterruptByToken"(%L)', token)) - 'headers',
+          pg_temp.direct(format('SELECT openwop.inspect_interrupt(%L)', token)),
+          'interrupt_expired: the envelope and status are the openwop function''s refusal') FROM short;
+
+/* ------------------------------------------------------------------
+ * The request as PostgREST passes it
+ * ------------------------------------------------------------------ */
+
+SELECT is(pg_temp.api('SELECT openwop_api."resolveInterruptByRun"(NULL)') #> '{body,details}', '{"field": "body"}',
+          'a missing body is 400 validation_error, details.field body');
+SELECT is(pg_temp.api($$SELECT openwop_api."resolveInterruptByRun"('"x"')$$) -> 'status', '400',
+          'a body that is a JSON string is 400');
+SELECT is(pg_temp.api($$SELECT openwop_api."resolveInterruptByToken"('{"token": "t", "resumeValue": {}, "nodeId": "gate"}')$$) -> 'body',
+          '{"error": "validation_error", "message": "the request body has unknown member \"nodeId\"; it takes {token, resumeValue}", "details": {"field": "nodeId"}}',
+          'the token body is closed: {token, resumeValue}');
+SELECT is(pg_temp.api($$SELECT openwop_api."resolveInterruptByToken"('{"resumeValue": {}}')$$) #>> '{body,error}', 'interrupt_token_invalid',
+          'a token body without token is refused as the entry point refuses no token: 401');
+SELECT is(pg_temp.api(format('SELECT openwop_api."resolveInterruptByRun"(%s)', pg_temp.body('acme/pgrst-tap-00000000002', 'gate', '{}')),
+                      '{"idempotency-key": 12345678901234567890123}') #>> '{body,error}', 'idempotency_key_invalid',
+          'an Idempotency-Key header that is not a string is outside the grammar');
+SELECT is(pg_temp.api($$SELECT openwop_api."inspectInterruptByToken"('x')$$, '{"idempotency-key": "!"}') #>> '{body,error}',
+          'interrupt_token_invalid', 'a GET does not honor an Idempotency-Key: inspect ignores the header');
+SELECT is(pg_temp.api(format('SELECT openwop_api."resolveInterruptByRun"(%s)', pg_temp.body('acme/pgrst-tap-00000000002', 'gate', '{}')))
+            #> '{body,details}', '{"principal": "postgres"}',
+          'without request.headers (a plain SQL caller) there is no Idempotency-Key');
+SET LOCAL request.headers = '["not", "an", "object"]';
+SELECT is(pg_temp.direct(format('SELECT openwop_api."resolveInterruptByRun"(%s)', pg_temp.body('acme/pgrst-tap-00000000002', 'gate', '{}'))),
+          NULL, 'a request.headers that is not an object is answered, not raised');
+SELECT is(openwop_api."resolveInterruptByRun"(jsonb_build_object('runId', 'acme/pgrst-tap-00000000002', 'nodeId', 'gate', 'resumeValue', '{}'::jsonb)),
+          '{"error": "validation_error", "message": "request.headers is not a JSON object", "details": {"field": "request.headers"}}',
+          '... as 400 validation_error, details.field request.headers');
+SET LOCAL request.headers = '';
+SET LOCAL response.status = '';
+
+-- an error that is no refusal is re-thrown as it was: here jsonb's own, for a header it cannot hold
+SET LOCAL request.headers = '{"idempotency-key": "\u0000"}';
+SELECT throws_ok(format('SELECT openwop_api."resolveInterruptByRun"(%s)', pg_temp.body('acme/pgrst-tap-00000000002', 'gate', '{}')),
+                 '22P05', 'unsupported Unicode escape sequence',
+                 'an error that is no refusal (22P05) is re-thrown untouched, for PostgREST to answer as usual');
+SELECT is(current_setting('response.status', true), '', '... and sets no response.status');
+SET LOCAL request.headers = '';
+
+/* ------------------------------------------------------------------
+ * Replays and what a refusal leaves
+ * ------------------------------------------------------------------ */
+
+DO $$ BEGIN PERFORM pg_temp.gate('acme/pgrst-tap-00000000004'); END $$;
+CREATE TEMP TABLE answers AS
+  SELECT pg_temp.api(format('SELECT openwop_api."resolveInterruptByRun"(%s)', pg_temp.body('acme/pgrst-tap-00000000004', 'gate', '{"action": "accept"}')),
+                     '{"idempotency-key": "tap-pgrst-key-000000000004"}') AS first;
+SET LOCAL response.headers = '[{"X-Request-Id": "42"}]';
+SET LOCAL request.headers = '{"idempotency-key": "tap-pgrst-key-000000000004"}';
+ALTER TABLE answers ADD COLUMN again jsonb;
+UPDATE answers SET again = openwop_api."resolveInterruptByRun"(jsonb_build_object('runId', 'acme/pgrst-tap-00000000004', 'nodeId', 'gate',
+                                                                                  'resumeValue', '{"action": "accept"}'::jsonb));
+SELECT is(current_setting('response.headers', true)::jsonb, '[{"X-Request-Id": "42"}, {"OpenWOP-Idempotent-Replay": "true"}]',
+          'OpenWOP-Idempotent-Replay: true is added to response.headers, keeping what was set before (a db-pre-request function)');
+SELECT is(again, first -> 'body', 'the replayed body is the stored response as first answered (no idempotentReplay member)') FROM answers;
+SELECT is(first -> 'headers', '[]', 'the first answer carries no replay header, and no status but 200') FROM answers;
+SELECT is(first -> 'status', '200', '... 200') FROM answers;
+SET LOCAL request.headers = '';
+SET LOCAL response.headers = '';
+
+-- a refusal after the key was claimed: rolled back with its subtransaction, the transaction goes on
+DO $$ BEGIN PERFORM pg_temp.gate('acme/pgrst-tap-00000000005', '{"approversList": ["cfo@example.org"]}'); END $$;
+CREATE TEMP TABLE before AS SELECT (SELECT count(*) FROM openwop.events) AS events;
+SELECT is(pg_temp.api(format('SELECT openwop_api."resolveInterruptByRun"(%s)', pg_temp.body('acme/pgrst-tap-00000000005', 'gate', '{"action": "accept"}')),
+                      '{"idempotency-key": "tap-pgrst-key-000000000005"}') #>> '{body,error}',
+          'forbidden', 'an ineligible answer with an Idempotency-Key is refused');
+SELECT is((SELECT count(*)::int FROM openwop.idempotency_keys WHERE key = 'tap-pgrst-key-000000000005'), 0,
+          'nothing half-applied: the key claimed before the refusal is not recorded');
+SELECT is((SELECT count(*) FROM openwop.events), events, 'nothing half-applied: no event') FROM before;
+SELECT is((SELECT status FROM openwop.interrupts WHERE run_id = 'acme/pgrst-tap-00000000005'), 'pending',
+          'the gate keeps waiting, and the transaction goes on (PostgREST commits it, empty)');
+
+-- api_refused_in_security_definer: code run as its owner names no caller, through openwop_api too
+CREATE FUNCTION pg_temp.definer() RETURNS jsonb LANGUAGE sql SECURITY DEFINER AS $$
+  SELECT openwop_api."resolveInterruptByRun"('{"runId": "acme/pgrst-tap-00000000005", "nodeId": "gate", "resumeValue": {"action": "accept"}}')
+$$;
+SELECT is(pg_temp.api('SELECT pg_temp.definer()') - 'headers',
+          '{"status": 403, "body": {"error": "forbidden", "message": "openwop cannot tell who is calling inside a SECURITY DEFINER function", "details": {"context": "a SECURITY DEFINER function"}}}',
+          'api_refused_in_security_definer: a SECURITY DEFINER function calling openwop_api is answered 403 forbidden');
+
+SELECT * FROM finish();
+ROLLBACK;
