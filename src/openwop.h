@@ -582,6 +582,8 @@ extern Jsonb *ow_resolve_locked(OwRun *run, OwPending *p, Jsonb *value, const Ow
 								Oid login, MemoryContext resultctx);
 extern bool ow_find_pending_by_id(OwRun *run, const char *interrupt_id, const OwSubject *who,
 								  OwPending *p);
+/* resolve_interrupt(), also called by the PostgREST surface (postgrest.c) */
+extern Datum ow_resolve_interrupt(PG_FUNCTION_ARGS);
 extern Datum ow_resolve_respond(OwCall *call, const char *tenant, const char *endpoint,
 								const char *key, Jsonb *result);
 
@@ -616,6 +618,9 @@ extern void ow_note_lifetime(const OwSigningKey *key, int32 lifetime);
  * ----------
  */
 extern void ow_define_token_settings(void);
+/* the token surface, also called by the PostgREST surface (postgrest.c) */
+extern Datum ow_inspect_interrupt(PG_FUNCTION_ARGS);
+extern Datum ow_resolve_interrupt_by_token(PG_FUNCTION_ARGS);
 extern void ow_define_low_confidence_settings(void);
 extern void ow_define_timeout_worker_settings(void);
 

@@ -46,11 +46,6 @@ PG_FUNCTION_INFO_V1(ow_api_resolve_by_run);
 PG_FUNCTION_INFO_V1(ow_api_inspect_by_token);
 PG_FUNCTION_INFO_V1(ow_api_resolve_by_token);
 
-/* The SQL entry points of the operations (PG_FUNCTION_INFO_V1 in resolve.c and tokens.c). */
-extern Datum ow_resolve_interrupt(PG_FUNCTION_ARGS);
-extern Datum ow_inspect_interrupt(PG_FUNCTION_ARGS);
-extern Datum ow_resolve_interrupt_by_token(PG_FUNCTION_ARGS);
-
 /* The header that marks a replayed response ("Idempotency" in the OpenWOP spec). */
 #define REPLAY_HEADER "OpenWOP-Idempotent-Replay"
 

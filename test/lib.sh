@@ -17,6 +17,8 @@ ensure_packages() {
 		[ -f /usr/share/postgresql/$PGVER/extension/pgtap.control ] || want+=(postgresql-$PGVER-pgtap)
 		command -v pg_prove >/dev/null 2>&1 || want+=(libtap-parser-sourcehandler-pgtap-perl)
 		[ -d /usr/share/json-schema-test-suite/tests ] || want+=(json-schema-test-suite)
+		# the PostgREST replay reads responses with jq
+		command -v jq >/dev/null 2>&1 || want+=(jq)
 		# the token fuzz harness: clang with libFuzzer, and libcrypto to link libpgcommon
 		command -v clang-14 >/dev/null 2>&1 || want+=(clang-14)
 		ls /usr/lib/llvm-14/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a >/dev/null 2>&1 || want+=(libclang-rt-14-dev)

@@ -40,11 +40,8 @@
 # test/run starts (it connects as the logins it creates).
 set -euo pipefail
 . "$(dirname "$0")/../lib.sh"
-# responses are JSON, read with jq (Debian's package; lib.sh does not install it yet)
-if ! command -v jq >/dev/null 2>&1; then
-	[ "$(id -u)" -eq 0 ] || { echo "jq is missing; run as root to install it" >&2; exit 1; }
-	DEBIAN_FRONTEND=noninteractive apt-get update -qq && apt-get install -y -qq --no-install-recommends jq >/dev/null
-fi
+# responses are JSON, read with jq (test/lib.sh installs it)
+command -v jq >/dev/null 2>&1 || { echo "jq is missing: test/run installs it" >&2; exit 1; }
 db=openwop_pgrst
 auth=owpr_authenticator         # PostgREST's db-uri login
 anon=owpr_anon                  # db-anon-role
