@@ -68,14 +68,14 @@ drop_all
 # ---------- the deployment (docs/postgrest.md, "Roles and grants") ----------
 psql -X -q -v ON_ERROR_STOP=1 -d postgres >/dev/null <<SQL
 CREATE DATABASE $db;
-CREATE ROLE $auth LOGIN NOINHERIT;
+CREATE ROLE $auth LOGIN NOINHERIT PASSWORD '${PGPASSWORD:-unused}';   -- pg_virtualenv logs in by password
 CREATE ROLE $anon NOLOGIN;
 CREATE ROLE $web NOLOGIN;
 GRANT $anon, $web TO $auth;
 ALTER ROLE $auth SET openwop.bound_tenant = '*';
 -- a role setting, which PostgREST applies at each request of the role
 ALTER ROLE $web SET lock_timeout = '1s';
-CREATE ROLE $mallory LOGIN;
+CREATE ROLE $mallory LOGIN PASSWORD '${PGPASSWORD:-unused}';
 ALTER ROLE $mallory SET openwop.bound_tenant = 'acme';
 SQL
 make_login_approver $db
