@@ -470,8 +470,14 @@ typedef struct OwVote
 
 extern void ow_define_approval_settings(void);
 extern Datum ow_subject_refs_array(const OwSubject *who);
+extern List *ow_subject_groups(const char *tenant, const OwSubject *who, MemoryContext resultctx);
 extern Jsonb *ow_approval_eligibility(OwRun *run, JsonbContainer *data, const OwSubject *who,
 									  Oid login, List **known_groups, bool *is_override);
+extern bool ow_approval_eligible(JsonbContainer *data, const OwSubject *who, Oid login,
+								 List *groups);
+extern bool ow_approval_answers_limited(JsonbContainer *data);
+extern bool ow_approval_answer_left(const char *tenant, const char *interrupt_id,
+									const OwSubject *who);
 extern void ow_approval_vote(OwRun *run, const char *interrupt_id, JsonbContainer *data,
 							 const OwSubject *who, const char *action, Jsonb *resume_value,
 							 Jsonb *eligibility, bool is_override, OwVote *vote);
