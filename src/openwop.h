@@ -13,7 +13,7 @@
  *	  4. domain      runs, interrupts, approvals, idempotency, outcomes,
  *	                 deadlines
  *	  5. entry points readers, resolve, keyring, tokens, lowconf,
- *	                 timeout_worker
+ *	                 timeout_worker, inbox
  *	  6. module      _PG_init
  *
  *	  Each file that owns settings defines them in ow_define_*_settings(),
@@ -602,6 +602,9 @@ extern void ow_note_lifetime(const OwSigningKey *key, int32 lifetime);
  *
  * timeout_worker.c: sweep() and the timeout worker.  Setting:
  * openwop.sweeper_interval.
+ *
+ * inbox.c: what openwop.pending_interrupts evaluates per row
+ * (inbox_tenant(), inbox_voter(), may_decide()); SQL-callable only.
  * ----------
  */
 extern void ow_define_token_settings(void);
