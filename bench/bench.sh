@@ -18,12 +18,14 @@ if [ "$mode" = quick ]; then
 	C1=300 C8=100                   # cycles per client
 	M=300                           # interrupts raced over by 32 clients
 	TOKENS=5000 LAT=1000 SMALL=10000 LARGE=200000 STORE=500
+	INBOX_BIG=100000 INBOX_SMALL=1000 INBOX_PAGES=2000
 else
 	SCALE=50 DUR=20 REPS=3
 	T1=12000 T8=3000 T32=750
 	C1=1500 C8=500
 	M=1500
 	TOKENS=20000 LAT=2000 SMALL=10000 LARGE=1000000 STORE=2000
+	INBOX_BIG=100000 INBOX_SMALL=1000 INBOX_PAGES=10000
 fi
 
 sql() { psql -X -q -A -t -v ON_ERROR_STOP=1 "$@"; }
@@ -82,7 +84,8 @@ fresh() {    # the extension with empty tables
 say "setup: pgbench tables (scale $SCALE), the extension, the PL/pgSQL alternative"
 pgbench -q -i -s "$SCALE" >/dev/null 2>&1
 sql -c "DROP SCHEMA IF EXISTS bench CASCADE" -c "DROP SCHEMA IF EXISTS plbench CASCADE" 2>/dev/null
-sql -f "$here/sql/setup.sql" -f "$here/sql/plpgsql_resolve.sql" -f "$here/sql/plpgsql_token.sql" -f "$here/sql/history.sql"
+sql -f "$here/sql/setup.sql" -f "$here/sql/plpgsql_resolve.sql" -f "$here/sql/plpgsql_token.sql" -f "$here/sql/history.sql" \
+	-f "$here/sql/inbox.sql"
 fresh
 tag=0
 next_tag() { tag=$((tag + 1)); }
@@ -214,6 +217,50 @@ per=$(( (after - before) / STORE ))
 record "bytes per approval gate (events, votes, indexes)" 1 "$per" bytes NULL NULL none -
 sql -F, -c "SELECT tbl, round(bytes::numeric / $STORE) FROM bench.openwop_bytes() WHERE bytes > 0 ORDER BY 2 DESC" \
 	>"$out/storage.csv"
+
+# ---------------------------------------------------------------- inbox
+# one inbox page (the oldest 50 pending gates its reader may decide) as an
+# approver of a tenant with $INBOX_BIG pending gates, next to the same page
+# in a tenant with $INBOX_SMALL; every gate raised through the API, in
+# batches of $INBOX_BATCH, one session per core
+INBOX_BATCH=5000
+PAGE='SELECT * FROM openwop.pending_interrupts ORDER BY requested_at LIMIT 50'
+fresh
+load_inbox() {   # load_inbox TENANT GATES
+	seq 0 $((($2 - 1) / INBOX_BATCH)) | xargs -P "$(nproc)" -I{} psql -X -q -v ON_ERROR_STOP=1 \
+		-c "CALL bench.make_inbox('$1', {} * $INBOX_BATCH + 1, least(({} + 1) * $INBOX_BATCH, $2))"
+}
+say "inbox: $INBOX_BIG pending gates in tenant inbox-big and $INBOX_SMALL in inbox-small, through the API"
+t0=$(date +%s.%N)
+load_inbox inbox-big $INBOX_BIG
+load_inbox inbox-small $INBOX_SMALL
+t1=$(date +%s.%N)
+sql -c "SELECT openwop.add_group_member('bench-finance', current_user, t) FROM unnest('{inbox-big,inbox-small}'::text[]) t" >/dev/null
+settle
+[ "$(sql -c "SELECT count(*) FROM openwop.interrupts WHERE tenant = 'inbox-big' AND status = 'pending'")" = "$INBOX_BIG" ] ||
+	{ echo "the inbox load made the wrong number of gates" >&2; exit 1; }
+record "inbox gates raised through the API/s ($(nproc) sessions)" "$(nproc)" \
+	"$(awk -v n=$((INBOX_BIG + INBOX_SMALL)) -v a="$t0" -v b="$t1" 'BEGIN { printf "%.0f", n / (b - a) }')" "gates/s" NULL NULL none -
+inbox_page() {   # inbox_page TENANT: "p50-ms cpu-ms buffers rows" of the page, read $INBOX_PAGES times at 1 client
+	local p50 cpu
+	rm -f "$out"/inbox.*
+	(cd "$out" && PGOPTIONS="-c openwop.tenant=$1" pgbench -n -f "$here/scripts/inbox.pgb" -c 1 -t $INBOX_PAGES \
+		-l --log-prefix=inbox >/dev/null 2>&1) || { echo "the inbox run failed" >&2; return 1; }
+	p50=$(cat "$out"/inbox.* | awk '{ print $3 }' | sort -n | awk '{ v[NR] = $1 } END { printf "%.3f", v[int(NR * 0.50 + 0.5)] / 1000 }')
+	rm -f "$out"/inbox.*
+	cpu=$(PGOPTIONS="-c openwop.tenant=$1" sql -c "SELECT bench.cpu_ms_per('$PAGE', $INBOX_PAGES, $(getconf CLK_TCK))")
+	echo "$p50 $cpu $(PGOPTIONS="-c openwop.tenant=$1" sql -c "SELECT bench.buffers_and_rows('$PAGE')")"
+}
+say "inbox: $INBOX_PAGES pages of 50 at 1 client, in each tenant"
+inbox_page inbox-small >"$out/inbox-small.txt" || exit 1
+read -r p50s cpus bufs rows_s <"$out/inbox-small.txt"
+inbox_page inbox-big >"$out/inbox-big.txt" || exit 1
+read -r p50b cpub bufb rows_b <"$out/inbox-big.txt"
+rm -f "$out/inbox-small.txt" "$out/inbox-big.txt"
+[ "$rows_s" = 50 ] && [ "$rows_b" = 50 ] || { echo "an inbox page returned $rows_s and $rows_b rows, not 50" >&2; exit 1; }
+record "inbox page p50 (50 rows), $INBOX_BIG pending" 1 "$p50b" ms "p50 with $INBOX_SMALL pending" "$p50s" max 2
+record "inbox page CPU (50 rows), $INBOX_BIG pending" 1 "$cpub" "ms CPU" "CPU with $INBOX_SMALL pending" "$cpus" max 2
+record "inbox page buffers (50 rows), $INBOX_BIG pending" 1 "$bufb" buffers "buffers with $INBOX_SMALL pending" "$bufs" none -
 
 # ---------------------------------------------------------------- report
 sql -c "\\copy (SELECT * FROM bench.results) TO '$out/results.csv' CSV HEADER"

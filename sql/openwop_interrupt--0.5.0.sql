@@ -535,6 +535,119 @@ FROM PUBLIC;
  */
 
 -- == inbox: openwop.pending_interrupts (begin) ==
+
+/* ------------------------------------------------------------------------
+ * The inbox: the pending interrupts the caller may decide now, in its
+ * tenant (docs/inbox.md).  A plain view over openwop.interrupts; C decides
+ * the caller once per statement and each row's eligibility (src/inbox.c,
+ * src/approvals.c).
+ * ------------------------------------------------------------------------ */
+
+CREATE FUNCTION openwop.inbox_waiting(status text)
+    RETURNS boolean AS 'MODULE_PATHNAME', 'ow_inbox_waiting'
+    LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE COST 1000000;
+COMMENT ON FUNCTION openwop.inbox_waiting(text) IS
+  'status = ''pending'': the predicate of index interrupts_inbox and a qual of view openwop.pending_interrupts. Its declared cost is not what it costs: PostgreSQL plans a security-barrier view for all its rows when the outer query sorts, and would then read and sort a tenant''s whole inbox for one page; an index scan on interrupts_inbox never evaluates its own predicate and every other plan would, so the cost makes the planner walk that index, in order, and stop at the page''s end.';
+
+CREATE INDEX interrupts_inbox ON openwop.interrupts (tenant, created_at, interrupt_id)
+    WHERE openwop.inbox_waiting(status);
+COMMENT ON INDEX openwop.interrupts_inbox IS
+  'The inbox order: a tenant''s pending interrupts, oldest request first; openwop.pending_interrupts reads a page through it.';
+
+CREATE FUNCTION openwop.inbox_tenant()
+    RETURNS text AS 'MODULE_PATHNAME', 'ow_inbox_tenant'
+    LANGUAGE C STABLE;
+COMMENT ON FUNCTION openwop.inbox_tenant() IS
+  'The tenant whose inbox the caller sees: its own (a request session''s JWT subject, else the session''s login, decided once per statement), or NULL for a caller without approvals:respond. Used by openwop.pending_interrupts.';
+
+CREATE FUNCTION openwop.inbox_voter()
+    RETURNS text AS 'MODULE_PATHNAME', 'ow_inbox_voter'
+    LANGUAGE C STABLE;
+COMMENT ON FUNCTION openwop.inbox_voter() IS
+  'The subjectId the caller''s votes are recorded under (openwop.votes.voter), or NULL for a caller without approvals:respond. Used by openwop.pending_interrupts.';
+
+CREATE FUNCTION openwop.may_decide(tenant text, interrupt_id text, kind text, payload jsonb)
+    RETURNS boolean AS 'MODULE_PATHNAME', 'ow_may_decide'
+    LANGUAGE C STABLE STRICT COST 10;
+COMMENT ON FUNCTION openwop.may_decide(text, text, text, jsonb) IS
+  'May the caller resolve this pending interrupt now, by the rules resolve_interrupt applies: approvals:respond in the interrupt''s tenant; for an approval gate, eligibility (approversList, approverGroupRefs, approverRoleRefs; a gate naming none is open to every holder of the scope) and an answer left under openwop.max_votes_per_voter. The caller and its groups are read once per statement. Used by openwop.pending_interrupts.';
+
+CREATE VIEW openwop.pending_interrupts WITH (security_barrier) AS
+SELECT i.interrupt_id,
+       i.run_id,
+       i.node_id,
+       i.kind,
+       i.payload OPERATOR(pg_catalog.#>>) '{data,title}'::pg_catalog.text[] AS title,
+       (i.payload OPERATOR(pg_catalog.->) 'data'::pg_catalog.text) OPERATOR(pg_catalog.-)
+           '{approversList,approverGroupRefs,approverRoleRefs,audience}'::pg_catalog.text[] AS request,
+       i.payload OPERATOR(pg_catalog.->) 'resumeSchema'::pg_catalog.text AS resume_schema,
+       i.created_at AS requested_at,
+       i.expires_at,
+       CASE WHEN i.kind OPERATOR(pg_catalog.=) 'approval'::pg_catalog.text
+            THEN COALESCE(pg_catalog.int4((i.payload OPERATOR(pg_catalog.#>) '{data,requiredApprovals}'::pg_catalog.text[])), 1)
+       END AS required_approvals,
+       t.accepts,
+       t.rejects,
+       t.voters,
+       m.action AS my_vote,
+       m.cast_at AS my_vote_at
+  FROM openwop.interrupts i
+  LEFT JOIN LATERAL (
+        -- the tally a resolve counts: each voter's latest answer, asks left out
+        SELECT pg_catalog.int4(pg_catalog.count(*) FILTER (WHERE l.action OPERATOR(pg_catalog.=) ANY
+                   ('{accept,edit-accept}'::pg_catalog.text[]))) AS accepts,
+               pg_catalog.int4(pg_catalog.count(*) FILTER (WHERE l.action OPERATOR(pg_catalog.=)
+                   'reject'::pg_catalog.text)) AS rejects,
+               pg_catalog.int4(pg_catalog.count(*)) AS voters
+          FROM (SELECT DISTINCT ON (v.voter) v.action
+                  FROM openwop.votes v
+                 WHERE v.tenant OPERATOR(pg_catalog.=) i.tenant
+                   AND v.interrupt_id OPERATOR(pg_catalog.=) i.interrupt_id
+                   AND v.action OPERATOR(pg_catalog.<>) 'ask'::pg_catalog.text
+                 ORDER BY v.voter, v.revision DESC) l) t
+         ON i.kind OPERATOR(pg_catalog.=) 'approval'::pg_catalog.text
+  LEFT JOIN LATERAL (
+        -- the caller's own latest answer
+        SELECT v.action, v.cast_at
+          FROM openwop.votes v
+         WHERE v.tenant OPERATOR(pg_catalog.=) i.tenant
+           AND v.interrupt_id OPERATOR(pg_catalog.=) i.interrupt_id
+           AND v.voter OPERATOR(pg_catalog.=) openwop.inbox_voter()
+         ORDER BY v.revision DESC
+         LIMIT 1) m ON true
+ WHERE i.tenant OPERATOR(pg_catalog.=) openwop.inbox_tenant()
+   AND openwop.inbox_waiting(i.status)
+   AND (i.expires_at IS NULL OR i.expires_at OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp())
+   AND openwop.may_decide(i.tenant, i.interrupt_id, i.kind, i.payload)
+ ORDER BY i.created_at, i.interrupt_id;
+
+COMMENT ON VIEW openwop.pending_interrupts IS
+  'The inbox: the pending interrupts the caller (a request session''s JWT subject, else the session''s login) may decide now, in its tenant only, by the rules resolve_interrupt applies; nothing without approvals:respond; none past its deadline. Oldest request first: ORDER BY requested_at LIMIT n reads one page through index interrupts_inbox. A security barrier: a function in the query''s WHERE sees only these rows.';
+COMMENT ON COLUMN openwop.pending_interrupts.interrupt_id IS 'Tenant-bound interrupt id (for mint_interrupt_token).';
+COMMENT ON COLUMN openwop.pending_interrupts.run_id IS 'Run that raised it (resolve_interrupt''s run_id).';
+COMMENT ON COLUMN openwop.pending_interrupts.node_id IS 'Node that raised it (resolve_interrupt''s node_id).';
+COMMENT ON COLUMN openwop.pending_interrupts.kind IS 'InterruptPayload kind: approval, clarification, external-event, custom, low-confidence or credential.';
+COMMENT ON COLUMN openwop.pending_interrupts.title IS 'data.title of an approval (NULL for a kind without one).';
+COMMENT ON COLUMN openwop.pending_interrupts.request IS 'The interrupt''s data as requested (title, artifactId, artifactType, actions, description, questions, ...), without the members that say who else may decide (approversList, approverGroupRefs, approverRoleRefs, audience).';
+COMMENT ON COLUMN openwop.pending_interrupts.resume_schema IS 'The JSON Schema a resume value must match, if the interrupt has one.';
+COMMENT ON COLUMN openwop.pending_interrupts.requested_at IS 'When it was raised; the inbox order.';
+COMMENT ON COLUMN openwop.pending_interrupts.expires_at IS 'Its deadline; NULL when it never expires.';
+COMMENT ON COLUMN openwop.pending_interrupts.required_approvals IS 'Accepts an approval gate needs (data.requiredApprovals, 1 when absent); NULL for other kinds.';
+COMMENT ON COLUMN openwop.pending_interrupts.accepts IS 'Voters whose latest answer to the approval gate is accept or edit-accept; NULL for other kinds.';
+COMMENT ON COLUMN openwop.pending_interrupts.rejects IS 'Voters whose latest answer to the approval gate is reject; NULL for other kinds.';
+COMMENT ON COLUMN openwop.pending_interrupts.voters IS 'Voters counted on the approval gate (latest answer other than ask); NULL for other kinds.';
+COMMENT ON COLUMN openwop.pending_interrupts.my_vote IS 'The caller''s own latest answer to the gate (accept, reject, refine, edit-accept or ask), NULL if none is recorded.';
+COMMENT ON COLUMN openwop.pending_interrupts.my_vote_at IS 'When the caller gave that answer; NULL with my_vote.';
+
+/* The DBA grants the inbox to approver roles (docs/inbox.md, "Grants"). */
+REVOKE ALL ON openwop.pending_interrupts FROM PUBLIC;
+REVOKE ALL ON FUNCTION
+    openwop.inbox_waiting(text),
+    openwop.inbox_tenant(),
+    openwop.inbox_voter(),
+    openwop.may_decide(text, text, text, jsonb)
+FROM PUBLIC;
+
 -- == inbox (end) ==
 
 -- == flowdrop: openwop.flowdrop_interrupt (begin) ==

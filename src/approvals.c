@@ -8,8 +8,10 @@
  *
  * Eligibility is resolved when the vote is cast and recorded with it (and
  * on interrupt.resolved); it is never re-resolved, so replays read fixed
- * history.  Votes are serialised by the run row lock that every resolve
- * holds, so concurrent voters cannot lose a vote or decide a gate twice.
+ * history.  The inbox (inbox.c) asks the same question of every gate it
+ * lists, through the same rules, without a refusal.  Votes are serialised
+ * by the run row lock that every resolve holds, so concurrent voters
+ * cannot lose a vote or decide a gate twice.
  *
  *-------------------------------------------------------------------------
  */
@@ -21,6 +23,7 @@
 #include "utils/acl.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/numeric.h"
 
 PG_FUNCTION_INFO_V1(ow_add_group_member);
 PG_FUNCTION_INFO_V1(ow_remove_group_member);
@@ -87,9 +90,24 @@ ow_subject_refs_array(const OwSubject *who)
 	return PointerGetDatum(construct_array(elems, 2, TEXTOID, -1, false, TYPALIGN_INT));
 }
 
-/* The group refs among refs that the subject belongs to, in the run's tenant. */
+/* The group refs q returns (column 1), in resultctx. */
 static List *
-member_groups(OwRun *run, const OwSubject *who, List *refs)
+group_list(OwQuery *q, Datum *args, MemoryContext resultctx)
+{
+	List	   *out = NIL;
+	uint64		rows = ow_exec(q, args, NULL, true, 0);
+	uint64		i;
+	MemoryContext old = MemoryContextSwitchTo(resultctx);
+
+	for (i = 0; i < rows; i++)
+		out = lappend(out, ow_col_text(i, 1));
+	MemoryContextSwitchTo(old);
+	return out;
+}
+
+/* The group refs among refs that the subject belongs to, in the tenant. */
+static List *
+member_groups(const char *tenant, const OwSubject *who, List *refs)
 {
 	static OwQuery q = {
 		"SELECT group_ref FROM openwop.group_members"
@@ -101,24 +119,39 @@ member_groups(OwRun *run, const OwSubject *who, List *refs)
 	};
 	Datum	   *elems;
 	Datum		args[3];
-	List	   *out = NIL;
 	ListCell   *lc;
 	int			n = 0;
-	uint64		rows;
-	uint64		i;
 
 	if (refs == NIL)
 		return NIL;
 	elems = palloc(sizeof(Datum) * list_length(refs));
 	foreach(lc, refs)
 		elems[n++] = CStringGetTextDatum((char *) lfirst(lc));
-	args[0] = CStringGetTextDatum(run->tenant);
+	args[0] = CStringGetTextDatum(tenant);
 	args[1] = ow_subject_refs_array(who);
 	args[2] = PointerGetDatum(construct_array(elems, n, TEXTOID, -1, false, TYPALIGN_INT));
-	rows = ow_exec(&q, args, NULL, true, 0);
-	for (i = 0; i < rows; i++)
-		out = lappend(out, ow_col_text(i, 1));
-	return out;
+	return group_list(&q, args, CurrentMemoryContext);
+}
+
+/*
+ * Every group the subject belongs to in the tenant, built in resultctx:
+ * what eligibility needs when it decides many gates for one subject.
+ */
+List *
+ow_subject_groups(const char *tenant, const OwSubject *who, MemoryContext resultctx)
+{
+	static OwQuery q = {
+		"SELECT group_ref FROM openwop.group_members"
+		" WHERE tenant OPERATOR(pg_catalog.=) $1"
+		"   AND principal OPERATOR(pg_catalog.=) ANY ($2)"
+		" GROUP BY group_ref ORDER BY group_ref",
+		2, {TEXTOID, TEXTARRAYOID}, SPI_OK_SELECT
+	};
+	Datum		args[2];
+
+	args[0] = CStringGetTextDatum(tenant);
+	args[1] = ow_subject_refs_array(who);
+	return group_list(&q, args, resultctx);
 }
 
 /*
@@ -144,63 +177,86 @@ held_roles(Oid login, List *refs)
 	return out;
 }
 
+/* Who a subject is among a gate's approvers, as eligibility decides it. */
+typedef struct Eligibility
+{
+	List	   *matched;		/* "approversList", "group:<ref>", "role:<ref>" or
+								 * "any"; NIL: not eligible */
+	List	   *groups;			/* its groups among approverGroupRefs and the
+								 * override group */
+	List	   *roles;			/* the approverRoleRefs its login holds */
+	bool		is_override;	/* a member of openwop.override_group */
+} Eligibility;
+
 /*
  * Decide, now, whether the subject who may vote on the gate described by
- * data; login is the session's login for a SQL caller (role refs match only
- * logins), InvalidOid otherwise.  known_groups, when given, are all the
- * subject's groups in the tenant, already read (else they are looked up).
- * Eligible when the gate names no approvers at all, or when an
+ * data, in tenant; login is the session's login for a SQL caller (role refs
+ * match only logins), InvalidOid otherwise.  known_groups, when given, are
+ * all the subject's groups in the tenant, already read (else they are
+ * looked up).  Eligible when the gate names no approvers at all, or when an
  * approversList entry names the subject (its subjectId, or
  * "<issuer>/<subjectId>"), or it is in one of approverGroupRefs, or its
- * login holds one of approverRoleRefs.  Refuses with 403 forbidden
- * otherwise (the run keeps waiting).  Returns the decision to record:
+ * login holds one of approverRoleRefs.  Membership of the override group
+ * makes an eligible voter an override principal; it makes no one eligible.
+ */
+static void
+decide_eligibility(const char *tenant, JsonbContainer *data, const OwSubject *who, Oid login,
+				   List **known_groups, Eligibility *e)
+{
+	List	   *listed = string_list(data, "approversList");
+	List	   *group_refs = string_list(data, "approverGroupRefs");
+	List	   *role_refs = string_list(data, "approverRoleRefs");
+	List	   *asked = list_copy(group_refs);
+	ListCell   *lc;
+
+	if (ow_override_group && ow_override_group[0] != '\0')
+		asked = lappend(asked, ow_override_group);
+	if (known_groups)
+	{
+		/* the subject's groups were read already */
+		e->groups = NIL;
+		foreach(lc, *known_groups)
+			if (list_has_string(asked, lfirst(lc)))
+				e->groups = lappend(e->groups, lfirst(lc));
+	}
+	else
+		e->groups = member_groups(tenant, who, asked);
+	e->roles = held_roles(login, role_refs);
+	e->is_override = ow_override_group && ow_override_group[0] != '\0' &&
+		list_has_string(e->groups, ow_override_group);
+
+	e->matched = NIL;
+	foreach(lc, listed)
+		if (ow_subject_matches(who, lfirst(lc)))
+		{
+			e->matched = lappend(e->matched, "approversList");
+			break;
+		}
+	foreach(lc, e->groups)
+		if (list_has_string(group_refs, lfirst(lc)))
+			e->matched = lappend(e->matched, psprintf("group:%s", (char *) lfirst(lc)));
+	foreach(lc, e->roles)
+		e->matched = lappend(e->matched, psprintf("role:%s", (char *) lfirst(lc)));
+	if (listed == NIL && group_refs == NIL && role_refs == NIL)
+		e->matched = lappend(e->matched, "any");
+}
+
+/*
+ * The eligibility of a vote (decide_eligibility, in the run's tenant):
+ * refuses with 403 forbidden when the subject is not eligible (the run
+ * keeps waiting).  Returns the decision to record:
  * {principal, subject, matched: [...], groups: [...], roles: [...], override}.
  */
 Jsonb *
 ow_approval_eligibility(OwRun *run, JsonbContainer *data, const OwSubject *who, Oid login,
 						List **known_groups, bool *is_override)
 {
-	List	   *listed = string_list(data, "approversList");
-	List	   *group_refs = string_list(data, "approverGroupRefs");
-	List	   *role_refs = string_list(data, "approverRoleRefs");
-	List	   *asked = list_copy(group_refs);
-	List	   *groups;
-	List	   *roles;
-	List	   *matched = NIL;
-	ListCell   *lc;
+	Eligibility e;
 	OwJson		j;
 
-	if (ow_override_group && ow_override_group[0] != '\0')
-		asked = lappend(asked, ow_override_group);
-	if (known_groups)
-	{
-		/* the subject's groups were read with the pending interrupt */
-		groups = NIL;
-		foreach(lc, *known_groups)
-			if (list_has_string(asked, lfirst(lc)))
-				groups = lappend(groups, lfirst(lc));
-	}
-	else
-		groups = member_groups(run, who, asked);
-	roles = held_roles(login, role_refs);
-	*is_override = ow_override_group && ow_override_group[0] != '\0' &&
-		list_has_string(groups, ow_override_group);
-
-	foreach(lc, listed)
-		if (ow_subject_matches(who, lfirst(lc)))
-		{
-			matched = lappend(matched, "approversList");
-			break;
-		}
-	foreach(lc, groups)
-		if (list_has_string(group_refs, lfirst(lc)))
-			matched = lappend(matched, psprintf("group:%s", (char *) lfirst(lc)));
-	foreach(lc, roles)
-		matched = lappend(matched, psprintf("role:%s", (char *) lfirst(lc)));
-	if (listed == NIL && group_refs == NIL && role_refs == NIL)
-		matched = lappend(matched, "any");
-
-	if (matched == NIL)
+	decide_eligibility(run->tenant, data, who, login, known_groups, &e);
+	*is_override = e.is_override;
+	if (e.matched == NIL)
 	{
 		OwDetails	d;
 
@@ -213,11 +269,90 @@ ow_approval_eligibility(OwRun *run, JsonbContainer *data, const OwSubject *who, 
 	owj_begin(&j);
 	owj_str(&j, "principal", who->subject_id);
 	owj_subject(&j, "subject", who);
-	owj_str_array(&j, "matched", matched);
-	owj_str_array(&j, "groups", groups);
-	owj_str_array(&j, "roles", roles);
-	owj_bool(&j, "override", *is_override);
+	owj_str_array(&j, "matched", e.matched);
+	owj_str_array(&j, "groups", e.groups);
+	owj_str_array(&j, "roles", e.roles);
+	owj_bool(&j, "override", e.is_override);
 	return owj_end(&j);
+}
+
+/*
+ * Would ow_approval_eligibility let the subject vote on the gate?  The
+ * same decision, without a refusal; groups are all the subject's groups in
+ * the gate's tenant (ow_subject_groups), so nothing is read.
+ */
+bool
+ow_approval_eligible(JsonbContainer *data, const OwSubject *who, Oid login, List *groups)
+{
+	Eligibility e;
+
+	decide_eligibility(NULL, data, who, login, &groups, &e);
+	return e.matched != NIL;
+}
+
+/* The gate's requiredApprovals (1 when absent); a value beyond int4 reads as the largest. */
+static int
+required_approvals(JsonbContainer *data)
+{
+	JsonbValue *v = owj_get_container(data, "requiredApprovals");
+	bool		overflow = false;
+	int			required;
+
+	if (v == NULL || v->type != jbvNumeric)
+		return 1;
+	required = numeric_int4_opt_error(v->val.numeric, &overflow);
+	return overflow ? PG_INT32_MAX : required;
+}
+
+/*
+ * Is an answer with this action recorded in openwop.votes, where it counts
+ * against openwop.max_votes_per_voter?  On a one-vote gate any answer but
+ * ask decides at once and is recorded only in interrupt.resolved.
+ */
+static bool
+answer_is_recorded(int required, const char *action)
+{
+	return required != 1 || strcmp(action, "ask") == 0;
+}
+
+/*
+ * Does every answer the gate takes count against openwop.max_votes_per_voter
+ * (see answer_is_recorded)?  If not, a voter who used up its answers may
+ * still decide the gate.
+ */
+bool
+ow_approval_answers_limited(JsonbContainer *data)
+{
+	int			required = required_approvals(data);
+	ListCell   *lc;
+
+	foreach(lc, string_list(data, "actions"))
+		if (!answer_is_recorded(required, lfirst(lc)))
+			return false;
+	return true;
+}
+
+/* Has the voter an answer left on the gate: fewer than openwop.max_votes_per_voter given? */
+bool
+ow_approval_answer_left(const char *tenant, const char *interrupt_id, const OwSubject *who)
+{
+	static OwQuery q = {
+		"SELECT COALESCE(pg_catalog.max(revision), 0) OPERATOR(pg_catalog.<) $4"
+		"  FROM openwop.votes"
+		" WHERE tenant OPERATOR(pg_catalog.=) $1"
+		"   AND interrupt_id OPERATOR(pg_catalog.=) $2"
+		"   AND voter OPERATOR(pg_catalog.=) $3",
+		4, {TEXTOID, TEXTOID, TEXTOID, INT4OID}, SPI_OK_SELECT
+	};
+	Datum		args[4];
+
+	args[0] = CStringGetTextDatum(tenant);
+	args[1] = CStringGetTextDatum(interrupt_id);
+	args[2] = CStringGetTextDatum(who->subject_id);
+	args[3] = Int32GetDatum(ow_max_votes_per_voter);
+	if (ow_exec(&q, args, NULL, true, 1) != 1)
+		elog(ERROR, "could not count the answers to interrupt \"%s\"", interrupt_id);
+	return ow_col_bool(0, 1);
 }
 
 /*
@@ -269,8 +404,7 @@ ow_approval_vote(OwRun *run, const char *interrupt_id, JsonbContainer *data,
 	bool		bypass;
 	Datum		args[8];
 
-	v = owj_get_container(data, "requiredApprovals");
-	vote->required = v ? DatumGetInt32(DirectFunctionCall1(numeric_int4, NumericGetDatum(v->val.numeric))) : 1;
+	vote->required = required_approvals(data);
 	v = owj_get_container(data, "rejectionPolicy");
 	majority = v && v->type == jbvString && v->val.string.len == 8 &&
 		strncmp(v->val.string.val, "majority", 8) == 0;
@@ -285,7 +419,7 @@ ow_approval_vote(OwRun *run, const char *interrupt_id, JsonbContainer *data,
 	args[5] = JsonbPGetDatum(eligibility);
 	args[6] = JsonbPGetDatum(ow_subject_jsonb(who));
 	args[7] = Int32GetDatum(ow_max_votes_per_voter);
-	if (vote->required == 1 && strcmp(action, "ask") != 0)
+	if (!answer_is_recorded(vote->required, action))
 	{
 		/*
 		 * A one-vote gate: any answer but ask decides it, so no counted vote

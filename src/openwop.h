@@ -12,8 +12,8 @@
  *	  3. store       eventlog
  *	  4. domain      runs, interrupts, approvals, idempotency, outcomes,
  *	                 deadlines
- *	  5. entry points readers, flowdrop, resolve, keyring, tokens, lowconf,
- *	                 timeout_worker, postgrest
+ *	  5. entry points readers, flowdrop, inbox, resolve, keyring, tokens,
+ *	                 lowconf, timeout_worker, postgrest
  *	  6. module      _PG_init
  *
  *	  Each file that owns settings defines them in ow_define_*_settings(),
@@ -481,8 +481,14 @@ typedef struct OwVote
 
 extern void ow_define_approval_settings(void);
 extern Datum ow_subject_refs_array(const OwSubject *who);
+extern List *ow_subject_groups(const char *tenant, const OwSubject *who, MemoryContext resultctx);
 extern Jsonb *ow_approval_eligibility(OwRun *run, JsonbContainer *data, const OwSubject *who,
 									  Oid login, List **known_groups, bool *is_override);
+extern bool ow_approval_eligible(JsonbContainer *data, const OwSubject *who, Oid login,
+								 List *groups);
+extern bool ow_approval_answers_limited(JsonbContainer *data);
+extern bool ow_approval_answer_left(const char *tenant, const char *interrupt_id,
+									const OwSubject *who);
 extern void ow_approval_vote(OwRun *run, const char *interrupt_id, JsonbContainer *data,
 							 const OwSubject *who, const char *action, Jsonb *resume_value,
 							 Jsonb *eligibility, bool is_override, OwVote *vote);
@@ -615,6 +621,9 @@ extern void ow_note_lifetime(const OwSigningKey *key, int32 lifetime);
  *
  * timeout_worker.c: sweep() and the timeout worker.  Setting:
  * openwop.sweeper_interval.
+ *
+ * inbox.c: what openwop.pending_interrupts evaluates per row
+ * (inbox_tenant(), inbox_voter(), may_decide()); SQL-callable only.
  * ----------
  */
 extern void ow_define_token_settings(void);
