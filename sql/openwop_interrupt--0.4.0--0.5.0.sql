@@ -161,12 +161,12 @@ FROM PUBLIC;
  * GET /rpc/inspectInterruptByToken?token=... and
  * POST /rpc/resolveInterruptByToken.  No table is reachable through it.
  *
- * Privileges: no role has USAGE on the schema until the DBA grants it to
- * PostgREST's web roles (db-anon-role and the roles JWTs name); that
- * grant is the only one they need.  EXECUTE stays with PUBLIC: these
- * functions call the openwop entry points directly (EXECUTE on those is
- * not needed), which decide who is calling and what it may do as they do
- * for every caller.
+ * Privileges: no role may use anything here until the DBA grants it to
+ * PostgREST's web roles (db-anon-role and the roles JWTs name): USAGE on
+ * the schema, EXECUTE on the operations it serves, SELECT on the inbox.
+ * The functions call the openwop entry points directly (EXECUTE on those
+ * is not needed), which decide who is calling and what it may do as they
+ * do for every caller.
  *
  * A POST function takes the body whole (its one unnamed jsonb parameter:
  * PostgREST passes a JSON body so), reads the Idempotency-Key header from
@@ -211,8 +211,27 @@ E'resolveInterruptByToken: answer the interrupt a signed token names\n'
  'Refusals, as {error, message, details}: 400 validation_error, idempotency_key_invalid; 401 interrupt_token_invalid; 403 forbidden (an inspect token, an ineligible principal); 404 not_found; 409 interrupt_already_resolved, idempotency_key_mismatch, idempotency_in_flight; 410 interrupt_expired. '
  'It calls openwop.resolve_interrupt_by_token.';
 
--- The inbox joins this schema as a view over openwop.pending_interrupts
--- (openwop_api.pending_interrupts, GET /pending_interrupts), added here
--- with the inbox; SELECT on it is granted to the web roles like USAGE.
+/*
+ * The inbox over HTTP: GET /pending_interrupts?order=requested_at&limit=50
+ * (ascending requested_at is the order its index serves; docs/inbox.md).
+ * A security-barrier view over openwop.pending_interrupts: the rows the
+ * caller may decide, in its tenant, nothing else.
+ */
+CREATE VIEW openwop_api.pending_interrupts WITH (security_barrier) AS
+SELECT interrupt_id, run_id, node_id, kind, title, request, resume_schema, requested_at,
+       expires_at, required_approvals, accepts, rejects, voters, my_vote, my_vote_at
+  FROM openwop.pending_interrupts;
+COMMENT ON VIEW openwop_api.pending_interrupts IS
+E'The inbox: pending interrupts the caller may decide now\n'
+ 'The interrupts of the caller''s tenant that the caller may answer (approval gates it is eligible for, and the other kinds for holders of approvals:respond), with what an approver needs to decide: the request without its eligibility lists, the deadline, the tally and the caller''s own latest vote. '
+ 'Read it in pages: ?order=requested_at&limit=50, then &requested_at=gt.<last>. It is the view openwop.pending_interrupts.';
+
+/* Nothing here is callable until the DBA grants it (docs/postgrest.md, "Roles and grants"). */
+REVOKE ALL ON openwop_api.pending_interrupts FROM PUBLIC;
+REVOKE ALL ON FUNCTION
+    openwop_api."resolveInterruptByRun"(jsonb),
+    openwop_api."inspectInterruptByToken"(text),
+    openwop_api."resolveInterruptByToken"(jsonb)
+FROM PUBLIC;
 
 -- == openwop_api (end) ==

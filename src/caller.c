@@ -189,22 +189,25 @@ ow_subject_matches(const OwSubject *s, const char *ref)
  */
 
 /*
- * request.jwt.claims, which PostgREST sets at the top of each request, is
- * defined by this extension (ow_define_caller_settings, with these hooks)
- * so that code running as someone else cannot set it: a SECURITY DEFINER function or a
- * security-restricted operation (ANALYZE, an index expression) changing
- * the claims would change who a request session is for the rest of its
- * transaction.
+ * request.jwt.claims and request.headers, which PostgREST sets at the top
+ * of each request, are defined by this extension (ow_define_caller_settings,
+ * with these hooks) so that code running as someone else cannot set them: a
+ * SECURITY DEFINER function or a security-restricted operation (ANALYZE, an
+ * index expression) changing the claims would change who a request session
+ * is for the rest of its transaction, and changing the headers would choose
+ * the Idempotency-Key of the session's next resolve over HTTP.
  */
 static char *ow_jwt_claims_setting = NULL;
+static char *ow_request_headers_setting = NULL;
 
 /*
- * The claims as last set by code running as itself (not a SECURITY DEFINER
+ * Each as last set by code running as itself (not a SECURITY DEFINER
  * function, not a security-restricted operation); NULL if unknown.  A
- * RESET inside such code skips the check hook, so ow_caller compares the
- * current value with this one and trusts no claims when they differ.
+ * RESET inside such code skips the check hook, so a reader compares the
+ * current value with this one and trusts nothing when they differ.
  */
 static char *ow_jwt_claims_trusted = NULL;
+static char *ow_request_headers_trusted = NULL;
 
 /* How many triggers deep this backend is (pg_trigger_depth()). */
 static int
@@ -231,46 +234,83 @@ foreign_code(void)
 }
 
 /*
- * Claims may only be set by a session's own SET or set_config() (source
- * PGC_S_SESSION), outside foreign code: no database, role or file default,
- * no startup option.  Clearing them is always allowed.
+ * A request setting (name) may only be set by a session's own SET or
+ * set_config() (source PGC_S_SESSION), outside foreign code: no database,
+ * role or file default, no startup option.  Clearing it is always allowed.
  */
 static bool
-check_jwt_claims(char **newval, void **extra, GucSource source)
+check_request_setting(const char *name, char **newval, GucSource source)
 {
 	if (**newval == '\0')
 		return true;
 	if (source != PGC_S_SESSION)
 	{
 		GUC_check_errcode(ERRCODE_INSUFFICIENT_PRIVILEGE);
-		GUC_check_errmsg("request.jwt.claims can only be set by SET or set_config in the session that uses it");
+		GUC_check_errmsg("%s can only be set by SET or set_config in the session that uses it", name);
 		return false;
 	}
 	if (foreign_code())
 	{
 		GUC_check_errcode(ERRCODE_INSUFFICIENT_PRIVILEGE);
-		GUC_check_errmsg("request.jwt.claims cannot be set inside a SECURITY DEFINER function, a security-restricted operation, a trigger or a WITH HOLD cursor");
+		GUC_check_errmsg("%s cannot be set inside a SECURITY DEFINER function, a security-restricted operation, a trigger or a WITH HOLD cursor", name);
 		return false;
 	}
 	return true;
 }
 
+/* Remember newval as *trusted when the session's own code set it. */
 static void
-assign_jwt_claims(const char *newval, void *extra)
+assign_request_setting(char **trusted, const char *newval)
 {
 	if (foreign_code())
 		return;
-	free(ow_jwt_claims_trusted);
-	ow_jwt_claims_trusted = strdup(newval);		/* NULL (unknown) on failure: trusted nowhere */
+	free(*trusted);
+	*trusted = strdup(newval);	/* NULL (unknown) on failure: trusted nowhere */
+}
+
+/* Is value (the setting's current value) the one last set by code running as itself? */
+static bool
+request_setting_untampered(const char *value, const char *trusted)
+{
+	return trusted != NULL && strcmp(value ? value : "", trusted) == 0;
+}
+
+static bool
+check_jwt_claims(char **newval, void **extra, GucSource source)
+{
+	return check_request_setting("request.jwt.claims", newval, source);
+}
+
+static void
+assign_jwt_claims(const char *newval, void *extra)
+{
+	assign_request_setting(&ow_jwt_claims_trusted, newval);
+}
+
+static bool
+check_request_headers(char **newval, void **extra, GucSource source)
+{
+	return check_request_setting("request.headers", newval, source);
+}
+
+static void
+assign_request_headers(const char *newval, void *extra)
+{
+	assign_request_setting(&ow_request_headers_trusted, newval);
 }
 
 /* Are the current claims the ones last set by code running as itself? */
 static bool
 claims_untampered(void)
 {
-	const char *now = ow_jwt_claims_setting ? ow_jwt_claims_setting : "";
+	return request_setting_untampered(ow_jwt_claims_setting, ow_jwt_claims_trusted);
+}
 
-	return ow_jwt_claims_trusted != NULL && strcmp(now, ow_jwt_claims_trusted) == 0;
+/* The same for request.headers (the PostgREST surface reads its Idempotency-Key there). */
+bool
+ow_request_headers_untampered(void)
+{
+	return request_setting_untampered(ow_request_headers_setting, ow_request_headers_trusted);
 }
 
 static void no_identity_here(const char *where) pg_attribute_noreturn();
@@ -748,6 +788,15 @@ ow_define_caller_settings(void)
 							   PGC_USERSET,
 							   GUC_NO_SHOW_ALL | GUC_NOT_IN_SAMPLE,
 							   check_jwt_claims, assign_jwt_claims, NULL);
+
+	DefineCustomStringVariable("request.headers",
+							   "Headers of the current PostgREST request, as a JSON object.",
+							   "PostgREST sets it per request; openwop reads the Idempotency-Key header there, and only a value the session's own code set.",
+							   &ow_request_headers_setting,
+							   "",
+							   PGC_USERSET,
+							   GUC_NO_SHOW_ALL | GUC_NOT_IN_SAMPLE,
+							   check_request_headers, assign_request_headers, NULL);
 
 	DefineCustomStringVariable("openwop.jwt_session_role",
 							   "Role whose member logins speak through request.jwt.claims.",

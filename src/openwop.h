@@ -265,7 +265,8 @@ extern ErrorData *ow_try_subtransaction(void (*fn) (void *), void *arg);
  * approvals:respond scope), the switch to the extension owner around
  * table access, and the call bracket of an API function.  Settings: openwop.tenant, openwop.default_tenant,
  * openwop.tenant_claim, openwop.jwt_session_role, openwop.bound_tenant,
- * openwop.approver_role, and request.jwt.claims itself.
+ * openwop.approver_role, and request.jwt.claims and request.headers
+ * themselves.
  * ----------
  */
 
@@ -313,6 +314,7 @@ extern void ow_define_caller_settings(void);
 extern void ow_caller(OwCaller *c);
 extern void ow_require_every_tenant(const OwCaller *c, const char *what);
 extern bool ow_has_scope(const OwCaller *c);
+extern bool ow_request_headers_untampered(void);
 extern void ow_check_scope(const OwCaller *c);
 extern void ow_host_subject(OwSubject *s, const char *tenant);
 extern void ow_token_subject(OwSubject *s, const char *tenant, const char *principal);

@@ -156,6 +156,17 @@ idempotency_key(void)
 
 	if (!set)
 		return NULL;
+	/* headers that code running as someone else set choose nothing */
+	if (!ow_request_headers_untampered())
+	{
+		OwDetails	d;
+
+		ow_details_init(&d);
+		ow_details_str(&d, "context", "request.headers");
+		ow_raise(OW_FORBIDDEN, &d,
+				 "Set request.headers from the session that acts, not from code a SECURITY DEFINER function, a trigger or ANALYZE runs.",
+				 "request.headers were changed by code running as someone else");
+	}
 	if (headers == NULL || !JB_ROOT_IS_OBJECT(headers))
 		ow_validation_error("request.headers", "request.headers is not a JSON object");
 	v = owj_get(headers, "idempotency-key");

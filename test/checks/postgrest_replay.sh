@@ -83,8 +83,13 @@ psql -X -q -v ON_ERROR_STOP=1 -d $db >/dev/null <<SQL
 CREATE EXTENSION openwop_interrupt;
 ALTER DATABASE $db SET openwop.jwt_session_role = '$auth';
 GRANT USAGE ON SCHEMA openwop_api TO $anon, $web;
+GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA openwop_api TO $anon, $web;
+GRANT SELECT ON openwop_api.pending_interrupts TO $web;
+GRANT EXECUTE ON FUNCTION openwop.inbox_waiting(text), openwop.inbox_tenant(), openwop.inbox_voter(),
+    openwop.may_decide(text, text, text, jsonb) TO $web;
 -- mallory may call the surface and holds approvals:respond as a SQL login
 GRANT USAGE ON SCHEMA openwop_api TO $mallory;
+GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA openwop_api TO $mallory;
 GRANT openwop_approver TO $mallory;
 SELECT openwop.add_signing_key('k1');
 SQL

@@ -58,17 +58,20 @@ SELECT ok(NOT has_schema_privilege('public', 'openwop_api', 'CREATE'),
           'no role but the owner creates in openwop_api: nobody can add a table to the surface or stand in for an operation');
 SELECT is((SELECT count(*)::int FROM pg_proc p WHERE p.pronamespace = 'openwop_api'::regnamespace
              AND has_function_privilege('public', p.oid, 'EXECUTE')),
-          3, 'EXECUTE stays with PUBLIC: USAGE on the schema is the one grant a web role needs');
+          0, 'PUBLIC may EXECUTE none of the operations: a DBA grants them to the web roles with USAGE');
+SELECT ok(NOT has_table_privilege('public', 'openwop_api.pending_interrupts', 'SELECT'),
+          'PUBLIC may not read the inbox view of openwop_api either');
 CREATE ROLE tap_pgrst_stranger;
 CREATE ROLE tap_pgrst_web;
 GRANT USAGE ON SCHEMA openwop_api TO tap_pgrst_web;
+GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA openwop_api TO tap_pgrst_web;
 SET LOCAL ROLE tap_pgrst_stranger;
 SELECT throws_ok($$ SELECT openwop_api."inspectInterruptByToken"('x') $$, '42501', NULL,
                  'a role without USAGE on openwop_api cannot call it');
 RESET ROLE;
 SET LOCAL ROLE tap_pgrst_web;
 SELECT is(openwop_api."inspectInterruptByToken"('x') ->> 'error', 'interrupt_token_invalid',
-          'a web role with USAGE alone reaches the operations (and not openwop''s functions)');
+          'a web role with USAGE and EXECUTE on openwop_api reaches the operations (and not openwop''s functions)');
 SELECT throws_ok($$ SELECT openwop.inspect_interrupt('x') $$, '42501', NULL,
                  'the web role has no privilege on schema openwop itself');
 RESET ROLE;

@@ -144,6 +144,7 @@ SELECT is((SELECT status FROM openwop.interrupts WHERE run_id = 'acme/atk-http-0
 
 CREATE ROLE atk_http_plain LOGIN;
 GRANT USAGE ON SCHEMA openwop_api TO atk_http_plain;
+GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA openwop_api TO atk_http_plain;
 CREATE FUNCTION pg_temp.forged(sql text) RETURNS jsonb LANGUAGE plpgsql AS $$
 DECLARE r jsonb;
 BEGIN
@@ -165,6 +166,7 @@ SELECT is((SELECT status FROM openwop.interrupts WHERE run_id = 'acme/atk-http-0
 CREATE ROLE atk_http_shadow LOGIN;
 GRANT openwop_approver TO atk_http_shadow;
 GRANT USAGE ON SCHEMA openwop_api TO atk_http_shadow;
+GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA openwop_api TO atk_http_shadow;
 GRANT USAGE ON SCHEMA openwop TO atk_http_shadow;
 GRANT EXECUTE ON FUNCTION openwop.flowdrop_interrupt(text), openwop.flowdrop_interrupts(text[]) TO atk_http_shadow;
 CREATE SCHEMA atk_shadow AUTHORIZATION atk_http_shadow;
@@ -294,6 +296,24 @@ SELECT is(openwop.flowdrop_interrupts(ARRAY[interrupt_id, interrupt_id])::jsonb 
           'the list form is valid JSON too') FROM openwop.interrupts WHERE run_id = 'acme/atk-http-odd-0000001';
 SELECT ok(openwop.flowdrop_interrupt(interrupt_id)::text !~ '[\x01-\x1f]', 'no raw control character in the json text')
   FROM openwop.interrupts WHERE run_id = 'acme/atk-http-odd-0000001';
+
+-- request.headers is guarded like request.jwt.claims: code running as someone
+-- else cannot choose the Idempotency-Key of the session's next HTTP resolve
+CREATE ROLE atk_hdr_definer;
+CREATE FUNCTION public.atk_set_headers() RETURNS void LANGUAGE sql SECURITY DEFINER
+  AS $$ SELECT set_config('request.headers', '{"idempotency-key": "atk-http-key-000000definer1"}', false) $$;
+ALTER FUNCTION public.atk_set_headers() OWNER TO atk_hdr_definer;
+SELECT throws_ok('SELECT public.atk_set_headers()', '42501', NULL,
+                 'request_headers_guarded: a SECURITY DEFINER function cannot set request.headers');
+CREATE FUNCTION public.atk_reset_headers() RETURNS void LANGUAGE plpgsql SECURITY DEFINER
+  AS $$ BEGIN RESET request.headers; END $$;
+ALTER FUNCTION public.atk_reset_headers() OWNER TO atk_hdr_definer;
+SET LOCAL request.headers = '{"idempotency-key": "atk-http-key-0000000reset01"}';
+SELECT public.atk_reset_headers();
+SET LOCAL request.headers = '{"idempotency-key": "atk-http-key-0000000reset01"}';
+SELECT is(current_setting('request.headers'), '{"idempotency-key": "atk-http-key-0000000reset01"}',
+          '... the session itself may set it (a reset by the definer is forgotten once the session sets it again)');
+SET LOCAL request.headers = '';
 
 SELECT * FROM finish();
 ROLLBACK;
