@@ -8,6 +8,7 @@ BEGIN;
 SELECT * FROM no_plan();
 SET LOCAL openwop.tenant = 'acme';
 \ir callers.psql
+\ir api.psql
 
 /* ------------------------------------------------------------------
  * What the schema holds
@@ -96,21 +97,6 @@ EXCEPTION WHEN OTHERS THEN
                             'body', jsonb_build_object('error', split_part(msg, ': ', 1),
                                                        'message', substr(msg, strpos(msg, ': ') + 2),
                                                        'details', det::jsonb));
-END $$;
--- what the openwop_api function answers: {status, headers, body} (the
--- status and headers PostgREST reads after the call), then cleared as a
--- new request would find them
-CREATE FUNCTION pg_temp.api(sql text, headers jsonb DEFAULT '{}') RETURNS jsonb LANGUAGE plpgsql AS $$
-DECLARE r jsonb;
-BEGIN
-  PERFORM set_config('request.headers', headers::text, true);
-  EXECUTE sql INTO r;
-  r := jsonb_build_object('status', coalesce(nullif(current_setting('response.status', true), '')::int, 200),
-                          'headers', coalesce(nullif(current_setting('response.headers', true), '')::jsonb, '[]'),
-                          'body', r);
-  PERFORM set_config('response.status', '', true), set_config('response.headers', '', true),
-          set_config('request.headers', '', true);
-  RETURN r;
 END $$;
 CREATE FUNCTION pg_temp.body(run text, node text, value jsonb) RETURNS text LANGUAGE sql AS $$
   SELECT quote_literal(jsonb_build_object('runId', run, 'nodeId', node, 'resumeValue', value)::text)

@@ -8,18 +8,7 @@ SELECT * FROM no_plan();
 SET LOCAL openwop.tenant = 'acme';
 \ir callers.psql
 
-CREATE FUNCTION pg_temp.api(sql text, headers jsonb DEFAULT '{}') RETURNS jsonb LANGUAGE plpgsql AS $$
-DECLARE r jsonb;
-BEGIN
-  PERFORM set_config('request.headers', headers::text, true);
-  EXECUTE sql INTO r;
-  r := jsonb_build_object('status', coalesce(nullif(current_setting('response.status', true), '')::int, 200),
-                          'headers', coalesce(nullif(current_setting('response.headers', true), '')::jsonb, '[]'),
-                          'body', r);
-  PERFORM set_config('response.status', '', true), set_config('response.headers', '', true),
-          set_config('request.headers', '', true);
-  RETURN r;
-END $$;
+\ir api.psql
 CREATE FUNCTION pg_temp.gate(run text, data jsonb DEFAULT '{}') RETURNS text LANGUAGE plpgsql AS $$
 BEGIN
   PERFORM openwop.create_run('atk', jsonb_build_object('runId', run));
