@@ -196,7 +196,7 @@ plain_secret(const char *kid, bytea *stored, bool encrypted)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("signing key \"%s\" cannot be decrypted with the passphrase in openwop.key_encryption_key_file", kid),
-				 errdetail_internal("%s", edata->message),
+				 errdetail_log("%s", edata->message),	/* pgcrypto's words: the server log only */
 				 errhint("Put the passphrase the key was added under in openwop.key_encryption_key_file, or retire the key.")));
 	}
 
