@@ -29,6 +29,8 @@
 #                wrapped as src/PostgREST/Query/Statements.hs, prepareCall
 #                wraps it, which reads response.headers and response.status
 #                with nullif(current_setting(..., true), '');
+#   a read       of the inbox view: the statement of Statements.hs,
+#                prepareRead (see "the inbox" below for the lines followed);
 #   the answer   src/PostgREST/Response.hs, actionResponse and
 #                overrideStatusHeaders (the status of response.status, the
 #                headers of response.headers added to Content-Type and
@@ -112,16 +114,12 @@ SQL
 
 # ---------- one request, as PostgREST sends it ----------
 
-# The statements of one request: request_sql METHOD FUNCTION ROLE ARGKEYS V
-# [open], the values in the psql variables V<name> (set by
-# prepare_request).  FUNCTION's volatility and parameters decide the
-# transaction mode and the call, as PostgREST's schema cache does; "open"
-# leaves the transaction open after the call.
-request_sql() {
-	local method=$1 fn=$2 role=$3 argkeys=$4 v=$5 open=${6:-} mode="READ WRITE" n=2 locals call args
-	if [ "$method" = GET ] || [ "$fn" = inspectInterruptByToken ]; then
-		mode="READ ONLY"
-	fi
+# The start of one request's transaction: pgrst_begin MODE ROLE V prints
+# BEGIN and the set_config select (src/PostgREST/Query.hs, setPgLocals),
+# the values in the psql variables V<name>, and opens the \if of its
+# success: what follows runs only if it succeeded; pgrst_end closes it.
+pgrst_begin() {
+	local mode=$1 role=$2 v=$3 n=2 locals args
 	locals="select set_config('search_path', \$1, true)"
 	args="(:'${v}search_path'"
 	while IFS=$'\t' read -r r k val; do
@@ -134,6 +132,45 @@ request_sql() {
 	locals+=", set_config('request.method', \$$((n + 2)), true), set_config('request.path', \$$((n + 3)), true)"
 	locals+=", set_config('request.headers', \$$((n + 4)), true), set_config('request.cookies', \$$((n + 5)), true)"
 	args+=", :'${v}role', :'${v}claims', :'${v}method', :'${v}path', :'${v}headers', :'${v}cookies')"
+	cat <<SQL
+BEGIN ISOLATION LEVEL READ COMMITTED $mode;
+\\o /dev/null
+PREPARE ${v}pgrst_locals AS $locals;
+EXECUTE ${v}pgrst_locals$args;
+\\o
+\\if :ERROR
+\\echo PGRST-ERROR :LAST_ERROR_SQLSTATE
+\\echo :LAST_ERROR_MESSAGE
+ABORT;
+\\else
+SQL
+}
+
+# The end of a request: COMMIT after the main statement, or ABORT after its error.
+pgrst_end() {
+	cat <<'SQL'
+\if :ERROR
+\echo PGRST-ERROR :LAST_ERROR_SQLSTATE
+\echo :LAST_ERROR_MESSAGE
+ABORT;
+\else
+COMMIT;
+\echo PGRST-COMMIT
+\endif
+\endif
+SQL
+}
+
+# The statements of one request: request_sql METHOD FUNCTION ROLE ARGKEYS V
+# [open], the values in the psql variables V<name> (set by
+# prepare_request).  FUNCTION's volatility and parameters decide the
+# transaction mode and the call, as PostgREST's schema cache does; "open"
+# leaves the transaction open after the call.
+request_sql() {
+	local method=$1 fn=$2 role=$3 argkeys=$4 v=$5 open=${6:-} mode="READ WRITE" call
+	if [ "$method" = GET ] || [ "$fn" = inspectInterruptByToken ]; then
+		mode="READ ONLY"
+	fi
 	if [ "$fn" != inspectInterruptByToken ]; then
 		# one unnamed jsonb parameter: the raw body
 		call="SELECT pgrst_call.pgrst_scalar FROM (SELECT \"openwop_api\".\"$fn\"(\$1::jsonb) pgrst_scalar) pgrst_call"
@@ -147,32 +184,13 @@ request_sql() {
 		call="SELECT pgrst_call.pgrst_scalar FROM (SELECT \$1 AS json_data) pgrst_payload, LATERAL (SELECT \"token\" FROM json_to_record(pgrst_payload.json_data) AS _(\"token\" text) LIMIT 1) pgrst_body , LATERAL (SELECT \"openwop_api\".\"$fn\"(\"token\" := pgrst_body.\"token\") pgrst_scalar) pgrst_call"
 		params="(json)" exec="(:'${v}args')"
 	fi
+	pgrst_begin "$mode" "$role" "$v"
 	cat <<SQL
-BEGIN ISOLATION LEVEL READ COMMITTED $mode;
-\\o /dev/null
-PREPARE ${v}pgrst_locals AS $locals;
-EXECUTE ${v}pgrst_locals$args;
-\\o
-\\if :ERROR
-\\echo PGRST-ERROR :LAST_ERROR_SQLSTATE
-\\echo :LAST_ERROR_MESSAGE
-ABORT;
-\\else
 PREPARE ${v}pgrst_call$params AS WITH pgrst_source AS ($call) SELECT null::bigint AS total_result_set, 1 AS page_total, coalesce(json_agg(_postgrest_t.pgrst_scalar)->0, 'null') AS body, nullif(current_setting('response.headers', true), '') AS response_headers, nullif(current_setting('response.status', true), '') AS response_status, '' AS response_inserted FROM (SELECT "$fn".* FROM "pgrst_source" AS "$fn"    ) _postgrest_t;
 EXECUTE ${v}pgrst_call$exec;
 SQL
 	[ -n "$open" ] && { echo '\endif'; return; }
-	cat <<'SQL'
-\if :ERROR
-\echo PGRST-ERROR :LAST_ERROR_SQLSTATE
-\echo :LAST_ERROR_MESSAGE
-ABORT;
-\else
-COMMIT;
-\echo PGRST-COMMIT
-\endif
-\endif
-SQL
+	pgrst_end
 }
 
 # The status PostgREST gives an error (src/PostgREST/Error.hs, pgErrorStatus).
@@ -193,11 +211,12 @@ pgrst_error_status() {    # SQLSTATE AUTHENTICATED MESSAGE
 	esac
 }
 
-# prepare_request V METHOD FUNCTION CLAIMS HEADERS ARGS: the values of one
+# prepare_request V METHOD FUNCTION CLAIMS HEADERS ARGS [PATH]: the values of one
 # request, as PostgREST v12 makes them for a client that sent a JWT with
 # CLAIMS (a JSON object; empty: no JWT, so the anonymous role), the extra
 # request HEADERS (a JSON object) and ARGS (the POST body, or the GET
-# query parameters as a JSON object).  Appends the psql variables V<name>
+# query parameters as a JSON object) on PATH (default /rpc/FUNCTION).
+# Appends the psql variables V<name>
 # to psql_vars and sets req_role, req_authed and req_argkeys.
 prepare_request() {
 	local v=$1 method=$2 fn=$3 claims=$4 extra=$5 args=$6 headers
@@ -217,7 +236,7 @@ prepare_request() {
 	[ "$method" = GET ] && args=$(jq -c . <<<"$args")
 	req_argkeys=$(jq -r 'if type == "object" then keys | join(",") else "" end' <<<"$args")
 	psql_vars+=(-v "${v}search_path=\"openwop_api\", \"public\"" -v "${v}role=$req_role" -v "${v}claims=$claims"
-		-v "${v}method=$method" -v "${v}path=/rpc/$fn" -v "${v}headers=$headers" -v "${v}cookies={}" -v "${v}args=$args")
+		-v "${v}method=$method" -v "${v}path=${7:-/rpc/$fn}" -v "${v}headers=$headers" -v "${v}cookies={}" -v "${v}args=$args")
 }
 
 # request METHOD FUNCTION CLAIMS HEADERS ARGS [LOGIN]: one request (see
@@ -249,12 +268,17 @@ respond() {    # AUTHENTICATED OUTPUT
 		return
 	fi
 	grep -q '^PGRST-COMMIT' <<<"$out" || { echo "no COMMIT in: $out" >&2; return 1; }
-	IFS=$'\x1f' read -r _ _ body gheaders gstatus _ <<<"$(head -n 1 <<<"$out")"
-	jq -c -n --argjson body "$body" --arg gh "$gheaders" --arg gs "$gstatus" '
+	# the one row, up to the COMMIT (json_agg of rows puts a newline between them)
+	IFS=$'\x1f' read -r -d '' _ ptotal body gheaders gstatus _ <<<"$(sed '/^PGRST-COMMIT$/,$d' <<<"$out")" || true
+	# Content-Range: the offset (0 here) to offset + page_total - 1, total
+	# unknown (no Prefer: count): src/PostgREST/RangeQuery.hs,
+	# rangeStatusHeader and contentRangeH, lines 96 and 111
+	jq -c -n --argjson body "$body" --arg gh "$gheaders" --arg gs "$gstatus" --argjson pt "$ptotal" '
 		($gh | if . == "" then [] else fromjson end
 		     | map(to_entries[0] | {key: (.key | ascii_downcase), value}) | from_entries) as $guc
 		| {status: (if $gs == "" then 200 else ($gs | tonumber) end),
-		   headers: ({"content-range": "0-0/*", "content-type": "application/json; charset=utf-8"} + $guc),
+		   headers: ({"content-range": (if $pt > 0 then "0-\($pt - 1)/*" else "*/*" end),
+		              "content-type": "application/json; charset=utf-8"} + $guc),
 		   body: $body, tx: "COMMIT"}'
 }
 
@@ -281,6 +305,7 @@ envelope() {    # STATUS CODE
 alice='{"sub": "alice", "iss": "https://idp.example.org", "tenant": "acme", "scope": "approvals:respond", "role": "'$web'"}'
 noscope='{"sub": "bob", "iss": "https://idp.example.org", "tenant": "acme", "role": "'$web'"}'
 globex='{"sub": "gina", "iss": "https://idp.example.org", "tenant": "globex", "scope": "approvals:respond", "role": "'$web'"}'
+cfo_claims='{"sub": "cfo@example.org", "iss": "https://idp.example.org", "tenant": "acme", "scope": "approvals:respond"'
 gate() {    # RUN [DATA]: a run waiting on approval gate "gate" (DATA added to its data); prints the interrupt id
 	local data=${2:-}
 	[ -n "$data" ] || data='{}'
@@ -296,6 +321,104 @@ body() {    # RUN [NODE [RESUME-VALUE]]: the body {runId, nodeId, resumeValue}
 	[ -n "$value" ] || value='{"action": "accept"}'
 	jq -c -n --arg run "$1" --arg node "${2:-gate}" --argjson value "$value" '{runId: $run, nodeId: $node, resumeValue: $value}'
 }
+
+# ---------- the inbox: GET /pending_interrupts ----------
+# A GET of a view is a read plan (src/PostgREST/Plan.hs, line 159:
+# WrappedReadPlan ... SQL.Read, so the transaction is READ ONLY), the same
+# set_config select, then one statement: src/PostgREST/Query.hs,
+# actionQuery of WrappedReadPlan (line 112) runs Statements.hs,
+# prepareRead (line 96) around QueryBuilder.hs, readPlanToQuery (line 44):
+#   "SELECT " select items, FROM, joins, WHERE, GROUP BY, ORDER BY, LIMIT,
+#   each joined by " " (so empty parts leave their spaces); no select=
+#   is "<view>.*" (SqlFragment.hs, pgFmtSelectItem and pgFmtColumn, lines
+#   269 and 247); FROM "schema"."view" (fromF, QueryBuilder.hs line 269);
+#   a filter requested_at=gt.X is ' "<view>"."requested_at" > $n' after
+#   an empty NOT (SqlFragment.hs, pgFmtFilter, line 369; gt is
+#   quantOperator's ">", line 123), X a parameter of type unknown
+#   (unknownLiteral, line 520) with no cast, PostgreSQL inferring
+#   timestamptz from the column: no transform for a column that is no
+#   domain (pgFmtUnknownLiteralForField, line 355);
+#   order=requested_at is '"<view>"."requested_at" ' followed by the
+#   unwords of no direction and no nulls order (pgFmtOrderTerm, line 337);
+#   limit=N is "LIMIT $n OFFSET $m", both unknown-typed parameters
+#   (limitOffsetF, line 482);
+# and prepareRead wraps it in "WITH pgrst_source AS ( ... ) " with no
+# count CTE (countF, line 466: no Prefer: count is null::bigint), the
+# body coalesce(json_agg(_postgrest_t), '[]') of the default JSON handler
+# (asJsonF, line 211, for no routine).  The response: Response.hs,
+# actionResponse of WrappedReadPlan (line 67): status 200 (the total is
+# unknown: RangeQuery.hs, rangeStatus, line 105), Content-Range from
+# page_total (respond above), the body as it came.  A permission error
+# is Error.hs, pgErrorStatus: 42501 is 401 without a JWT, 403 with one.
+inbox_cols='["interrupt_id", "run_id", "node_id", "kind", "title", "request", "resume_schema", "requested_at",
+             "expires_at", "required_approvals", "accepts", "rejects", "voters", "my_vote", "my_vote_at"]'
+
+# read_inbox CLAIMS LIMIT [AFTER]: GET
+# /pending_interrupts?order=requested_at&limit=LIMIT[&requested_at=gt.AFTER]
+# (AFTER as the server has it, URL-decoded), as request does.
+read_inbox() {
+	local claims=$1 limit=$2 after=${3:-} query sel params exec out
+	query=$(jq -c -n --arg l "$limit" --arg a "$after" \
+		'{order: "requested_at", limit: $l} + (if $a == "" then {} else {requested_at: ("gt." + $a)} end)')
+	psql_vars=()
+	prepare_request i GET pending_interrupts "$claims" '{}' "$query" /pending_interrupts
+	psql_vars+=(-v "ilimit=$limit" -v "iafter=$after")
+	sel='SELECT "openwop_api"."pending_interrupts".* FROM "openwop_api"."pending_interrupts" '
+	if [ -n "$after" ]; then
+		sel+=' WHERE  "openwop_api"."pending_interrupts"."requested_at" > $1  '
+		sel+='ORDER BY "openwop_api"."pending_interrupts"."requested_at"   LIMIT $2 OFFSET $3'
+		params="(unknown, unknown, unknown)" exec="(:'iafter', :'ilimit', '0')"
+	else
+		sel+='   ORDER BY "openwop_api"."pending_interrupts"."requested_at"   LIMIT $1 OFFSET $2'
+		params="(unknown, unknown)" exec="(:'ilimit', '0')"
+	fi
+	out=$({
+		pgrst_begin "READ ONLY" "$req_role" i
+		cat <<SQL
+PREPARE ipgrst_read$params AS WITH pgrst_source AS ( $sel )  SELECT null::bigint AS total_result_set, pg_catalog.count(_postgrest_t) AS page_total, coalesce(json_agg(_postgrest_t), '[]') AS body, nullif(current_setting('response.headers', true), '') AS response_headers, nullif(current_setting('response.status', true), '') AS response_status, '' AS response_inserted FROM ( SELECT * FROM pgrst_source ) _postgrest_t;
+EXECUTE ipgrst_read$exec;
+SQL
+		pgrst_end
+	} | psql -X -A -t -q -F $'\x1f' -U $auth -d $db "${psql_vars[@]}" 2>/dev/null)
+	respond "$req_authed" "$out"
+}
+
+echo "# GET /pending_interrupts"
+# four acme gates, oldest first; the second is the CFO's alone
+ib1=$(gate acme/pgrst-inbox-000000000001)
+ibcfo=$(gate acme/pgrst-inbox-000000000002 '{"approversList": ["cfo@example.org"]}')
+ib2=$(gate acme/pgrst-inbox-000000000003)
+ib3=$(gate acme/pgrst-inbox-000000000004)
+page=$(read_inbox "$alice" 50)
+check "inbox: an approver of acme reads 200 with exactly the acme gates it may decide, oldest first, the documented columns" "$page" \
+	".status == 200 and .tx == \"COMMIT\" and .headers[\"content-range\"] == \"0-2/*\"
+	 and .headers[\"content-type\"] == \"application/json; charset=utf-8\"
+	 and (.body | map(.interrupt_id)) == [\"$ib1\", \"$ib2\", \"$ib3\"]
+	 and (.body | map(.requested_at)) == (.body | map(.requested_at) | sort)
+	 and all(.body[]; keys == ($inbox_cols | sort) and .kind == \"approval\" and .title == \"Expense\"
+	                  and .required_approvals == 1 and .voters == 0 and .my_vote == null)"
+p1=$(read_inbox "$alice" 2)
+p2=$(read_inbox "$alice" 2 "$(jq -r '.body[-1].requested_at' <<<"$p1")")
+p3=$(read_inbox "$alice" 2 "$(jq -r '.body[-1].requested_at' <<<"$p2")")
+check "inbox: the next page (requested_at=gt.<last>) continues where the first ended, no overlap, nothing after the last" \
+	"$(jq -c -n --argjson all "$page" --argjson a "$p1" --argjson b "$p2" --argjson c "$p3" '{all: $all, a: $a, b: $b, c: $c}')" \
+	'.a.status == 200 and .a.headers["content-range"] == "0-1/*" and .b.status == 200 and .b.headers["content-range"] == "0-0/*"
+	 and (.a.body | length) == 2 and (.a.body + .b.body) == .all.body
+	 and .c.status == 200 and .c.body == [] and .c.headers["content-range"] == "*/*"'
+r=$(read_inbox "$globex" 50)
+check "inbox: an approver of another tenant reads [] (no acme row)" "$r" \
+	'.status == 200 and .tx == "COMMIT" and .body == [] and .headers["content-range"] == "*/*"'
+r=$(read_inbox "$noscope" 50)
+check "inbox: a JWT without approvals:respond reads []" "$r" '.status == 200 and .tx == "COMMIT" and .body == []'
+r=$(read_inbox "" 50)
+check "inbox: the anonymous role (no SELECT grant, docs/postgrest.md) is PostgREST's 401 for 42501, with WWW-Authenticate" "$r" \
+	'.status == 401 and .tx == "ABORT" and .body.code == "42501" and .headers["www-authenticate"] == "Bearer"'
+r=$(read_inbox "$cfo_claims, \"role\": \"$web\"}" 50)
+check "inbox: a gate restricted by approversList is absent for alice, present for its principal, without approversList" \
+	"$(jq -c -n --argjson all "$page" --argjson cfo "$r" '{all: $all, cfo: $cfo}')" \
+	"(.all.body | map(.interrupt_id) | index(\"$ibcfo\")) == null
+	 and .cfo.status == 200 and (.cfo.body | map(.interrupt_id)) == [\"$ib1\", \"$ibcfo\", \"$ib2\", \"$ib3\"]
+	 and (.cfo.body[1].request | has(\"approversList\") | not) and .cfo.body[1].request.title == \"Expense\""
 
 # ---------- resolveInterruptByRun ----------
 echo "# POST /rpc/resolveInterruptByRun"
@@ -363,7 +486,6 @@ check "id_tenant_mismatch: a caller of tenant globex answering acme's run is 403
 r=$(request POST resolveInterruptByRun '{"sub": "two words", "tenant": "acme", "scope": "approvals:respond", "role": "'$web'"}' '{}' "$(body acme/pgrst-run-000000000003)")
 check "identity_unresolvable: a sub outside the subjectId grammar is 401, with WWW-Authenticate" "$r" \
 	"$(envelope 401 identity_unresolvable) and .headers[\"www-authenticate\"] == \"Bearer\""
-cfo_claims='{"sub": "cfo@example.org", "iss": "https://idp.example.org", "tenant": "acme", "scope": "approvals:respond"'
 r=$(request POST resolveInterruptByRun "$cfo_claims, \"role\": \"$mallory\"}" '{}' "$(body acme/pgrst-run-000000000003)" $mallory)
 check "forged_claims_from_another_login: a login that is not the authenticator setting the CFO's claims is itself: 403, details.principal is the login" "$r" \
 	"$(envelope 403 forbidden) and .body.details == {\"principal\": \"$mallory\"}"
