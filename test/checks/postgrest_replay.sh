@@ -85,6 +85,8 @@ psql -X -q -v ON_ERROR_STOP=1 -d $db >/dev/null <<SQL
 CREATE EXTENSION openwop_interrupt;
 ALTER DATABASE $db SET openwop.jwt_session_role = '$auth';
 GRANT USAGE ON SCHEMA openwop_api TO $anon, $web;
+-- wider than docs/postgrest.md for the anonymous role (the run surface too), so
+-- that the function's own refusal of an anonymous caller is checked
 GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA openwop_api TO $anon, $web;
 GRANT SELECT ON openwop_api.pending_interrupts TO $web;
 GRANT EXECUTE ON FUNCTION openwop.inbox_waiting(text), openwop.inbox_tenant(), openwop.inbox_voter(),
