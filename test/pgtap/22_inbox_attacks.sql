@@ -8,15 +8,7 @@ SELECT * FROM no_plan();
 SET LOCAL openwop.tenant = 'acme';
 \ir refusal.psql
 \ir callers.psql
-
-CREATE FUNCTION pg_temp.raise(run text, request jsonb) RETURNS void LANGUAGE plpgsql AS $$
-BEGIN
-  PERFORM set_config('openwop.tenant', split_part(run, '/', 1), true);
-  PERFORM openwop.create_run('inbox', jsonb_build_object('runId', run));
-  PERFORM openwop.start_node(run, 'gate');
-  PERFORM openwop.interrupt(run, 'gate', request);
-  PERFORM set_config('openwop.tenant', 'acme', true);
-END $$;
+\ir inbox.psql
 CREATE FUNCTION pg_temp.approval(data jsonb DEFAULT '{}') RETURNS jsonb LANGUAGE sql AS $$
   SELECT jsonb_build_object('kind', 'approval', 'data', jsonb_build_object('artifactId', 'exp-1', 'artifactType', 'expense',
            'title', 'Approve', 'actions', '["accept", "reject", "ask"]'::jsonb) || data)
