@@ -1,13 +1,23 @@
 /*
  * openwop_interrupt 0.4.0 -> 0.5.0: the approver's side — the inbox view
  * openwop.pending_interrupts, the FlowDrop INT-22 entry
- * openwop.flowdrop_interrupt(), and the PostgREST schema openwop_api.
+ * openwop.flowdrop_interrupt(), the PostgREST schema openwop_api, and an
+ * index that serves the Idempotency-Key retention purge.
  * Nothing existing changes; each part is the same as in the 0.5.0 install
  * script.
  */
 
 -- complain if script is sourced in psql, rather than via ALTER EXTENSION
 \echo Use "ALTER EXTENSION openwop_interrupt UPDATE TO '0.5.0'" to load this file. \quit
+
+-- == retention: the idempotency purge (begin) ==
+/*
+ * The retention purge (sweep() and the timeout worker, every pass) finds
+ * expired Idempotency-Key records through this index, not by reading the
+ * whole table.
+ */
+CREATE INDEX idempotency_keys_expiry ON openwop.idempotency_keys (expires_at);
+-- == retention (end) ==
 
 -- == inbox: openwop.pending_interrupts (begin) ==
 

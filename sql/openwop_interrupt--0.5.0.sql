@@ -534,6 +534,15 @@ FROM PUBLIC;
  * ----------
  */
 
+-- == retention: the idempotency purge (begin) ==
+/*
+ * The retention purge (sweep() and the timeout worker, every pass) finds
+ * expired Idempotency-Key records through this index, not by reading the
+ * whole table.
+ */
+CREATE INDEX idempotency_keys_expiry ON openwop.idempotency_keys (expires_at);
+-- == retention (end) ==
+
 -- == inbox: openwop.pending_interrupts (begin) ==
 
 /* ------------------------------------------------------------------------

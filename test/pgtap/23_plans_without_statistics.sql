@@ -1,0 +1,42 @@
+-- Plans do not depend on statistics: right after a fresh install whose
+-- empty store was analysed (VACUUM ANALYZE, or autovacuum, before any
+-- data), every statement the API runs is still an index probe, never a
+-- sequential scan of a table that will hold millions of rows.  The
+-- backend keeps its plans for its whole life, so a plan made from "the
+-- table is empty" would stay.  Asserted by access path (the scans this
+-- transaction counted), never by a timing.
+BEGIN;
+SELECT * FROM no_plan();
+SET LOCAL openwop.tenant = 'acme';
+\ir callers.psql
+
+-- the store is empty here (every pgTAP file rolls back): analyse it so
+ANALYZE openwop.runs, openwop.node_executions, openwop.interrupts, openwop.events,
+        openwop.votes, openwop.idempotency_keys, openwop.group_members;
+
+-- a run through the whole API surface that touches the store
+DO $$ BEGIN
+  PERFORM openwop.create_run('plans', '{"runId": "acme/plans-run-0000000001"}');
+  PERFORM openwop.start_node('acme/plans-run-0000000001', 'work');
+  PERFORM openwop.complete_node('acme/plans-run-0000000001', 'work', '{"x": 1}');
+  PERFORM openwop.start_node('acme/plans-run-0000000001', 'gate');
+  PERFORM openwop.interrupt('acme/plans-run-0000000001', 'gate', '{"kind": "approval", "data": {"artifactId": "a",
+    "artifactType": "doc", "title": "T", "actions": ["accept", "reject"], "requiredApprovals": 2}, "timeoutMs": 600000}');
+  PERFORM openwop.resolve_interrupt('acme/plans-run-0000000001', 'gate', '{"action": "accept"}', 'plans-key-0000000000000001');
+  PERFORM openwop.resolve_interrupt('acme/plans-run-0000000001', 'gate', '{"action": "accept"}', 'plans-key-0000000000000001');
+  PERFORM openwop.run_snapshot('acme/plans-run-0000000001');
+  PERFORM count(*) FROM openwop.events('acme/plans-run-0000000001');
+  PERFORM openwop.sweep(10);
+  PERFORM openwop.cancel_run('acme/plans-run-0000000001');
+END $$;
+
+SELECT is((SELECT coalesce(sum(seq_scan), 0)::int FROM pg_stat_xact_user_tables
+            WHERE schemaname = 'openwop'
+              AND relname IN ('runs', 'node_executions', 'interrupts', 'events', 'votes', 'idempotency_keys')),
+          0, 'plans_without_statistics: on an empty, analysed store no API statement scans a store table sequentially');
+SELECT cmp_ok((SELECT coalesce(sum(idx_scan), 0)::int FROM pg_stat_xact_user_tables
+                WHERE schemaname = 'openwop' AND relname IN ('runs', 'interrupts', 'events')),
+              '>', 0, '... they probe indexes (the scans were counted)');
+
+SELECT * FROM finish();
+ROLLBACK;
