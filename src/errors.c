@@ -220,6 +220,16 @@ ow_run_not_found(const char *run_id)
 }
 
 void
+ow_interrupt_not_found(const char *interrupt_id)
+{
+	OwDetails	d;
+
+	ow_details_init(&d);
+	ow_details_str(&d, "interruptId", interrupt_id);
+	ow_raise(OW_NOT_FOUND, &d, NULL, "interrupt \"%s\" does not exist", interrupt_id);
+}
+
+void
 ow_run_terminal(const char *run_id, const char *status)
 {
 	OwDetails	d;

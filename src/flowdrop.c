@@ -358,13 +358,7 @@ ow_flowdrop_interrupt(PG_FUNCTION_ARGS)
 	args[0] = CStringGetTextDatum(tenant);
 	args[1] = CStringGetTextDatum(interrupt_id);
 	if (ow_exec(&q, args, NULL, true, 1) == 0)
-	{
-		OwDetails	d;
-
-		ow_details_init(&d);
-		ow_details_str(&d, "interruptId", interrupt_id);
-		ow_raise(OW_NOT_FOUND, &d, NULL, "interrupt \"%s\" does not exist", interrupt_id);
-	}
+		ow_interrupt_not_found(interrupt_id);
 
 	/* the row stays readable until ow_call_finish */
 	ow_call_end(&call);

@@ -101,6 +101,7 @@ extern void ow_validation_error(const char *field, const char *fmt,...)
 extern void ow_validation_errors(const char *field, const char *errors, const char *hint,
 								 const char *fmt,...) pg_attribute_printf(4, 5) pg_attribute_noreturn();
 extern void ow_run_not_found(const char *run_id) pg_attribute_noreturn();
+extern void ow_interrupt_not_found(const char *interrupt_id) pg_attribute_noreturn();
 extern void ow_run_terminal(const char *run_id, const char *status) pg_attribute_noreturn();
 
 /* What a refusal raised by ow_raise says, read back from its ErrorData. */

@@ -186,16 +186,6 @@ verify_token(const char *token, OwClaims *c)
 		token_invalid("the token's interrupt id is not tenant-bound");
 }
 
-static void
-interrupt_not_found(const char *interrupt_id)
-{
-	OwDetails	d;
-
-	ow_details_init(&d);
-	ow_details_str(&d, "interruptId", interrupt_id);
-	ow_raise(OW_NOT_FOUND, &d, NULL, "interrupt \"%s\" does not exist", interrupt_id);
-}
-
 /* Run q, keyed by ($1 tenant, $2 interrupt id), for its row: 404 when there is none. */
 static void
 read_interrupt(OwQuery *q, const char *tenant, const char *interrupt_id, bool read_only)
@@ -205,7 +195,7 @@ read_interrupt(OwQuery *q, const char *tenant, const char *interrupt_id, bool re
 	args[0] = CStringGetTextDatum(tenant);
 	args[1] = CStringGetTextDatum(interrupt_id);
 	if (ow_exec(q, args, NULL, read_only, 1) == 0)
-		interrupt_not_found(interrupt_id);
+		ow_interrupt_not_found(interrupt_id);
 }
 
 static void
@@ -261,7 +251,7 @@ token_interrupt(OwClaims *c, bool lock_run, OwRun *run, OwPending *p, Jsonb **pa
 	if (payload)
 		*payload = ow_col_jsonb(0, 5);
 	if (strcmp(run_id, c->run_id) != 0 || strcmp(node_id, c->node_id) != 0)
-		interrupt_not_found(c->interrupt_id);
+		ow_interrupt_not_found(c->interrupt_id);
 	if (!lock_run)
 	{
 		if (ow_run_is_terminal(run_status))
