@@ -57,6 +57,49 @@ ow_run_is_terminal(const char *status)
 
 static bool lock_run_row(OwRun *run, const char *tenant, const char *run_id, bool skip_locked);
 
+/* The run row's key, as a probe of runs_pkey takes it. */
+static void
+run_key(OwRun *run, Datum *keys)
+{
+	keys[0] = CStringGetTextDatum(run->tenant);
+	keys[1] = CStringGetTextDatum(run->run_id);
+}
+
+/*
+ * lock_run_row without a statement (rowstore.c): false when the SQL
+ * statement must run instead; else *found says whether the row was locked.
+ */
+static bool
+lock_run_direct(OwRun *run, bool skip_locked, bool *found)
+{
+	OwDirect	d;
+	OwScan		s;
+	Datum		keys[2];
+	bool		isnull;
+
+	if (!ow_direct_begin(&d, OW_TABLE_BIT(OW_RUNS), 0, 0))
+		return false;
+	run_key(run, keys);
+	ow_scan_begin(&d, &s, OW_RUNS_PKEY, 2, keys);
+	*found = ow_scan_next(&s) && ow_lock_row(&d, OW_RUNS, s.slot, skip_locked);
+	if (*found)
+	{
+		run->workflow_id = ow_get_text(s.slot, RUN_WORKFLOW_ID);
+		run->status = ow_get_text(s.slot, RUN_STATUS);
+		run->current_node_id = ow_get_text(s.slot, RUN_CURRENT_NODE_ID);
+		run->event_prefix = ow_get_text(s.slot, RUN_EVENT_PREFIX);
+		run->created_at = DatumGetTimestampTz(ow_get(s.slot, RUN_CREATED_AT, &isnull));
+		run->next_sequence = DatumGetInt64(ow_get(s.slot, RUN_NEXT_SEQUENCE, &isnull));
+		run->first_sequence = run->next_sequence;
+		(void) ow_get(s.slot, RUN_DEFINITION, &isnull);
+		run->has_definition = !isnull;
+		run->tid = s.slot->tts_tid;
+	}
+	ow_scan_end(&s);
+	ow_direct_end(&d);
+	return true;
+}
+
 /*
  * Parse and check the run id, then lock the run row.  Refusals, in order:
  * malformed id (400), foreign tenant (403), unknown run (404).  The caller
@@ -95,14 +138,21 @@ lock_run_row(OwRun *run, const char *tenant, const char *run_id, bool skip_locke
 	static OwQuery skip = {LOCK_RUN_SQL " FOR UPDATE SKIP LOCKED", 2, {TEXTOID, TEXTOID}, SPI_OK_SELECT};
 #undef LOCK_RUN_SQL
 	bool		isnull;
+	bool		found;
 
 	run->tenant = pstrdup(tenant);
 	run->run_id = pstrdup(run_id);
+	run->root_run_id = run->run_id;	/* no fork API yet: every run is the root of its own chain */
+	run->first_sequence = 0;
+	run->appended = 0;
+	run->error = NULL;
+	run->outputs = NULL;
+	ItemPointerSetInvalid(&run->tid);
+	if (lock_run_direct(run, skip_locked, &found))
+		return found;
 	if (ow_run_exec(skip_locked ? &skip : &wait, run, NULL, false, 1) == 0)
 		return false;
 
-	/* no fork API yet: every run is the root of its own chain */
-	run->root_run_id = run->run_id;
 	run->workflow_id = ow_col_text(0, 1);
 	run->status = ow_col_text(0, 2);
 	run->current_node_id = ow_col_text(0, 3);
@@ -110,10 +160,39 @@ lock_run_row(OwRun *run, const char *tenant, const char *run_id, bool skip_locke
 	run->created_at = DatumGetTimestampTz(ow_col_datum(0, 5, &isnull));
 	run->next_sequence = ow_col_int64(0, 6);
 	run->first_sequence = run->next_sequence;
-	run->appended = 0;
 	run->has_definition = ow_col_bool(0, 7);
-	run->error = NULL;
-	run->outputs = NULL;
+	return true;
+}
+
+/*
+ * Insert n events at the run's next sequences without a statement: false
+ * when the SQL statement must run instead (nothing was inserted then).
+ * created_at and schema_version get what their column defaults give.
+ */
+static bool
+append_direct(OwRun *run, const char *node_id, int n, const char *const *types,
+			  Jsonb *const *payloads)
+{
+	OwDirect	d;
+	int			i;
+
+	if (!ow_direct_begin(&d, 0, OW_TABLE_BIT(OW_EVENTS), 0))
+		return false;
+	for (i = 0; i < n; i++)
+	{
+		TupleTableSlot *row = ow_new_row(&d, OW_EVENTS);
+
+		ow_set_text(row, EV_TENANT, run->tenant);
+		ow_set_text(row, EV_RUN_ID, run->run_id);
+		ow_set(row, EV_SEQUENCE, Int64GetDatum(run->next_sequence + i), false);
+		ow_set_text(row, EV_TYPE, types[i]);
+		ow_set_text(row, EV_NODE_ID, node_id);
+		ow_set(row, EV_PAYLOAD, JsonbPGetDatum(payloads[i]), false);
+		ow_set(row, EV_CREATED_AT, TimestampTzGetDatum(GetCurrentTimestamp()), false);
+		ow_set(row, EV_SCHEMA_VERSION, Int32GetDatum(1), false);
+		ow_insert(&d, OW_EVENTS, row);
+	}
+	ow_direct_end(&d);
 	return true;
 }
 
@@ -167,11 +246,16 @@ ow_append_pair(OwRun *run, const char *node_id,
 	int64		seq = run->next_sequence;
 	Datum		args[12];
 	char		nulls[12];
+	const char *types[2] = {type1, type2};
+	Jsonb	   *payloads[2] = {payload1, payload2};
 
-	event_args(run, seq, type1, node_id, payload1, args, nulls);
-	event_args(run, seq + 1, type2, node_id, payload2, args + 6, nulls + 6);
-	if (ow_exec(&insert, args, nulls, false, 0) != 2)
-		elog(ERROR, "could not append events to run \"%s\"", run->run_id);
+	if (!append_direct(run, node_id, 2, types, payloads))
+	{
+		event_args(run, seq, type1, node_id, payload1, args, nulls);
+		event_args(run, seq + 1, type2, node_id, payload2, args + 6, nulls + 6);
+		if (ow_exec(&insert, args, nulls, false, 0) != 2)
+			elog(ERROR, "could not append events to run \"%s\"", run->run_id);
+	}
 	run->next_sequence = seq + 2;
 	run->appended += 2;
 	return seq;
@@ -181,19 +265,58 @@ ow_append_pair(OwRun *run, const char *node_id,
 int64
 ow_append(OwRun *run, const char *type, const char *node_id, Jsonb *payload)
 {
-	int64		seq = insert_event(run, run->next_sequence, type, node_id, payload);
+	int64		seq = run->next_sequence;
 
+	if (!append_direct(run, node_id, 1, &type, &payload))
+		(void) insert_event(run, seq, type, node_id, payload);
 	run->next_sequence = seq + 1;
 	run->appended++;
 	return seq;
 }
 
-/*
- * Write the run row back (sequence, status, current node, terminal fields)
- * and remember the appended range for the commit-time NOTIFY.
- */
-void
-ow_save_run(OwRun *run)
+/* ow_save_run without a statement: false when the SQL statement must run instead. */
+static bool
+save_run_direct(OwRun *run)
+{
+	OwDirect	d;
+	TupleTableSlot *old;
+	TupleTableSlot *row;
+	Datum		now = TimestampTzGetDatum(GetCurrentTransactionStartTimestamp());
+
+	if (!ow_direct_begin(&d, OW_TABLE_BIT(OW_RUNS), 0, OW_TABLE_BIT(OW_RUNS)))
+		return false;
+	/* the version locked, unless this transaction changed the row since */
+	if (!ow_fetch_tid(&d, OW_RUNS, &run->tid, &old))
+	{
+		OwScan		s;
+		Datum		keys[2];
+
+		run_key(run, keys);
+		ow_scan_begin(&d, &s, OW_RUNS_PKEY, 2, keys);
+		if (!ow_scan_next(&s))
+			elog(ERROR, "could not update run \"%s\"", run->run_id);
+		old = s.slot;
+		ow_scan_end(&s);
+	}
+	row = ow_changed_row(&d, OW_RUNS, old);
+	ow_set(row, RUN_NEXT_SEQUENCE, Int64GetDatum(run->next_sequence), false);
+	ow_set_text(row, RUN_STATUS, run->status);
+	ow_set_text(row, RUN_CURRENT_NODE_ID, run->current_node_id);
+	if (run->error)
+		ow_set(row, RUN_ERROR, JsonbPGetDatum(run->error), false);
+	if (run->outputs)
+		ow_set(row, RUN_OUTPUTS, JsonbPGetDatum(run->outputs), false);
+	ow_set(row, RUN_UPDATED_AT, now, false);
+	ow_set(row, RUN_ENDED_AT, now, !ow_run_is_terminal(run->status));
+	ow_update(&d, OW_RUNS, old, row);
+	run->tid = row->tts_tid;
+	ow_direct_end(&d);
+	return true;
+}
+
+/* ow_save_run as a statement. */
+static void
+save_run_sql(OwRun *run)
 {
 	static OwQuery update = {"UPDATE openwop.runs"
 		"   SET next_sequence = $3, status = $4, current_node_id = $5,"
@@ -226,7 +349,17 @@ ow_save_run(OwRun *run)
 		nulls[6] = 'n';
 	if (ow_exec(&update, args, nulls, false, 0) != 1)
 		elog(ERROR, "could not update run \"%s\"", run->run_id);
+}
 
+/*
+ * Write the run row back (sequence, status, current node, terminal fields)
+ * and remember the appended range for the commit-time NOTIFY.
+ */
+void
+ow_save_run(OwRun *run)
+{
+	if (!save_run_direct(run))
+		save_run_sql(run);
 	if (run->appended > 0)
 		ow_notify_later(run->run_id, run->first_sequence, run->next_sequence - 1);
 }

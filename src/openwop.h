@@ -8,7 +8,7 @@
  *
  *	  1. helpers     errors, json, limits, token_format (token_format.h),
  *	                 ids, jsonschema, members, kinds
- *	  2. plumbing    spi, caller, worker, wakeup, notify
+ *	  2. plumbing    spi, rowstore, caller, worker, wakeup, notify
  *	  3. store       eventlog
  *	  4. domain      runs, interrupts, approvals, idempotency, outcomes,
  *	                 deadlines
@@ -262,6 +262,86 @@ extern Jsonb *ow_col_jsonb(uint64 row, int col);
 extern ErrorData *ow_try_subtransaction(void (*fn) (void *), void *arg);
 
 /* ----------
+ * rowstore.c: direct row access for the hot paths (probes, row locks,
+ * inserts, updates) without a statement, used while the tables are plain
+ * (no trigger, rule or row security a DBA added); else the OwQuery runs.
+ * ----------
+ */
+typedef enum OwTableId
+{
+	OW_RUNS,
+	OW_EVENTS,
+	OW_INTERRUPTS,
+	OW_NODE_EXECUTIONS,
+	OW_GROUP_MEMBERS,
+	OW_TABLE_COUNT
+} OwTableId;
+
+#define OW_TABLE_BIT(t) ((uint32) 1 << (t))
+
+typedef enum OwIndexId
+{
+	OW_RUNS_PKEY,				/* (tenant, run_id) */
+	OW_INTERRUPTS_PKEY,			/* (tenant, interrupt_id) */
+	OW_INTERRUPTS_PENDING,		/* (tenant, run_id, node_id) WHERE status = 'pending' */
+	OW_NODE_EXECUTIONS_PKEY,	/* (tenant, run_id, node_id, visit) */
+	OW_GROUP_MEMBERS_PKEY,		/* (tenant, principal, group_ref) */
+	OW_INDEX_COUNT
+} OwIndexId;
+
+/* The columns the hot paths read or write (every column of events: it is inserted into). */
+typedef enum OwColumn
+{
+	RUN_TENANT, RUN_RUN_ID, RUN_WORKFLOW_ID, RUN_STATUS, RUN_CURRENT_NODE_ID, RUN_EVENT_PREFIX,
+	RUN_CREATED_AT, RUN_NEXT_SEQUENCE, RUN_DEFINITION, RUN_ERROR, RUN_OUTPUTS, RUN_UPDATED_AT,
+	RUN_ENDED_AT,
+	EV_TENANT, EV_RUN_ID, EV_SEQUENCE, EV_TYPE, EV_NODE_ID, EV_PAYLOAD, EV_CREATED_AT,
+	EV_SCHEMA_VERSION, EV_CAUSATION_ID,
+	INT_TENANT, INT_INTERRUPT_ID, INT_RUN_ID, INT_NODE_ID, INT_VISIT, INT_KIND, INT_PAYLOAD,
+	INT_STATUS, INT_EXPIRES_AT, INT_REQUESTED_SEQUENCE, INT_RESOLVED_SEQUENCE, INT_RESUME_VALUE,
+	INT_DECISION, INT_ACTION, INT_REASON, INT_RESOLVED_BY, INT_RESOLVED_AT,
+	EXEC_TENANT, EXEC_RUN_ID, EXEC_NODE_ID, EXEC_VISIT, EXEC_STATUS,
+	GM_TENANT, GM_PRINCIPAL, GM_GROUP_REF,
+	OW_COLUMN_COUNT
+} OwColumn;
+
+/* One direct operation: its tables, snapshot and (for writes) executor state. */
+typedef struct OwDirect
+{
+	Relation	rel[OW_TABLE_COUNT];
+	struct ResultRelInfo *rri[OW_TABLE_COUNT];
+	TupleTableSlot *slot[OW_TABLE_COUNT];	/* rows read */
+	TupleTableSlot *newslot[OW_TABLE_COUNT];	/* rows written */
+	struct EState *estate;
+	Snapshot	snapshot;
+} OwDirect;
+
+typedef struct OwScan
+{
+	struct IndexScanDescData *scan;
+	Relation	index;
+	TupleTableSlot *slot;		/* the current row */
+} OwScan;
+
+extern bool ow_direct_begin(OwDirect *d, uint32 reads, uint32 inserts, uint32 updates);
+extern void ow_direct_end(OwDirect *d);
+extern void ow_scan_begin(OwDirect *d, OwScan *s, OwIndexId idx, int nkeys, const Datum *keys);
+extern bool ow_scan_next(OwScan *s);
+extern void ow_scan_end(OwScan *s);
+extern bool ow_fetch_tid(OwDirect *d, OwTableId t, ItemPointer tid, TupleTableSlot **slot);
+extern bool ow_lock_row(OwDirect *d, OwTableId t, TupleTableSlot *slot, bool skip_locked);
+extern Datum ow_get(TupleTableSlot *slot, OwColumn c, bool *isnull);
+extern char *ow_get_text(TupleTableSlot *slot, OwColumn c);
+extern bool ow_get_text_is(TupleTableSlot *slot, OwColumn c, const char *s);
+extern Jsonb *ow_get_jsonb(TupleTableSlot *slot, OwColumn c);
+extern TupleTableSlot *ow_new_row(OwDirect *d, OwTableId t);
+extern TupleTableSlot *ow_changed_row(OwDirect *d, OwTableId t, TupleTableSlot *old);
+extern void ow_set(TupleTableSlot *row, OwColumn c, Datum value, bool isnull);
+extern void ow_set_text(TupleTableSlot *row, OwColumn c, const char *s);
+extern void ow_insert(OwDirect *d, OwTableId t, TupleTableSlot *row);
+extern void ow_update(OwDirect *d, OwTableId t, TupleTableSlot *old, TupleTableSlot *row);
+
+/* ----------
  * caller.c: who is calling (a Subject in a tenant, with or without the
  * approvals:respond scope), the switch to the extension owner around
  * table access, and the call bracket of an API function.  Settings: openwop.tenant, openwop.default_tenant,
@@ -409,6 +489,7 @@ typedef struct OwRun
 	bool		has_definition; /* a workflow definition was registered */
 	Jsonb	   *error;			/* set by fail_run */
 	Jsonb	   *outputs;		/* set by complete_run */
+	ItemPointerData tid;		/* the row version locked, when read directly */
 } OwRun;
 
 extern bool ow_run_is_terminal(const char *status);
@@ -532,7 +613,7 @@ typedef struct OwResolution
 	bool		other_known;	/* other_kind/other_node were read under the lock */
 	const char *other_kind;		/* the run's other pending interrupt, if any */
 	const char *other_node;
-	bool		saved;			/* out: the run row was written with the record */
+	ItemPointerData tid;		/* the interrupt's row version read under the lock, if known */
 } OwResolution;
 
 extern int64 ow_record_resolution(OwRun *run, OwResolution *r);
@@ -587,6 +668,8 @@ typedef struct OwPending
 	char	   *other_kind;		/* the run's other pending interrupt, if any */
 	char	   *other_node;
 	List	   *groups;			/* the answering subject's groups in the tenant */
+	bool		groups_read;	/* groups holds them (else eligibility looks up those it asks about) */
+	ItemPointerData tid;		/* the row version read, when read directly */
 } OwPending;
 
 extern Jsonb *ow_resolve_locked(OwRun *run, OwPending *p, Jsonb *value, const OwSubject *who,

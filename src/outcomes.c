@@ -57,6 +57,26 @@ fail_closed(OwRun *run, const char *node_id, const char *code, const char *messa
 	ow_end_run(run, OW_FAIL, error, node_id, NULL, NULL);
 }
 
+/* The run's most recently raised pending interrupt, if any: what holds it. */
+static void
+held_by(OwRun *run, char **kind, char **node_id)
+{
+	static OwQuery q = {"SELECT kind, node_id FROM openwop.interrupts"
+		" WHERE tenant OPERATOR(pg_catalog.=) $1"
+		"   AND run_id OPERATOR(pg_catalog.=) $2"
+		"   AND status OPERATOR(pg_catalog.=) 'pending'"
+		" ORDER BY requested_sequence DESC LIMIT 1",
+	2, {TEXTOID, TEXTOID}, SPI_OK_SELECT};
+
+	*kind = NULL;
+	*node_id = NULL;
+	if (ow_run_exec(&q, run, NULL, false, 1) > 0)
+	{
+		*kind = ow_col_text(0, 1);
+		*node_id = ow_col_text(0, 2);
+	}
+}
+
 /*
  * Once node_id's interrupt no longer holds the run: if another interrupt is
  * still pending, the run keeps waiting on the most recently raised one, which
@@ -66,25 +86,21 @@ fail_closed(OwRun *run, const char *node_id, const char *code, const char *messa
 static bool
 settle_run_status(OwRun *run)
 {
-	static OwQuery q = {"SELECT kind, node_id FROM openwop.interrupts"
-		" WHERE tenant OPERATOR(pg_catalog.=) $1"
-		"   AND run_id OPERATOR(pg_catalog.=) $2"
-		"   AND status OPERATOR(pg_catalog.=) 'pending'"
-		" ORDER BY requested_sequence DESC LIMIT 1",
-	2, {TEXTOID, TEXTOID}, SPI_OK_SELECT};
+	char	   *kind;
+	char	   *node_id;
 
 	if (strncmp(run->status, "waiting-", 8) != 0)
 		return false;
-	if (ow_run_exec(&q, run, NULL, false, 1) > 0)
+	held_by(run, &kind, &node_id);
+	if (kind)
 	{
-		run->status = (char *) ow_waiting_status(ow_col_text(0, 1));
-		run->current_node_id = ow_col_text(0, 2);
+		run->status = (char *) ow_waiting_status(kind);
+		run->current_node_id = node_id;
 		return true;
 	}
 	run->status = "running";
 	return false;
 }
-
 
 /*
  * The run's state once node_id's interrupt resumed: if another interrupt
@@ -107,79 +123,133 @@ resume_run_status(OwRun *run, const char *node_id, const char *other_kind, const
 }
 
 /*
- * One statement appends the events, claims the interrupt (the run lock
- * makes this the only claim) and returns the job to pending (INT-3):
- * each statement costs executor start-up more than its rows.  The claim
- * names run and node too, so no generic plan can walk the tenant's
- * pending interrupts.  When the caller read the run's other pending
- * interrupt under the lock and the interrupt resumes, the run's new
- * state is known and its row is written by the same statement;
- * otherwise the statement finds what else holds the run (it sees the
- * interrupt as it was, hence "<> $12") and the caller saves the run.
+ * The claim as a statement: the run lock makes it the only one.  It names
+ * run and node too, so no generic plan can walk the tenant's pending
+ * interrupts; the node's execution returns from interrupted to pending
+ * (INT-3) in the same statement.
  */
-#define RECORD_CTE \
-	"WITH appended AS (" \
-	"  INSERT INTO openwop.events (tenant, run_id, sequence, type, node_id, payload)" \
-	"  SELECT $1, $2, $3 OPERATOR(pg_catalog.+) v.k, v.type, $4, v.payload" \
-	"    FROM (VALUES (0, 'interrupt.resolved', $5::pg_catalog.jsonb)," \
-	"                 (1, 'node.resumed', $6::pg_catalog.jsonb)) v (k, type, payload)" \
-	"   WHERE v.payload IS NOT NULL" \
-	"), claimed AS (" \
-	"  UPDATE openwop.interrupts" \
-	"     SET status = 'resolved', resolved_at = pg_catalog.clock_timestamp()," \
-	"         resume_value = $7, decision = $8, action = $9," \
-	"         resolved_by = $10, resolved_sequence = $3, reason = $11" \
-	"   WHERE tenant OPERATOR(pg_catalog.=) $1 AND run_id OPERATOR(pg_catalog.=) $2" \
-	"     AND node_id OPERATOR(pg_catalog.=) $4 AND status OPERATOR(pg_catalog.=) 'pending'" \
-	"     AND interrupt_id OPERATOR(pg_catalog.=) $12" \
-	"  RETURNING 1" \
-	"), resumed AS (" \
-	"  UPDATE openwop.node_executions SET status = 'pending'" \
-	"   WHERE tenant OPERATOR(pg_catalog.=) $1 AND run_id OPERATOR(pg_catalog.=) $2" \
-	"     AND node_id OPERATOR(pg_catalog.=) $4 AND visit OPERATOR(pg_catalog.=) $13" \
-	"     AND status OPERATOR(pg_catalog.=) 'interrupted'" \
-	")"
-#define RECORD_TYPES TEXTOID, TEXTOID, INT8OID, TEXTOID, JSONBOID, JSONBOID, JSONBOID, \
-	TEXTOID, TEXTOID, JSONBOID, TEXTOID, TEXTOID, INT4OID
-static OwQuery record_then_look = {RECORD_CTE
-	" SELECT (SELECT pg_catalog.count(*) FROM claimed), o.kind, o.node_id"
-	"   FROM (SELECT 1) one LEFT JOIN LATERAL ("
-	"        SELECT kind, node_id FROM openwop.interrupts"
-	"         WHERE tenant OPERATOR(pg_catalog.=) $1 AND run_id OPERATOR(pg_catalog.=) $2"
-	"           AND status OPERATOR(pg_catalog.=) 'pending'"
-	"           AND interrupt_id OPERATOR(pg_catalog.<>) $12"
-	"         ORDER BY requested_sequence DESC LIMIT 1) o ON true",
-13, {RECORD_TYPES}, SPI_OK_SELECT};
-static OwQuery record_and_save = {RECORD_CTE
-	", saved AS ("
-	"  UPDATE openwop.runs"
-	"     SET next_sequence = $14, status = $15, current_node_id = $16,"
-	"         updated_at = pg_catalog.now()"
-	"   WHERE tenant OPERATOR(pg_catalog.=) $1 AND run_id OPERATOR(pg_catalog.=) $2"
-	"  RETURNING 1"
-	")"
-	" SELECT (SELECT pg_catalog.count(*) FROM claimed),"
-	"        (SELECT pg_catalog.count(*) FROM saved)",
-16, {RECORD_TYPES, INT8OID, TEXTOID, TEXTOID}, SPI_OK_SELECT};
-#undef RECORD_TYPES
-#undef RECORD_CTE
+static void
+claim_sql(OwRun *run, OwResolution *r, int64 seq, Jsonb *resolved_by)
+{
+	static OwQuery q = {"WITH claimed AS ("
+		"  UPDATE openwop.interrupts"
+		"     SET status = 'resolved', resolved_at = pg_catalog.clock_timestamp(),"
+		"         resume_value = $5, decision = $6, action = $7,"
+		"         resolved_by = $8, resolved_sequence = $9, reason = $10"
+		"   WHERE tenant OPERATOR(pg_catalog.=) $1 AND run_id OPERATOR(pg_catalog.=) $2"
+		"     AND node_id OPERATOR(pg_catalog.=) $3 AND status OPERATOR(pg_catalog.=) 'pending'"
+		"     AND interrupt_id OPERATOR(pg_catalog.=) $4"
+		"  RETURNING 1"
+		"), resumed AS ("
+		"  UPDATE openwop.node_executions SET status = 'pending'"
+		"   WHERE tenant OPERATOR(pg_catalog.=) $1 AND run_id OPERATOR(pg_catalog.=) $2"
+		"     AND node_id OPERATOR(pg_catalog.=) $3 AND visit OPERATOR(pg_catalog.=) $11"
+		"     AND status OPERATOR(pg_catalog.=) 'interrupted'"
+		")"
+		" SELECT pg_catalog.count(*) FROM claimed",
+		11, {TEXTOID, TEXTOID, TEXTOID, TEXTOID, JSONBOID, TEXTOID, TEXTOID, JSONBOID, INT8OID,
+	TEXTOID, INT4OID}, SPI_OK_SELECT};
+	Datum		args[11];
+	char		nulls[11];
+
+	memset(nulls, ' ', sizeof(nulls));
+	args[0] = CStringGetTextDatum(run->tenant);
+	args[1] = CStringGetTextDatum(run->run_id);
+	args[2] = CStringGetTextDatum(r->node_id);
+	args[3] = CStringGetTextDatum(r->interrupt_id);
+	args[4] = r->resume_value ? JsonbPGetDatum(r->resume_value) : (Datum) 0;
+	nulls[4] = r->resume_value ? ' ' : 'n';
+	args[5] = r->decision ? CStringGetTextDatum(r->decision) : (Datum) 0;
+	nulls[5] = r->decision ? ' ' : 'n';
+	args[6] = r->action ? CStringGetTextDatum(r->action) : (Datum) 0;
+	nulls[6] = r->action ? ' ' : 'n';
+	args[7] = JsonbPGetDatum(resolved_by);
+	args[8] = Int64GetDatum(seq);
+	args[9] = r->reason ? CStringGetTextDatum(r->reason) : (Datum) 0;
+	nulls[9] = r->reason ? ' ' : 'n';
+	args[10] = Int32GetDatum(r->visit);
+	if (ow_exec(&q, args, nulls, false, 0) != 1 || ow_col_int64(0, 1) != 1)
+		elog(ERROR, "interrupt \"%s\" is no longer pending", r->interrupt_id);
+}
+
+/*
+ * The claim without a statement (rowstore.c): interrupt r becomes resolved
+ * with sequence seq, and its node's execution returns from interrupted to
+ * pending (INT-3).  False when the statements must run instead; nothing
+ * was written then.
+ */
+static bool
+claim_direct(OwRun *run, OwResolution *r, int64 seq, Jsonb *resolved_by)
+{
+	OwDirect	d;
+	OwScan		s;
+	Datum		keys[4];
+	TupleTableSlot *old;
+	TupleTableSlot *row;
+	bool		claimed = false;
+	uint32		tables = OW_TABLE_BIT(OW_INTERRUPTS) | OW_TABLE_BIT(OW_NODE_EXECUTIONS);
+
+	if (!ow_direct_begin(&d, tables, 0, tables))
+		return false;
+	/* the version read under the run lock, unless something changed it since */
+	keys[0] = CStringGetTextDatum(run->tenant);
+	if (!ow_fetch_tid(&d, OW_INTERRUPTS, &r->tid, &old))
+	{
+		keys[1] = CStringGetTextDatum(r->interrupt_id);
+		ow_scan_begin(&d, &s, OW_INTERRUPTS_PKEY, 2, keys);
+		old = ow_scan_next(&s) ? s.slot : NULL;
+		ow_scan_end(&s);
+	}
+	if (old && ow_get_text_is(old, INT_STATUS, "pending") &&
+		ow_get_text_is(old, INT_INTERRUPT_ID, r->interrupt_id) &&
+		ow_get_text_is(old, INT_RUN_ID, run->run_id) &&
+		ow_get_text_is(old, INT_NODE_ID, r->node_id))
+	{
+		row = ow_changed_row(&d, OW_INTERRUPTS, old);
+		ow_set_text(row, INT_STATUS, "resolved");
+		ow_set(row, INT_RESOLVED_AT, TimestampTzGetDatum(GetCurrentTimestamp()), false);
+		ow_set(row, INT_RESUME_VALUE, PointerGetDatum(r->resume_value), r->resume_value == NULL);
+		ow_set_text(row, INT_DECISION, r->decision);
+		ow_set_text(row, INT_ACTION, r->action);
+		ow_set(row, INT_RESOLVED_BY, JsonbPGetDatum(resolved_by), false);
+		ow_set(row, INT_RESOLVED_SEQUENCE, Int64GetDatum(seq), false);
+		ow_set_text(row, INT_REASON, r->reason);
+		ow_update(&d, OW_INTERRUPTS, old, row);
+		claimed = true;
+	}
+	if (!claimed)
+		elog(ERROR, "interrupt \"%s\" is no longer pending", r->interrupt_id);
+
+	keys[1] = CStringGetTextDatum(run->run_id);
+	keys[2] = CStringGetTextDatum(r->node_id);
+	keys[3] = Int32GetDatum(r->visit);
+	ow_scan_begin(&d, &s, OW_NODE_EXECUTIONS_PKEY, 4, keys);
+	if (ow_scan_next(&s) && ow_get_text_is(s.slot, EXEC_STATUS, "interrupted"))
+	{
+		row = ow_changed_row(&d, OW_NODE_EXECUTIONS, s.slot);
+		ow_set_text(row, EXEC_STATUS, "pending");
+		ow_update(&d, OW_NODE_EXECUTIONS, s.slot, row);
+	}
+	ow_scan_end(&s);
+	ow_direct_end(&d);
+	return true;
+}
 
 /*
  * Record the resolution r of a pending interrupt in the locked run, all in
- * the caller's transaction.  Returns the sequence of interrupt.resolved.
- * The caller saves the run unless r->saved says it was written already.
+ * the caller's transaction.  Returns the sequence of interrupt.resolved;
+ * the caller saves the run.
  */
 int64
 ow_record_resolution(OwRun *run, OwResolution *r)
 {
-	Datum		args[16];
-	char		nulls[16];
 	OwJson		j;
 	Jsonb	   *resolved;
 	Jsonb	   *resumed = NULL;
 	char	   *other_kind;
 	char	   *other_node;
 	int64		seq;
+	Jsonb	   *resolved_by;
 	OwSubject	host;
 
 	owj_begin(&j);
@@ -215,7 +285,7 @@ ow_record_resolution(OwRun *run, OwResolution *r)
 	resolved = owj_end(&j);
 	if (!r->fail_code)
 	{
-		/* resumed at once: node.resumed follows in the same statement */
+		/* resumed at once: node.resumed follows interrupt.resolved */
 		owj_begin(&j);
 		owj_str(&j, "nodeId", r->node_id);
 		owj_str(&j, "interruptId", r->interrupt_id);
@@ -224,60 +294,13 @@ ow_record_resolution(OwRun *run, OwResolution *r)
 		resumed = owj_end(&j);
 	}
 
-	seq = run->next_sequence;
-	memset(nulls, ' ', sizeof(nulls));
-	args[0] = CStringGetTextDatum(run->tenant);
-	args[1] = CStringGetTextDatum(run->run_id);
-	args[2] = Int64GetDatum(seq);
-	args[3] = CStringGetTextDatum(r->node_id);
-	args[4] = JsonbPGetDatum(resolved);
-	args[5] = resumed ? JsonbPGetDatum(resumed) : (Datum) 0;
-	nulls[5] = resumed ? ' ' : 'n';
-	args[6] = r->resume_value ? JsonbPGetDatum(r->resume_value) : (Datum) 0;
-	nulls[6] = r->resume_value ? ' ' : 'n';
-	args[7] = r->decision ? CStringGetTextDatum(r->decision) : (Datum) 0;
-	nulls[7] = r->decision ? ' ' : 'n';
-	args[8] = r->action ? CStringGetTextDatum(r->action) : (Datum) 0;
-	nulls[8] = r->action ? ' ' : 'n';
-	args[9] = JsonbPGetDatum(ow_subject_jsonb(r->resolver));
-	args[10] = r->reason ? CStringGetTextDatum(r->reason) : (Datum) 0;
-	nulls[10] = r->reason ? ' ' : 'n';
-	args[11] = CStringGetTextDatum(r->interrupt_id);
-	args[12] = Int32GetDatum(r->visit);
-	run->next_sequence = seq + (resumed ? 2 : 1);
-	run->appended += resumed ? 2 : 1;
-	r->saved = false;
-
-	if (resumed && r->other_known)
-	{
-		/*
-		 * The run's new state is known: write it with the record.  A resumed
-		 * run is never terminal, so of what ow_save_run writes only the
-		 * sequence, status, current node and updated_at can have changed.
-		 */
-		resume_run_status(run, r->node_id, r->other_kind, r->other_node);
-		Assert(!ow_run_is_terminal(run->status) && run->error == NULL && run->outputs == NULL);
-		args[13] = Int64GetDatum(run->next_sequence);
-		args[14] = CStringGetTextDatum(run->status);
-		args[15] = run->current_node_id ? CStringGetTextDatum(run->current_node_id) : (Datum) 0;
-		nulls[15] = run->current_node_id ? ' ' : 'n';
-		if (ow_exec(&record_and_save, args, nulls, false, 0) != 1)
-			elog(ERROR, "could not record the resolution of interrupt \"%s\"", r->interrupt_id);
-		if (ow_col_int64(0, 1) != 1)
-			elog(ERROR, "interrupt \"%s\" is no longer pending", r->interrupt_id);
-		if (ow_col_int64(0, 2) != 1)
-			elog(ERROR, "could not update run \"%s\"", run->run_id);
-		ow_notify_later(run->run_id, run->first_sequence, run->next_sequence - 1);
-		r->saved = true;
-		return seq;
-	}
-
-	if (ow_exec(&record_then_look, args, nulls, false, 0) != 1)
-		elog(ERROR, "could not record the resolution of interrupt \"%s\"", r->interrupt_id);
-	if (ow_col_int64(0, 1) != 1)
-		elog(ERROR, "interrupt \"%s\" is no longer pending", r->interrupt_id);
-	other_kind = ow_col_text(0, 2);
-	other_node = ow_col_text(0, 3);
+	/* the events, then the claim: the run lock makes it the only one */
+	seq = resumed
+		? ow_append_pair(run, r->node_id, "interrupt.resolved", resolved, "node.resumed", resumed)
+		: ow_append(run, "interrupt.resolved", r->node_id, resolved);
+	resolved_by = ow_subject_jsonb(r->resolver);
+	if (!claim_direct(run, r, seq, resolved_by))
+		claim_sql(run, r, seq, resolved_by);
 
 	if (r->fail_code)
 	{
@@ -286,7 +309,12 @@ ow_record_resolution(OwRun *run, OwResolution *r)
 		if (!ow_run_is_terminal(run->status))
 			(void) settle_run_status(run);
 	}
+	else if (r->other_known)
+		resume_run_status(run, r->node_id, r->other_kind, r->other_node);
 	else
+	{
+		held_by(run, &other_kind, &other_node);
 		resume_run_status(run, r->node_id, other_kind, other_node);
+	}
 	return seq;
 }

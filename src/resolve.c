@@ -84,6 +84,8 @@ read_pending(OwQuery *q, OwRun *run, const char *match, const OwSubject *who, Ow
 	p->expires_at = DatumGetTimestampTz(ow_col_datum(0, 10, &isnull));
 	p->has_deadline = !isnull;
 	p->groups = NIL;
+	p->groups_read = true;
+	ItemPointerSetInvalid(&p->tid);
 	groups = ow_col_datum(0, 9, &isnull);
 	if (!isnull)
 	{
@@ -99,12 +101,87 @@ read_pending(OwQuery *q, OwRun *run, const char *match, const OwSubject *who, Ow
 	return true;
 }
 
+/* Interrupt row r as the pending interrupt p (what read_pending reads). */
+static void
+pending_of(TupleTableSlot *r, OwPending *p)
+{
+	bool		isnull;
+	Datum		expires;
+
+	p->interrupt_id = ow_get_text(r, INT_INTERRUPT_ID);
+	p->node_id = ow_get_text(r, INT_NODE_ID);
+	p->kind = ow_get_text(r, INT_KIND);
+	p->payload = ow_get_jsonb(r, INT_PAYLOAD);
+	p->visit = DatumGetInt32(ow_get(r, INT_VISIT, &isnull));
+	expires = ow_get(r, INT_EXPIRES_AT, &isnull);
+	p->has_deadline = !isnull;
+	p->expires_at = isnull ? 0 : DatumGetTimestampTz(expires);
+	p->overdue = p->has_deadline && p->expires_at <= GetCurrentTimestamp();
+	p->tid = r->tts_tid;
+}
+
+/*
+ * read_pending without a statement (rowstore.c), matching the interrupt by
+ * node (by_id false) or by id: false when the statement must run instead;
+ * else *found says whether the interrupt is pending.  One walk over the
+ * run's pending interrupts finds it and the latest raised other one.  The
+ * subject's groups are left to eligibility, which reads only those a gate
+ * asks about.
+ */
+static bool
+read_pending_direct(OwRun *run, bool by_id, const char *match, OwPending *p, bool *found)
+{
+	OwDirect	d;
+	OwScan		s;
+	Datum		keys[2];
+	bool		isnull;
+	int64		latest = -1;
+
+	if (!ow_direct_begin(&d, OW_TABLE_BIT(OW_INTERRUPTS), 0, 0))
+		return false;
+	*found = false;
+	p->other_kind = NULL;
+	p->other_node = NULL;
+	p->groups = NIL;
+	p->groups_read = false;
+	keys[0] = CStringGetTextDatum(run->tenant);
+	keys[1] = CStringGetTextDatum(run->run_id);
+	ow_scan_begin(&d, &s, OW_INTERRUPTS_PENDING, 2, keys);
+	while (ow_scan_next(&s))
+	{
+		int64		seq;
+
+		if (!ow_get_text_is(s.slot, INT_STATUS, "pending"))
+			continue;
+		if (!*found && ow_get_text_is(s.slot, by_id ? INT_INTERRUPT_ID : INT_NODE_ID, match))
+		{
+			pending_of(s.slot, p);
+			*found = true;
+			continue;
+		}
+		seq = DatumGetInt64(ow_get(s.slot, INT_REQUESTED_SEQUENCE, &isnull));
+		if (seq > latest)
+		{
+			latest = seq;
+			p->other_kind = ow_get_text(s.slot, INT_KIND);
+			p->other_node = ow_get_text(s.slot, INT_NODE_ID);
+		}
+	}
+	ow_scan_end(&s);
+	ow_direct_end(&d);
+	return true;
+}
+
 /* The pending interrupt of node_id in the locked run, if any. */
 static bool
 find_pending(OwRun *run, const char *node_id, const OwSubject *who, OwPending *p)
 {
 	static OwQuery q = {PENDING_SQL("i.node_id"), 4, PENDING_TYPES, SPI_OK_SELECT};
 
+	bool		found;
+
+	if (read_pending_direct(run, false, node_id, p, &found))
+		return found;
 	return read_pending(&q, run, node_id, who, p);
 }
 
@@ -114,6 +191,10 @@ ow_find_pending_by_id(OwRun *run, const char *interrupt_id, const OwSubject *who
 {
 	static OwQuery q = {PENDING_SQL("i.interrupt_id"), 4, PENDING_TYPES, SPI_OK_SELECT};
 
+	bool		found;
+
+	if (read_pending_direct(run, true, interrupt_id, p, &found))
+		return found;
 	return read_pending(&q, run, interrupt_id, who, p);
 }
 
@@ -527,11 +608,13 @@ ow_resolve_locked(OwRun *run, OwPending *p, Jsonb *value, const OwSubject *who,
 	r.other_known = true;
 	r.other_kind = p->other_kind;
 	r.other_node = p->other_node;
+	r.tid = p->tid;
 
 	/* who may decide, then what they may say */
 	if (strcmp(p->kind, "approval") == 0)
 	{
-		r.eligibility = ow_approval_eligibility(run, data, who, login, &p->groups, &is_override);
+		r.eligibility = ow_approval_eligibility(run, data, who, login,
+												p->groups_read ? &p->groups : NULL, &is_override);
 		r.action = check_approval_resume(data, value, who);
 		r.resume_value = stamped_answer(value, who);
 	}
@@ -588,8 +671,7 @@ ow_resolve_locked(OwRun *run, OwPending *p, Jsonb *value, const OwSubject *who,
 
 	/* the claim: the run lock makes this the only resolution of the interrupt */
 	resolved_seq = ow_record_resolution(run, &r);
-	if (!r.saved)
-		ow_save_run(run);
+	ow_save_run(run);
 
 	old = response_begin(&j, resultctx, "resolved", run, p);
 	owj_str(&j, "kind", p->kind);

@@ -604,6 +604,7 @@ ow_create_run(PG_FUNCTION_ARGS)
 	run->has_definition = definition != NULL;
 	run->error = NULL;
 	run->outputs = NULL;
+	ItemPointerSetInvalid(&run->tid);
 
 	/* run.started echoes the owner block of the snapshot */
 	owj_begin(&j);

@@ -1,0 +1,581 @@
+/*-------------------------------------------------------------------------
+ *
+ * rowstore.c
+ *	  Direct row access for the hot paths: index probes, row locks, inserts
+ *	  and updates of the store's tables through the relation cache, with no
+ *	  statement to plan or executor to start.
+ *
+ * A resolve is a handful of single-row operations on known indexes.  Run
+ * as SQL statements, most of their cost was executor start-up, not the
+ * rows (docs/benchmarks.md).  An operation here does what its statement
+ * would: a snapshot taken as SPI takes one for a statement (after a
+ * command counter increment, so it sees this transaction's earlier
+ * writes), row locks that follow the update chain in READ COMMITTED and
+ * fail with a serialization error above it, and writes through
+ * ExecSimpleRelationInsert/Update (what logical replication applies rows
+ * with): NOT NULL and CHECK constraints, unique and partial index
+ * maintenance, HOT updates.  The access methods take the SSI predicate
+ * locks a statement's scans would.
+ *
+ * It is used only while the tables are plain.  A DBA who adds a trigger, a
+ * rule or row-level security to a table the operation touches, or a
+ * column to a table it inserts into (its default would be skipped), gets
+ * the SQL statement instead: ow_direct_begin() says no and the caller
+ * runs its OwQuery, so whatever PostgreSQL does for a statement happens.
+ *
+ * Relations, indexes and attribute numbers are looked up by name once per
+ * backend and forgotten on any relation cache invalidation of them (DROP
+ * and CREATE EXTENSION, ALTER TABLE, ANALYZE, ...).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "openwop.h"
+
+#include "access/genam.h"
+#include "access/relscan.h"
+#include "access/table.h"
+#include "access/tableam.h"
+#include "access/xact.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_am.h"
+#include "catalog/pg_type.h"
+#include "executor/executor.h"
+#include "nodes/makefuncs.h"
+#include "utils/builtins.h"
+#include "utils/fmgroids.h"
+#include "utils/inval.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+#include "utils/snapmgr.h"
+
+static const char *const table_names[OW_TABLE_COUNT] = {
+	[OW_RUNS] = "runs",
+	[OW_EVENTS] = "events",
+	[OW_INTERRUPTS] = "interrupts",
+	[OW_NODE_EXECUTIONS] = "node_executions",
+	[OW_GROUP_MEMBERS] = "group_members",
+};
+
+typedef struct OwColumnDef
+{
+	OwTableId	table;
+	const char *name;
+} OwColumnDef;
+
+static const OwColumnDef columns[OW_COLUMN_COUNT] = {
+	[RUN_TENANT] = {OW_RUNS, "tenant"},
+	[RUN_RUN_ID] = {OW_RUNS, "run_id"},
+	[RUN_WORKFLOW_ID] = {OW_RUNS, "workflow_id"},
+	[RUN_STATUS] = {OW_RUNS, "status"},
+	[RUN_CURRENT_NODE_ID] = {OW_RUNS, "current_node_id"},
+	[RUN_EVENT_PREFIX] = {OW_RUNS, "event_prefix"},
+	[RUN_CREATED_AT] = {OW_RUNS, "created_at"},
+	[RUN_NEXT_SEQUENCE] = {OW_RUNS, "next_sequence"},
+	[RUN_DEFINITION] = {OW_RUNS, "definition"},
+	[RUN_ERROR] = {OW_RUNS, "error"},
+	[RUN_OUTPUTS] = {OW_RUNS, "outputs"},
+	[RUN_UPDATED_AT] = {OW_RUNS, "updated_at"},
+	[RUN_ENDED_AT] = {OW_RUNS, "ended_at"},
+	[EV_TENANT] = {OW_EVENTS, "tenant"},
+	[EV_RUN_ID] = {OW_EVENTS, "run_id"},
+	[EV_SEQUENCE] = {OW_EVENTS, "sequence"},
+	[EV_TYPE] = {OW_EVENTS, "type"},
+	[EV_NODE_ID] = {OW_EVENTS, "node_id"},
+	[EV_PAYLOAD] = {OW_EVENTS, "payload"},
+	[EV_CREATED_AT] = {OW_EVENTS, "created_at"},
+	[EV_SCHEMA_VERSION] = {OW_EVENTS, "schema_version"},
+	[EV_CAUSATION_ID] = {OW_EVENTS, "causation_id"},
+	[INT_TENANT] = {OW_INTERRUPTS, "tenant"},
+	[INT_INTERRUPT_ID] = {OW_INTERRUPTS, "interrupt_id"},
+	[INT_RUN_ID] = {OW_INTERRUPTS, "run_id"},
+	[INT_NODE_ID] = {OW_INTERRUPTS, "node_id"},
+	[INT_VISIT] = {OW_INTERRUPTS, "visit"},
+	[INT_KIND] = {OW_INTERRUPTS, "kind"},
+	[INT_PAYLOAD] = {OW_INTERRUPTS, "payload"},
+	[INT_STATUS] = {OW_INTERRUPTS, "status"},
+	[INT_EXPIRES_AT] = {OW_INTERRUPTS, "expires_at"},
+	[INT_REQUESTED_SEQUENCE] = {OW_INTERRUPTS, "requested_sequence"},
+	[INT_RESOLVED_SEQUENCE] = {OW_INTERRUPTS, "resolved_sequence"},
+	[INT_RESUME_VALUE] = {OW_INTERRUPTS, "resume_value"},
+	[INT_DECISION] = {OW_INTERRUPTS, "decision"},
+	[INT_ACTION] = {OW_INTERRUPTS, "action"},
+	[INT_REASON] = {OW_INTERRUPTS, "reason"},
+	[INT_RESOLVED_BY] = {OW_INTERRUPTS, "resolved_by"},
+	[INT_RESOLVED_AT] = {OW_INTERRUPTS, "resolved_at"},
+	[EXEC_TENANT] = {OW_NODE_EXECUTIONS, "tenant"},
+	[EXEC_RUN_ID] = {OW_NODE_EXECUTIONS, "run_id"},
+	[EXEC_NODE_ID] = {OW_NODE_EXECUTIONS, "node_id"},
+	[EXEC_VISIT] = {OW_NODE_EXECUTIONS, "visit"},
+	[EXEC_STATUS] = {OW_NODE_EXECUTIONS, "status"},
+	[GM_TENANT] = {OW_GROUP_MEMBERS, "tenant"},
+	[GM_PRINCIPAL] = {OW_GROUP_MEMBERS, "principal"},
+	[GM_GROUP_REF] = {OW_GROUP_MEMBERS, "group_ref"},
+};
+
+#define INDEX_MAX_PROBE_KEYS 4
+
+typedef struct OwIndexDef
+{
+	OwTableId	table;
+	const char *name;
+	int			nkeys;			/* key columns, in index order */
+	OwColumn	keys[INDEX_MAX_PROBE_KEYS];
+} OwIndexDef;
+
+static const OwIndexDef indexes[OW_INDEX_COUNT] = {
+	[OW_RUNS_PKEY] = {OW_RUNS, "runs_pkey", 2, {RUN_TENANT, RUN_RUN_ID}},
+	[OW_INTERRUPTS_PKEY] = {OW_INTERRUPTS, "interrupts_pkey", 2, {INT_TENANT, INT_INTERRUPT_ID}},
+	[OW_INTERRUPTS_PENDING] = {OW_INTERRUPTS, "interrupts_one_pending_per_node", 3,
+	{INT_TENANT, INT_RUN_ID, INT_NODE_ID}},
+	[OW_NODE_EXECUTIONS_PKEY] = {OW_NODE_EXECUTIONS, "node_executions_pkey", 4,
+	{EXEC_TENANT, EXEC_RUN_ID, EXEC_NODE_ID, EXEC_VISIT}},
+	[OW_GROUP_MEMBERS_PKEY] = {OW_GROUP_MEMBERS, "group_members_pkey", 3,
+	{GM_TENANT, GM_PRINCIPAL, GM_GROUP_REF}},
+};
+
+/* What the catalog says, looked up on first use. */
+static struct
+{
+	bool		valid;
+	Oid			relids[OW_TABLE_COUNT];
+	int			known[OW_TABLE_COUNT];	/* columns named above, per table */
+	AttrNumber	attnums[OW_COLUMN_COUNT];
+	Oid			indexids[OW_INDEX_COUNT];
+	RegProcedure eqprocs[OW_INDEX_COUNT][INDEX_MAX_PROBE_KEYS];
+	Oid			collations[OW_INDEX_COUNT][INDEX_MAX_PROBE_KEYS];
+} cache;
+
+static void
+forget(Datum arg, Oid relid)
+{
+	int			i;
+
+	if (!cache.valid)
+		return;
+	if (relid == InvalidOid)
+	{
+		cache.valid = false;
+		return;
+	}
+	for (i = 0; i < OW_TABLE_COUNT; i++)
+		if (cache.relids[i] == relid)
+			cache.valid = false;
+	for (i = 0; i < OW_INDEX_COUNT; i++)
+		if (cache.indexids[i] == relid)
+			cache.valid = false;
+}
+
+/* The equality function of a probe key of type typid, or InvalidOid. */
+static RegProcedure
+equality_of(Oid typid)
+{
+	switch (typid)
+	{
+		case TEXTOID:
+			return F_TEXTEQ;
+		case INT4OID:
+			return F_INT4EQ;
+		case INT8OID:
+			return F_INT8EQ;
+		default:
+			return InvalidOid;
+	}
+}
+
+/*
+ * Look everything up.  False, with the cache left invalid, when anything
+ * is not as the install script made it (the SQL statements then run).
+ */
+static bool
+fill_cache(void)
+{
+	static bool registered = false;
+	Oid			nsp = get_namespace_oid("openwop", true);
+	int			i;
+
+	if (!registered)
+	{
+		CacheRegisterRelcacheCallback(forget, (Datum) 0);
+		registered = true;
+	}
+	if (!OidIsValid(nsp))
+		return false;
+	for (i = 0; i < OW_TABLE_COUNT; i++)
+	{
+		cache.relids[i] = get_relname_relid(table_names[i], nsp);
+		cache.known[i] = 0;
+		if (!OidIsValid(cache.relids[i]))
+			return false;
+	}
+	for (i = 0; i < OW_COLUMN_COUNT; i++)
+	{
+		cache.attnums[i] = get_attnum(cache.relids[columns[i].table], columns[i].name);
+		if (cache.attnums[i] <= 0)
+			return false;
+		cache.known[columns[i].table]++;
+	}
+	for (i = 0; i < OW_INDEX_COUNT; i++)
+	{
+		const OwIndexDef *def = &indexes[i];
+		Relation	index;
+		bool		usable;
+		int			k;
+
+		cache.indexids[i] = get_relname_relid(def->name, nsp);
+		if (!OidIsValid(cache.indexids[i]))
+			return false;
+		index = index_open(cache.indexids[i], AccessShareLock);
+		usable = index->rd_rel->relam == BTREE_AM_OID &&
+			index->rd_index->indrelid == cache.relids[def->table] &&
+			index->rd_index->indisvalid &&
+			IndexRelationGetNumberOfKeyAttributes(index) == def->nkeys;
+		for (k = 0; usable && k < def->nkeys; k++)
+		{
+			AttrNumber	attnum = cache.attnums[def->keys[k]];
+
+			cache.eqprocs[i][k] = equality_of(TupleDescAttr(RelationGetDescr(index), k)->atttypid);
+			cache.collations[i][k] = index->rd_indcollation[k];
+			usable = index->rd_index->indkey.values[k] == attnum &&
+				OidIsValid(cache.eqprocs[i][k]);
+		}
+		index_close(index, NoLock);
+		if (!usable)
+			return false;
+	}
+	cache.valid = true;
+	return true;
+}
+
+/* Can the operation act on rel itself, as its statement would? */
+static bool
+plain(Relation rel, OwTableId t, uint32 inserts, uint32 updates)
+{
+	TriggerDesc *trig = rel->trigdesc;
+	TupleDesc	desc = RelationGetDescr(rel);
+
+	if (rel->rd_rel->relkind != RELKIND_RELATION || rel->rd_rules != NULL ||
+		rel->rd_rel->relrowsecurity)
+		return false;
+	if (desc->constr && desc->constr->has_generated_stored && (inserts | updates) & OW_TABLE_BIT(t))
+		return false;
+	if (inserts & OW_TABLE_BIT(t))
+	{
+		int			live = 0;
+		int			i;
+
+		if (trig && (trig->trig_insert_before_row || trig->trig_insert_after_row ||
+					 trig->trig_insert_instead_row || trig->trig_insert_before_statement ||
+					 trig->trig_insert_after_statement || trig->trig_insert_new_table))
+			return false;
+		/* every column is one the insert sets: no default to evaluate */
+		for (i = 0; i < desc->natts; i++)
+			if (!TupleDescAttr(desc, i)->attisdropped)
+				live++;
+		if (live != cache.known[t])
+			return false;
+	}
+	if (updates & OW_TABLE_BIT(t) && trig &&
+		(trig->trig_update_before_row || trig->trig_update_after_row ||
+		 trig->trig_update_instead_row || trig->trig_update_before_statement ||
+		 trig->trig_update_after_statement || trig->trig_update_old_table ||
+		 trig->trig_update_new_table))
+		return false;
+	return true;
+}
+
+/*
+ * Open the tables an operation reads (reads), inserts into (inserts) and
+ * updates (updates), as OW_TABLE_BIT masks, and take its snapshot.  False
+ * when the operation must run as SQL instead; nothing was done then.
+ */
+bool
+ow_direct_begin(OwDirect *d, uint32 reads, uint32 inserts, uint32 updates)
+{
+	uint32		all = reads | inserts | updates;
+	uint32		writes = inserts | updates;
+	List	   *rtable = NIL;
+	int			i;
+
+	memset(d, 0, sizeof(*d));
+	if (!cache.valid && !fill_cache())
+		return false;
+	for (i = 0; i < OW_TABLE_COUNT; i++)
+	{
+		if (!(all & OW_TABLE_BIT(i)))
+			continue;
+		d->rel[i] = table_open(cache.relids[i],
+							   (writes & OW_TABLE_BIT(i)) ? RowExclusiveLock : AccessShareLock);
+		if (!plain(d->rel[i], i, inserts, updates))
+		{
+			for (; i >= 0; i--)
+				if (d->rel[i])
+					table_close(d->rel[i], NoLock);
+			return false;
+		}
+	}
+
+	/* as SPI does for a statement that may write */
+	CommandCounterIncrement();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	UpdateActiveSnapshotCommandId();
+	d->snapshot = GetActiveSnapshot();
+
+	if (writes)
+	{
+		d->estate = CreateExecutorState();
+		for (i = 0; i < OW_TABLE_COUNT; i++)
+		{
+			RangeTblEntry *rte;
+
+			if (!(writes & OW_TABLE_BIT(i)))
+				continue;
+			rte = makeNode(RangeTblEntry);
+			rte->rtekind = RTE_RELATION;
+			rte->relid = cache.relids[i];
+			rte->relkind = RELKIND_RELATION;
+			rte->rellockmode = RowExclusiveLock;
+			rtable = lappend(rtable, rte);
+			d->rri[i] = makeNode(ResultRelInfo);
+			InitResultRelInfo(d->rri[i], d->rel[i], list_length(rtable), NULL, 0);
+			ExecOpenIndices(d->rri[i], false);
+			d->newslot[i] = ExecInitExtraTupleSlot(d->estate, RelationGetDescr(d->rel[i]),
+												   &TTSOpsVirtual);
+		}
+		ExecInitRangeTable(d->estate, rtable);
+		d->estate->es_snapshot = d->snapshot;
+		d->estate->es_output_cid = GetCurrentCommandId(true);
+	}
+	return true;
+}
+
+/* Close what ow_direct_begin opened; later statements see what was written. */
+void
+ow_direct_end(OwDirect *d)
+{
+	int			i;
+
+	for (i = 0; i < OW_TABLE_COUNT; i++)
+	{
+		if (d->slot[i])
+			ExecDropSingleTupleTableSlot(d->slot[i]);
+		if (d->rri[i])
+			ExecCloseIndices(d->rri[i]);
+	}
+	if (d->estate)
+	{
+		ExecResetTupleTable(d->estate->es_tupleTable, false);
+		FreeExecutorState(d->estate);
+	}
+	PopActiveSnapshot();
+	for (i = 0; i < OW_TABLE_COUNT; i++)
+		if (d->rel[i])
+			table_close(d->rel[i], NoLock);	/* locks are kept to the end of the transaction */
+	CommandCounterIncrement();
+}
+
+/*
+ * Scan index idx for the rows whose first nkeys key columns equal keys,
+ * under the operation's snapshot.  ow_scan_next() puts each in s->slot.
+ */
+void
+ow_scan_begin(OwDirect *d, OwScan *s, OwIndexId idx, int nkeys, const Datum *keys)
+{
+	OwTableId	t = indexes[idx].table;
+	ScanKeyData skeys[INDEX_MAX_PROBE_KEYS];
+	int			k;
+
+	Assert(d->rel[t] != NULL && nkeys > 0 && nkeys <= indexes[idx].nkeys);
+	if (d->slot[t] == NULL)
+		d->slot[t] = table_slot_create(d->rel[t], NULL);
+	s->slot = d->slot[t];
+	s->index = index_open(cache.indexids[idx], AccessShareLock);
+	for (k = 0; k < nkeys; k++)
+	{
+		ScanKeyEntryInitialize(&skeys[k], 0, k + 1, BTEqualStrategyNumber, InvalidOid,
+							   cache.collations[idx][k], cache.eqprocs[idx][k], keys[k]);
+	}
+	s->scan = index_beginscan(d->rel[t], s->index, d->snapshot, nkeys, 0);
+	index_rescan(s->scan, skeys, nkeys, NULL, 0);
+}
+
+bool
+ow_scan_next(OwScan *s)
+{
+	return index_getnext_slot(s->scan, ForwardScanDirection, s->slot);
+}
+
+void
+ow_scan_end(OwScan *s)
+{
+	index_endscan(s->scan);
+	index_close(s->index, NoLock);
+}
+
+/*
+ * The row version at tid, a row of t this transaction read or locked
+ * earlier, into the table's slot: false when that version is no longer the
+ * one the operation's snapshot sees (something updated it since), and the
+ * caller probes its index instead.
+ */
+bool
+ow_fetch_tid(OwDirect *d, OwTableId t, ItemPointer tid, TupleTableSlot **slot)
+{
+	Assert(d->rel[t] != NULL);
+	if (!ItemPointerIsValid(tid))
+		return false;
+	if (d->slot[t] == NULL)
+		d->slot[t] = table_slot_create(d->rel[t], NULL);
+	*slot = d->slot[t];
+	return table_tuple_fetch_row_version(d->rel[t], tid, d->snapshot, *slot);
+}
+
+/*
+ * Lock the row in slot FOR UPDATE (or SKIP LOCKED), as a statement would:
+ * in READ COMMITTED the latest version is locked and put in slot; in
+ * REPEATABLE READ and SERIALIZABLE a concurrent update is a serialization
+ * failure.  False when the row was skipped or deleted meanwhile.
+ */
+bool
+ow_lock_row(OwDirect *d, OwTableId t, TupleTableSlot *slot, bool skip_locked)
+{
+	TM_FailureData tmfd;
+	TM_Result	res;
+	ItemPointerData tid = slot->tts_tid;
+
+	res = table_tuple_lock(d->rel[t], &tid, d->snapshot, slot, GetCurrentCommandId(false),
+						   LockTupleExclusive, skip_locked ? LockWaitSkip : LockWaitBlock,
+						   IsolationUsesXactSnapshot() ? 0 : TUPLE_LOCK_FLAG_FIND_LAST_VERSION,
+						   &tmfd);
+	switch (res)
+	{
+		case TM_Ok:
+			return true;
+		case TM_WouldBlock:
+			return false;
+		case TM_Updated:
+		case TM_Deleted:
+			if (IsolationUsesXactSnapshot())
+				ereport(ERROR,
+						(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+						 errmsg("could not serialize access due to concurrent update")));
+			if (res == TM_Deleted)
+				return false;
+			break;
+		default:
+			break;
+	}
+	elog(ERROR, "unexpected result %d locking a row of openwop.%s", (int) res, table_names[t]);
+	return false;				/* keep the compiler quiet */
+}
+
+/* Column c of the row in slot. */
+Datum
+ow_get(TupleTableSlot *slot, OwColumn c, bool *isnull)
+{
+	return slot_getattr(slot, cache.attnums[c], isnull);
+}
+
+/* Column c as a C string, NULL when null. */
+char *
+ow_get_text(TupleTableSlot *slot, OwColumn c)
+{
+	bool		isnull;
+	Datum		v = slot_getattr(slot, cache.attnums[c], &isnull);
+
+	return isnull ? NULL : TextDatumGetCString(v);
+}
+
+/* Does text column c equal s?  (NULL equals nothing.) */
+bool
+ow_get_text_is(TupleTableSlot *slot, OwColumn c, const char *s)
+{
+	bool		isnull;
+	Datum		v = slot_getattr(slot, cache.attnums[c], &isnull);
+	text	   *t;
+	size_t		len = strlen(s);
+
+	if (isnull)
+		return false;
+	t = DatumGetTextPP(v);
+	return VARSIZE_ANY_EXHDR(t) == len && memcmp(VARDATA_ANY(t), s, len) == 0;
+}
+
+/* Column c as a jsonb copied out of the row, NULL when null. */
+Jsonb *
+ow_get_jsonb(TupleTableSlot *slot, OwColumn c)
+{
+	bool		isnull;
+	Datum		v = slot_getattr(slot, cache.attnums[c], &isnull);
+
+	return isnull ? NULL : DatumGetJsonbPCopy(v);
+}
+
+/*
+ * The row an insert into t will write, every column null: set its values
+ * with ow_set, then ow_insert.
+ */
+TupleTableSlot *
+ow_new_row(OwDirect *d, OwTableId t)
+{
+	TupleTableSlot *row = d->newslot[t];
+	int			i;
+
+	Assert(row != NULL);
+	ExecClearTuple(row);
+	for (i = 0; i < row->tts_tupleDescriptor->natts; i++)
+	{
+		row->tts_values[i] = (Datum) 0;
+		row->tts_isnull[i] = true;
+	}
+	return row;
+}
+
+/*
+ * The row an update of old (a row of t read by this operation) will
+ * write: old's values, to be changed with ow_set, then ow_update.
+ */
+TupleTableSlot *
+ow_changed_row(OwDirect *d, OwTableId t, TupleTableSlot *old)
+{
+	TupleTableSlot *row = d->newslot[t];
+	int			natts = row->tts_tupleDescriptor->natts;
+
+	Assert(row != NULL);
+	ExecMaterializeSlot(old);	/* its values must outlive any change to its page */
+	slot_getallattrs(old);
+	ExecClearTuple(row);
+	memcpy(row->tts_values, old->tts_values, natts * sizeof(Datum));
+	memcpy(row->tts_isnull, old->tts_isnull, natts * sizeof(bool));
+	return row;
+}
+
+void
+ow_set(TupleTableSlot *row, OwColumn c, Datum value, bool isnull)
+{
+	row->tts_values[cache.attnums[c] - 1] = value;
+	row->tts_isnull[cache.attnums[c] - 1] = isnull;
+}
+
+void
+ow_set_text(TupleTableSlot *row, OwColumn c, const char *s)
+{
+	ow_set(row, c, s ? CStringGetTextDatum(s) : (Datum) 0, s == NULL);
+}
+
+/* Insert row into t: constraints, then the row, then its index entries. */
+void
+ow_insert(OwDirect *d, OwTableId t, TupleTableSlot *row)
+{
+	ExecStoreVirtualTuple(row);
+	ExecSimpleRelationInsert(d->rri[t], d->estate, row);
+}
+
+/* Replace old, a row of t read by this operation, with row. */
+void
+ow_update(OwDirect *d, OwTableId t, TupleTableSlot *old, TupleTableSlot *row)
+{
+	ExecStoreVirtualTuple(row);
+	ExecSimpleRelationUpdate(d->rri[t], d->estate, NULL, old, row);
+}
