@@ -90,6 +90,58 @@ ow_subject_refs_array(const OwSubject *who)
 	return PointerGetDatum(construct_array(elems, 2, TEXTOID, -1, false, TYPALIGN_INT));
 }
 
+static int
+strcmp_cells(const ListCell *a, const ListCell *b)
+{
+	return strcmp(lfirst(a), lfirst(b));
+}
+
+/*
+ * Every group the subject belongs to in the tenant, without a statement
+ * (rowstore.c: two probes of group_members, by subjectId and by its
+ * issuer-qualified ref), sorted as COLLATE "C" and each once, in
+ * resultctx; keep (when not NIL) keeps only those among it.  False when
+ * the statement must run instead.
+ */
+static bool
+groups_direct(const char *tenant, const OwSubject *who, List *keep, MemoryContext resultctx,
+			  List **out)
+{
+	const char *refs[2] = {who->subject_id, ow_subject_ref(who)};
+	OwDirect	d;
+	List	   *groups = NIL;
+	ListCell   *lc;
+	MemoryContext old;
+	int			i;
+
+	if (!ow_direct_begin(&d, OW_TABLE_BIT(OW_GROUP_MEMBERS), 0, 0))
+		return false;
+	old = MemoryContextSwitchTo(resultctx);
+	for (i = 0; i < 2; i++)
+	{
+		OwScan		s;
+		Datum		keys[2] = {CStringGetTextDatum(tenant), CStringGetTextDatum(refs[i])};
+
+		ow_scan_begin(&d, &s, OW_GROUP_MEMBERS_PKEY, 2, keys);
+		while (ow_scan_next(&s))
+		{
+			char	   *g = ow_get_text(s.slot, GM_GROUP_REF);
+
+			if (keep == NIL || list_has_string(keep, g))
+				groups = lappend(groups, g);
+		}
+		ow_scan_end(&s);
+	}
+	list_sort(groups, strcmp_cells);
+	*out = NIL;
+	foreach(lc, groups)
+		if (*out == NIL || strcmp(llast(*out), lfirst(lc)) != 0)
+			*out = lappend(*out, lfirst(lc));
+	MemoryContextSwitchTo(old);
+	ow_direct_end(&d);
+	return true;
+}
+
 /* The group refs q returns (column 1), in resultctx. */
 static List *
 group_list(OwQuery *q, Datum *args, MemoryContext resultctx)
@@ -120,10 +172,13 @@ member_groups(const char *tenant, const OwSubject *who, List *refs)
 	Datum	   *elems;
 	Datum		args[3];
 	ListCell   *lc;
+	List	   *out;
 	int			n = 0;
 
 	if (refs == NIL)
 		return NIL;
+	if (groups_direct(tenant, who, refs, CurrentMemoryContext, &out))
+		return out;
 	elems = palloc(sizeof(Datum) * list_length(refs));
 	foreach(lc, refs)
 		elems[n++] = CStringGetTextDatum((char *) lfirst(lc));
@@ -148,7 +203,10 @@ ow_subject_groups(const char *tenant, const OwSubject *who, MemoryContext result
 		2, {TEXTOID, TEXTARRAYOID}, SPI_OK_SELECT
 	};
 	Datum		args[2];
+	List	   *out;
 
+	if (groups_direct(tenant, who, NIL, resultctx, &out))
+		return out;
 	args[0] = CStringGetTextDatum(tenant);
 	args[1] = ow_subject_refs_array(who);
 	return group_list(&q, args, resultctx);
