@@ -123,34 +123,31 @@ resume_run_status(OwRun *run, const char *node_id, const char *other_kind, const
 }
 
 /*
- * The claim as a statement: the run lock makes it the only one.  It names
+ * The claim as statements: the run lock makes it the only one.  It names
  * run and node too, so no generic plan can walk the tenant's pending
- * interrupts; the node's execution returns from interrupted to pending
- * (INT-3) in the same statement.
+ * interrupts; then the node's execution returns from interrupted to
+ * pending (INT-3).  Two plain statements, not one with data-modifying
+ * CTEs, so that rules a DBA adds to these tables apply.
  */
 static void
 claim_sql(OwRun *run, OwResolution *r, int64 seq, Jsonb *resolved_by)
 {
-	static OwQuery q = {"WITH claimed AS ("
-		"  UPDATE openwop.interrupts"
-		"     SET status = 'resolved', resolved_at = pg_catalog.clock_timestamp(),"
-		"         resume_value = $5, decision = $6, action = $7,"
-		"         resolved_by = $8, resolved_sequence = $9, reason = $10"
-		"   WHERE tenant OPERATOR(pg_catalog.=) $1 AND run_id OPERATOR(pg_catalog.=) $2"
-		"     AND node_id OPERATOR(pg_catalog.=) $3 AND status OPERATOR(pg_catalog.=) 'pending'"
-		"     AND interrupt_id OPERATOR(pg_catalog.=) $4"
-		"  RETURNING 1"
-		"), resumed AS ("
-		"  UPDATE openwop.node_executions SET status = 'pending'"
-		"   WHERE tenant OPERATOR(pg_catalog.=) $1 AND run_id OPERATOR(pg_catalog.=) $2"
-		"     AND node_id OPERATOR(pg_catalog.=) $3 AND visit OPERATOR(pg_catalog.=) $11"
-		"     AND status OPERATOR(pg_catalog.=) 'interrupted'"
-		")"
-		" SELECT pg_catalog.count(*) FROM claimed",
-		11, {TEXTOID, TEXTOID, TEXTOID, TEXTOID, JSONBOID, TEXTOID, TEXTOID, JSONBOID, INT8OID,
-	TEXTOID, INT4OID}, SPI_OK_SELECT};
-	Datum		args[11];
-	char		nulls[11];
+	static OwQuery claim = {"UPDATE openwop.interrupts"
+		"   SET status = 'resolved', resolved_at = pg_catalog.clock_timestamp(),"
+		"       resume_value = $5, decision = $6, action = $7,"
+		"       resolved_by = $8, resolved_sequence = $9, reason = $10"
+		" WHERE tenant OPERATOR(pg_catalog.=) $1 AND run_id OPERATOR(pg_catalog.=) $2"
+		"   AND node_id OPERATOR(pg_catalog.=) $3 AND status OPERATOR(pg_catalog.=) 'pending'"
+		"   AND interrupt_id OPERATOR(pg_catalog.=) $4",
+		10, {TEXTOID, TEXTOID, TEXTOID, TEXTOID, JSONBOID, TEXTOID, TEXTOID, JSONBOID, INT8OID,
+	TEXTOID}, SPI_OK_UPDATE};
+	static OwQuery resume = {"UPDATE openwop.node_executions SET status = 'pending'"
+		" WHERE tenant OPERATOR(pg_catalog.=) $1 AND run_id OPERATOR(pg_catalog.=) $2"
+		"   AND node_id OPERATOR(pg_catalog.=) $3 AND visit OPERATOR(pg_catalog.=) $4"
+		"   AND status OPERATOR(pg_catalog.=) 'interrupted'",
+	4, {TEXTOID, TEXTOID, TEXTOID, INT4OID}, SPI_OK_UPDATE};
+	Datum		args[10];
+	char		nulls[10];
 
 	memset(nulls, ' ', sizeof(nulls));
 	args[0] = CStringGetTextDatum(run->tenant);
@@ -167,9 +164,10 @@ claim_sql(OwRun *run, OwResolution *r, int64 seq, Jsonb *resolved_by)
 	args[8] = Int64GetDatum(seq);
 	args[9] = r->reason ? CStringGetTextDatum(r->reason) : (Datum) 0;
 	nulls[9] = r->reason ? ' ' : 'n';
-	args[10] = Int32GetDatum(r->visit);
-	if (ow_exec(&q, args, nulls, false, 0) != 1 || ow_col_int64(0, 1) != 1)
+	if (ow_exec(&claim, args, nulls, false, 0) != 1)
 		elog(ERROR, "interrupt \"%s\" is no longer pending", r->interrupt_id);
+	args[3] = Int32GetDatum(r->visit);
+	(void) ow_exec(&resume, args, NULL, false, 0);
 }
 
 /*
