@@ -201,6 +201,49 @@ resolved_envelope(OwRun *run, const char *interrupt_id, int64 resolved_seq, Memo
 }
 
 /*
+ * The interrupt row without a statement (rowstore.c), from insert_interrupt's
+ * twelve parameters and what its column defaults give: false when the
+ * statement must run instead.
+ */
+static bool
+insert_direct(const Datum *args, const char *nulls)
+{
+	static const OwColumn cols[] = {INT_TENANT, INT_INTERRUPT_ID, INT_RUN_ID, INT_ROOT_RUN_ID,
+		INT_NODE_ID, INT_VISIT, INT_ORDINAL, INT_KEY, INT_KIND, INT_PAYLOAD, INT_REQUESTED_SEQUENCE,
+	INT_EXPIRES_AT, INT_STATUS, INT_CREATED_AT};
+	Datum		values[14];
+	bool		isnull[14];
+	int			i;
+
+	for (i = 0; i < 12; i++)
+	{
+		values[i] = args[i];
+		isnull[i] = nulls[i] == 'n';
+	}
+	values[12] = CStringGetTextDatum("pending");
+	isnull[12] = false;
+	values[13] = TimestampTzGetDatum(GetCurrentTransactionStartTimestamp());
+	isnull[13] = false;
+	return ow_direct_insert(OW_INTERRUPTS, 14, cols, values, isnull, NULL);
+}
+
+/* suspend_exec without a statement: false when the statement must run instead. */
+static bool
+suspend_direct(const Datum *args)
+{
+	static const OwColumn cols[] = {EXEC_STATUS, EXEC_INTERRUPT_ID};
+	Datum		values[2] = {CStringGetTextDatum("interrupted"), args[4]};
+	bool		updated;
+
+	if (!ow_direct_update(OW_NODE_EXECUTIONS, OW_NODE_EXECUTIONS_PKEY, args, 2, cols, values, NULL,
+						  &updated))
+		return false;
+	if (!updated)
+		elog(ERROR, "could not suspend an execution of run %s", TextDatumGetCString(args[1]));
+	return true;
+}
+
+/*
  * Suspend the open execution ex of node_id on a new interrupt (the run is
  * locked): validate the request, store the interrupt first, append
  * interrupt.requested and node.suspended, mark the job interrupted, move
@@ -280,20 +323,29 @@ ow_suspend(OwRun *run, const char *node_id, OwExec *ex, int32 ordinal, Jsonb *re
 	else
 		args[11] = TimestampTzGetDatum(TimestampTzPlusMilliseconds(GetCurrentTransactionStartTimestamp(),
 																	timeout_ms));
-	if (ow_exec(&insert_interrupt, args, nulls, false, 0) != 1)
-		elog(ERROR, "could not record interrupt \"%s\"", interrupt_id);
-
-	/* the answer is built from the stored row (INT-2) */
-	stored_id = ow_col_text(0, 1);
-	stored_node = ow_col_text(0, 2);
-	stored_status = ow_col_text(0, 3);
+	if (insert_direct(args, nulls))
+	{
+		/* the row holds what was given: the answer is built from it (INT-2) */
+		stored_id = interrupt_id;
+		stored_node = (char *) node_id;
+		stored_status = "pending";
+	}
+	else
+	{
+		if (ow_exec(&insert_interrupt, args, nulls, false, 0) != 1)
+			elog(ERROR, "could not record interrupt \"%s\"", interrupt_id);
+		/* the answer is built from the stored row (INT-2) */
+		stored_id = ow_col_text(0, 1);
+		stored_node = ow_col_text(0, 2);
+		stored_status = ow_col_text(0, 3);
+	}
 
 	args[0] = CStringGetTextDatum(run->tenant);
 	args[1] = CStringGetTextDatum(run->run_id);
 	args[2] = CStringGetTextDatum(node_id);
 	args[3] = Int32GetDatum(ex->visit);
 	args[4] = CStringGetTextDatum(stored_id);
-	if (ow_exec(&suspend_exec, args, NULL, false, 0) != 1)
+	if (!suspend_direct(args) && ow_exec(&suspend_exec, args, NULL, false, 0) != 1)
 		elog(ERROR, "could not suspend execution of node \"%s\"", node_id);
 
 	run->status = (char *) ow_waiting_status(kind);

@@ -289,18 +289,20 @@ typedef enum OwIndexId
 	OW_INDEX_COUNT
 } OwIndexId;
 
-/* The columns the hot paths read or write (every column of events: it is inserted into). */
+/* The columns the hot paths read or write: every column of a table they insert into. */
 typedef enum OwColumn
 {
-	RUN_TENANT, RUN_RUN_ID, RUN_WORKFLOW_ID, RUN_STATUS, RUN_CURRENT_NODE_ID, RUN_EVENT_PREFIX,
-	RUN_CREATED_AT, RUN_NEXT_SEQUENCE, RUN_DEFINITION, RUN_ERROR, RUN_OUTPUTS, RUN_UPDATED_AT,
-	RUN_ENDED_AT,
+	RUN_TENANT, RUN_RUN_ID, RUN_WORKFLOW_ID, RUN_STATUS, RUN_CURRENT_NODE_ID, RUN_OWNER,
+	RUN_CONFIGURABLE, RUN_DEFINITION, RUN_INPUTS, RUN_METADATA, RUN_OUTPUTS, RUN_ERROR,
+	RUN_NEXT_SEQUENCE, RUN_EVENT_PREFIX, RUN_FORK_OF, RUN_CREATED_AT, RUN_UPDATED_AT, RUN_ENDED_AT,
 	EV_TENANT, EV_RUN_ID, EV_SEQUENCE, EV_TYPE, EV_NODE_ID, EV_PAYLOAD, EV_CREATED_AT,
 	EV_SCHEMA_VERSION, EV_CAUSATION_ID,
-	INT_TENANT, INT_INTERRUPT_ID, INT_RUN_ID, INT_NODE_ID, INT_VISIT, INT_KIND, INT_PAYLOAD,
-	INT_STATUS, INT_EXPIRES_AT, INT_REQUESTED_SEQUENCE, INT_RESOLVED_SEQUENCE, INT_RESUME_VALUE,
-	INT_DECISION, INT_ACTION, INT_REASON, INT_RESOLVED_BY, INT_RESOLVED_AT,
-	EXEC_TENANT, EXEC_RUN_ID, EXEC_NODE_ID, EXEC_VISIT, EXEC_STATUS,
+	INT_TENANT, INT_INTERRUPT_ID, INT_RUN_ID, INT_ROOT_RUN_ID, INT_NODE_ID, INT_VISIT, INT_ORDINAL,
+	INT_KEY, INT_KIND, INT_PAYLOAD, INT_STATUS, INT_EXPIRES_AT, INT_REQUESTED_SEQUENCE,
+	INT_RESOLVED_SEQUENCE, INT_RESUME_VALUE, INT_DECISION, INT_ACTION, INT_REASON, INT_RESOLVED_BY,
+	INT_CREATED_AT, INT_RESOLVED_AT,
+	EXEC_TENANT, EXEC_RUN_ID, EXEC_NODE_ID, EXEC_VISIT, EXEC_TYPE_ID, EXEC_STATUS, EXEC_ATTEMPT,
+	EXEC_OUTPUTS, EXEC_ERROR, EXEC_INTERRUPT_ID, EXEC_ENDED_SEQUENCE, EXEC_STARTED_AT, EXEC_ENDED_AT,
 	GM_TENANT, GM_PRINCIPAL, GM_GROUP_REF,
 	OW_COLUMN_COUNT
 } OwColumn;
@@ -321,11 +323,14 @@ typedef struct OwScan
 	struct IndexScanDescData *scan;
 	Relation	index;
 	TupleTableSlot *slot;		/* the current row */
+	bool		backward;
 } OwScan;
 
 extern bool ow_direct_begin(OwDirect *d, uint32 reads, uint32 inserts, uint32 updates);
 extern void ow_direct_end(OwDirect *d);
 extern void ow_scan_begin(OwDirect *d, OwScan *s, OwIndexId idx, int nkeys, const Datum *keys);
+extern void ow_scan_begin_dir(OwDirect *d, OwScan *s, OwIndexId idx, int nkeys, const Datum *keys,
+							  bool backward);
 extern bool ow_scan_next(OwScan *s);
 extern void ow_scan_end(OwScan *s);
 extern bool ow_fetch_tid(OwDirect *d, OwTableId t, ItemPointer tid, TupleTableSlot **slot);
@@ -340,6 +345,11 @@ extern void ow_set(TupleTableSlot *row, OwColumn c, Datum value, bool isnull);
 extern void ow_set_text(TupleTableSlot *row, OwColumn c, const char *s);
 extern void ow_insert(OwDirect *d, OwTableId t, TupleTableSlot *row);
 extern void ow_update(OwDirect *d, OwTableId t, TupleTableSlot *old, TupleTableSlot *row);
+extern bool ow_direct_insert(OwTableId t, int n, const OwColumn *cols, const Datum *values,
+							 const bool *nulls, ItemPointer tid);
+extern bool ow_direct_update(OwTableId t, OwIndexId idx, const Datum *keys, int n,
+							 const OwColumn *cols, const Datum *values, const bool *nulls,
+							 bool *updated);
 
 /* ----------
  * caller.c: who is calling (a Subject in a tenant, with or without the

@@ -70,12 +70,17 @@ static const OwColumnDef columns[OW_COLUMN_COUNT] = {
 	[RUN_WORKFLOW_ID] = {OW_RUNS, "workflow_id"},
 	[RUN_STATUS] = {OW_RUNS, "status"},
 	[RUN_CURRENT_NODE_ID] = {OW_RUNS, "current_node_id"},
-	[RUN_EVENT_PREFIX] = {OW_RUNS, "event_prefix"},
-	[RUN_CREATED_AT] = {OW_RUNS, "created_at"},
-	[RUN_NEXT_SEQUENCE] = {OW_RUNS, "next_sequence"},
+	[RUN_OWNER] = {OW_RUNS, "owner"},
+	[RUN_CONFIGURABLE] = {OW_RUNS, "configurable"},
 	[RUN_DEFINITION] = {OW_RUNS, "definition"},
-	[RUN_ERROR] = {OW_RUNS, "error"},
+	[RUN_INPUTS] = {OW_RUNS, "inputs"},
+	[RUN_METADATA] = {OW_RUNS, "metadata"},
 	[RUN_OUTPUTS] = {OW_RUNS, "outputs"},
+	[RUN_ERROR] = {OW_RUNS, "error"},
+	[RUN_NEXT_SEQUENCE] = {OW_RUNS, "next_sequence"},
+	[RUN_EVENT_PREFIX] = {OW_RUNS, "event_prefix"},
+	[RUN_FORK_OF] = {OW_RUNS, "fork_of"},
+	[RUN_CREATED_AT] = {OW_RUNS, "created_at"},
 	[RUN_UPDATED_AT] = {OW_RUNS, "updated_at"},
 	[RUN_ENDED_AT] = {OW_RUNS, "ended_at"},
 	[EV_TENANT] = {OW_EVENTS, "tenant"},
@@ -90,8 +95,11 @@ static const OwColumnDef columns[OW_COLUMN_COUNT] = {
 	[INT_TENANT] = {OW_INTERRUPTS, "tenant"},
 	[INT_INTERRUPT_ID] = {OW_INTERRUPTS, "interrupt_id"},
 	[INT_RUN_ID] = {OW_INTERRUPTS, "run_id"},
+	[INT_ROOT_RUN_ID] = {OW_INTERRUPTS, "root_run_id"},
 	[INT_NODE_ID] = {OW_INTERRUPTS, "node_id"},
 	[INT_VISIT] = {OW_INTERRUPTS, "visit"},
+	[INT_ORDINAL] = {OW_INTERRUPTS, "ordinal"},
+	[INT_KEY] = {OW_INTERRUPTS, "key"},
 	[INT_KIND] = {OW_INTERRUPTS, "kind"},
 	[INT_PAYLOAD] = {OW_INTERRUPTS, "payload"},
 	[INT_STATUS] = {OW_INTERRUPTS, "status"},
@@ -103,12 +111,21 @@ static const OwColumnDef columns[OW_COLUMN_COUNT] = {
 	[INT_ACTION] = {OW_INTERRUPTS, "action"},
 	[INT_REASON] = {OW_INTERRUPTS, "reason"},
 	[INT_RESOLVED_BY] = {OW_INTERRUPTS, "resolved_by"},
+	[INT_CREATED_AT] = {OW_INTERRUPTS, "created_at"},
 	[INT_RESOLVED_AT] = {OW_INTERRUPTS, "resolved_at"},
 	[EXEC_TENANT] = {OW_NODE_EXECUTIONS, "tenant"},
 	[EXEC_RUN_ID] = {OW_NODE_EXECUTIONS, "run_id"},
 	[EXEC_NODE_ID] = {OW_NODE_EXECUTIONS, "node_id"},
 	[EXEC_VISIT] = {OW_NODE_EXECUTIONS, "visit"},
+	[EXEC_TYPE_ID] = {OW_NODE_EXECUTIONS, "type_id"},
 	[EXEC_STATUS] = {OW_NODE_EXECUTIONS, "status"},
+	[EXEC_ATTEMPT] = {OW_NODE_EXECUTIONS, "attempt"},
+	[EXEC_OUTPUTS] = {OW_NODE_EXECUTIONS, "outputs"},
+	[EXEC_ERROR] = {OW_NODE_EXECUTIONS, "error"},
+	[EXEC_INTERRUPT_ID] = {OW_NODE_EXECUTIONS, "interrupt_id"},
+	[EXEC_ENDED_SEQUENCE] = {OW_NODE_EXECUTIONS, "ended_sequence"},
+	[EXEC_STARTED_AT] = {OW_NODE_EXECUTIONS, "started_at"},
+	[EXEC_ENDED_AT] = {OW_NODE_EXECUTIONS, "ended_at"},
 	[GM_TENANT] = {OW_GROUP_MEMBERS, "tenant"},
 	[GM_PRINCIPAL] = {OW_GROUP_MEMBERS, "principal"},
 	[GM_GROUP_REF] = {OW_GROUP_MEMBERS, "group_ref"},
@@ -382,6 +399,13 @@ ow_direct_end(OwDirect *d)
 void
 ow_scan_begin(OwDirect *d, OwScan *s, OwIndexId idx, int nkeys, const Datum *keys)
 {
+	ow_scan_begin_dir(d, s, idx, nkeys, keys, false);
+}
+
+/* The same, last row first when backward. */
+void
+ow_scan_begin_dir(OwDirect *d, OwScan *s, OwIndexId idx, int nkeys, const Datum *keys, bool backward)
+{
 	OwTableId	t = indexes[idx].table;
 	ScanKeyData skeys[INDEX_MAX_PROBE_KEYS];
 	int			k;
@@ -396,6 +420,7 @@ ow_scan_begin(OwDirect *d, OwScan *s, OwIndexId idx, int nkeys, const Datum *key
 		ScanKeyEntryInitialize(&skeys[k], 0, k + 1, BTEqualStrategyNumber, InvalidOid,
 							   cache.collations[idx][k], cache.eqprocs[idx][k], keys[k]);
 	}
+	s->backward = backward;
 	s->scan = index_beginscan(d->rel[t], s->index, d->snapshot, nkeys, 0);
 	index_rescan(s->scan, skeys, nkeys, NULL, 0);
 }
@@ -403,7 +428,8 @@ ow_scan_begin(OwDirect *d, OwScan *s, OwIndexId idx, int nkeys, const Datum *key
 bool
 ow_scan_next(OwScan *s)
 {
-	return index_getnext_slot(s->scan, ForwardScanDirection, s->slot);
+	return index_getnext_slot(s->scan, s->backward ? BackwardScanDirection : ForwardScanDirection,
+							  s->slot);
 }
 
 void
@@ -578,4 +604,59 @@ ow_update(OwDirect *d, OwTableId t, TupleTableSlot *old, TupleTableSlot *row)
 {
 	ExecStoreVirtualTuple(row);
 	ExecSimpleRelationUpdate(d->rri[t], d->estate, NULL, old, row);
+}
+
+/*
+ * Insert one row into t without a statement: the n columns given, every
+ * other column null (a table the hot paths insert into has no default the
+ * caller does not set).  False when the statement must run instead.
+ */
+bool
+ow_direct_insert(OwTableId t, int n, const OwColumn *cols, const Datum *values, const bool *nulls,
+				 ItemPointer tid)
+{
+	OwDirect	d;
+	TupleTableSlot *row;
+	int			i;
+
+	if (!ow_direct_begin(&d, 0, OW_TABLE_BIT(t), 0))
+		return false;
+	row = ow_new_row(&d, t);
+	for (i = 0; i < n; i++)
+		ow_set(row, cols[i], values[i], nulls && nulls[i]);
+	ow_insert(&d, t, row);
+	if (tid)
+		*tid = row->tts_tid;
+	ow_direct_end(&d);
+	return true;
+}
+
+/*
+ * Set n columns of the row of t whose key in index idx is keys (all the
+ * index's key columns): *updated says whether there was one.  False when
+ * the statement must run instead.
+ */
+bool
+ow_direct_update(OwTableId t, OwIndexId idx, const Datum *keys, int n, const OwColumn *cols,
+				 const Datum *values, const bool *nulls, bool *updated)
+{
+	OwDirect	d;
+	OwScan		s;
+	int			i;
+
+	if (!ow_direct_begin(&d, OW_TABLE_BIT(t), 0, OW_TABLE_BIT(t)))
+		return false;
+	ow_scan_begin(&d, &s, idx, indexes[idx].nkeys, keys);
+	*updated = ow_scan_next(&s);
+	ow_scan_end(&s);
+	if (*updated)
+	{
+		TupleTableSlot *row = ow_changed_row(&d, t, s.slot);
+
+		for (i = 0; i < n; i++)
+			ow_set(row, cols[i], values[i], nulls && nulls[i]);
+		ow_update(&d, t, s.slot, row);
+	}
+	ow_direct_end(&d);
+	return true;
 }

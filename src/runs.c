@@ -642,6 +642,52 @@ ow_exec_is_open(const OwExec *ex)
 						 strcmp(ex->status, "pending") == 0);
 }
 
+/* ow_latest_exec without a statement (rowstore.c): false when the statement must run instead. */
+static bool
+latest_exec_direct(OwRun *run, const char *node_id, OwExec *ex)
+{
+	OwDirect	d;
+	OwScan		s;
+	Datum		keys[3];
+	bool		isnull;
+
+	if (!ow_direct_begin(&d, OW_TABLE_BIT(OW_NODE_EXECUTIONS), 0, 0))
+		return false;
+	keys[0] = CStringGetTextDatum(run->tenant);
+	keys[1] = CStringGetTextDatum(run->run_id);
+	keys[2] = CStringGetTextDatum(node_id);
+	ow_scan_begin_dir(&d, &s, OW_NODE_EXECUTIONS_PKEY, 3, keys, true);
+	ex->found = ow_scan_next(&s);
+	if (ex->found)
+	{
+		ex->visit = DatumGetInt32(ow_get(s.slot, EXEC_VISIT, &isnull));
+		ex->status = ow_get_text(s.slot, EXEC_STATUS);
+		ex->attempt = DatumGetInt32(ow_get(s.slot, EXEC_ATTEMPT, &isnull));
+		ex->started_at = DatumGetTimestampTz(ow_get(s.slot, EXEC_STARTED_AT, &isnull));
+	}
+	ow_scan_end(&s);
+	ow_direct_end(&d);
+	return true;
+}
+
+/*
+ * Set n columns of execution (args[0..3]: tenant, run id, node id, visit)
+ * without a statement: false when the statement must run instead.
+ */
+static bool
+change_exec_direct(const Datum *args, int n, const OwColumn *cols, const Datum *values,
+				   const bool *nulls)
+{
+	bool		updated;
+
+	if (!ow_direct_update(OW_NODE_EXECUTIONS, OW_NODE_EXECUTIONS_PKEY, args, n, cols, values, nulls,
+						  &updated))
+		return false;
+	if (!updated)
+		elog(ERROR, "could not change an execution of run \"%s\"", TextDatumGetCString(args[1]));
+	return true;
+}
+
 /* The latest execution of node_id in the locked run (ex->found false if none). */
 void
 ow_latest_exec(OwRun *run, const char *node_id, OwExec *ex)
@@ -657,6 +703,8 @@ ow_latest_exec(OwRun *run, const char *node_id, OwExec *ex)
 	};
 	bool		isnull;
 
+	if (latest_exec_direct(run, node_id, ex))
+		return;
 	ex->found = ow_run_exec(&q, run, node_id, false, 1) > 0;
 	if (!ex->found)
 		return;
@@ -885,6 +933,47 @@ refuse_retry(OwRun *run, const char *node_id)
 						 "node \"%s\" failed with retryable false and must not be retried", node_id);
 }
 
+/* A pending execution (args: tenant, run id, node id, visit) runs again. */
+static void
+resume_execution(Datum *args)
+{
+	static OwQuery resume_exec = {
+		"UPDATE openwop.node_executions SET status = 'running'"
+		" WHERE tenant OPERATOR(pg_catalog.=) $1"
+		"   AND run_id OPERATOR(pg_catalog.=) $2"
+		"   AND node_id OPERATOR(pg_catalog.=) $3"
+		"   AND visit OPERATOR(pg_catalog.=) $4",
+		4, {TEXTOID, TEXTOID, TEXTOID, INT4OID}, SPI_OK_UPDATE
+	};
+	static const OwColumn running[] = {EXEC_STATUS};
+	Datum		status = CStringGetTextDatum("running");
+
+	if (!change_exec_direct(args, 1, running, &status, NULL))
+		ow_exec(&resume_exec, args, NULL, false, 0);
+}
+
+/* A new running execution (args: tenant, run id, node id, visit, type id). */
+static void
+insert_execution(Datum *args)
+{
+	static OwQuery insert_exec = {
+		"INSERT INTO openwop.node_executions"
+		" (tenant, run_id, node_id, visit, type_id, status)"
+		" VALUES ($1, $2, $3, $4, $5, 'running')",
+		5, {TEXTOID, TEXTOID, TEXTOID, INT4OID, TEXTOID}, SPI_OK_INSERT
+	};
+	static const OwColumn cols[] = {EXEC_TENANT, EXEC_RUN_ID, EXEC_NODE_ID, EXEC_VISIT,
+	EXEC_TYPE_ID, EXEC_STATUS, EXEC_ATTEMPT, EXEC_STARTED_AT};
+	Datum		values[8];
+
+	memcpy(values, args, 5 * sizeof(Datum));
+	values[5] = CStringGetTextDatum("running");
+	values[6] = Int32GetDatum(0);
+	values[7] = TimestampTzGetDatum(GetCurrentTransactionStartTimestamp());
+	if (!ow_direct_insert(OW_NODE_EXECUTIONS, 8, cols, values, NULL, NULL))
+		ow_exec(&insert_exec, args, NULL, false, 0);
+}
+
 /*
  * openwop.start_node(run_id, node_id, type_id) → jsonb
  *
@@ -896,20 +985,6 @@ refuse_retry(OwRun *run, const char *node_id)
 Datum
 ow_start_node(PG_FUNCTION_ARGS)
 {
-	static OwQuery resume_exec = {
-		"UPDATE openwop.node_executions SET status = 'running'"
-		" WHERE tenant OPERATOR(pg_catalog.=) $1"
-		"   AND run_id OPERATOR(pg_catalog.=) $2"
-		"   AND node_id OPERATOR(pg_catalog.=) $3"
-		"   AND visit OPERATOR(pg_catalog.=) $4",
-		4, {TEXTOID, TEXTOID, TEXTOID, INT4OID}, SPI_OK_UPDATE
-	};
-	static OwQuery insert_exec = {
-		"INSERT INTO openwop.node_executions"
-		" (tenant, run_id, node_id, visit, type_id, status)"
-		" VALUES ($1, $2, $3, $4, $5, 'running')",
-		5, {TEXTOID, TEXTOID, TEXTOID, INT4OID, TEXTOID}, SPI_OK_INSERT
-	};
 	const char *run_input = required_run_arg(fcinfo);
 	char	   *node_id = required_node_arg(fcinfo, 1);
 	char	   *type_id = text_arg(fcinfo, 2);
@@ -953,7 +1028,7 @@ ow_start_node(PG_FUNCTION_ARGS)
 		if (strcmp(ex.status, "pending") == 0)
 		{
 			args[3] = Int32GetDatum(visit);
-			ow_exec(&resume_exec, args, NULL, false, 0);
+			resume_execution(args);
 			ex.status = "running";
 		}
 	}
@@ -966,7 +1041,7 @@ ow_start_node(PG_FUNCTION_ARGS)
 		visit = ex.found ? ex.visit + 1 : 0;
 		args[3] = Int32GetDatum(visit);
 		args[4] = CStringGetTextDatum(type_id);
-		ow_exec(&insert_exec, args, NULL, false, 0);
+		insert_execution(args);
 
 		owj_begin(&j);
 		owj_str(&j, "nodeId", node_id);
@@ -1043,6 +1118,16 @@ finish_execution(OwRun *run, const char *node_id, const OwExec *ex, bool failed,
 	args[6] = JsonbPGetDatum(value);
 	nulls[failed ? 5 : 6] = 'n';
 	args[7] = Int64GetDatum(seq);
+	{
+		static const OwColumn cols[] = {EXEC_STATUS, EXEC_OUTPUTS, EXEC_ERROR, EXEC_ENDED_AT,
+		EXEC_ENDED_SEQUENCE};
+		Datum		values[5] = {args[4], args[5], args[6],
+			TimestampTzGetDatum(GetCurrentTransactionStartTimestamp()), args[7]};
+		bool		isnull[5] = {false, nulls[5] == 'n', nulls[6] == 'n', false, false};
+
+		if (change_exec_direct(args, 5, cols, values, isnull))
+			return seq;
+	}
 	if (ow_exec(&end_exec, args, nulls, false, 0) != 1)
 		elog(ERROR, "could not end execution of node \"%s\"", node_id);
 	return seq;
