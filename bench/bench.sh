@@ -2,10 +2,12 @@
 # The benchmark proper: runs inside the throwaway cluster bench/run starts
 # (pg_virtualenv: PGHOST, PGPORT, PGUSER set), in database postgres, where
 # the notify relay runs.  Every figure is measured next to its baseline in
-# this same run.  Usage: bench.sh quick|full OUTDIR
+# this same run.  Usage: bench.sh quick|full OUTDIR [dbos]; with "dbos",
+# the setup, the DBOS Transact section and the report only.
 set -euo pipefail
 mode=$1
 out=$2
+only=${3:-}
 here=$(cd "$(dirname "$0")" && pwd)
 db=postgres
 export PGDATABASE=$db
@@ -34,7 +36,7 @@ tps() { sed -n 's/^tps = \([0-9.]*\) .*/\1/p' | tail -n 1; }
 # record FIGURE CLIENTS VALUE UNIT BASELINE BASELINE_VALUE TARGET_KIND TARGET [WAL BASE_WAL FPI BASE_FPI]
 record() {
 	local ratio=NULL met=NULL
-	if [ "$6" != NULL ] && [ "$6" != 0 ]; then
+	if [ "$3" != NULL ] && [ "$6" != NULL ] && [ "$6" != 0 ]; then
 		ratio=$(awk -v a="$3" -v b="$6" 'BEGIN { printf "%.3f", a / b }')
 	fi
 	case "$7" in
@@ -81,6 +83,92 @@ fresh() {    # the extension with empty tables
 	sql -c "SELECT openwop.add_signing_key('bench-key')" >/dev/null
 }
 
+# ---------------------------------------------------------------- DBOS Transact
+# DBOS Transact's send/recv next to ours on this cluster, driven by one Node.js
+# program for both (bench/dbos/bench.js: what each figure is, and why the
+# pairing is fair); DBOS gets its own system database, dbos_bench.  bench/run
+# installs it with npm ci and sets DBOS_BENCH_SKIP when it could not.
+dbos_get() {   # dbos_get IMPL FIGURE CLIENTS METRIC
+	local v
+	v=$(awk -F, -v i="$1" -v f="$2" -v c="$3" -v m="$4" '$1 == "result" && $2 == i && $3 == f && $4 == c && $5 == m { print $6 }' "$out/dbos.csv")
+	echo "${v:-NULL}"
+}
+dbos_section() {
+	local skip=${DBOS_BENCH_SKIP:-} ver c
+	if [ -z "$skip" ] && ! command -v node >/dev/null 2>&1; then
+		skip="node is not installed"
+	elif [ -z "$skip" ] && [ ! -f "$here/dbos/node_modules/@dbos-inc/dbos-sdk/package.json" ]; then
+		skip="bench/dbos/node_modules is missing (run npm ci in bench/dbos)"
+	fi
+	if [ -n "$skip" ]; then
+		say "DBOS Transact: SKIPPED: $skip"
+		record "DBOS Transact comparison skipped: ${skip//\'/}" 0 NULL - NULL NULL none -
+		return 0
+	fi
+	ver=$(sed -n 's/^ *"@dbos-inc\/dbos-sdk": "\(.*\)".*/\1/p' "$here/dbos/package.json")
+	fresh
+	assert_relay
+	settle
+	say "DBOS Transact $ver: creating a wait, the resolve call, resolve to resumed completion, latency to the waiting side, a race"
+	if ! node --no-deprecation "$here/dbos/bench.js" "$mode" >"$out/dbos.csv"; then
+		say "DBOS Transact: the comparison failed (above); its figures are missing"
+		record "DBOS Transact comparison failed (see the log)" 0 NULL - NULL NULL text "completes"
+		sql -c "UPDATE bench.results SET met = 'no' WHERE figure LIKE 'DBOS Transact comparison failed%'"
+		return 0
+	fi
+	for c in 1 8; do
+		record "vs DBOS $ver: waits created/s" $c "$(dbos_get ours wait $c rate)" "waits/s" \
+			"DBOS startWorkflow to recv" "$(dbos_get dbos wait $c rate)" none - \
+			"$(dbos_get ours wait $c wal_bytes_per_op)" "$(dbos_get dbos wait $c wal_bytes_per_op)"
+		record "vs DBOS $ver: resolve call/s" $c "$(dbos_get ours resolve $c rate)" "calls/s" \
+			"DBOS send" "$(dbos_get dbos resolve $c rate)" min 1.0 \
+			"$(dbos_get ours resolve $c wal_bytes_per_op)" "$(dbos_get dbos resolve $c wal_bytes_per_op)"
+		record "vs DBOS $ver: resolve to resumed completion/s" $c "$(dbos_get ours done $c rate)" "runs/s" \
+			"DBOS send to workflow done" "$(dbos_get dbos done $c rate)" none - \
+			"$(dbos_get ours done $c wal_bytes_per_op)" "$(dbos_get dbos done $c wal_bytes_per_op)"
+	done
+	record "vs DBOS $ver: waits created, p50 (caller)" 1 "$(dbos_get ours wait 1 p50_ms)" ms \
+		"DBOS startWorkflow" "$(dbos_get dbos wait 1 p50_ms)" none -
+	record "vs DBOS $ver: resolve call, p50" 1 "$(dbos_get ours resolve 1 p50_ms)" ms \
+		"DBOS send" "$(dbos_get dbos resolve 1 p50_ms)" none -
+	record "vs DBOS $ver: resolve to resumed completion, p50" 1 "$(dbos_get ours done 1 p50_ms)" ms \
+		"DBOS send to workflow done" "$(dbos_get dbos done 1 p50_ms)" none -
+	record "vs DBOS $ver: latency to the waiting side, p50" 1 "$(dbos_get ours to_waiter 1 p50_ms)" ms \
+		"DBOS send to recv returned" "$(dbos_get dbos to_waiter 1 p50_ms)" none -
+	record "vs DBOS $ver: latency to the waiting side, p99" 1 "$(dbos_get ours to_waiter 1 p99_ms)" ms \
+		"DBOS send to recv returned" "$(dbos_get dbos to_waiter 1 p99_ms)" none -
+	record "resolve to the LISTEN notification, p50 (in the waiting side above)" 1 "$(dbos_get ours to_notification 1 p50_ms)" ms NULL NULL none -
+	record "vs DBOS $ver: two-resolver race, answers accepted per wait" 2 "$(dbos_get ours race 2 accepted_per_wait)" "per wait" \
+		"DBOS sends accepted per wait" "$(dbos_get dbos race 2 accepted_per_wait)" text "= 1 (the other told 409)"
+	sql -c "UPDATE bench.results SET met = CASE WHEN $(dbos_get ours race 2 accepted_per_wait) = 1 AND $(dbos_get ours race 2 refused_per_wait) = 1 THEN 'yes' ELSE 'no' END
+	         WHERE figure = 'vs DBOS $ver: two-resolver race, answers accepted per wait'"
+	record "vs DBOS $ver: two-resolver race, answers left unread per wait" 2 "$(dbos_get ours race 2 unread_per_wait)" "per wait" \
+		"DBOS messages left unread per wait" "$(dbos_get dbos race 2 unread_per_wait)" none -
+	record "vs DBOS $ver: two-resolver race, attempts/s" 2 "$(dbos_get ours race 2 rate)" "attempts/s" \
+		"DBOS sends/s" "$(dbos_get dbos race 2 rate)" none -
+}
+
+# ---------------------------------------------------------------- report
+report() {
+	sql -c "\\copy (SELECT * FROM bench.results) TO '$out/results.csv' CSV HEADER"
+	{
+		echo "## machine"
+		echo "cpu: $(lscpu | sed -n 's/^Model name: *//p') ($(nproc) cores)"
+		echo "memory: $(free -g | awk '/^Mem:/ { print $2 }') GiB"
+		echo "kernel: $(uname -r)"
+		echo "postgres: $(sql -c 'SHOW server_version')"
+		echo "settings: fsync=$(sql -c 'SHOW fsync'), synchronous_commit=$(sql -c 'SHOW synchronous_commit'), shared_buffers=$(sql -c 'SHOW shared_buffers'), wal_level=$(sql -c 'SHOW wal_level')"
+		echo "mode: $mode (pgbench -N for $DUR s per client count, median of $REPS)"
+		echo "date: $(date -u +%Y-%m-%dT%H:%MZ)"
+	} >"$out/machine.txt"
+	cat "$out/machine.txt"
+	echo
+	psql -X -q -P pager=off -c "SELECT figure, clients, round(value, 2) AS value, unit, baseline,
+	                                   round(baseline_value, 2) AS baseline_value, ratio, target, met,
+	                                   wal_per_txn || ' / ' || baseline_wal_per_txn AS \"WAL B/txn (vs baseline)\"
+	                              FROM bench.results"
+}
+
 say "setup: pgbench tables (scale $SCALE), the extension, the PL/pgSQL alternative"
 pgbench -q -i -s "$SCALE" >/dev/null 2>&1
 sql -c "DROP SCHEMA IF EXISTS bench CASCADE" -c "DROP SCHEMA IF EXISTS plbench CASCADE" 2>/dev/null
@@ -89,6 +177,11 @@ sql -f "$here/sql/setup.sql" -f "$here/sql/plpgsql_resolve.sql" -f "$here/sql/pl
 fresh
 tag=0
 next_tag() { tag=$((tag + 1)); }
+if [ "$only" = dbos ]; then
+	dbos_section
+	report
+	exit 0
+fi
 
 # ---------------------------------------------------------------- throughput
 # each round: pgbench -N, the extension, the PL/pgSQL alternative, and the
@@ -278,21 +371,7 @@ record "inbox page p50 (50 rows), $INBOX_BIG pending" 1 "$p50b" ms "p50 with $IN
 record "inbox page CPU (50 rows), $INBOX_BIG pending" 1 "$cpub" "ms CPU" "CPU with $INBOX_SMALL pending" "$cpus" max 2
 record "inbox page buffers (50 rows), $INBOX_BIG pending" 1 "$bufb" buffers "buffers with $INBOX_SMALL pending" "$bufs" none -
 
-# ---------------------------------------------------------------- report
-sql -c "\\copy (SELECT * FROM bench.results) TO '$out/results.csv' CSV HEADER"
-{
-	echo "## machine"
-	echo "cpu: $(lscpu | sed -n 's/^Model name: *//p') ($(nproc) cores)"
-	echo "memory: $(free -g | awk '/^Mem:/ { print $2 }') GiB"
-	echo "kernel: $(uname -r)"
-	echo "postgres: $(sql -c 'SHOW server_version')"
-	echo "settings: fsync=$(sql -c 'SHOW fsync'), synchronous_commit=$(sql -c 'SHOW synchronous_commit'), shared_buffers=$(sql -c 'SHOW shared_buffers'), wal_level=$(sql -c 'SHOW wal_level')"
-	echo "mode: $mode (pgbench -N for $DUR s per client count, median of $REPS)"
-	echo "date: $(date -u +%Y-%m-%dT%H:%MZ)"
-} >"$out/machine.txt"
-cat "$out/machine.txt"
-echo
-psql -X -q -P pager=off -c "SELECT figure, clients, round(value, 2) AS value, unit, baseline,
-                                   round(baseline_value, 2) AS baseline_value, ratio, target, met,
-                                   wal_per_txn || ' / ' || baseline_wal_per_txn AS \"WAL B/txn (vs baseline)\"
-                              FROM bench.results"
+# ---------------------------------------------------------------- DBOS Transact
+dbos_section
+
+report
