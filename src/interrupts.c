@@ -348,6 +348,8 @@ ow_suspend(OwRun *run, const char *node_id, OwExec *ex, int32 ordinal, Jsonb *re
 	if (!suspend_direct(args) && ow_exec(&suspend_exec, args, NULL, false, 0) != 1)
 		elog(ERROR, "could not suspend execution of node \"%s\"", node_id);
 
+	ow_open_interrupt(run, stored_id, node_id, ex->visit, kind, payload, req_seq, nulls[11] != 'n',
+					  nulls[11] != 'n' ? DatumGetTimestampTz(args[11]) : 0);
 	run->status = (char *) ow_waiting_status(kind);
 	run->current_node_id = (char *) node_id;
 	ow_save_run(run);

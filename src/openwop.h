@@ -9,7 +9,7 @@
  *	  1. helpers     errors, json, limits, token_format (token_format.h),
  *	                 ids, jsonschema, members, kinds
  *	  2. plumbing    spi, rowstore, caller, worker, wakeup, notify
- *	  3. store       eventlog
+ *	  3. store       eventlog, open_interrupts
  *	  4. domain      runs, interrupts, approvals, idempotency, outcomes,
  *	                 deadlines
  *	  5. entry points readers, flowdrop, inbox, resolve, keyring, tokens,
@@ -274,6 +274,7 @@ typedef enum OwTableId
 	OW_INTERRUPTS,
 	OW_NODE_EXECUTIONS,
 	OW_GROUP_MEMBERS,
+	OW_OPEN_INTERRUPTS,
 	OW_TABLE_COUNT
 } OwTableId;
 
@@ -283,7 +284,8 @@ typedef enum OwIndexId
 {
 	OW_RUNS_PKEY,				/* (tenant, run_id) */
 	OW_INTERRUPTS_PKEY,			/* (tenant, interrupt_id) */
-	OW_INTERRUPTS_PENDING,		/* (tenant, run_id, node_id) WHERE status = 'pending' */
+	OW_OPEN_PKEY,				/* open_interrupts (tenant, interrupt_id) */
+	OW_OPEN_PENDING,			/* open_interrupts (tenant, run_id, node_id) WHERE status = 'pending' */
 	OW_NODE_EXECUTIONS_PKEY,	/* (tenant, run_id, node_id, visit) */
 	OW_GROUP_MEMBERS_PKEY,		/* (tenant, principal, group_ref) */
 	OW_INDEX_COUNT
@@ -304,6 +306,8 @@ typedef enum OwColumn
 	EXEC_TENANT, EXEC_RUN_ID, EXEC_NODE_ID, EXEC_VISIT, EXEC_TYPE_ID, EXEC_STATUS, EXEC_ATTEMPT,
 	EXEC_OUTPUTS, EXEC_ERROR, EXEC_INTERRUPT_ID, EXEC_ENDED_SEQUENCE, EXEC_STARTED_AT, EXEC_ENDED_AT,
 	GM_TENANT, GM_PRINCIPAL, GM_GROUP_REF,
+	OPEN_TENANT, OPEN_INTERRUPT_ID, OPEN_RUN_ID, OPEN_NODE_ID, OPEN_VISIT, OPEN_KIND, OPEN_PAYLOAD,
+	OPEN_STATUS, OPEN_REQUESTED_SEQUENCE, OPEN_CREATED_AT, OPEN_EXPIRES_AT,
 	OW_COLUMN_COUNT
 } OwColumn;
 
@@ -316,6 +320,7 @@ typedef struct OwDirect
 	TupleTableSlot *newslot[OW_TABLE_COUNT];	/* rows written */
 	struct EState *estate;
 	Snapshot	snapshot;
+	bool		triggers;		/* a written table has a trigger of ours */
 } OwDirect;
 
 typedef struct OwScan
@@ -327,6 +332,8 @@ typedef struct OwScan
 } OwScan;
 
 extern bool ow_direct_begin(OwDirect *d, uint32 reads, uint32 inserts, uint32 updates);
+extern bool ow_direct_begin_delete(OwDirect *d, uint32 reads, uint32 inserts, uint32 updates,
+								   uint32 deletes);
 extern void ow_direct_end(OwDirect *d);
 extern void ow_scan_begin(OwDirect *d, OwScan *s, OwIndexId idx, int nkeys, const Datum *keys);
 extern void ow_scan_begin_dir(OwDirect *d, OwScan *s, OwIndexId idx, int nkeys, const Datum *keys,
@@ -345,6 +352,8 @@ extern void ow_set(TupleTableSlot *row, OwColumn c, Datum value, bool isnull);
 extern void ow_set_text(TupleTableSlot *row, OwColumn c, const char *s);
 extern void ow_insert(OwDirect *d, OwTableId t, TupleTableSlot *row);
 extern void ow_update(OwDirect *d, OwTableId t, TupleTableSlot *old, TupleTableSlot *row);
+extern void ow_delete(OwDirect *d, OwTableId t, TupleTableSlot *old);
+extern bool ow_open_interrupts_table(void);
 extern bool ow_direct_insert(OwTableId t, int n, const OwColumn *cols, const Datum *values,
 							 const bool *nulls, ItemPointer tid);
 extern bool ow_direct_update(OwTableId t, OwIndexId idx, const Datum *keys, int n,
@@ -514,6 +523,17 @@ extern void ow_save_run(OwRun *run);
 extern int64 ow_duration_ms(OwRun *run);
 extern Jsonb *ow_event_payload(const char *type, Jsonb *payload, const char *tenant);
 
+/*
+ * open_interrupts.c: openwop.open_interrupts (0.6.0 on), the interrupts
+ * still open, kept in step with openwop.interrupts.
+ */
+extern void ow_open_interrupt(OwRun *run, const char *interrupt_id, const char *node_id,
+							  int32 visit, const char *kind, Jsonb *payload, int64 requested_seq,
+							  bool has_deadline, TimestampTz expires_at);
+extern void ow_close_interrupt(const char *tenant, const char *interrupt_id);
+extern void ow_expire_open_interrupt(const char *tenant, const char *interrupt_id);
+extern void ow_close_run_interrupts(OwRun *run);
+
 /* ==========
  * 4. Domain: runs, interrupts, approvals, idempotency, outcomes, deadlines.
  * ==========
@@ -624,6 +644,7 @@ typedef struct OwResolution
 	const char *other_kind;		/* the run's other pending interrupt, if any */
 	const char *other_node;
 	ItemPointerData tid;		/* the interrupt's row version read under the lock, if known */
+	ItemPointerData open_tid;	/* its row in openwop.open_interrupts, if known */
 } OwResolution;
 
 extern int64 ow_record_resolution(OwRun *run, OwResolution *r);
@@ -680,6 +701,7 @@ typedef struct OwPending
 	List	   *groups;			/* the answering subject's groups in the tenant */
 	bool		groups_read;	/* groups holds them (else eligibility looks up those it asks about) */
 	ItemPointerData tid;		/* the row version read, when read directly */
+	ItemPointerData open_tid;	/* its row in openwop.open_interrupts, when read directly */
 } OwPending;
 
 extern Jsonb *ow_resolve_locked(OwRun *run, OwPending *p, Jsonb *value, const OwSubject *who,

@@ -61,16 +61,18 @@ fail_closed(OwRun *run, const char *node_id, const char *code, const char *messa
 static void
 held_by(OwRun *run, char **kind, char **node_id)
 {
-	static OwQuery q = {"SELECT kind, node_id FROM openwop.interrupts"
-		" WHERE tenant OPERATOR(pg_catalog.=) $1"
-		"   AND run_id OPERATOR(pg_catalog.=) $2"
-		"   AND status OPERATOR(pg_catalog.=) 'pending'"
-		" ORDER BY requested_sequence DESC LIMIT 1",
-	2, {TEXTOID, TEXTOID}, SPI_OK_SELECT};
+#define HELD_BY_SQL(table) "SELECT kind, node_id FROM " table \
+		" WHERE tenant OPERATOR(pg_catalog.=) $1" \
+		"   AND run_id OPERATOR(pg_catalog.=) $2" \
+		"   AND status OPERATOR(pg_catalog.=) 'pending'" \
+		" ORDER BY requested_sequence DESC LIMIT 1"
+	static OwQuery q = {HELD_BY_SQL("openwop.interrupts"), 2, {TEXTOID, TEXTOID}, SPI_OK_SELECT};
+	static OwQuery q_open = {HELD_BY_SQL("openwop.open_interrupts"), 2, {TEXTOID, TEXTOID}, SPI_OK_SELECT};
+#undef HELD_BY_SQL
 
 	*kind = NULL;
 	*node_id = NULL;
-	if (ow_run_exec(&q, run, NULL, false, 1) > 0)
+	if (ow_run_exec(ow_open_interrupts_table() ? &q_open : &q, run, NULL, false, 1) > 0)
 	{
 		*kind = ow_col_text(0, 1);
 		*node_id = ow_col_text(0, 2);
@@ -166,6 +168,7 @@ claim_sql(OwRun *run, OwResolution *r, int64 seq, Jsonb *resolved_by)
 	nulls[9] = r->reason ? ' ' : 'n';
 	if (ow_exec(&claim, args, nulls, false, 0) != 1)
 		elog(ERROR, "interrupt \"%s\" is no longer pending", r->interrupt_id);
+	ow_close_interrupt(run->tenant, r->interrupt_id);
 	args[3] = Int32GetDatum(r->visit);
 	(void) ow_exec(&resume, args, NULL, false, 0);
 }
@@ -187,13 +190,14 @@ claim_direct(OwRun *run, OwResolution *r, int64 seq, Jsonb *resolved_by)
 	bool		claimed = false;
 	uint32		tables = OW_TABLE_BIT(OW_INTERRUPTS) | OW_TABLE_BIT(OW_NODE_EXECUTIONS);
 
-	if (!ow_direct_begin(&d, tables, 0, tables))
+	if (!ow_direct_begin_delete(&d, tables | OW_TABLE_BIT(OW_OPEN_INTERRUPTS), 0, tables,
+								OW_TABLE_BIT(OW_OPEN_INTERRUPTS)))
 		return false;
 	/* the version read under the run lock, unless something changed it since */
 	keys[0] = CStringGetTextDatum(run->tenant);
+	keys[1] = CStringGetTextDatum(r->interrupt_id);
 	if (!ow_fetch_tid(&d, OW_INTERRUPTS, &r->tid, &old))
 	{
-		keys[1] = CStringGetTextDatum(r->interrupt_id);
 		ow_scan_begin(&d, &s, OW_INTERRUPTS_PKEY, 2, keys);
 		old = ow_scan_next(&s) ? s.slot : NULL;
 		ow_scan_end(&s);
@@ -217,6 +221,17 @@ claim_direct(OwRun *run, OwResolution *r, int64 seq, Jsonb *resolved_by)
 	}
 	if (!claimed)
 		elog(ERROR, "interrupt \"%s\" is no longer pending", r->interrupt_id);
+
+	/* it is no longer open */
+	if (!ow_fetch_tid(&d, OW_OPEN_INTERRUPTS, &r->open_tid, &old))
+	{
+		ow_scan_begin(&d, &s, OW_OPEN_PKEY, 2, keys);
+		old = ow_scan_next(&s) ? s.slot : NULL;
+		ow_scan_end(&s);
+	}
+	if (old == NULL || !ow_get_text_is(old, OPEN_INTERRUPT_ID, r->interrupt_id))
+		elog(ERROR, "interrupt \"%s\" is not open", r->interrupt_id);
+	ow_delete(&d, OW_OPEN_INTERRUPTS, old);
 
 	keys[1] = CStringGetTextDatum(run->run_id);
 	keys[2] = CStringGetTextDatum(r->node_id);

@@ -31,7 +31,8 @@ PG_FUNCTION_INFO_V1(ow_resolve_interrupt);
 
 /*
  * The pending interrupt of a locked run, named by node (find_pending) or by
- * id (ow_find_pending_by_id), read with what the resolve needs next under
+ * id (ow_find_pending_by_id), on a schema older than 0.6.0 (no
+ * openwop.open_interrupts), read with what the resolve needs next under
  * the same lock: the run's other pending interrupt, latest raised first
  * (it holds the run once this one settles), and the groups the answering
  * principal belongs to in the tenant (eligibility).  One statement, so the
@@ -57,6 +58,31 @@ PG_FUNCTION_INFO_V1(ow_resolve_interrupt);
 	"   AND i.run_id OPERATOR(pg_catalog.=) $2" \
 	"   AND " match " OPERATOR(pg_catalog.=) $3" \
 	"   AND i.status OPERATOR(pg_catalog.=) 'pending'"
+
+/*
+ * The same on a schema with openwop.open_interrupts (0.6.0 on), which holds
+ * all of it.
+ */
+#define PENDING_OPEN_SQL(match) \
+	"SELECT w.interrupt_id, w.node_id, w.kind, w.payload, w.visit," \
+	"       COALESCE(w.expires_at OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp(), false)," \
+	"       o.kind, o.node_id," \
+	"       ARRAY(SELECT g.group_ref FROM openwop.group_members g" \
+	"              WHERE g.tenant OPERATOR(pg_catalog.=) w.tenant" \
+	"                AND g.principal OPERATOR(pg_catalog.=) ANY ($4)" \
+	"              GROUP BY g.group_ref ORDER BY g.group_ref)," \
+	"       w.expires_at" \
+	"  FROM openwop.open_interrupts w" \
+	"  LEFT JOIN LATERAL (SELECT x.kind, x.node_id FROM openwop.open_interrupts x" \
+	"                      WHERE x.tenant OPERATOR(pg_catalog.=) w.tenant" \
+	"                        AND x.run_id OPERATOR(pg_catalog.=) w.run_id" \
+	"                        AND x.status OPERATOR(pg_catalog.=) 'pending'" \
+	"                        AND x.interrupt_id OPERATOR(pg_catalog.<>) w.interrupt_id" \
+	"                      ORDER BY x.requested_sequence DESC LIMIT 1) o ON true" \
+	" WHERE w.tenant OPERATOR(pg_catalog.=) $1" \
+	"   AND w.run_id OPERATOR(pg_catalog.=) $2" \
+	"   AND " match " OPERATOR(pg_catalog.=) $3" \
+	"   AND w.status OPERATOR(pg_catalog.=) 'pending'"
 
 #define PENDING_TYPES {TEXTOID, TEXTOID, TEXTOID, TEXTARRAYOID}
 
@@ -86,6 +112,7 @@ read_pending(OwQuery *q, OwRun *run, const char *match, const OwSubject *who, Ow
 	p->groups = NIL;
 	p->groups_read = true;
 	ItemPointerSetInvalid(&p->tid);
+	ItemPointerSetInvalid(&p->open_tid);
 	groups = ow_col_datum(0, 9, &isnull);
 	if (!isnull)
 	{
@@ -101,30 +128,30 @@ read_pending(OwQuery *q, OwRun *run, const char *match, const OwSubject *who, Ow
 	return true;
 }
 
-/* Interrupt row r as the pending interrupt p (what read_pending reads). */
+/* Open row r as the pending interrupt p (what read_pending reads). */
 static void
 pending_of(TupleTableSlot *r, OwPending *p)
 {
 	bool		isnull;
 	Datum		expires;
 
-	p->interrupt_id = ow_get_text(r, INT_INTERRUPT_ID);
-	p->node_id = ow_get_text(r, INT_NODE_ID);
-	p->kind = ow_get_text(r, INT_KIND);
-	p->payload = ow_get_jsonb(r, INT_PAYLOAD);
-	p->visit = DatumGetInt32(ow_get(r, INT_VISIT, &isnull));
-	expires = ow_get(r, INT_EXPIRES_AT, &isnull);
+	p->interrupt_id = ow_get_text(r, OPEN_INTERRUPT_ID);
+	p->node_id = ow_get_text(r, OPEN_NODE_ID);
+	p->kind = ow_get_text(r, OPEN_KIND);
+	p->payload = ow_get_jsonb(r, OPEN_PAYLOAD);
+	p->visit = DatumGetInt32(ow_get(r, OPEN_VISIT, &isnull));
+	expires = ow_get(r, OPEN_EXPIRES_AT, &isnull);
 	p->has_deadline = !isnull;
 	p->expires_at = isnull ? 0 : DatumGetTimestampTz(expires);
 	p->overdue = p->has_deadline && p->expires_at <= GetCurrentTimestamp();
-	p->tid = r->tts_tid;
+	p->open_tid = r->tts_tid;
 }
 
 /*
  * read_pending without a statement (rowstore.c), matching the interrupt by
  * node (by_id false) or by id: false when the statement must run instead;
  * else *found says whether the interrupt is pending.  One walk over the
- * run's pending interrupts finds it and the latest raised other one.  The
+ * run's open interrupts finds it and the latest raised other one.  The
  * subject's groups are left to eligibility, which reads only those a gate
  * asks about.
  */
@@ -137,34 +164,35 @@ read_pending_direct(OwRun *run, bool by_id, const char *match, OwPending *p, boo
 	bool		isnull;
 	int64		latest = -1;
 
-	if (!ow_direct_begin(&d, OW_TABLE_BIT(OW_INTERRUPTS), 0, 0))
+	if (!ow_direct_begin(&d, OW_TABLE_BIT(OW_OPEN_INTERRUPTS), 0, 0))
 		return false;
 	*found = false;
 	p->other_kind = NULL;
 	p->other_node = NULL;
 	p->groups = NIL;
 	p->groups_read = false;
+	ItemPointerSetInvalid(&p->tid);
 	keys[0] = CStringGetTextDatum(run->tenant);
 	keys[1] = CStringGetTextDatum(run->run_id);
-	ow_scan_begin(&d, &s, OW_INTERRUPTS_PENDING, 2, keys);
+	ow_scan_begin(&d, &s, OW_OPEN_PENDING, 2, keys);
 	while (ow_scan_next(&s))
 	{
 		int64		seq;
 
-		if (!ow_get_text_is(s.slot, INT_STATUS, "pending"))
+		if (!ow_get_text_is(s.slot, OPEN_STATUS, "pending"))
 			continue;
-		if (!*found && ow_get_text_is(s.slot, by_id ? INT_INTERRUPT_ID : INT_NODE_ID, match))
+		if (!*found && ow_get_text_is(s.slot, by_id ? OPEN_INTERRUPT_ID : OPEN_NODE_ID, match))
 		{
 			pending_of(s.slot, p);
 			*found = true;
 			continue;
 		}
-		seq = DatumGetInt64(ow_get(s.slot, INT_REQUESTED_SEQUENCE, &isnull));
+		seq = DatumGetInt64(ow_get(s.slot, OPEN_REQUESTED_SEQUENCE, &isnull));
 		if (seq > latest)
 		{
 			latest = seq;
-			p->other_kind = ow_get_text(s.slot, INT_KIND);
-			p->other_node = ow_get_text(s.slot, INT_NODE_ID);
+			p->other_kind = ow_get_text(s.slot, OPEN_KIND);
+			p->other_node = ow_get_text(s.slot, OPEN_NODE_ID);
 		}
 	}
 	ow_scan_end(&s);
@@ -177,12 +205,12 @@ static bool
 find_pending(OwRun *run, const char *node_id, const OwSubject *who, OwPending *p)
 {
 	static OwQuery q = {PENDING_SQL("i.node_id"), 4, PENDING_TYPES, SPI_OK_SELECT};
-
+	static OwQuery q_open = {PENDING_OPEN_SQL("w.node_id"), 4, PENDING_TYPES, SPI_OK_SELECT};
 	bool		found;
 
 	if (read_pending_direct(run, false, node_id, p, &found))
 		return found;
-	return read_pending(&q, run, node_id, who, p);
+	return read_pending(ow_open_interrupts_table() ? &q_open : &q, run, node_id, who, p);
 }
 
 /* Interrupt interrupt_id of the locked run, if it is still pending. */
@@ -190,12 +218,12 @@ bool
 ow_find_pending_by_id(OwRun *run, const char *interrupt_id, const OwSubject *who, OwPending *p)
 {
 	static OwQuery q = {PENDING_SQL("i.interrupt_id"), 4, PENDING_TYPES, SPI_OK_SELECT};
-
+	static OwQuery q_open = {PENDING_OPEN_SQL("w.interrupt_id"), 4, PENDING_TYPES, SPI_OK_SELECT};
 	bool		found;
 
 	if (read_pending_direct(run, true, interrupt_id, p, &found))
 		return found;
-	return read_pending(&q, run, interrupt_id, who, p);
+	return read_pending(ow_open_interrupts_table() ? &q_open : &q, run, interrupt_id, who, p);
 }
 
 /* Did the node ever raise an interrupt in this run? */
@@ -609,6 +637,7 @@ ow_resolve_locked(OwRun *run, OwPending *p, Jsonb *value, const OwSubject *who,
 	r.other_kind = p->other_kind;
 	r.other_node = p->other_node;
 	r.tid = p->tid;
+	r.open_tid = p->open_tid;
 
 	/* who may decide, then what they may say */
 	if (strcmp(p->kind, "approval") == 0)

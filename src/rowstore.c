@@ -25,7 +25,9 @@
  *
  * Relations, indexes and attribute numbers are looked up by name once per
  * backend and forgotten on any relation cache invalidation of them (DROP
- * and CREATE EXTENSION, ALTER TABLE, ANALYZE, ...).
+ * and CREATE EXTENSION, ALTER TABLE, ANALYZE, ...).  A schema older than
+ * the library's (no openwop.open_interrupts until ALTER EXTENSION ...
+ * UPDATE) has no direct path at all: its statements run as they are.
  *
  *-------------------------------------------------------------------------
  */
@@ -40,9 +42,13 @@
 #include "access/xact.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_am.h"
+#include "catalog/pg_trigger.h"
 #include "catalog/pg_type.h"
+#include "commands/trigger.h"
 #include "executor/executor.h"
 #include "nodes/makefuncs.h"
+#include "nodes/value.h"
+#include "parser/parse_func.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
 #include "utils/inval.h"
@@ -56,6 +62,7 @@ static const char *const table_names[OW_TABLE_COUNT] = {
 	[OW_INTERRUPTS] = "interrupts",
 	[OW_NODE_EXECUTIONS] = "node_executions",
 	[OW_GROUP_MEMBERS] = "group_members",
+	[OW_OPEN_INTERRUPTS] = "open_interrupts",
 };
 
 typedef struct OwColumnDef
@@ -129,6 +136,17 @@ static const OwColumnDef columns[OW_COLUMN_COUNT] = {
 	[GM_TENANT] = {OW_GROUP_MEMBERS, "tenant"},
 	[GM_PRINCIPAL] = {OW_GROUP_MEMBERS, "principal"},
 	[GM_GROUP_REF] = {OW_GROUP_MEMBERS, "group_ref"},
+	[OPEN_TENANT] = {OW_OPEN_INTERRUPTS, "tenant"},
+	[OPEN_INTERRUPT_ID] = {OW_OPEN_INTERRUPTS, "interrupt_id"},
+	[OPEN_RUN_ID] = {OW_OPEN_INTERRUPTS, "run_id"},
+	[OPEN_NODE_ID] = {OW_OPEN_INTERRUPTS, "node_id"},
+	[OPEN_VISIT] = {OW_OPEN_INTERRUPTS, "visit"},
+	[OPEN_KIND] = {OW_OPEN_INTERRUPTS, "kind"},
+	[OPEN_PAYLOAD] = {OW_OPEN_INTERRUPTS, "payload"},
+	[OPEN_STATUS] = {OW_OPEN_INTERRUPTS, "status"},
+	[OPEN_REQUESTED_SEQUENCE] = {OW_OPEN_INTERRUPTS, "requested_sequence"},
+	[OPEN_CREATED_AT] = {OW_OPEN_INTERRUPTS, "created_at"},
+	[OPEN_EXPIRES_AT] = {OW_OPEN_INTERRUPTS, "expires_at"},
 };
 
 #define INDEX_MAX_PROBE_KEYS 4
@@ -144,8 +162,9 @@ typedef struct OwIndexDef
 static const OwIndexDef indexes[OW_INDEX_COUNT] = {
 	[OW_RUNS_PKEY] = {OW_RUNS, "runs_pkey", 2, {RUN_TENANT, RUN_RUN_ID}},
 	[OW_INTERRUPTS_PKEY] = {OW_INTERRUPTS, "interrupts_pkey", 2, {INT_TENANT, INT_INTERRUPT_ID}},
-	[OW_INTERRUPTS_PENDING] = {OW_INTERRUPTS, "interrupts_one_pending_per_node", 3,
-	{INT_TENANT, INT_RUN_ID, INT_NODE_ID}},
+	[OW_OPEN_PKEY] = {OW_OPEN_INTERRUPTS, "open_interrupts_pkey", 2, {OPEN_TENANT, OPEN_INTERRUPT_ID}},
+	[OW_OPEN_PENDING] = {OW_OPEN_INTERRUPTS, "interrupts_one_pending_per_node", 3,
+	{OPEN_TENANT, OPEN_RUN_ID, OPEN_NODE_ID}},
 	[OW_NODE_EXECUTIONS_PKEY] = {OW_NODE_EXECUTIONS, "node_executions_pkey", 4,
 	{EXEC_TENANT, EXEC_RUN_ID, EXEC_NODE_ID, EXEC_VISIT}},
 	[OW_GROUP_MEMBERS_PKEY] = {OW_GROUP_MEMBERS, "group_members_pkey", 3,
@@ -162,6 +181,7 @@ static struct
 	Oid			indexids[OW_INDEX_COUNT];
 	RegProcedure eqprocs[OW_INDEX_COUNT][INDEX_MAX_PROBE_KEYS];
 	Oid			collations[OW_INDEX_COUNT][INDEX_MAX_PROBE_KEYS];
+	Oid			keep_open;		/* openwop.interrupts_keep_open() */
 } cache;
 
 static void
@@ -261,15 +281,46 @@ fill_cache(void)
 		if (!usable)
 			return false;
 	}
+	{
+		List	   *name = list_make2(makeString("openwop"), makeString("interrupts_keep_open"));
+
+		cache.keep_open = LookupFuncName(name, 0, NULL, true);
+	}
 	cache.valid = true;
 	return true;
 }
 
 /* Can the operation act on rel itself, as its statement would? */
+/*
+ * Does rel have a trigger for a command the operation runs on it?  The
+ * extension's own interrupts_keep_open does not count: it fires only for
+ * changes to columns these operations never change.
+ */
 static bool
-plain(Relation rel, OwTableId t, uint32 inserts, uint32 updates)
+has_trigger(Relation rel, bool inserts, bool updates, bool deletes)
 {
 	TriggerDesc *trig = rel->trigdesc;
+	int			i;
+
+	if (trig == NULL)
+		return false;
+	for (i = 0; i < trig->numtriggers; i++)
+	{
+		Trigger    *tg = &trig->triggers[i];
+
+		if (tg->tgfoid == cache.keep_open)
+			continue;
+		if ((inserts && TRIGGER_FOR_INSERT(tg->tgtype)) ||
+			(updates && TRIGGER_FOR_UPDATE(tg->tgtype)) ||
+			(deletes && TRIGGER_FOR_DELETE(tg->tgtype)))
+			return true;
+	}
+	return false;
+}
+
+static bool
+plain(Relation rel, OwTableId t, uint32 inserts, uint32 updates, uint32 deletes)
+{
 	TupleDesc	desc = RelationGetDescr(rel);
 
 	if (rel->rd_rel->relkind != RELKIND_RELATION || rel->rd_rules != NULL ||
@@ -277,15 +328,13 @@ plain(Relation rel, OwTableId t, uint32 inserts, uint32 updates)
 		return false;
 	if (desc->constr && desc->constr->has_generated_stored && (inserts | updates) & OW_TABLE_BIT(t))
 		return false;
+	if (has_trigger(rel, inserts & OW_TABLE_BIT(t), updates & OW_TABLE_BIT(t), deletes & OW_TABLE_BIT(t)))
+		return false;
 	if (inserts & OW_TABLE_BIT(t))
 	{
 		int			live = 0;
 		int			i;
 
-		if (trig && (trig->trig_insert_before_row || trig->trig_insert_after_row ||
-					 trig->trig_insert_instead_row || trig->trig_insert_before_statement ||
-					 trig->trig_insert_after_statement || trig->trig_insert_new_table))
-			return false;
 		/* every column is one the insert sets: no default to evaluate */
 		for (i = 0; i < desc->natts; i++)
 			if (!TupleDescAttr(desc, i)->attisdropped)
@@ -293,12 +342,6 @@ plain(Relation rel, OwTableId t, uint32 inserts, uint32 updates)
 		if (live != cache.known[t])
 			return false;
 	}
-	if (updates & OW_TABLE_BIT(t) && trig &&
-		(trig->trig_update_before_row || trig->trig_update_after_row ||
-		 trig->trig_update_instead_row || trig->trig_update_before_statement ||
-		 trig->trig_update_after_statement || trig->trig_update_old_table ||
-		 trig->trig_update_new_table))
-		return false;
 	return true;
 }
 
@@ -310,8 +353,15 @@ plain(Relation rel, OwTableId t, uint32 inserts, uint32 updates)
 bool
 ow_direct_begin(OwDirect *d, uint32 reads, uint32 inserts, uint32 updates)
 {
-	uint32		all = reads | inserts | updates;
-	uint32		writes = inserts | updates;
+	return ow_direct_begin_delete(d, reads, inserts, updates, 0);
+}
+
+/* The same for an operation that also deletes from the tables deletes. */
+bool
+ow_direct_begin_delete(OwDirect *d, uint32 reads, uint32 inserts, uint32 updates, uint32 deletes)
+{
+	uint32		all = reads | inserts | updates | deletes;
+	uint32		writes = inserts | updates | deletes;
 	List	   *rtable = NIL;
 	int			i;
 
@@ -324,7 +374,7 @@ ow_direct_begin(OwDirect *d, uint32 reads, uint32 inserts, uint32 updates)
 			continue;
 		d->rel[i] = table_open(cache.relids[i],
 							   (writes & OW_TABLE_BIT(i)) ? RowExclusiveLock : AccessShareLock);
-		if (!plain(d->rel[i], i, inserts, updates))
+		if (!plain(d->rel[i], i, inserts, updates, deletes))
 		{
 			for (; i >= 0; i--)
 				if (d->rel[i])
@@ -363,6 +413,12 @@ ow_direct_begin(OwDirect *d, uint32 reads, uint32 inserts, uint32 updates)
 		ExecInitRangeTable(d->estate, rtable);
 		d->estate->es_snapshot = d->snapshot;
 		d->estate->es_output_cid = GetCurrentCommandId(true);
+		/* a trigger that may stay (interrupts_keep_open) is checked in a query of our own */
+		for (i = 0; i < OW_TABLE_COUNT; i++)
+			if ((writes & OW_TABLE_BIT(i)) && d->rel[i]->trigdesc)
+				d->triggers = true;
+		if (d->triggers)
+			AfterTriggerBeginQuery();
 	}
 	return true;
 }
@@ -382,6 +438,8 @@ ow_direct_end(OwDirect *d)
 	}
 	if (d->estate)
 	{
+		if (d->triggers)
+			AfterTriggerEndQuery(d->estate);
 		ExecResetTupleTable(d->estate->es_tupleTable, false);
 		FreeExecutorState(d->estate);
 	}
@@ -596,6 +654,29 @@ ow_insert(OwDirect *d, OwTableId t, TupleTableSlot *row)
 {
 	ExecStoreVirtualTuple(row);
 	ExecSimpleRelationInsert(d->rri[t], d->estate, row);
+}
+
+/* Delete old, a row of t read by this operation. */
+void
+ow_delete(OwDirect *d, OwTableId t, TupleTableSlot *old)
+{
+	ExecSimpleRelationDelete(d->rri[t], d->estate, NULL, old);
+}
+
+/*
+ * Does the schema have openwop.open_interrupts (0.6.0 and later)?  The
+ * statements of the open interrupts run only then; an older schema, not
+ * yet updated, keeps them in openwop.interrupts alone.
+ */
+bool
+ow_open_interrupts_table(void)
+{
+	Oid			nsp;
+
+	if (cache.valid)
+		return true;			/* the cache is filled only on a schema that has it */
+	nsp = get_namespace_oid("openwop", true);
+	return OidIsValid(nsp) && OidIsValid(get_relname_relid("open_interrupts", nsp));
 }
 
 /* Replace old, a row of t read by this operation, with row. */

@@ -1246,6 +1246,19 @@ cancel_open_executions(OwRun *run, const char *reason)
 		"   AND status OPERATOR(pg_catalog.=) 'pending'",
 		2, {TEXTOID, TEXTOID}, SPI_OK_UPDATE
 	};
+	/* 0.6.0 on: the run's pending interrupts are found among the open ones */
+	static OwQuery cancel_open = {
+		"UPDATE openwop.interrupts i"
+		"   SET status = 'cancelled', resolved_at = pg_catalog.now()"
+		"  FROM openwop.open_interrupts o"
+		" WHERE o.tenant OPERATOR(pg_catalog.=) $1"
+		"   AND o.run_id OPERATOR(pg_catalog.=) $2"
+		"   AND o.status OPERATOR(pg_catalog.=) 'pending'"
+		"   AND i.tenant OPERATOR(pg_catalog.=) o.tenant"
+		"   AND i.interrupt_id OPERATOR(pg_catalog.=) o.interrupt_id"
+		"   AND i.status OPERATOR(pg_catalog.=) 'pending'",
+		2, {TEXTOID, TEXTOID}, SPI_OK_UPDATE
+	};
 	static OwQuery cancel_execs = {
 		"WITH c AS ("
 		"  UPDATE openwop.node_executions"
@@ -1262,7 +1275,8 @@ cancel_open_executions(OwRun *run, const char *reason)
 	uint64		i;
 	char	  **nodes;
 
-	ow_run_exec(&cancel_interrupts, run, NULL, false, 0);
+	ow_run_exec(ow_open_interrupts_table() ? &cancel_open : &cancel_interrupts, run, NULL, false, 0);
+	ow_close_run_interrupts(run);
 	n = ow_run_exec(&cancel_execs, run, NULL, false, 0);
 
 	/* copy out: ow_append runs SPI again and replaces SPI_tuptable */

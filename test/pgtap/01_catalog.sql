@@ -100,7 +100,8 @@ SELECT is((SELECT array_agg(tgname::text || ':' || tgenabled::text ORDER BY tgna
 SELECT set_eq($$
   SELECT unnest(extconfig)::regclass::text FROM pg_extension WHERE extname = 'openwop_interrupt'
 $$, ARRAY['openwop.runs', 'openwop.node_executions', 'openwop.events',
-        'openwop.interrupts', 'openwop.idempotency_keys', 'openwop.votes', 'openwop.group_members'],
+        'openwop.interrupts', 'openwop.idempotency_keys', 'openwop.votes', 'openwop.group_members',
+        'openwop.open_interrupts'],
   'every table holding user data is registered with pg_extension_config_dump');
 
 -- the extension is not relocatable and not trusted

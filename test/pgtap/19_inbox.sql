@@ -411,14 +411,16 @@ BEGIN
 END $$;
 \set page 'SELECT * FROM openwop.pending_interrupts ORDER BY requested_at LIMIT 50'
 SELECT is(jsonb_path_query_first(pg_temp.page_plan(:'page'),
-                                 'strict $.** ? (@."Relation Name" == "interrupts") ."Index Name"'),
-          '"interrupts_inbox"', 'page_uses_the_inbox_index: the page reads openwop.interrupts through interrupts_inbox');
-SELECT is(jsonb_path_exists(pg_temp.page_plan(:'page'), 'strict $.** ? (@."Node Type" == "Seq Scan" && @."Relation Name" == "interrupts")'),
-          false, 'page_never_scans_interrupts: no sequential scan of openwop.interrupts');
-SELECT is(jsonb_path_exists(pg_temp.page_plan(:'page'), 'strict $.** ? (@."Node Type" == "Sort") .** ? (@."Relation Name" == "interrupts")'),
+                                 'strict $.** ? (@."Relation Name" == "open_interrupts") ."Index Name"'),
+          '"interrupts_inbox"', 'page_uses_the_inbox_index: the page reads openwop.open_interrupts through interrupts_inbox');
+SELECT is(jsonb_path_exists(pg_temp.page_plan(:'page'), 'strict $.** ? (@."Relation Name" == "interrupts")'),
+          false, '... and nothing else: the open row carries the request, openwop.interrupts is not read');
+SELECT is(jsonb_path_exists(pg_temp.page_plan(:'page'), 'strict $.** ? (@."Node Type" == "Seq Scan" && (@."Relation Name" == "interrupts" || @."Relation Name" == "open_interrupts"))'),
+          false, 'page_never_scans_interrupts: no sequential scan of openwop.interrupts or openwop.open_interrupts');
+SELECT is(jsonb_path_exists(pg_temp.page_plan(:'page'), 'strict $.** ? (@."Node Type" == "Sort") .** ? (@."Relation Name" == "interrupts" || @."Relation Name" == "open_interrupts")'),
           false, 'page_never_sorts_the_inbox: the index gives the order, nothing sorts the interrupts');
-SELECT is(jsonb_path_query_first(pg_temp.page_plan(:'page'), 'strict $.** ? (@."Index Name" == "interrupts_inbox") ."Index Cond"'),
-          '"(tenant = openwop.inbox_tenant())"', 'page_reads_one_tenant: the caller''s tenant is the index key');
+SELECT ok(jsonb_path_query_first(pg_temp.page_plan(:'page'), 'strict $.** ? (@."Index Name" == "interrupts_inbox") ."Index Cond"') #>> '{}'
+            ~ '^\(tenant = \(?openwop\.inbox_tenant\(\)\)?(::text)?\)$', 'page_reads_one_tenant: the caller''s tenant is the index key');
 SELECT is(jsonb_path_query_first(pg_temp.page_plan(:'page', true), 'strict $.** ? (@."Index Name" == "interrupts_inbox") ."Actual Rows"'),
           '50', 'page_stops_at_its_end: of the 120 pending interrupts of the tenant, the scan reads the 50 it returns');
 SELECT is(jsonb_path_query_array(pg_temp.page_plan(:'page', true), 'strict $.** ? (@."Node Type" == "Aggregate" || @."Node Type" == "Limit") ."Actual Loops"'),

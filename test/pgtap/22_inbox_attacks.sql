@@ -224,18 +224,23 @@ SELECT is(pg_temp.as_login('tap_atk_mallory', 'acme', 'SELECT coalesce(jsonb_agg
  * EXPLAIN as an oracle
  * ------------------------------------------------------------------ */
 
+-- the rows the plan's filters removed: of the tables, and of the interrupts joined to the open ones
 CREATE FUNCTION pg_temp.removed(plan jsonb) RETURNS bigint LANGUAGE sql AS $$
   SELECT sum((n ->> 'Rows Removed by Filter')::bigint) FROM jsonb_path_query(plan, 'strict $.**') n
-   WHERE jsonb_typeof(n) = 'object' AND n ->> 'Relation Name' = 'interrupts'
+   WHERE jsonb_typeof(n) = 'object'
+     AND (n ->> 'Relation Name' IN ('interrupts', 'open_interrupts') OR n ->> 'Node Type' = 'Subquery Scan')
 $$;
+-- the page's plan, as on a store of any size (this one is a few rows: a sequential scan would be cheaper)
+SET LOCAL enable_seqscan = off;
 SELECT is(pg_temp.removed(pg_temp.as_mallory('EXPLAIN (ANALYZE, FORMAT JSON) SELECT * FROM openwop.pending_interrupts ORDER BY requested_at LIMIT 50')),
           (SELECT count(*) FROM openwop.interrupts WHERE tenant = 'acme' AND status = 'pending') - 2,
           'EXPLAIN ANALYZE of a page counts only acme''s pending gates mallory may not decide');
+SET LOCAL enable_seqscan = on;
 SET LOCAL enable_indexscan = off;
 SET LOCAL enable_bitmapscan = off;
-SELECT is(pg_temp.removed(pg_temp.as_mallory('EXPLAIN (ANALYZE, FORMAT JSON) SELECT * FROM openwop.pending_interrupts')),
-          (SELECT count(*) FROM openwop.interrupts) - 2,
-          'KNOWN LIMIT (docs/inbox.md): with index scans disabled, the sequential scan''s Rows Removed by Filter counts every tenant''s interrupts');
+SELECT cmp_ok(pg_temp.removed(pg_temp.as_mallory('EXPLAIN (ANALYZE, FORMAT JSON) SELECT * FROM openwop.pending_interrupts')),
+          '>=', (SELECT count(*) FROM openwop.open_interrupts WHERE tenant <> 'acme'),
+          'KNOWN LIMIT (docs/inbox.md): with index scans disabled, the sequential scans'' Rows Removed by Filter count other tenants'' rows');
 RESET enable_indexscan;
 RESET enable_bitmapscan;
 

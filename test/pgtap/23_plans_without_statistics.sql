@@ -12,7 +12,7 @@ SET LOCAL openwop.tenant = 'acme';
 
 -- the store is empty here (every pgTAP file rolls back): analyse it so
 ANALYZE openwop.runs, openwop.node_executions, openwop.interrupts, openwop.events,
-        openwop.votes, openwop.idempotency_keys, openwop.group_members;
+        openwop.votes, openwop.idempotency_keys, openwop.group_members, openwop.open_interrupts;
 
 -- a run through the whole API surface that touches the store
 DO $$ BEGIN
@@ -32,7 +32,8 @@ END $$;
 
 SELECT is((SELECT coalesce(sum(seq_scan), 0)::int FROM pg_stat_xact_user_tables
             WHERE schemaname = 'openwop'
-              AND relname IN ('runs', 'node_executions', 'interrupts', 'events', 'votes', 'idempotency_keys')),
+              AND relname IN ('runs', 'node_executions', 'interrupts', 'events', 'votes', 'idempotency_keys',
+                              'open_interrupts')),
           0, 'plans_without_statistics: on an empty, analysed store no API statement scans a store table sequentially');
 SELECT cmp_ok((SELECT coalesce(sum(idx_scan), 0)::int FROM pg_stat_xact_user_tables
                 WHERE schemaname = 'openwop' AND relname IN ('runs', 'interrupts', 'events')),

@@ -37,8 +37,24 @@ END $$;
 
 -- the plain tables: the direct path
 SELECT pg_temp.gate('acme/direct-plain-000001');
+CREATE TEMP TABLE counts AS
+  SELECT relname, n_tup_upd, n_tup_hot_upd, n_tup_del FROM pg_stat_xact_user_tables
+   WHERE schemaname = 'openwop' AND relname IN ('interrupts', 'open_interrupts');
 SELECT is(openwop.resolve_interrupt('acme/direct-plain-000001', 'gate', '{"action": "accept"}') ->> 'runStatus',
           'running', 'direct_rows: a resolve on the plain tables resumes the run');
+SELECT is((SELECT (x.n_tup_upd - c.n_tup_upd) || '/' || (x.n_tup_hot_upd - c.n_tup_hot_upd)
+             FROM pg_stat_xact_user_tables x JOIN counts c USING (relname)
+            WHERE x.schemaname = 'openwop' AND relname = 'interrupts'), '1/1',
+          'claim_is_hot: the claim is one update of the interrupt row, a HOT one');
+SELECT is((SELECT x.n_tup_del - c.n_tup_del FROM pg_stat_xact_user_tables x JOIN counts c USING (relname)
+            WHERE x.schemaname = 'openwop' AND relname = 'open_interrupts'), 1::bigint,
+          '... and the delete of its row in openwop.open_interrupts');
+SELECT is((SELECT count(*)::int FROM pg_index x JOIN pg_attribute a ON a.attrelid = x.indrelid AND a.attnum = ANY (x.indkey)
+            WHERE x.indrelid = 'openwop.interrupts'::regclass
+              AND (a.attname IN ('status', 'resolved_sequence', 'resume_value', 'decision', 'action', 'reason',
+                                 'resolved_by', 'resolved_at')
+                   OR x.indpred IS NOT NULL OR x.indexprs IS NOT NULL)), 0,
+          'claim_is_hot: no index of openwop.interrupts names a column the claim changes, in its key or a predicate');
 SELECT is(pg_temp.written('acme/direct-plain-000001') -> 'events' -> 4,
           jsonb_build_array(4, 'interrupt.resolved', 'gate',
             (SELECT payload - '{interruptId,key}'::text[] #- '{resumeValue,decidedAt}' FROM openwop.events

@@ -1,0 +1,171 @@
+/*-------------------------------------------------------------------------
+ *
+ * open_interrupts.c
+ *	  The store's list of open interrupts, openwop.open_interrupts: pending
+ *	  ones, and ones a late answer expired whose run is still to be ended.
+ *
+ * The row is written with the interrupt (ow_open_interrupt), marked when a
+ * late answer expires it (ow_expire_open_interrupt) and deleted when it
+ * stops being open (ow_close_interrupt, ow_close_run_interrupts), always
+ * in the transaction that changes openwop.interrupts, under the run lock.
+ * The resolve's own claim deletes the row directly (outcomes.c).  On a
+ * schema older than 0.6.0, not yet updated, there is no such table and
+ * these do nothing: openwop.interrupts alone says what is open there.
+ * A trigger on openwop.interrupts (ow_interrupts_keep_open) carries a DBA's
+ * own changes to the copied columns over.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "openwop.h"
+
+#include "access/htup_details.h"
+#include "catalog/pg_type.h"
+#include "commands/trigger.h"
+#include "utils/builtins.h"
+#include "utils/rel.h"
+
+/* Run q ($1 tenant, $2 interrupt id or run id) when the schema has the table. */
+static uint64
+open_exec(OwQuery *q, const char *tenant, const char *id)
+{
+	Datum		args[2];
+
+	if (!ow_open_interrupts_table())
+		return 0;
+	args[0] = CStringGetTextDatum(tenant);
+	args[1] = CStringGetTextDatum(id);
+	return ow_exec(q, args, NULL, false, 0);
+}
+
+/*
+ * Interrupt interrupt_id, just raised by node_id (visit) of the locked run
+ * with requested_seq, is open: pending, with deadline expires_at when
+ * has_deadline.
+ */
+void
+ow_open_interrupt(OwRun *run, const char *interrupt_id, const char *node_id, int32 visit,
+				  const char *kind, Jsonb *payload, int64 requested_seq, bool has_deadline,
+				  TimestampTz expires_at)
+{
+	static OwQuery insert = {"INSERT INTO openwop.open_interrupts"
+		" (tenant, interrupt_id, run_id, node_id, visit, kind, payload, status, requested_sequence,"
+		"  created_at, expires_at)"
+		" VALUES ($1, $2, $3, $4, $5, $6, $7, 'pending', $8, $9, $10)",
+		10, {TEXTOID, TEXTOID, TEXTOID, TEXTOID, INT4OID, TEXTOID, JSONBOID, INT8OID, TIMESTAMPTZOID,
+	TIMESTAMPTZOID}, SPI_OK_INSERT};
+	static const OwColumn cols[] = {OPEN_TENANT, OPEN_INTERRUPT_ID, OPEN_RUN_ID, OPEN_NODE_ID,
+		OPEN_VISIT, OPEN_KIND, OPEN_PAYLOAD, OPEN_REQUESTED_SEQUENCE, OPEN_CREATED_AT,
+	OPEN_EXPIRES_AT, OPEN_STATUS};
+	Datum		values[11];
+	bool		nulls[11] = {false};
+	char		spi_nulls[10];
+
+	values[0] = CStringGetTextDatum(run->tenant);
+	values[1] = CStringGetTextDatum(interrupt_id);
+	values[2] = CStringGetTextDatum(run->run_id);
+	values[3] = CStringGetTextDatum(node_id);
+	values[4] = Int32GetDatum(visit);
+	values[5] = CStringGetTextDatum(kind);
+	values[6] = JsonbPGetDatum(payload);
+	values[7] = Int64GetDatum(requested_seq);
+	values[8] = TimestampTzGetDatum(GetCurrentTransactionStartTimestamp());
+	values[9] = TimestampTzGetDatum(expires_at);
+	nulls[9] = !has_deadline;
+	values[10] = CStringGetTextDatum("pending");
+	if (ow_direct_insert(OW_OPEN_INTERRUPTS, 11, cols, values, nulls, NULL) ||
+		!ow_open_interrupts_table())
+		return;
+	memset(spi_nulls, ' ', sizeof(spi_nulls));
+	spi_nulls[9] = nulls[9] ? 'n' : ' ';
+	(void) ow_exec(&insert, values, spi_nulls, false, 0);
+}
+
+/* Interrupt interrupt_id is no longer open: resolved, cancelled, or its expiry announced. */
+void
+ow_close_interrupt(const char *tenant, const char *interrupt_id)
+{
+	static OwQuery q = {"DELETE FROM openwop.open_interrupts"
+		" WHERE tenant OPERATOR(pg_catalog.=) $1 AND interrupt_id OPERATOR(pg_catalog.=) $2",
+	2, {TEXTOID, TEXTOID}, SPI_OK_DELETE};
+
+	(void) open_exec(&q, tenant, interrupt_id);
+}
+
+/* A late answer expired pending interrupt interrupt_id: open until its run is ended (INT-18). */
+void
+ow_expire_open_interrupt(const char *tenant, const char *interrupt_id)
+{
+	static OwQuery q = {"UPDATE openwop.open_interrupts SET status = 'expired'"
+		" WHERE tenant OPERATOR(pg_catalog.=) $1 AND interrupt_id OPERATOR(pg_catalog.=) $2",
+	2, {TEXTOID, TEXTOID}, SPI_OK_UPDATE};
+
+	(void) open_exec(&q, tenant, interrupt_id);
+}
+
+/* The locked run ends: its pending interrupts are cancelled and no longer open. */
+void
+ow_close_run_interrupts(OwRun *run)
+{
+	static OwQuery q = {"DELETE FROM openwop.open_interrupts"
+		" WHERE tenant OPERATOR(pg_catalog.=) $1 AND run_id OPERATOR(pg_catalog.=) $2"
+		"   AND status OPERATOR(pg_catalog.=) 'pending'",
+	2, {TEXTOID, TEXTOID}, SPI_OK_DELETE};
+
+	(void) open_exec(&q, run->tenant, run->run_id);
+}
+
+PG_FUNCTION_INFO_V1(ow_interrupts_keep_open);
+
+/*
+ * Trigger on openwop.interrupts, AFTER UPDATE OF the columns copied here
+ * OR DELETE, FOR EACH ROW: a DBA's change to an interrupt row (a deadline
+ * moved, a row removed) reaches its open row, so the two never disagree.
+ * The extension's own writes never change those columns; nothing fires
+ * for them.
+ */
+Datum
+ow_interrupts_keep_open(PG_FUNCTION_ARGS)
+{
+	static OwQuery update = {"UPDATE openwop.open_interrupts"
+		"   SET interrupt_id = $3, run_id = $4, node_id = $5, visit = $6, kind = $7, payload = $8,"
+		"       requested_sequence = $9, created_at = $10, expires_at = $11"
+		" WHERE tenant OPERATOR(pg_catalog.=) $1 AND interrupt_id OPERATOR(pg_catalog.=) $2",
+		11, {TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, INT4OID, TEXTOID, JSONBOID, INT8OID,
+	TIMESTAMPTZOID, TIMESTAMPTZOID}, SPI_OK_UPDATE};
+	TriggerData *trigdata = (TriggerData *) fcinfo->context;
+	TupleDesc	desc;
+	HeapTuple	old;
+	Datum		args[11];
+	char		nulls[11];
+	bool		isnull;
+	int			i;
+	static const char *const columns[] = {"tenant", "interrupt_id", "interrupt_id", "run_id",
+	"node_id", "visit", "kind", "payload", "requested_sequence", "created_at", "expires_at"};
+
+	if (!CALLED_AS_TRIGGER(fcinfo) || !TRIGGER_FIRED_FOR_ROW(trigdata->tg_event) ||
+		!TRIGGER_FIRED_AFTER(trigdata->tg_event))
+		ereport(ERROR,
+				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+				 errmsg("openwop.interrupts_keep_open() must be called as an AFTER ROW trigger")));
+	desc = RelationGetDescr(trigdata->tg_relation);
+	old = trigdata->tg_trigtuple;
+	SPI_connect();
+	if (TRIGGER_FIRED_BY_DELETE(trigdata->tg_event))
+		ow_close_interrupt(TextDatumGetCString(heap_getattr(old, SPI_fnumber(desc, "tenant"), desc, &isnull)),
+						   TextDatumGetCString(heap_getattr(old, SPI_fnumber(desc, "interrupt_id"), desc, &isnull)));
+	else if (ow_open_interrupts_table())
+	{
+		for (i = 0; i < 11; i++)
+		{
+			HeapTuple	t = i < 2 ? old : trigdata->tg_newtuple;
+
+			args[i] = heap_getattr(t, SPI_fnumber(desc, columns[i]), desc, &isnull);
+			nulls[i] = isnull ? 'n' : ' ';
+		}
+		(void) ow_exec(&update, args, nulls, false, 0);
+	}
+	SPI_finish();
+	return PointerGetDatum(NULL);
+}
