@@ -41,5 +41,48 @@ SELECT is(openwop.record_agent_decision('acme/old-schema-run-0003', 'agent', 'pl
 SELECT is(pg_temp.types('acme/old-schema-run-0003'), 'run.started,node.started,agent.decided,interrupt.requested,node.suspended',
           '... once');
 
+-- schema 0.5.0 (the open interrupts still in openwop.interrupts) with the new
+-- library: raise, resolve, cancel, deadlines and the inbox work on it, through
+-- the statements' older forms; the update carries the open interrupts over
+ALTER EXTENSION openwop_interrupt UPDATE TO '0.5.0';
+\ir callers.psql
+CREATE FUNCTION pg_temp.gate(run text, extra jsonb DEFAULT '{}') RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+  PERFORM openwop.create_run('old-schema', jsonb_build_object('runId', run));
+  PERFORM openwop.start_node(run, 'gate');
+  PERFORM openwop.interrupt(run, 'gate', '{"kind": "approval", "data": {"artifactId": "a",
+    "artifactType": "doc", "title": "T", "actions": ["accept", "reject"]}}'::jsonb || extra);
+END $$;
+SELECT is(to_regclass('openwop.open_interrupts'), NULL, 'schema 0.5.0 has no openwop.open_interrupts');
+SELECT pg_temp.gate('acme/old-schema-gate-0001');
+SELECT is(openwop.resolve_interrupt('acme/old-schema-gate-0001', 'gate', '{"action": "accept"}') ->> 'runStatus', 'running',
+          'old_schema_resolves: on schema 0.5.0 a gate is raised and resolved');
+SELECT throws_ok($$SELECT openwop.resolve_interrupt('acme/old-schema-gate-0001', 'gate', '{"action": "reject"}')$$,
+                 'PT409', NULL, '... once: a second resolve is interrupt_already_resolved');
+SELECT pg_temp.gate('acme/old-schema-gate-0002');
+SELECT is(openwop.cancel_run('acme/old-schema-gate-0002') ->> 'status', 'cancelled', 'old_schema_cancels: a run waiting on a gate is cancelled');
+SELECT is((SELECT status FROM openwop.interrupts WHERE run_id = 'acme/old-schema-gate-0002'), 'cancelled', '... and its gate with it');
+SELECT pg_temp.gate('acme/old-schema-gate-0003', '{"timeoutMs": 600000}');
+UPDATE openwop.interrupts SET expires_at = now() - interval '1 second' WHERE run_id = 'acme/old-schema-gate-0003';
+SELECT is(openwop.sweep(10), 1, 'old_schema_sweeps: a passed deadline is applied on schema 0.5.0');
+SELECT is(openwop.run_snapshot('acme/old-schema-gate-0003') ->> 'status', 'failed', '... the approval rejected by timeout');
+SELECT pg_temp.gate('acme/old-schema-gate-0004');
+SELECT pg_temp.gate('acme/old-schema-gate-0005', '{"timeoutMs": 600000}');
+SELECT is((SELECT count(*)::int FROM openwop.pending_interrupts WHERE run_id LIKE 'acme/old-schema-gate-%'), 2,
+          '... and the inbox lists the pending gates');
+
+ALTER EXTENSION openwop_interrupt UPDATE TO '0.6.0';
+SELECT is((SELECT array_agg(run_id || ' ' || status || ' ' || (expires_at IS NOT NULL) ORDER BY run_id) FROM openwop.open_interrupts),
+          '{"acme/old-schema-gate-0004 pending false","acme/old-schema-gate-0005 pending true","acme/old-schema-run-0001 pending false","acme/old-schema-run-0003 pending false"}',
+          'updated_schema_keeps_open_interrupts: the update to 0.6.0 carries the pending interrupts (the gates, the escalations) over to openwop.open_interrupts');
+SELECT is((SELECT count(*)::int FROM openwop.pending_interrupts WHERE run_id LIKE 'acme/old-schema-gate-%'), 2,
+          '... the inbox still lists them');
+SELECT is(openwop.resolve_interrupt('acme/old-schema-gate-0004', 'gate', '{"action": "accept"}') ->> 'runStatus', 'running',
+          '... a gate raised before the update is resolved after it');
+SELECT is((SELECT count(*)::int FROM openwop.open_interrupts WHERE run_id = 'acme/old-schema-gate-0004'), 0,
+          '... and is no longer open');
+UPDATE openwop.interrupts SET expires_at = now() - interval '1 second' WHERE run_id = 'acme/old-schema-gate-0005';
+SELECT is(openwop.sweep(10), 1, '... and a deadline of one raised before the update is applied after it');
+
 SELECT * FROM finish();
 ROLLBACK;
