@@ -21,6 +21,7 @@ if [ "$mode" = quick ]; then
 	M=300                           # interrupts raced over by 32 clients
 	TOKENS=5000 LAT=1000 SMALL=10000 LARGE=200000 STORE=500
 	INBOX_BIG=100000 INBOX_SMALL=1000 INBOX_PAGES=2000
+	CPU_N=3000                      # resolves per implementation, backend CPU figure
 else
 	SCALE=50 DUR=20 REPS=3
 	T1=12000 T8=3000 T32=750
@@ -28,6 +29,7 @@ else
 	M=1500
 	TOKENS=20000 LAT=2000 SMALL=10000 LARGE=1000000 STORE=2000
 	INBOX_BIG=100000 INBOX_SMALL=1000 INBOX_PAGES=10000
+	CPU_N=10000
 fi
 
 sql() { psql -X -q -A -t -v ON_ERROR_STOP=1 "$@"; }
@@ -216,14 +218,34 @@ for c in 1 8 32; do
 	NBTPS[$c]=$nb
 	CXTPS[$c]=$cx CXWAL[$c]=$cxw CXFPI[$c]=$cxf
 	case $c in
-	1) record "resolve/s" $c "$cx" tps "pgbench -N" "$nb" min 1.3 "$cxw" "$nbw" "$cxf" "$nbf" ;;
-	8) record "resolve/s" $c "$cx" tps "pgbench -N" "$nb" min 0.9 "$cxw" "$nbw" "$cxf" "$nbf" ;;
-	*) record "resolve/s" $c "$cx" tps "pgbench -N" "$nb" none - "$cxw" "$nbw" "$cxf" "$nbf" ;;
+	1) record "resolve/s" $c "$cx" tps "pgbench -N" "$nb" min 1.0 "$cxw" "$nbw" "$cxf" "$nbf" ;;
+	*) record "resolve/s" $c "$cx" tps "pgbench -N" "$nb" min 0.9 "$cxw" "$nbw" "$cxf" "$nbf" ;;
 	esac
 	record "resolve/s vs PL/pgSQL" $c "$cx" tps "PL/pgSQL resolve" "$pl" text "wide margin" "$cxw" "$plw" "$cxf" "$plf"
-	record "resolve/s vs PL/pgSQL without NOTIFY" $c "$cx" tps "PL/pgSQL resolve without pg_notify" "$pq" none - "$cxw" "$pqw" "$cxf" "$pqf"
+	record "resolve/s vs PL/pgSQL without NOTIFY" $c "$cx" tps "PL/pgSQL resolve without pg_notify" "$pq" min 1.0 "$cxw" "$pqw" "$cxf" "$pqf"
 	record "PL/pgSQL resolve/s" $c "$pl" tps "pgbench -N" "$nb" none - "$plw" "$nbw" "$plf" "$nbf"
 done
+
+# throughput must not fall from 8 to 32 clients
+record "resolve/s at 32 clients vs at 8" 32 "${CXTPS[32]}" tps "resolve/s at 8 clients" "${CXTPS[8]}" min 1.0
+
+# ---------------------------------------------------------------- backend CPU per resolve
+# one backend resolves CPU_N gates with each implementation (commits out of
+# the picture, bench.cpu_per_resolve); the order alternates between rounds
+HZ=$(getconf CLK_TCK)
+CPUC="" CPUP=""
+for rep in $(seq 1 $REPS); do
+	next_tag
+	sql -c "CALL bench.make_gates($tag, 1, $CPU_N)" -c "CALL plbench.make_gates($tag, 1, $CPU_N)"; settle
+	say "backend CPU per resolve, round $rep: $CPU_N resolves in one backend, each implementation"
+	for impl in $( [ $((rep % 2)) = 1 ] && echo "openwop plbench" || echo "plbench openwop"); do
+		us=$(sql -c "CALL bench.cpu_per_resolve('$impl', $tag, $CPU_N, $HZ)")
+		if [ "$impl" = openwop ]; then CPUC+="$us"$'\n'; else CPUP+="$us"$'\n'; fi
+	done
+done
+median() { sort -g | awk 'NF { r[++n] = $1 } END { print r[int((n + 1) / 2)] }'; }
+record "backend CPU per resolve (one backend, commits out)" 1 "$(printf '%s' "$CPUC" | median)" "µs CPU" \
+	"PL/pgSQL resolve without pg_notify" "$(printf '%s' "$CPUP" | median)" max 1.0
 
 # ---------------------------------------------------------------- whole cycle
 for c in 1 8; do
@@ -233,6 +255,10 @@ for c in 1 8; do
 	measure -n -f "$here/scripts/cycle.pgb" -D tag=$tag -D n=0 -c $c -j 2 -t $t
 	read -r cyc cycw cycf <<<"$MEASURED"
 	record "whole runs/s (6 commits each)" $c "$cyc" "runs/s" "pgbench -N" "${NBTPS[$c]}" none - "$cycw" NULL "$cycf" NULL
+	if [ $c = 8 ]; then
+		record "whole-run commits/s (6 per run)" $c "$(awk -v r="$cyc" 'BEGIN { printf "%.1f", r * 6 }')" "commits/s" \
+			"pgbench -N" "${NBTPS[$c]}" min 0.9
+	fi
 done
 
 # ---------------------------------------------------------------- contention

@@ -406,7 +406,9 @@ ow_direct_begin_delete(OwDirect *d, uint32 reads, uint32 inserts, uint32 updates
 			rtable = lappend(rtable, rte);
 			d->rri[i] = makeNode(ResultRelInfo);
 			InitResultRelInfo(d->rri[i], d->rel[i], list_length(rtable), NULL, 0);
-			ExecOpenIndices(d->rri[i], false);
+			/* a delete leaves the index entries to VACUUM */
+			if ((inserts | updates) & OW_TABLE_BIT(i))
+				ExecOpenIndices(d->rri[i], false);
 			d->newslot[i] = ExecInitExtraTupleSlot(d->estate, RelationGetDescr(d->rel[i]),
 												   &TTSOpsVirtual);
 		}

@@ -96,3 +96,31 @@ BEGIN
     FROM generate_series(0, clients - 1) c, generate_series(1, per) n,
          unnest(ARRAY[0, 1, 2, 3], ARRAY['run.started', 'node.started', 'interrupt.requested', 'node.suspended']) AS e(s, t);
 END $$;
+
+-- Backend CPU per resolve, commits out of the picture: the gates of
+-- (tag, client 0) resolved in this one backend with a commit every 50 (so
+-- pages are pruned as between clients' transactions and an update can be
+-- HOT, as it is under load; 1 commit in 50 is noise), timed by this
+-- process's CPU clock (ticks of 1/hz s).  impl: openwop (the extension,
+-- its notifications queued as usual) or plbench (the PL/pgSQL
+-- alternative, without its pg_notify).
+CREATE PROCEDURE bench.cpu_per_resolve(impl text, tag int, n int, hz int, INOUT us numeric DEFAULT NULL)
+LANGUAGE plpgsql AS $$
+DECLARE
+  ids text[] := ARRAY(SELECT bench.run_id(tag, 0, g) FROM generate_series(1, n) g);
+  t0 bigint;
+BEGIN
+  PERFORM set_config('plbench.notify', 'off', false);
+  t0 := bench.backend_ticks();
+  FOR i IN 1 .. n LOOP
+    IF impl = 'openwop' THEN
+      PERFORM openwop.resolve_interrupt(ids[i], 'gate', '{"action": "accept"}');
+    ELSE
+      PERFORM plbench.resolve_interrupt(ids[i], 'gate', '{"action": "accept"}');
+    END IF;
+    IF i % 50 = 0 THEN
+      COMMIT;
+    END IF;
+  END LOOP;
+  us := round((bench.backend_ticks() - t0) * 1e6 / hz / n, 1);
+END $$;
