@@ -15,13 +15,13 @@ mkdir -p "$out"
 rm -f "$out"/*.csv "$out"/lat.* 2>/dev/null || true
 
 if [ "$mode" = quick ]; then
-	SCALE=10 DUR=4 REPS=1
-	T1=2500 T8=600 T32=150          # transactions per client, resolve figures
-	C1=300 C8=100                   # cycles per client
-	M=300                           # interrupts raced over by 32 clients
-	TOKENS=5000 LAT=1000 SMALL=10000 LARGE=200000 STORE=500
-	INBOX_BIG=100000 INBOX_SMALL=1000 INBOX_PAGES=2000
-	CPU_N=3000                      # resolves per implementation, backend CPU figure
+	SCALE=10 DUR=3 REPS=1
+	T1=1500 T8=400 T32=100          # transactions per client, resolve figures
+	C1=200 C8=60                    # cycles per client
+	M=200                           # interrupts raced over by 32 clients
+	TOKENS=3000 LAT=600 SMALL=10000 LARGE=200000 STORE=300
+	INBOX_BIG=20000 INBOX_SMALL=1000 INBOX_PAGES=1000
+	CPU_N=2000                      # resolves per implementation, backend CPU figure
 else
 	SCALE=50 DUR=20 REPS=3
 	T1=12000 T8=3000 T32=750
@@ -280,7 +280,7 @@ sql <<SQL
 CREATE TABLE bench.tokens AS
 SELECT openwop.mint_interrupt_token(i.interrupt_id, 'resolve', make_interval(secs => 3600 + g % 997)) AS token
   FROM generate_series(1, $TOKENS) g
-  JOIN openwop.interrupts i ON i.run_id = bench.run_id($tag, 0, 1 + g % 100);
+  JOIN openwop.interrupts i ON i.tenant = 'default' AND i.root_run_id = bench.run_id($tag, 0, 1 + g % 100);
 SQL
 [ "$(sql -c "SELECT count(*) FROM bench.tokens t WHERE openwop.verify_interrupt_token(t.token) = plbench.verify_interrupt_token(t.token)")" = "$TOKENS" ] ||
 	{ echo "the C and PL/pgSQL token checks disagree" >&2; exit 1; }
@@ -302,7 +302,7 @@ record "token verifications/s" 1 "$cv" "per s" "PL/pgSQL + pgcrypto" "$pv" min 1
 # resolved next must still be index probes, so the figure matches the
 # 1-client resolve above (the tables are not analysed again in between).
 fresh
-sql -c "VACUUM ANALYZE openwop.runs, openwop.node_executions, openwop.interrupts, openwop.events, openwop.votes, openwop.idempotency_keys"
+sql -c "VACUUM ANALYZE openwop.runs, openwop.node_executions, openwop.interrupts, openwop.open_interrupts, openwop.events, openwop.votes, openwop.idempotency_keys"
 next_tag
 say "empty store analysed: $T1 gates raised, then resolved at 1 client"
 sql -c "CALL bench.make_gates($tag, 1, $T1)"
@@ -346,7 +346,7 @@ sql -c "CHECKPOINT"
 before=$(sql -c "SELECT sum(bytes) FROM bench.openwop_bytes()")
 say "storage: $STORE approval gates (2-of-3, two votes, run completed)"
 sql -c "CALL bench.make_approvals($STORE)"
-sql -c "VACUUM openwop.runs, openwop.node_executions, openwop.interrupts, openwop.events, openwop.votes"
+sql -c "VACUUM openwop.runs, openwop.node_executions, openwop.interrupts, openwop.open_interrupts, openwop.events, openwop.votes"
 after=$(sql -c "SELECT sum(bytes) FROM bench.openwop_bytes()")
 per=$(( (after - before) / STORE ))
 record "bytes per approval gate (events, votes, indexes)" 1 "$per" bytes NULL NULL none -

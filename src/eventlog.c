@@ -165,33 +165,47 @@ lock_run_row(OwRun *run, const char *tenant, const char *run_id, bool skip_locke
 }
 
 /*
- * Insert n events at the run's next sequences without a statement: false
- * when the SQL statement must run instead (nothing was inserted then).
- * created_at and schema_version get what their column defaults give.
+ * Insert n events at the run's next sequences in the direct operation d
+ * (which inserts into events); advances the run.  created_at and
+ * schema_version get what their column defaults give.  Returns the
+ * sequence of the first.
  */
-static bool
-append_direct(OwRun *run, const char *node_id, int n, const char *const *types,
-			  Jsonb *const *payloads)
+int64
+ow_append_in(OwDirect *d, OwRun *run, const char *node_id, int n, const char *const *types,
+			 Jsonb *const *payloads)
 {
-	OwDirect	d;
+	int64		seq = run->next_sequence;
 	int			i;
 
-	if (!ow_direct_begin(&d, 0, OW_TABLE_BIT(OW_EVENTS), 0))
-		return false;
 	for (i = 0; i < n; i++)
 	{
-		TupleTableSlot *row = ow_new_row(&d, OW_EVENTS);
+		TupleTableSlot *row = ow_new_row(d, OW_EVENTS);
 
 		ow_set_text(row, EV_TENANT, run->tenant);
 		ow_set_text(row, EV_RUN_ID, run->run_id);
-		ow_set(row, EV_SEQUENCE, Int64GetDatum(run->next_sequence + i), false);
+		ow_set(row, EV_SEQUENCE, Int64GetDatum(seq + i), false);
 		ow_set_text(row, EV_TYPE, types[i]);
 		ow_set_text(row, EV_NODE_ID, node_id);
 		ow_set(row, EV_PAYLOAD, JsonbPGetDatum(payloads[i]), false);
 		ow_set(row, EV_CREATED_AT, TimestampTzGetDatum(GetCurrentTimestamp()), false);
 		ow_set(row, EV_SCHEMA_VERSION, Int32GetDatum(1), false);
-		ow_insert(&d, OW_EVENTS, row);
+		ow_insert(d, OW_EVENTS, row);
 	}
+	run->next_sequence = seq + n;
+	run->appended += n;
+	return seq;
+}
+
+/* ow_append_in in a direct operation of its own: false when the statement must run instead. */
+static bool
+append_direct(OwRun *run, const char *node_id, int n, const char *const *types,
+			  Jsonb *const *payloads)
+{
+	OwDirect	d;
+
+	if (!ow_direct_begin(&d, 0, OW_TABLE_BIT(OW_EVENTS), 0))
+		return false;
+	(void) ow_append_in(&d, run, node_id, n, types, payloads);
 	ow_direct_end(&d);
 	return true;
 }
@@ -249,13 +263,12 @@ ow_append_pair(OwRun *run, const char *node_id,
 	const char *types[2] = {type1, type2};
 	Jsonb	   *payloads[2] = {payload1, payload2};
 
-	if (!append_direct(run, node_id, 2, types, payloads))
-	{
-		event_args(run, seq, type1, node_id, payload1, args, nulls);
-		event_args(run, seq + 1, type2, node_id, payload2, args + 6, nulls + 6);
-		if (ow_exec(&insert, args, nulls, false, 0) != 2)
-			elog(ERROR, "could not append events to run \"%s\"", run->run_id);
-	}
+	if (append_direct(run, node_id, 2, types, payloads))
+		return seq;
+	event_args(run, seq, type1, node_id, payload1, args, nulls);
+	event_args(run, seq + 1, type2, node_id, payload2, args + 6, nulls + 6);
+	if (ow_exec(&insert, args, nulls, false, 0) != 2)
+		elog(ERROR, "could not append events to run \"%s\"", run->run_id);
 	run->next_sequence = seq + 2;
 	run->appended += 2;
 	return seq;
@@ -267,38 +280,36 @@ ow_append(OwRun *run, const char *type, const char *node_id, Jsonb *payload)
 {
 	int64		seq = run->next_sequence;
 
-	if (!append_direct(run, node_id, 1, &type, &payload))
-		(void) insert_event(run, seq, type, node_id, payload);
+	if (append_direct(run, node_id, 1, &type, &payload))
+		return seq;
+	(void) insert_event(run, seq, type, node_id, payload);
 	run->next_sequence = seq + 1;
 	run->appended++;
 	return seq;
 }
 
-/* ow_save_run without a statement: false when the SQL statement must run instead. */
-static bool
-save_run_direct(OwRun *run)
+/* Write the run row back in the direct operation d (which updates runs). */
+static void
+save_row(OwDirect *d, OwRun *run)
 {
-	OwDirect	d;
 	TupleTableSlot *old;
 	TupleTableSlot *row;
 	Datum		now = TimestampTzGetDatum(GetCurrentTransactionStartTimestamp());
 
-	if (!ow_direct_begin(&d, OW_TABLE_BIT(OW_RUNS), 0, OW_TABLE_BIT(OW_RUNS)))
-		return false;
 	/* the version locked, unless this transaction changed the row since */
-	if (!ow_fetch_tid(&d, OW_RUNS, &run->tid, &old))
+	if (!ow_fetch_tid(d, OW_RUNS, &run->tid, &old))
 	{
 		OwScan		s;
 		Datum		keys[2];
 
 		run_key(run, keys);
-		ow_scan_begin(&d, &s, OW_RUNS_PKEY, 2, keys);
+		ow_scan_begin(d, &s, OW_RUNS_PKEY, 2, keys);
 		if (!ow_scan_next(&s))
 			elog(ERROR, "could not update run \"%s\"", run->run_id);
 		old = s.slot;
 		ow_scan_end(&s);
 	}
-	row = ow_changed_row(&d, OW_RUNS, old);
+	row = ow_changed_row(d, OW_RUNS, old);
 	ow_set(row, RUN_NEXT_SEQUENCE, Int64GetDatum(run->next_sequence), false);
 	ow_set_text(row, RUN_STATUS, run->status);
 	ow_set_text(row, RUN_CURRENT_NODE_ID, run->current_node_id);
@@ -308,8 +319,28 @@ save_run_direct(OwRun *run)
 		ow_set(row, RUN_OUTPUTS, JsonbPGetDatum(run->outputs), false);
 	ow_set(row, RUN_UPDATED_AT, now, false);
 	ow_set(row, RUN_ENDED_AT, now, !ow_run_is_terminal(run->status));
-	ow_update(&d, OW_RUNS, old, row);
+	ow_update(d, OW_RUNS, old, row);
 	run->tid = row->tts_tid;
+}
+
+/* ow_save_run in the direct operation d, which reads and updates runs. */
+void
+ow_save_run_in(OwDirect *d, OwRun *run)
+{
+	save_row(d, run);
+	if (run->appended > 0)
+		ow_notify_later(run->run_id, run->first_sequence, run->next_sequence - 1);
+}
+
+/* save_row in a direct operation of its own: false when the statement must run instead. */
+static bool
+save_run_direct(OwRun *run)
+{
+	OwDirect	d;
+
+	if (!ow_direct_begin(&d, OW_TABLE_BIT(OW_RUNS), 0, OW_TABLE_BIT(OW_RUNS)))
+		return false;
+	save_row(&d, run);
 	ow_direct_end(&d);
 	return true;
 }

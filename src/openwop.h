@@ -520,6 +520,9 @@ extern int64 ow_append(OwRun *run, const char *type, const char *node_id, Jsonb 
 extern int64 ow_append_pair(OwRun *run, const char *node_id, const char *type1, Jsonb *payload1,
 							const char *type2, Jsonb *payload2);
 extern void ow_save_run(OwRun *run);
+extern int64 ow_append_in(OwDirect *d, OwRun *run, const char *node_id, int n,
+						  const char *const *types, Jsonb *const *payloads);
+extern void ow_save_run_in(OwDirect *d, OwRun *run);
 extern int64 ow_duration_ms(OwRun *run);
 extern Jsonb *ow_event_payload(const char *type, Jsonb *payload, const char *tenant);
 
@@ -643,6 +646,7 @@ typedef struct OwResolution
 	bool		other_known;	/* other_kind/other_node were read under the lock */
 	const char *other_kind;		/* the run's other pending interrupt, if any */
 	const char *other_node;
+	bool		saved;			/* out: the run row was written with the record */
 	ItemPointerData tid;		/* the interrupt's row version read under the lock, if known */
 	ItemPointerData open_tid;	/* its row in openwop.open_interrupts, if known */
 } OwResolution;

@@ -174,31 +174,25 @@ claim_sql(OwRun *run, OwResolution *r, int64 seq, Jsonb *resolved_by)
 }
 
 /*
- * The claim without a statement (rowstore.c): interrupt r becomes resolved
- * with sequence seq, and its node's execution returns from interrupted to
- * pending (INT-3).  False when the statements must run instead; nothing
- * was written then.
+ * The claim without a statement (rowstore.c), in the direct operation d:
+ * interrupt r becomes resolved with sequence seq and is no longer open,
+ * and its node's execution returns from interrupted to pending (INT-3).
  */
-static bool
-claim_direct(OwRun *run, OwResolution *r, int64 seq, Jsonb *resolved_by)
+static void
+claim_in(OwDirect *d, OwRun *run, OwResolution *r, int64 seq, Jsonb *resolved_by)
 {
-	OwDirect	d;
 	OwScan		s;
 	Datum		keys[4];
 	TupleTableSlot *old;
 	TupleTableSlot *row;
 	bool		claimed = false;
-	uint32		tables = OW_TABLE_BIT(OW_INTERRUPTS) | OW_TABLE_BIT(OW_NODE_EXECUTIONS);
 
-	if (!ow_direct_begin_delete(&d, tables | OW_TABLE_BIT(OW_OPEN_INTERRUPTS), 0, tables,
-								OW_TABLE_BIT(OW_OPEN_INTERRUPTS)))
-		return false;
 	/* the version read under the run lock, unless something changed it since */
 	keys[0] = CStringGetTextDatum(run->tenant);
 	keys[1] = CStringGetTextDatum(r->interrupt_id);
-	if (!ow_fetch_tid(&d, OW_INTERRUPTS, &r->tid, &old))
+	if (!ow_fetch_tid(d, OW_INTERRUPTS, &r->tid, &old))
 	{
-		ow_scan_begin(&d, &s, OW_INTERRUPTS_PKEY, 2, keys);
+		ow_scan_begin(d, &s, OW_INTERRUPTS_PKEY, 2, keys);
 		old = ow_scan_next(&s) ? s.slot : NULL;
 		ow_scan_end(&s);
 	}
@@ -207,7 +201,7 @@ claim_direct(OwRun *run, OwResolution *r, int64 seq, Jsonb *resolved_by)
 		ow_get_text_is(old, INT_RUN_ID, run->run_id) &&
 		ow_get_text_is(old, INT_NODE_ID, r->node_id))
 	{
-		row = ow_changed_row(&d, OW_INTERRUPTS, old);
+		row = ow_changed_row(d, OW_INTERRUPTS, old);
 		ow_set_text(row, INT_STATUS, "resolved");
 		ow_set(row, INT_RESOLVED_AT, TimestampTzGetDatum(GetCurrentTimestamp()), false);
 		ow_set(row, INT_RESUME_VALUE, PointerGetDatum(r->resume_value), r->resume_value == NULL);
@@ -216,42 +210,90 @@ claim_direct(OwRun *run, OwResolution *r, int64 seq, Jsonb *resolved_by)
 		ow_set(row, INT_RESOLVED_BY, JsonbPGetDatum(resolved_by), false);
 		ow_set(row, INT_RESOLVED_SEQUENCE, Int64GetDatum(seq), false);
 		ow_set_text(row, INT_REASON, r->reason);
-		ow_update(&d, OW_INTERRUPTS, old, row);
+		ow_update(d, OW_INTERRUPTS, old, row);
 		claimed = true;
 	}
 	if (!claimed)
 		elog(ERROR, "interrupt \"%s\" is no longer pending", r->interrupt_id);
 
 	/* it is no longer open */
-	if (!ow_fetch_tid(&d, OW_OPEN_INTERRUPTS, &r->open_tid, &old))
+	if (!ow_fetch_tid(d, OW_OPEN_INTERRUPTS, &r->open_tid, &old))
 	{
-		ow_scan_begin(&d, &s, OW_OPEN_PKEY, 2, keys);
+		ow_scan_begin(d, &s, OW_OPEN_PKEY, 2, keys);
 		old = ow_scan_next(&s) ? s.slot : NULL;
 		ow_scan_end(&s);
 	}
 	if (old == NULL || !ow_get_text_is(old, OPEN_INTERRUPT_ID, r->interrupt_id))
 		elog(ERROR, "interrupt \"%s\" is not open", r->interrupt_id);
-	ow_delete(&d, OW_OPEN_INTERRUPTS, old);
+	ow_delete(d, OW_OPEN_INTERRUPTS, old);
 
 	keys[1] = CStringGetTextDatum(run->run_id);
 	keys[2] = CStringGetTextDatum(r->node_id);
 	keys[3] = Int32GetDatum(r->visit);
-	ow_scan_begin(&d, &s, OW_NODE_EXECUTIONS_PKEY, 4, keys);
+	ow_scan_begin(d, &s, OW_NODE_EXECUTIONS_PKEY, 4, keys);
 	if (ow_scan_next(&s) && ow_get_text_is(s.slot, EXEC_STATUS, "interrupted"))
 	{
-		row = ow_changed_row(&d, OW_NODE_EXECUTIONS, s.slot);
+		row = ow_changed_row(d, OW_NODE_EXECUTIONS, s.slot);
 		ow_set_text(row, EXEC_STATUS, "pending");
-		ow_update(&d, OW_NODE_EXECUTIONS, s.slot, row);
+		ow_update(d, OW_NODE_EXECUTIONS, s.slot, row);
 	}
 	ow_scan_end(&s);
+}
+
+/* The tables a claim reads, updates and deletes from. */
+#define CLAIM_READS (OW_TABLE_BIT(OW_INTERRUPTS) | OW_TABLE_BIT(OW_NODE_EXECUTIONS) | \
+					 OW_TABLE_BIT(OW_OPEN_INTERRUPTS))
+#define CLAIM_UPDATES (OW_TABLE_BIT(OW_INTERRUPTS) | OW_TABLE_BIT(OW_NODE_EXECUTIONS))
+#define CLAIM_DELETES OW_TABLE_BIT(OW_OPEN_INTERRUPTS)
+
+/* claim_in in a direct operation of its own: false when the statements must run instead. */
+static bool
+claim_direct(OwRun *run, OwResolution *r, int64 seq, Jsonb *resolved_by)
+{
+	OwDirect	d;
+
+	if (!ow_direct_begin_delete(&d, CLAIM_READS, 0, CLAIM_UPDATES, CLAIM_DELETES))
+		return false;
+	claim_in(&d, run, r, seq, resolved_by);
+	ow_direct_end(&d);
+	return true;
+}
+
+/*
+ * The whole record in one direct operation: the events, the claim and,
+ * when the run's new state is known (it resumes and what else holds it was
+ * read under the lock), the run row.  False when a table is not plain:
+ * the caller records it operation by operation.
+ */
+static bool
+record_direct(OwRun *run, OwResolution *r, Jsonb *resolved, Jsonb *resumed, Jsonb *resolved_by,
+			  int64 *seq)
+{
+	const char *const types[2] = {"interrupt.resolved", "node.resumed"};
+	Jsonb	   *payloads[2] = {resolved, resumed};
+	bool		save = resumed != NULL && r->other_known;
+	uint32		runs = save ? OW_TABLE_BIT(OW_RUNS) : 0;
+	OwDirect	d;
+
+	if (!ow_direct_begin_delete(&d, CLAIM_READS | runs, OW_TABLE_BIT(OW_EVENTS), CLAIM_UPDATES | runs,
+								CLAIM_DELETES))
+		return false;
+	*seq = ow_append_in(&d, run, r->node_id, resumed ? 2 : 1, types, payloads);
+	claim_in(&d, run, r, *seq, resolved_by);
+	if (save)
+	{
+		resume_run_status(run, r->node_id, r->other_kind, r->other_node);
+		ow_save_run_in(&d, run);
+		r->saved = true;
+	}
 	ow_direct_end(&d);
 	return true;
 }
 
 /*
  * Record the resolution r of a pending interrupt in the locked run, all in
- * the caller's transaction.  Returns the sequence of interrupt.resolved;
- * the caller saves the run.
+ * the caller's transaction.  Returns the sequence of interrupt.resolved.
+ * The caller saves the run unless r->saved says it was written already.
  */
 int64
 ow_record_resolution(OwRun *run, OwResolution *r)
@@ -308,12 +350,21 @@ ow_record_resolution(OwRun *run, OwResolution *r)
 	}
 
 	/* the events, then the claim: the run lock makes it the only one */
-	seq = resumed
-		? ow_append_pair(run, r->node_id, "interrupt.resolved", resolved, "node.resumed", resumed)
-		: ow_append(run, "interrupt.resolved", r->node_id, resolved);
+	r->saved = false;
 	resolved_by = ow_subject_jsonb(r->resolver);
-	if (!claim_direct(run, r, seq, resolved_by))
-		claim_sql(run, r, seq, resolved_by);
+	if (record_direct(run, r, resolved, resumed, resolved_by, &seq))
+	{
+		if (r->saved)
+			return seq;
+	}
+	else
+	{
+		seq = resumed
+			? ow_append_pair(run, r->node_id, "interrupt.resolved", resolved, "node.resumed", resumed)
+			: ow_append(run, "interrupt.resolved", r->node_id, resolved);
+		if (!claim_direct(run, r, seq, resolved_by))
+			claim_sql(run, r, seq, resolved_by);
+	}
 
 	if (r->fail_code)
 	{

@@ -700,7 +700,8 @@ ow_resolve_locked(OwRun *run, OwPending *p, Jsonb *value, const OwSubject *who,
 
 	/* the claim: the run lock makes this the only resolution of the interrupt */
 	resolved_seq = ow_record_resolution(run, &r);
-	ow_save_run(run);
+	if (!r.saved)
+		ow_save_run(run);
 
 	old = response_begin(&j, resultctx, "resolved", run, p);
 	owj_str(&j, "kind", p->kind);

@@ -39,9 +39,10 @@ ensure_packages() {
 }
 
 # Build (warnings are errors) and install.  Leaves the build log in $1.
+# build_and_install LOG [incremental]: a clean build unless asked for an incremental one
 build_and_install() {
 	local log=$1
-	make -s clean >/dev/null 2>&1 || true
+	[ "${2:-}" = incremental ] || make -s clean >/dev/null 2>&1 || true
 	if ! make PG_CONFIG="$PG_CONFIG" >"$log" 2>&1; then
 		cat "$log" >&2
 		echo "build failed" >&2
