@@ -22,6 +22,10 @@
  * column to a table it inserts into (its default would be skipped), gets
  * the SQL statement instead: ow_direct_begin() says no and the caller
  * runs its OwQuery, so whatever PostgreSQL does for a statement happens.
+ * So does one who changes the type of a column (another type, a domain, a
+ * length): the values are written as Datums of the install script's
+ * types, with no coercion, domain check or length check, so the whole
+ * direct path is off until the column is as the install script made it.
  *
  * Relations, indexes and attribute numbers are looked up by name once per
  * backend and forgotten on any relation cache invalidation of them (DROP
@@ -69,84 +73,85 @@ typedef struct OwColumnDef
 {
 	OwTableId	table;
 	const char *name;
+	Oid			type;			/* the install script's type: the Datums written are of it */
 } OwColumnDef;
 
 static const OwColumnDef columns[OW_COLUMN_COUNT] = {
-	[RUN_TENANT] = {OW_RUNS, "tenant"},
-	[RUN_RUN_ID] = {OW_RUNS, "run_id"},
-	[RUN_WORKFLOW_ID] = {OW_RUNS, "workflow_id"},
-	[RUN_STATUS] = {OW_RUNS, "status"},
-	[RUN_CURRENT_NODE_ID] = {OW_RUNS, "current_node_id"},
-	[RUN_OWNER] = {OW_RUNS, "owner"},
-	[RUN_CONFIGURABLE] = {OW_RUNS, "configurable"},
-	[RUN_DEFINITION] = {OW_RUNS, "definition"},
-	[RUN_INPUTS] = {OW_RUNS, "inputs"},
-	[RUN_METADATA] = {OW_RUNS, "metadata"},
-	[RUN_OUTPUTS] = {OW_RUNS, "outputs"},
-	[RUN_ERROR] = {OW_RUNS, "error"},
-	[RUN_NEXT_SEQUENCE] = {OW_RUNS, "next_sequence"},
-	[RUN_EVENT_PREFIX] = {OW_RUNS, "event_prefix"},
-	[RUN_FORK_OF] = {OW_RUNS, "fork_of"},
-	[RUN_CREATED_AT] = {OW_RUNS, "created_at"},
-	[RUN_UPDATED_AT] = {OW_RUNS, "updated_at"},
-	[RUN_ENDED_AT] = {OW_RUNS, "ended_at"},
-	[EV_TENANT] = {OW_EVENTS, "tenant"},
-	[EV_RUN_ID] = {OW_EVENTS, "run_id"},
-	[EV_SEQUENCE] = {OW_EVENTS, "sequence"},
-	[EV_TYPE] = {OW_EVENTS, "type"},
-	[EV_NODE_ID] = {OW_EVENTS, "node_id"},
-	[EV_PAYLOAD] = {OW_EVENTS, "payload"},
-	[EV_CREATED_AT] = {OW_EVENTS, "created_at"},
-	[EV_SCHEMA_VERSION] = {OW_EVENTS, "schema_version"},
-	[EV_CAUSATION_ID] = {OW_EVENTS, "causation_id"},
-	[INT_TENANT] = {OW_INTERRUPTS, "tenant"},
-	[INT_INTERRUPT_ID] = {OW_INTERRUPTS, "interrupt_id"},
-	[INT_RUN_ID] = {OW_INTERRUPTS, "run_id"},
-	[INT_ROOT_RUN_ID] = {OW_INTERRUPTS, "root_run_id"},
-	[INT_NODE_ID] = {OW_INTERRUPTS, "node_id"},
-	[INT_VISIT] = {OW_INTERRUPTS, "visit"},
-	[INT_ORDINAL] = {OW_INTERRUPTS, "ordinal"},
-	[INT_KEY] = {OW_INTERRUPTS, "key"},
-	[INT_KIND] = {OW_INTERRUPTS, "kind"},
-	[INT_PAYLOAD] = {OW_INTERRUPTS, "payload"},
-	[INT_STATUS] = {OW_INTERRUPTS, "status"},
-	[INT_EXPIRES_AT] = {OW_INTERRUPTS, "expires_at"},
-	[INT_REQUESTED_SEQUENCE] = {OW_INTERRUPTS, "requested_sequence"},
-	[INT_RESOLVED_SEQUENCE] = {OW_INTERRUPTS, "resolved_sequence"},
-	[INT_RESUME_VALUE] = {OW_INTERRUPTS, "resume_value"},
-	[INT_DECISION] = {OW_INTERRUPTS, "decision"},
-	[INT_ACTION] = {OW_INTERRUPTS, "action"},
-	[INT_REASON] = {OW_INTERRUPTS, "reason"},
-	[INT_RESOLVED_BY] = {OW_INTERRUPTS, "resolved_by"},
-	[INT_CREATED_AT] = {OW_INTERRUPTS, "created_at"},
-	[INT_RESOLVED_AT] = {OW_INTERRUPTS, "resolved_at"},
-	[EXEC_TENANT] = {OW_NODE_EXECUTIONS, "tenant"},
-	[EXEC_RUN_ID] = {OW_NODE_EXECUTIONS, "run_id"},
-	[EXEC_NODE_ID] = {OW_NODE_EXECUTIONS, "node_id"},
-	[EXEC_VISIT] = {OW_NODE_EXECUTIONS, "visit"},
-	[EXEC_TYPE_ID] = {OW_NODE_EXECUTIONS, "type_id"},
-	[EXEC_STATUS] = {OW_NODE_EXECUTIONS, "status"},
-	[EXEC_ATTEMPT] = {OW_NODE_EXECUTIONS, "attempt"},
-	[EXEC_OUTPUTS] = {OW_NODE_EXECUTIONS, "outputs"},
-	[EXEC_ERROR] = {OW_NODE_EXECUTIONS, "error"},
-	[EXEC_INTERRUPT_ID] = {OW_NODE_EXECUTIONS, "interrupt_id"},
-	[EXEC_ENDED_SEQUENCE] = {OW_NODE_EXECUTIONS, "ended_sequence"},
-	[EXEC_STARTED_AT] = {OW_NODE_EXECUTIONS, "started_at"},
-	[EXEC_ENDED_AT] = {OW_NODE_EXECUTIONS, "ended_at"},
-	[GM_TENANT] = {OW_GROUP_MEMBERS, "tenant"},
-	[GM_PRINCIPAL] = {OW_GROUP_MEMBERS, "principal"},
-	[GM_GROUP_REF] = {OW_GROUP_MEMBERS, "group_ref"},
-	[OPEN_TENANT] = {OW_OPEN_INTERRUPTS, "tenant"},
-	[OPEN_INTERRUPT_ID] = {OW_OPEN_INTERRUPTS, "interrupt_id"},
-	[OPEN_RUN_ID] = {OW_OPEN_INTERRUPTS, "run_id"},
-	[OPEN_NODE_ID] = {OW_OPEN_INTERRUPTS, "node_id"},
-	[OPEN_VISIT] = {OW_OPEN_INTERRUPTS, "visit"},
-	[OPEN_KIND] = {OW_OPEN_INTERRUPTS, "kind"},
-	[OPEN_PAYLOAD] = {OW_OPEN_INTERRUPTS, "payload"},
-	[OPEN_STATUS] = {OW_OPEN_INTERRUPTS, "status"},
-	[OPEN_REQUESTED_SEQUENCE] = {OW_OPEN_INTERRUPTS, "requested_sequence"},
-	[OPEN_CREATED_AT] = {OW_OPEN_INTERRUPTS, "created_at"},
-	[OPEN_EXPIRES_AT] = {OW_OPEN_INTERRUPTS, "expires_at"},
+	[RUN_TENANT] = {OW_RUNS, "tenant", TEXTOID},
+	[RUN_RUN_ID] = {OW_RUNS, "run_id", TEXTOID},
+	[RUN_WORKFLOW_ID] = {OW_RUNS, "workflow_id", TEXTOID},
+	[RUN_STATUS] = {OW_RUNS, "status", TEXTOID},
+	[RUN_CURRENT_NODE_ID] = {OW_RUNS, "current_node_id", TEXTOID},
+	[RUN_OWNER] = {OW_RUNS, "owner", JSONBOID},
+	[RUN_CONFIGURABLE] = {OW_RUNS, "configurable", JSONBOID},
+	[RUN_DEFINITION] = {OW_RUNS, "definition", JSONBOID},
+	[RUN_INPUTS] = {OW_RUNS, "inputs", JSONBOID},
+	[RUN_METADATA] = {OW_RUNS, "metadata", JSONBOID},
+	[RUN_OUTPUTS] = {OW_RUNS, "outputs", JSONBOID},
+	[RUN_ERROR] = {OW_RUNS, "error", JSONBOID},
+	[RUN_NEXT_SEQUENCE] = {OW_RUNS, "next_sequence", INT8OID},
+	[RUN_EVENT_PREFIX] = {OW_RUNS, "event_prefix", TEXTOID},
+	[RUN_FORK_OF] = {OW_RUNS, "fork_of", TEXTOID},
+	[RUN_CREATED_AT] = {OW_RUNS, "created_at", TIMESTAMPTZOID},
+	[RUN_UPDATED_AT] = {OW_RUNS, "updated_at", TIMESTAMPTZOID},
+	[RUN_ENDED_AT] = {OW_RUNS, "ended_at", TIMESTAMPTZOID},
+	[EV_TENANT] = {OW_EVENTS, "tenant", TEXTOID},
+	[EV_RUN_ID] = {OW_EVENTS, "run_id", TEXTOID},
+	[EV_SEQUENCE] = {OW_EVENTS, "sequence", INT8OID},
+	[EV_TYPE] = {OW_EVENTS, "type", TEXTOID},
+	[EV_NODE_ID] = {OW_EVENTS, "node_id", TEXTOID},
+	[EV_PAYLOAD] = {OW_EVENTS, "payload", JSONBOID},
+	[EV_CREATED_AT] = {OW_EVENTS, "created_at", TIMESTAMPTZOID},
+	[EV_SCHEMA_VERSION] = {OW_EVENTS, "schema_version", INT4OID},
+	[EV_CAUSATION_ID] = {OW_EVENTS, "causation_id", TEXTOID},
+	[INT_TENANT] = {OW_INTERRUPTS, "tenant", TEXTOID},
+	[INT_INTERRUPT_ID] = {OW_INTERRUPTS, "interrupt_id", TEXTOID},
+	[INT_RUN_ID] = {OW_INTERRUPTS, "run_id", TEXTOID},
+	[INT_ROOT_RUN_ID] = {OW_INTERRUPTS, "root_run_id", TEXTOID},
+	[INT_NODE_ID] = {OW_INTERRUPTS, "node_id", TEXTOID},
+	[INT_VISIT] = {OW_INTERRUPTS, "visit", INT4OID},
+	[INT_ORDINAL] = {OW_INTERRUPTS, "ordinal", INT4OID},
+	[INT_KEY] = {OW_INTERRUPTS, "key", TEXTOID},
+	[INT_KIND] = {OW_INTERRUPTS, "kind", TEXTOID},
+	[INT_PAYLOAD] = {OW_INTERRUPTS, "payload", JSONBOID},
+	[INT_STATUS] = {OW_INTERRUPTS, "status", TEXTOID},
+	[INT_EXPIRES_AT] = {OW_INTERRUPTS, "expires_at", TIMESTAMPTZOID},
+	[INT_REQUESTED_SEQUENCE] = {OW_INTERRUPTS, "requested_sequence", INT8OID},
+	[INT_RESOLVED_SEQUENCE] = {OW_INTERRUPTS, "resolved_sequence", INT8OID},
+	[INT_RESUME_VALUE] = {OW_INTERRUPTS, "resume_value", JSONBOID},
+	[INT_DECISION] = {OW_INTERRUPTS, "decision", TEXTOID},
+	[INT_ACTION] = {OW_INTERRUPTS, "action", TEXTOID},
+	[INT_REASON] = {OW_INTERRUPTS, "reason", TEXTOID},
+	[INT_RESOLVED_BY] = {OW_INTERRUPTS, "resolved_by", JSONBOID},
+	[INT_CREATED_AT] = {OW_INTERRUPTS, "created_at", TIMESTAMPTZOID},
+	[INT_RESOLVED_AT] = {OW_INTERRUPTS, "resolved_at", TIMESTAMPTZOID},
+	[EXEC_TENANT] = {OW_NODE_EXECUTIONS, "tenant", TEXTOID},
+	[EXEC_RUN_ID] = {OW_NODE_EXECUTIONS, "run_id", TEXTOID},
+	[EXEC_NODE_ID] = {OW_NODE_EXECUTIONS, "node_id", TEXTOID},
+	[EXEC_VISIT] = {OW_NODE_EXECUTIONS, "visit", INT4OID},
+	[EXEC_TYPE_ID] = {OW_NODE_EXECUTIONS, "type_id", TEXTOID},
+	[EXEC_STATUS] = {OW_NODE_EXECUTIONS, "status", TEXTOID},
+	[EXEC_ATTEMPT] = {OW_NODE_EXECUTIONS, "attempt", INT4OID},
+	[EXEC_OUTPUTS] = {OW_NODE_EXECUTIONS, "outputs", JSONBOID},
+	[EXEC_ERROR] = {OW_NODE_EXECUTIONS, "error", JSONBOID},
+	[EXEC_INTERRUPT_ID] = {OW_NODE_EXECUTIONS, "interrupt_id", TEXTOID},
+	[EXEC_ENDED_SEQUENCE] = {OW_NODE_EXECUTIONS, "ended_sequence", INT8OID},
+	[EXEC_STARTED_AT] = {OW_NODE_EXECUTIONS, "started_at", TIMESTAMPTZOID},
+	[EXEC_ENDED_AT] = {OW_NODE_EXECUTIONS, "ended_at", TIMESTAMPTZOID},
+	[GM_TENANT] = {OW_GROUP_MEMBERS, "tenant", TEXTOID},
+	[GM_PRINCIPAL] = {OW_GROUP_MEMBERS, "principal", TEXTOID},
+	[GM_GROUP_REF] = {OW_GROUP_MEMBERS, "group_ref", TEXTOID},
+	[OPEN_TENANT] = {OW_OPEN_INTERRUPTS, "tenant", TEXTOID},
+	[OPEN_INTERRUPT_ID] = {OW_OPEN_INTERRUPTS, "interrupt_id", TEXTOID},
+	[OPEN_RUN_ID] = {OW_OPEN_INTERRUPTS, "run_id", TEXTOID},
+	[OPEN_NODE_ID] = {OW_OPEN_INTERRUPTS, "node_id", TEXTOID},
+	[OPEN_VISIT] = {OW_OPEN_INTERRUPTS, "visit", INT4OID},
+	[OPEN_KIND] = {OW_OPEN_INTERRUPTS, "kind", TEXTOID},
+	[OPEN_PAYLOAD] = {OW_OPEN_INTERRUPTS, "payload", JSONBOID},
+	[OPEN_STATUS] = {OW_OPEN_INTERRUPTS, "status", TEXTOID},
+	[OPEN_REQUESTED_SEQUENCE] = {OW_OPEN_INTERRUPTS, "requested_sequence", INT8OID},
+	[OPEN_CREATED_AT] = {OW_OPEN_INTERRUPTS, "created_at", TIMESTAMPTZOID},
+	[OPEN_EXPIRES_AT] = {OW_OPEN_INTERRUPTS, "expires_at", TIMESTAMPTZOID},
 };
 
 #define INDEX_MAX_PROBE_KEYS 4
@@ -248,8 +253,16 @@ fill_cache(void)
 	}
 	for (i = 0; i < OW_COLUMN_COUNT; i++)
 	{
+		Oid			type;
+		int32		typmod;
+		Oid			collation;
+
 		cache.attnums[i] = get_attnum(cache.relids[columns[i].table], columns[i].name);
 		if (cache.attnums[i] <= 0)
+			return false;
+		/* a column retyped (another type, a domain, a length) gets the statements' coercion */
+		get_atttypetypmodcoll(cache.relids[columns[i].table], cache.attnums[i], &type, &typmod, &collation);
+		if (type != columns[i].type || typmod != -1)
 			return false;
 		cache.known[columns[i].table]++;
 	}
