@@ -76,14 +76,14 @@ CREATE FUNCTION openwop.interrupts_keep_open() RETURNS trigger
     AS 'MODULE_PATHNAME', 'ow_interrupts_keep_open'
     LANGUAGE C;
 COMMENT ON FUNCTION openwop.interrupts_keep_open() IS
-  'Trigger function: carries a change to the id, run, node, visit, kind, request, request sequence, request time or deadline of an interrupt, or its removal, over to openwop.open_interrupts.';
+  'Trigger function: carries a change made by hand to an interrupt (its tenant, id, run, node, visit, kind, request, status, sequences, request time or deadline), or its removal, over to openwop.open_interrupts: the open row follows it, or goes when the interrupt is no longer open.';
 CREATE TRIGGER interrupts_keep_open
-    AFTER UPDATE OF interrupt_id, run_id, node_id, visit, kind, payload, requested_sequence, created_at, expires_at
-    OR DELETE
+    AFTER UPDATE OF tenant, interrupt_id, run_id, node_id, visit, kind, payload, status, requested_sequence,
+    resolved_sequence, created_at, expires_at OR DELETE
     ON openwop.interrupts
     FOR EACH ROW EXECUTE FUNCTION openwop.interrupts_keep_open();
 COMMENT ON TRIGGER interrupts_keep_open ON openwop.interrupts IS
-  'Keeps openwop.open_interrupts in step with changes made to openwop.interrupts by hand; the extension''s own writes never fire it.';
+  'Keeps openwop.open_interrupts in step with changes made to openwop.interrupts by hand (the extension''s own statements keep both in step themselves; its direct writes name no column and never fire it).';
 REVOKE ALL ON FUNCTION openwop.interrupts_keep_open() FROM PUBLIC;
 -- == open interrupts (end) ==
 

@@ -119,30 +119,36 @@ ow_close_run_interrupts(OwRun *run)
 PG_FUNCTION_INFO_V1(ow_interrupts_keep_open);
 
 /*
- * Trigger on openwop.interrupts, AFTER UPDATE OF the columns copied here
- * OR DELETE, FOR EACH ROW: a DBA's change to an interrupt row (a deadline
- * moved, a row removed) reaches its open row, so the two never disagree.
- * The extension's own writes never change those columns; nothing fires
- * for them.
+ * Trigger on openwop.interrupts, AFTER UPDATE OF the columns that say what
+ * is open OR DELETE, FOR EACH ROW: a DBA's change to an interrupt row (a
+ * deadline moved, an interrupt closed by hand, a row removed) reaches its
+ * open row, so the two never disagree.  An interrupt still open (pending,
+ * or expired with its expiry not yet announced) has its open row follow
+ * it; one no longer open has none.  The extension's own statements keep
+ * both tables in step themselves (what this does again is a no-op then),
+ * and its direct writes name no column: they never fire it.
  */
 Datum
 ow_interrupts_keep_open(PG_FUNCTION_ARGS)
 {
 	static OwQuery update = {"UPDATE openwop.open_interrupts"
-		"   SET interrupt_id = $3, run_id = $4, node_id = $5, visit = $6, kind = $7, payload = $8,"
-		"       requested_sequence = $9, created_at = $10, expires_at = $11"
+		"   SET tenant = $3, interrupt_id = $4, run_id = $5, node_id = $6, visit = $7, kind = $8,"
+		"       payload = $9, status = $10, requested_sequence = $11, created_at = $12, expires_at = $13"
 		" WHERE tenant OPERATOR(pg_catalog.=) $1 AND interrupt_id OPERATOR(pg_catalog.=) $2",
-		11, {TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, INT4OID, TEXTOID, JSONBOID, INT8OID,
-	TIMESTAMPTZOID, TIMESTAMPTZOID}, SPI_OK_UPDATE};
+		13, {TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, INT4OID, TEXTOID, JSONBOID,
+	TEXTOID, INT8OID, TIMESTAMPTZOID, TIMESTAMPTZOID}, SPI_OK_UPDATE};
+	static const char *const columns[] = {"tenant", "interrupt_id", "tenant", "interrupt_id",
+		"run_id", "node_id", "visit", "kind", "payload", "status", "requested_sequence",
+	"created_at", "expires_at"};
 	TriggerData *trigdata = (TriggerData *) fcinfo->context;
 	TupleDesc	desc;
 	HeapTuple	old;
-	Datum		args[11];
-	char		nulls[11];
+	HeapTuple	new;
+	Datum		args[13];
+	char		nulls[13];
 	bool		isnull;
+	bool		open;
 	int			i;
-	static const char *const columns[] = {"tenant", "interrupt_id", "interrupt_id", "run_id",
-	"node_id", "visit", "kind", "payload", "requested_sequence", "created_at", "expires_at"};
 
 	if (!CALLED_AS_TRIGGER(fcinfo) || !TRIGGER_FIRED_FOR_ROW(trigdata->tg_event) ||
 		!TRIGGER_FIRED_AFTER(trigdata->tg_event))
@@ -151,17 +157,24 @@ ow_interrupts_keep_open(PG_FUNCTION_ARGS)
 				 errmsg("openwop.interrupts_keep_open() must be called as an AFTER ROW trigger")));
 	desc = RelationGetDescr(trigdata->tg_relation);
 	old = trigdata->tg_trigtuple;
+	new = TRIGGER_FIRED_BY_UPDATE(trigdata->tg_event) ? trigdata->tg_newtuple : NULL;
 	SPI_connect();
-	if (TRIGGER_FIRED_BY_DELETE(trigdata->tg_event))
+	open = false;
+	if (new)
+	{
+		char	   *status = TextDatumGetCString(heap_getattr(new, SPI_fnumber(desc, "status"), desc, &isnull));
+
+		(void) heap_getattr(new, SPI_fnumber(desc, "resolved_sequence"), desc, &isnull);
+		open = strcmp(status, "pending") == 0 || (strcmp(status, "expired") == 0 && isnull);
+	}
+	if (!open)
 		ow_close_interrupt(TextDatumGetCString(heap_getattr(old, SPI_fnumber(desc, "tenant"), desc, &isnull)),
 						   TextDatumGetCString(heap_getattr(old, SPI_fnumber(desc, "interrupt_id"), desc, &isnull)));
 	else if (ow_open_interrupts_table())
 	{
-		for (i = 0; i < 11; i++)
+		for (i = 0; i < 13; i++)
 		{
-			HeapTuple	t = i < 2 ? old : trigdata->tg_newtuple;
-
-			args[i] = heap_getattr(t, SPI_fnumber(desc, columns[i]), desc, &isnull);
+			args[i] = heap_getattr(i < 2 ? old : new, SPI_fnumber(desc, columns[i]), desc, &isnull);
 			nulls[i] = isnull ? 'n' : ' ';
 		}
 		(void) ow_exec(&update, args, nulls, false, 0);
