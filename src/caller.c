@@ -856,13 +856,18 @@ ow_call_enter(OwCall *call)
  * analysed) would scan sequentially for ever after.  So statements are
  * planned, and re-planned after an invalidation, with sequential scans
  * disabled, for the call only: *level is the GUC nest level to pop with
- * AtEOXact_GUC (an error pops it with the transaction).
+ * AtEOXact_GUC (an error pops it with the transaction).  JIT is off too:
+ * a statement with no index path (the small signing_keys table, read by
+ * its state) costs the disabled scan's 1e10 and would be compiled on every
+ * execution (tens of milliseconds each), and no probe gains by it.
  */
 void
 ow_plan_for_probes(int *level)
 {
 	*level = NewGUCNestLevel();
 	(void) set_config_option("enable_seqscan", "off", PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
+	(void) set_config_option("jit", "off", PGC_USERSET, PGC_S_SESSION,
 							 GUC_ACTION_SAVE, true, 0, false);
 }
 

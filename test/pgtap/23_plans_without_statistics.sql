@@ -39,5 +39,14 @@ SELECT cmp_ok((SELECT coalesce(sum(idx_scan), 0)::int FROM pg_stat_xact_user_tab
                 WHERE schemaname = 'openwop' AND relname IN ('runs', 'interrupts', 'events')),
               '>', 0, '... they probe indexes (the scans were counted)');
 
+-- the call plans with sequential scans and JIT off (a statement with no index
+-- path, signing_keys by state, would otherwise cost 1e10 and be compiled on
+-- every execution), for the call only: the session's settings are back after it
+SET LOCAL enable_seqscan = on;
+SET LOCAL jit = on;
+DO $$ BEGIN PERFORM openwop.create_run('plans', '{"runId": "acme/plans-run-0000000002"}'); END $$;
+SELECT is(current_setting('enable_seqscan') || '/' || current_setting('jit'), 'on/on',
+          'plans_without_statistics: the settings a call plans under are the call''s alone');
+
 SELECT * FROM finish();
 ROLLBACK;
