@@ -1070,6 +1070,19 @@ ow_start_node(PG_FUNCTION_ARGS)
 	return reply(&call, &j);
 }
 
+/* end_exec's change without a statement, from its eight parameters: false when the statement must run instead. */
+static bool
+end_exec_direct(const Datum *args, const char *nulls)
+{
+	static const OwColumn cols[] = {EXEC_STATUS, EXEC_OUTPUTS, EXEC_ERROR, EXEC_ENDED_AT,
+	EXEC_ENDED_SEQUENCE};
+	Datum		values[5] = {args[4], args[5], args[6],
+		TimestampTzGetDatum(GetCurrentTransactionStartTimestamp()), args[7]};
+	bool		isnull[5] = {false, nulls[5] == 'n', nulls[6] == 'n', false, false};
+
+	return change_exec_direct(args, 5, cols, values, isnull);
+}
+
 /*
  * End an open execution as completed (value = outputs) or failed (value =
  * error) and append node.completed / node.failed.  Returns the sequence.
@@ -1118,16 +1131,8 @@ finish_execution(OwRun *run, const char *node_id, const OwExec *ex, bool failed,
 	args[6] = JsonbPGetDatum(value);
 	nulls[failed ? 5 : 6] = 'n';
 	args[7] = Int64GetDatum(seq);
-	{
-		static const OwColumn cols[] = {EXEC_STATUS, EXEC_OUTPUTS, EXEC_ERROR, EXEC_ENDED_AT,
-		EXEC_ENDED_SEQUENCE};
-		Datum		values[5] = {args[4], args[5], args[6],
-			TimestampTzGetDatum(GetCurrentTransactionStartTimestamp()), args[7]};
-		bool		isnull[5] = {false, nulls[5] == 'n', nulls[6] == 'n', false, false};
-
-		if (change_exec_direct(args, 5, cols, values, isnull))
-			return seq;
-	}
+	if (end_exec_direct(args, nulls))
+		return seq;
 	if (ow_exec(&end_exec, args, nulls, false, 0) != 1)
 		elog(ERROR, "could not end execution of node \"%s\"", node_id);
 	return seq;
