@@ -193,10 +193,17 @@ record "resolve/s right after VACUUM ANALYZE of the empty store" 1 "$ea" tps "re
 	"$eaw" "${CXWAL[1]}" "$eaf" "${CXFPI[1]}"
 
 # ---------------------------------------------------------------- latency at scale
+# The history is vacuumed before each measurement, as autovacuum has long
+# since vacuumed the history of a store in service.  Unvacuumed, the rows
+# grow_history has just loaded (up to 99% of the store) trip autovacuum's
+# insert threshold, and its vacuum of every table they fill runs at some
+# moment of the next minute: during the measured resolves in some runs
+# (seen in one of about fifteen runs of 200,000 events here: p50 1.25x).
 latency() {   # latency TAG EVENTS: "events p50 p99" (ms) of $LAT resolves at 1 client, the log grown to EVENTS first
 	local events n
 	sql -c "CALL bench.make_gates($1, 1, $LAT)"
-	sql -c "CALL bench.grow_history($2)"; settle
+	sql -c "CALL bench.grow_history($2)"
+	sql -c "VACUUM openwop.runs, openwop.node_executions, openwop.interrupts, openwop.votes, openwop.events"; settle
 	events=$(sql -c "SELECT count(*) FROM openwop.events")
 	rm -f "$out"/lat.*
 	(cd "$out" && pgbench -n -f "$here/scripts/resolve.pgb" -D impl=openwop -D tag=$1 -D n=0 -c 1 -t $LAT \
