@@ -22,6 +22,7 @@
 #include "common/cryptohash.h"
 #include "common/sha2.h"
 #include "utils/builtins.h"
+#include "utils/datum.h"
 
 PG_FUNCTION_INFO_V1(ow_interrupt);
 
@@ -63,38 +64,44 @@ run_sequence_exec(OwQuery *q, OwRun *run, int64 sequence, long count)
 	return ow_exec(q, args, NULL, true, count);
 }
 
+/* One node.completed event of the completed prefix. */
+typedef struct PrefixEvent
+{
+	char	   *node_id;		/* NULL: an event without a node */
+	int64		sequence;
+	Datum		stored;			/* the payload as stored (maybe a TOAST pointer) */
+	Size		size;			/* its size once detoasted; 0: none */
+	Jsonb	   *payload;		/* detoasted once the sizes were checked */
+} PrefixEvent;
+
+/* node_id, then the latest first; events without a node last */
+static int
+prefix_order(const void *a, const void *b)
+{
+	const PrefixEvent *x = a;
+	const PrefixEvent *y = b;
+	int			c;
+
+	if (x->node_id == NULL || y->node_id == NULL)
+		return (x->node_id == NULL) - (y->node_id == NULL);
+	c = strcmp(x->node_id, y->node_id);
+	if (c != 0)
+		return c;
+	return (x->sequence < y->sequence) - (x->sequence > y->sequence);
+}
+
 /*
- * results: the completed prefix of the interrupt requested at sequence
- * requested_seq (FlowDrop INT-1), read from the log: for every node with a
- * node.completed event before the request, the outputs of its latest one.
- * A node completed after the request (a parallel branch) is not part of
- * the prefix, however often the pending envelope is returned again.
+ * Refuse a prefix too large for an envelope, measured before any payload
+ * is detoasted (the envelope must stay a jsonb value), then detoast.
  */
 static void
-add_completed_prefix(OwJson *j, OwRun *run, int64 requested_seq)
+check_and_read_prefix(OwRun *run, PrefixEvent *events, int n)
 {
-	static OwQuery q = {
-		"SELECT DISTINCT ON (node_id) node_id, payload"
-		"  FROM openwop.events"
-		" WHERE tenant OPERATOR(pg_catalog.=) $1"
-		"   AND run_id OPERATOR(pg_catalog.=) $2"
-		"   AND sequence OPERATOR(pg_catalog.<) $3"
-		"   AND type OPERATOR(pg_catalog.=) 'node.completed'"
-		" ORDER BY node_id, sequence DESC",
-		3, {TEXTOID, TEXTOID, INT8OID}, SPI_OK_SELECT
-	};
-	uint64		n = run_sequence_exec(&q, run, requested_seq, 0);
-	uint64		i;
 	Size		total = 0;
+	int			i;
 
-	/* measured before anything is read: the envelope must stay a jsonb value */
 	for (i = 0; i < n; i++)
-	{
-		bool		isnull;
-		Datum		ev = ow_col_datum(i, 2, &isnull);
-
-		total += isnull ? 0 : toast_raw_datum_size(ev);
-	}
+		total += events[i].size;
 	if (total > OW_ENVELOPE_MAX)
 	{
 		OwDetails	d;
@@ -108,19 +115,132 @@ add_completed_prefix(OwJson *j, OwRun *run, int64 requested_seq)
 				 "the completed nodes of run \"%s\" hold %zu bytes of outputs, more than an envelope may carry",
 				 run->run_id, total);
 	}
-
-	owj_begin_object(j, "results");
 	for (i = 0; i < n; i++)
+		events[i].payload = events[i].size ? DatumGetJsonbPCopy(events[i].stored) : NULL;
+}
+
+/*
+ * The node.completed events before requested_seq, read without a statement
+ * (rowstore.c): false when the statement must run instead.
+ */
+static bool
+prefix_direct(OwRun *run, int64 requested_seq, PrefixEvent **events, int *n)
+{
+	OwDirect	d;
+	OwScan		s;
+	Datum		keys[2];
+	int			cap = 8;
+
+	if (!ow_direct_begin(&d, OW_TABLE_BIT(OW_EVENTS), 0, 0))
+		return false;
+	*events = palloc(cap * sizeof(PrefixEvent));
+	*n = 0;
+	keys[0] = CStringGetTextDatum(run->tenant);
+	keys[1] = CStringGetTextDatum(run->run_id);
+	ow_scan_begin_below(&d, &s, OW_EVENTS_PKEY, 2, keys, requested_seq);
+	while (ow_scan_next(&s))
+	{
+		PrefixEvent *e;
+		bool		isnull;
+
+		if (!ow_get_text_is(s.slot, EV_TYPE, "node.completed"))
+			continue;
+		if (*n == cap)
+		{
+			cap *= 2;
+			*events = repalloc(*events, cap * sizeof(PrefixEvent));
+		}
+		e = &(*events)[(*n)++];
+		e->node_id = ow_get_text(s.slot, EV_NODE_ID);
+		e->sequence = DatumGetInt64(ow_get(s.slot, EV_SEQUENCE, &isnull));
+		e->stored = ow_get(s.slot, EV_PAYLOAD, &isnull);
+		e->size = isnull ? 0 : toast_raw_datum_size(e->stored);
+		/* the slot's next row replaces this one: keep the stored form */
+		e->stored = isnull ? (Datum) 0 : datumCopy(e->stored, false, -1);
+	}
+	ow_scan_end(&s);
+
+	/* the latest of each node, as DISTINCT ON (node_id) keeps it */
+	if (*n > 1)
+	{
+		int			kept = 0;
+		int			i;
+
+		qsort(*events, *n, sizeof(PrefixEvent), prefix_order);
+		for (i = 0; i < *n; i++)
+		{
+			PrefixEvent *e = &(*events)[i];
+
+			if (kept > 0 && e->node_id != NULL && (*events)[kept - 1].node_id != NULL &&
+				strcmp(e->node_id, (*events)[kept - 1].node_id) == 0)
+				continue;
+			(*events)[kept++] = *e;
+		}
+		*n = kept;
+	}
+	check_and_read_prefix(run, *events, *n);	/* under the operation's snapshot */
+	ow_direct_end(&d);
+	return true;
+}
+
+/* The same, by the statement. */
+static void
+prefix_sql(OwRun *run, int64 requested_seq, PrefixEvent **events, int *n)
+{
+	static OwQuery q = {
+		"SELECT DISTINCT ON (node_id) node_id, payload, sequence"
+		"  FROM openwop.events"
+		" WHERE tenant OPERATOR(pg_catalog.=) $1"
+		"   AND run_id OPERATOR(pg_catalog.=) $2"
+		"   AND sequence OPERATOR(pg_catalog.<) $3"
+		"   AND type OPERATOR(pg_catalog.=) 'node.completed'"
+		" ORDER BY node_id, sequence DESC",
+		3, {TEXTOID, TEXTOID, INT8OID}, SPI_OK_SELECT
+	};
+	uint64		count = run_sequence_exec(&q, run, requested_seq, 0);
+	uint64		i;
+
+	*events = palloc((count + 1) * sizeof(PrefixEvent));
+	for (i = 0; i < count; i++)
 	{
 		bool		isnull;
 		Datum		ev = ow_col_datum(i, 2, &isnull);
-		char	   *node = ow_col_text(i, 1);
+
+		(*events)[i].node_id = ow_col_text(i, 1);
+		(*events)[i].stored = ev;
+		(*events)[i].size = isnull ? 0 : toast_raw_datum_size(ev);
+		(*events)[i].sequence = ow_col_int64(i, 3);
+	}
+	*n = (int) count;
+	check_and_read_prefix(run, *events, *n);
+}
+
+/*
+ * results: the completed prefix of the interrupt requested at sequence
+ * requested_seq (FlowDrop INT-1), read from the log: for every node with a
+ * node.completed event before the request, the outputs of its latest one.
+ * A node completed after the request (a parallel branch) is not part of
+ * the prefix, however often the pending envelope is returned again.
+ */
+static void
+add_completed_prefix(OwJson *j, OwRun *run, int64 requested_seq)
+{
+	PrefixEvent *events;
+	int			n;
+	int			i;
+
+	if (!prefix_direct(run, requested_seq, &events, &n))
+		prefix_sql(run, requested_seq, &events, &n);
+	owj_begin_object(j, "results");
+	for (i = 0; i < n; i++)
+	{
 		JsonbValue *out;
 
 		/* an event without a node or outputs (restored, not ours) names no result */
-		if (isnull || node == NULL || (out = owj_get(DatumGetJsonbP(ev), "outputs")) == NULL)
+		if (events[i].payload == NULL || events[i].node_id == NULL ||
+			(out = owj_get(events[i].payload, "outputs")) == NULL)
 			continue;
-		owj_value(j, node, out);
+		owj_value(j, events[i].node_id, out);
 	}
 	owj_end_object(j);
 }
@@ -359,17 +479,95 @@ ow_suspend(OwRun *run, const char *node_id, OwExec *ex, int32 ordinal, Jsonb *re
 							req_seq, resultctx);
 }
 
-/*
- * What interrupt() answers for a key requested before, from its stored row
- * (the row ow_exec just read), in resultctx.
- */
-static Jsonb *
-replayed(OwRun *run, const char *node_id, const char *key, Jsonb *request,
-		 MemoryContext resultctx)
+/* The interrupt requested before under a key, as find_key reads it. */
+typedef struct KeyedInterrupt
 {
-	char	   *id = ow_col_text(0, 1);
-	char	   *status = ow_col_text(0, 2);
-	char	   *stored_kind = ow_col_text(0, 3);
+	char	   *id;
+	char	   *status;
+	char	   *kind;
+	int64		resolved_seq;
+	int64		requested_seq;
+} KeyedInterrupt;
+
+/*
+ * The interrupt of run requested under key, read without a statement
+ * (rowstore.c): false when the statement must run instead; *found says
+ * whether there is one.
+ */
+static bool
+find_key_direct(OwRun *run, const char *key, KeyedInterrupt *ki, bool *found)
+{
+	OwDirect	d;
+	OwScan		s;
+	Datum		keys[3];
+
+	if (!ow_direct_begin(&d, OW_TABLE_BIT(OW_INTERRUPTS), 0, 0))
+		return false;
+	keys[0] = CStringGetTextDatum(run->tenant);
+	keys[1] = CStringGetTextDatum(run->root_run_id);
+	keys[2] = CStringGetTextDatum(key);
+	ow_scan_begin(&d, &s, OW_INTERRUPTS_KEY, 3, keys);
+	*found = ow_scan_next(&s);
+	if (*found)
+	{
+		bool		isnull;
+		Datum		v;
+
+		ki->id = ow_get_text(s.slot, INT_INTERRUPT_ID);
+		ki->status = ow_get_text(s.slot, INT_STATUS);
+		ki->kind = ow_get_text(s.slot, INT_KIND);
+		v = ow_get(s.slot, INT_RESOLVED_SEQUENCE, &isnull);
+		ki->resolved_seq = isnull ? 0 : DatumGetInt64(v);
+		ki->requested_seq = DatumGetInt64(ow_get(s.slot, INT_REQUESTED_SEQUENCE, &isnull));
+	}
+	ow_scan_end(&s);
+	ow_direct_end(&d);
+	return true;
+}
+
+/* The interrupt of run requested under key: false if none. */
+static bool
+find_key(OwRun *run, const char *key, KeyedInterrupt *ki)
+{
+	static OwQuery q = {
+		"SELECT interrupt_id, status, kind, resolved_sequence, requested_sequence"
+		"  FROM openwop.interrupts"
+		" WHERE tenant OPERATOR(pg_catalog.=) $1"
+		"   AND root_run_id OPERATOR(pg_catalog.=) $2"
+		"   AND key OPERATOR(pg_catalog.=) $3",
+		3, {TEXTOID, TEXTOID, TEXTOID}, SPI_OK_SELECT
+	};
+	Datum		args[3];
+	bool		found;
+
+	if (find_key_direct(run, key, ki, &found))
+		return found;
+	args[0] = CStringGetTextDatum(run->tenant);
+	args[1] = CStringGetTextDatum(run->root_run_id);
+	args[2] = CStringGetTextDatum(key);
+	if (ow_exec(&q, args, NULL, false, 1) != 1)
+		return false;
+	ki->id = ow_col_text(0, 1);
+	ki->status = ow_col_text(0, 2);
+	ki->kind = ow_col_text(0, 3);
+	{
+		bool		isnull;
+		Datum		v = ow_col_datum(0, 4, &isnull);
+
+		ki->resolved_seq = isnull ? 0 : DatumGetInt64(v);
+	}
+	ki->requested_seq = ow_col_int64(0, 5);
+	return true;
+}
+
+/* What interrupt() answers for a key requested before (ki), in resultctx. */
+static Jsonb *
+replayed(OwRun *run, const char *node_id, const char *key, const KeyedInterrupt *ki,
+		 Jsonb *request, MemoryContext resultctx)
+{
+	const char *id = ki->id;
+	const char *status = ki->status;
+	const char *stored_kind = ki->kind;
 	char	   *asked_kind = JB_ROOT_IS_OBJECT(request) ? owj_string(owj_get(request, "kind")) : NULL;
 	OwJson		j;
 	MemoryContext old;
@@ -387,10 +585,10 @@ replayed(OwRun *run, const char *node_id, const char *key, Jsonb *request,
 				 "key \"%s\" was requested as a %s interrupt, not %s", key, stored_kind, asked_kind);
 	}
 	if (strcmp(status, "resolved") == 0)
-		return resolved_envelope(run, id, ow_col_int64(0, 4), resultctx);
+		return resolved_envelope(run, id, ki->resolved_seq, resultctx);
 	if (strcmp(status, "pending") == 0)
 		return pending_envelope(run, id, node_id, status, key, stored_kind,
-								ow_col_int64(0, 5), resultctx);
+								ki->requested_seq, resultctx);
 	/* cancelled, or expired with its run */
 	if (strcmp(status, "expired") != 0 || ow_run_is_terminal(run->status))
 		ow_run_terminal(run->run_id, run->status);
@@ -414,14 +612,6 @@ replayed(OwRun *run, const char *node_id, const char *key, Jsonb *request,
 Datum
 ow_interrupt(PG_FUNCTION_ARGS)
 {
-	static OwQuery find_key = {
-		"SELECT interrupt_id, status, kind, resolved_sequence, requested_sequence"
-		"  FROM openwop.interrupts"
-		" WHERE tenant OPERATOR(pg_catalog.=) $1"
-		"   AND root_run_id OPERATOR(pg_catalog.=) $2"
-		"   AND key OPERATOR(pg_catalog.=) $3",
-		3, {TEXTOID, TEXTOID, TEXTOID}, SPI_OK_SELECT
-	};
 	const char *run_input;
 	char	   *node_id;
 	Jsonb	   *request;
@@ -431,7 +621,7 @@ ow_interrupt(PG_FUNCTION_ARGS)
 	OwExec		ex;
 	char	   *key;
 	Jsonb	   *result;
-	Datum		args[3];
+	KeyedInterrupt ki;
 
 	if (PG_ARGISNULL(0))
 		ow_validation_error("runId", "run_id must not be null");
@@ -467,11 +657,8 @@ ow_interrupt(PG_FUNCTION_ARGS)
 	key = derive_key(run.root_run_id, node_id, ex.visit, ordinal);
 
 	/* the same key again: a replay or a repeated call; append nothing */
-	args[0] = CStringGetTextDatum(run.tenant);
-	args[1] = CStringGetTextDatum(run.root_run_id);
-	args[2] = CStringGetTextDatum(key);
-	if (ow_exec(&find_key, args, NULL, false, 1) == 1)
-		result = replayed(&run, node_id, key, request, call.callerctx);
+	if (find_key(&run, key, &ki))
+		result = replayed(&run, node_id, key, &ki, request, call.callerctx);
 	else
 	{
 		if (ow_run_is_terminal(run.status))

@@ -288,6 +288,8 @@ typedef enum OwIndexId
 	OW_OPEN_PENDING,			/* open_interrupts (tenant, run_id, node_id) WHERE status = 'pending' */
 	OW_NODE_EXECUTIONS_PKEY,	/* (tenant, run_id, node_id, visit) */
 	OW_GROUP_MEMBERS_PKEY,		/* (tenant, principal, group_ref) */
+	OW_EVENTS_PKEY,				/* (tenant, run_id, sequence) */
+	OW_INTERRUPTS_KEY,			/* (tenant, root_run_id, key) */
 	OW_INDEX_COUNT
 } OwIndexId;
 
@@ -338,6 +340,8 @@ extern void ow_direct_end(OwDirect *d);
 extern void ow_scan_begin(OwDirect *d, OwScan *s, OwIndexId idx, int nkeys, const Datum *keys);
 extern void ow_scan_begin_dir(OwDirect *d, OwScan *s, OwIndexId idx, int nkeys, const Datum *keys,
 							  bool backward);
+extern void ow_scan_begin_below(OwDirect *d, OwScan *s, OwIndexId idx, int nkeys,
+								const Datum *keys, int64 bound);
 extern bool ow_scan_next(OwScan *s);
 extern void ow_scan_end(OwScan *s);
 extern bool ow_fetch_tid(OwDirect *d, OwTableId t, ItemPointer tid, TupleTableSlot **slot);
@@ -351,6 +355,7 @@ extern TupleTableSlot *ow_changed_row(OwDirect *d, OwTableId t, TupleTableSlot *
 extern void ow_set(TupleTableSlot *row, OwColumn c, Datum value, bool isnull);
 extern void ow_set_text(TupleTableSlot *row, OwColumn c, const char *s);
 extern void ow_insert(OwDirect *d, OwTableId t, TupleTableSlot *row);
+extern bool ow_insert_new(OwDirect *d, OwTableId t, TupleTableSlot *row);
 extern void ow_update(OwDirect *d, OwTableId t, TupleTableSlot *old, TupleTableSlot *row);
 extern void ow_delete(OwDirect *d, OwTableId t, TupleTableSlot *old);
 extern bool ow_open_interrupts_table(void);

@@ -44,6 +44,7 @@
 #include "access/table.h"
 #include "access/tableam.h"
 #include "access/xact.h"
+#include "catalog/index.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_am.h"
 #include "catalog/pg_trigger.h"
@@ -52,6 +53,7 @@
 #include "executor/executor.h"
 #include "nodes/makefuncs.h"
 #include "nodes/value.h"
+#include "storage/lmgr.h"
 #include "parser/parse_func.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
@@ -174,6 +176,9 @@ static const OwIndexDef indexes[OW_INDEX_COUNT] = {
 	{EXEC_TENANT, EXEC_RUN_ID, EXEC_NODE_ID, EXEC_VISIT}},
 	[OW_GROUP_MEMBERS_PKEY] = {OW_GROUP_MEMBERS, "group_members_pkey", 3,
 	{GM_TENANT, GM_PRINCIPAL, GM_GROUP_REF}},
+	[OW_EVENTS_PKEY] = {OW_EVENTS, "events_pkey", 3, {EV_TENANT, EV_RUN_ID, EV_SEQUENCE}},
+	[OW_INTERRUPTS_KEY] = {OW_INTERRUPTS, "interrupts_key_once_per_run", 3,
+	{INT_TENANT, INT_ROOT_RUN_ID, INT_KEY}},
 };
 
 /* What the catalog says, looked up on first use. */
@@ -467,23 +472,20 @@ ow_direct_end(OwDirect *d)
 
 /*
  * Scan index idx for the rows whose first nkeys key columns equal keys,
- * under the operation's snapshot.  ow_scan_next() puts each in s->slot.
+ * under the operation's snapshot (bounded: and whose next key column, a
+ * bigint, is below bound).  ow_scan_next() puts each in s->slot.
  */
-void
-ow_scan_begin(OwDirect *d, OwScan *s, OwIndexId idx, int nkeys, const Datum *keys)
-{
-	ow_scan_begin_dir(d, s, idx, nkeys, keys, false);
-}
-
-/* The same, last row first when backward. */
-void
-ow_scan_begin_dir(OwDirect *d, OwScan *s, OwIndexId idx, int nkeys, const Datum *keys, bool backward)
+static void
+begin_scan(OwDirect *d, OwScan *s, OwIndexId idx, int nkeys, const Datum *keys, bool backward,
+		   bool bounded, int64 bound)
 {
 	OwTableId	t = indexes[idx].table;
 	ScanKeyData skeys[INDEX_MAX_PROBE_KEYS];
+	int			n = nkeys;
 	int			k;
 
-	Assert(d->rel[t] != NULL && nkeys > 0 && nkeys <= indexes[idx].nkeys);
+	Assert(d->rel[t] != NULL && nkeys > 0 && nkeys + (bounded ? 1 : 0) <= indexes[idx].nkeys);
+	Assert(!bounded || columns[indexes[idx].keys[nkeys]].type == INT8OID);
 	if (d->slot[t] == NULL)
 		d->slot[t] = table_slot_create(d->rel[t], NULL);
 	s->slot = d->slot[t];
@@ -493,9 +495,33 @@ ow_scan_begin_dir(OwDirect *d, OwScan *s, OwIndexId idx, int nkeys, const Datum 
 		ScanKeyEntryInitialize(&skeys[k], 0, k + 1, BTEqualStrategyNumber, InvalidOid,
 							   cache.collations[idx][k], cache.eqprocs[idx][k], keys[k]);
 	}
+	if (bounded)
+		ScanKeyEntryInitialize(&skeys[n++], 0, nkeys + 1, BTLessStrategyNumber, InvalidOid,
+							   InvalidOid, F_INT8LT, Int64GetDatum(bound));
 	s->backward = backward;
-	s->scan = index_beginscan(d->rel[t], s->index, d->snapshot, nkeys, 0);
-	index_rescan(s->scan, skeys, nkeys, NULL, 0);
+	s->scan = index_beginscan(d->rel[t], s->index, d->snapshot, n, 0);
+	index_rescan(s->scan, skeys, n, NULL, 0);
+}
+
+void
+ow_scan_begin(OwDirect *d, OwScan *s, OwIndexId idx, int nkeys, const Datum *keys)
+{
+	begin_scan(d, s, idx, nkeys, keys, false, false, 0);
+}
+
+/* The same, last row first when backward. */
+void
+ow_scan_begin_dir(OwDirect *d, OwScan *s, OwIndexId idx, int nkeys, const Datum *keys, bool backward)
+{
+	begin_scan(d, s, idx, nkeys, keys, backward, false, 0);
+}
+
+/* The rows of ow_scan_begin whose next key column is below bound, last row first. */
+void
+ow_scan_begin_below(OwDirect *d, OwScan *s, OwIndexId idx, int nkeys, const Datum *keys,
+					int64 bound)
+{
+	begin_scan(d, s, idx, nkeys, keys, true, true, bound);
 }
 
 bool
@@ -669,6 +695,51 @@ ow_insert(OwDirect *d, OwTableId t, TupleTableSlot *row)
 {
 	ExecStoreVirtualTuple(row);
 	ExecSimpleRelationInsert(d->rri[t], d->estate, row);
+}
+
+/*
+ * Insert row into t unless a row with the same key of a unique index
+ * exists, as INSERT ... ON CONFLICT DO NOTHING does (speculative
+ * insertion): false when one exists, committed or by a transaction that
+ * committed while this one waited for it.  t has no trigger (plain).
+ */
+bool
+ow_insert_new(OwDirect *d, OwTableId t, TupleTableSlot *row)
+{
+	ResultRelInfo *rri = d->rri[t];
+	TransactionId xid = GetCurrentTransactionId();
+	int			i;
+
+	ExecStoreVirtualTuple(row);
+	if (RelationGetDescr(d->rel[t])->constr)
+		ExecConstraints(rri, row, d->estate);
+	/* the unique indexes' equality functions, which ExecOpenIndices left out */
+	for (i = 0; i < rri->ri_NumIndices; i++)
+	{
+		IndexInfo  *ii = rri->ri_IndexRelationInfo[i];
+
+		if (ii->ii_Unique && ii->ii_UniqueOps == NULL)
+			BuildSpeculativeIndexInfo(rri->ri_IndexRelationDescs[i], ii);
+	}
+	for (;;)
+	{
+		ItemPointerData conflict;
+		bool		raced = false;
+		uint32		token;
+		List	   *recheck;
+
+		if (!ExecCheckIndexConstraints(rri, row, d->estate, &conflict, NIL))
+			return false;
+		token = SpeculativeInsertionLockAcquire(xid);
+		table_tuple_insert_speculative(d->rel[t], row, d->estate->es_output_cid, 0, NULL, token);
+		recheck = ExecInsertIndexTuples(rri, row, d->estate, false, true, &raced, NIL);
+		table_tuple_complete_speculative(d->rel[t], row, token, !raced);
+		SpeculativeInsertionLockRelease(xid);
+		list_free(recheck);
+		if (!raced)
+			return true;
+		/* another inserted the key meanwhile: look again, as ON CONFLICT does */
+	}
 }
 
 /* Delete old, a row of t read by this operation. */

@@ -479,6 +479,60 @@ validate_configurable(JsonbValue *cv)
 	}
 }
 
+/* create_run of a run id already taken: 409, with the existing run's status. */
+static void
+run_exists(OwRun *run, const char *tenant, const char *run_id)
+{
+	OwDetails	d;
+
+	/* lock the existing run, to report its status */
+	ow_lock_run_id(run, tenant, run_id);
+	ow_details_init(&d);
+	ow_details_str(&d, "runId", run_id);
+	ow_details_str(&d, "runStatus", run->status);
+	ow_raise(OW_RUN_STATE_CONFLICT, &d,
+			 "Omit options.runId to have the host mint a fresh run id.",
+			 "run \"%s\" already exists", run_id);
+}
+
+/*
+ * insert_run and run.started without a statement (rowstore.c), the row
+ * written once with the sequence after the event: false when the
+ * statements must run instead; *created false when the run id is taken.
+ */
+static bool
+create_direct(OwRun *run, const Datum *args, const char *nulls, Jsonb *started, bool *created)
+{
+	static const OwColumn optional[] = {RUN_CONFIGURABLE, RUN_DEFINITION, RUN_INPUTS, RUN_METADATA};
+	static const char *const type = "run.started";
+	Datum		now = TimestampTzGetDatum(run->created_at);
+	OwDirect	d;
+	TupleTableSlot *row;
+	int			i;
+
+	if (!ow_direct_begin(&d, 0, OW_TABLE_BIT(OW_RUNS) | OW_TABLE_BIT(OW_EVENTS), 0))
+		return false;
+	row = ow_new_row(&d, OW_RUNS);
+	ow_set(row, RUN_TENANT, args[0], false);
+	ow_set(row, RUN_RUN_ID, args[1], false);
+	ow_set(row, RUN_WORKFLOW_ID, args[2], false);
+	ow_set_text(row, RUN_STATUS, "running");
+	ow_set(row, RUN_OWNER, args[3], false);
+	ow_set(row, RUN_EVENT_PREFIX, args[4], false);
+	for (i = 0; i < 4; i++)
+		ow_set(row, optional[i], args[5 + i], nulls[5 + i] == 'n');
+	if (nulls[5] == 'n')
+		ow_set(row, RUN_CONFIGURABLE, DirectFunctionCall1(jsonb_in, CStringGetDatum("{}")), false);
+	ow_set(row, RUN_NEXT_SEQUENCE, Int64GetDatum(1), false);	/* run.started is 0 */
+	ow_set(row, RUN_CREATED_AT, now, false);
+	ow_set(row, RUN_UPDATED_AT, now, false);
+	*created = ow_insert_new(&d, OW_RUNS, row);
+	if (*created)
+		(void) ow_append_in(&d, run, NULL, 1, &type, &started);
+	ow_direct_end(&d);
+	return true;
+}
+
 /*
  * openwop.create_run(workflow_id text, options jsonb) → jsonb
  */
@@ -510,13 +564,14 @@ ow_create_run(PG_FUNCTION_ARGS)
 	JsonbValue *optional[4];
 	Datum		args[9];
 	char		nulls[9] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
-	bool		isnull;
 	int			i;
 	OwCall		call;
 	OwRun		locked;
 	OwRun	   *run = &locked;
 	OwJson		j;
 	int64		seq;
+	Jsonb	   *started;
+	bool		created;
 
 	/* who is calling, then everything else, before touching a table */
 	ow_caller(&call.caller);
@@ -577,21 +632,6 @@ ow_create_run(PG_FUNCTION_ARGS)
 		else
 			nulls[5 + i] = 'n';
 	}
-	if (ow_exec(&insert_run, args, nulls, false, 0) == 0)
-	{
-		OwDetails	d;
-
-		/* lock the existing run, to report its status */
-		ow_lock_run_id(run, tenant, run_id);
-		ow_details_init(&d);
-		ow_details_str(&d, "runId", run_id);
-		ow_details_str(&d, "runStatus", run->status);
-		ow_raise(OW_RUN_STATE_CONFLICT, &d,
-				 "Omit options.runId to have the host mint a fresh run id.",
-				 "run \"%s\" already exists", run_id);
-	}
-	run->created_at = DatumGetTimestampTz(ow_col_datum(0, 1, &isnull));
-
 	run->tenant = tenant;
 	run->run_id = run_id;
 	run->root_run_id = run_id;
@@ -604,6 +644,7 @@ ow_create_run(PG_FUNCTION_ARGS)
 	run->has_definition = definition != NULL;
 	run->error = NULL;
 	run->outputs = NULL;
+	run->created_at = GetCurrentTransactionStartTimestamp();	/* what now() gives the row */
 	ItemPointerSetInvalid(&run->tid);
 
 	/* run.started echoes the owner block of the snapshot */
@@ -617,8 +658,22 @@ ow_create_run(PG_FUNCTION_ARGS)
 	owj_end_object(&j);
 	if (metadata)
 		owj_value(&j, "metadata", metadata);
-	seq = ow_append(run, "run.started", NULL, owj_end(&j));
-	ow_save_run(run);
+	started = owj_end(&j);
+
+	if (create_direct(run, args, nulls, started, &created))
+	{
+		if (!created)
+			run_exists(run, tenant, run_id);
+		seq = 0;
+		ow_notify_later(run_id, 0, 0);
+	}
+	else
+	{
+		if (ow_exec(&insert_run, args, nulls, false, 0) == 0)
+			run_exists(run, tenant, run_id);
+		seq = ow_append(run, "run.started", NULL, started);
+		ow_save_run(run);
+	}
 
 	ow_call_end(&call);
 	owj_begin(&j);
@@ -1235,6 +1290,40 @@ ow_fail_node(PG_FUNCTION_ARGS)
  */
 
 /*
+ * True when the locked run has no pending interrupt and no open execution,
+ * read without a statement (rowstore.c); false when it has, or when the
+ * statements must look.
+ */
+static bool
+nothing_open_direct(OwRun *run)
+{
+	OwDirect	d;
+	OwScan		s;
+	Datum		keys[2];
+	bool		open;
+
+	if (!ow_direct_begin(&d, OW_TABLE_BIT(OW_OPEN_INTERRUPTS) | OW_TABLE_BIT(OW_NODE_EXECUTIONS), 0, 0))
+		return false;
+	keys[0] = CStringGetTextDatum(run->tenant);
+	keys[1] = CStringGetTextDatum(run->run_id);
+	/* the index holds the pending ones only */
+	ow_scan_begin(&d, &s, OW_OPEN_PENDING, 2, keys);
+	open = ow_scan_next(&s);
+	ow_scan_end(&s);
+	if (!open)
+	{
+		ow_scan_begin(&d, &s, OW_NODE_EXECUTIONS_PKEY, 2, keys);
+		while (!open && ow_scan_next(&s))
+			open = ow_get_text_is(s.slot, EXEC_STATUS, "running") ||
+				ow_get_text_is(s.slot, EXEC_STATUS, "interrupted") ||
+				ow_get_text_is(s.slot, EXEC_STATUS, "pending");
+		ow_scan_end(&s);
+	}
+	ow_direct_end(&d);
+	return !open;
+}
+
+/*
  * Cancel every open execution of the run (node.cancelled, in node id order
  * so the log is deterministic) and invalidate its pending interrupts, so no
  * resolve or token can act on them.  Runs before the terminal event, which
@@ -1280,6 +1369,9 @@ cancel_open_executions(OwRun *run, const char *reason)
 	uint64		i;
 	char	  **nodes;
 
+	/* the usual end: nothing left open, nothing to cancel */
+	if (nothing_open_direct(run))
+		return;
 	ow_run_exec(ow_open_interrupts_table() ? &cancel_open : &cancel_interrupts, run, NULL, false, 0);
 	ow_close_run_interrupts(run);
 	n = ow_run_exec(&cancel_execs, run, NULL, false, 0);
