@@ -844,31 +844,8 @@ void
 ow_call_enter(OwCall *call)
 {
 	call->callerctx = CurrentMemoryContext;
-	ow_plan_for_probes(&call->guc_level);
 	SPI_connect();
 	ow_become_owner(&call->priv);
-}
-
-/*
- * Every statement of the extension is an index probe by design, and its
- * plan is kept for the backend's life (spi.c): a plan made while the store
- * looked empty to the planner (a fresh install whose empty tables were
- * analysed) would scan sequentially for ever after.  So statements are
- * planned, and re-planned after an invalidation, with sequential scans
- * disabled, for the call only: *level is the GUC nest level to pop with
- * AtEOXact_GUC (an error pops it with the transaction).  JIT is off too:
- * a statement with no index path (the small signing_keys table, read by
- * its state) costs the disabled scan's 1e10 and would be compiled on every
- * execution (tens of milliseconds each), and no probe gains by it.
- */
-void
-ow_plan_for_probes(int *level)
-{
-	*level = NewGUCNestLevel();
-	(void) set_config_option("enable_seqscan", "off", PGC_USERSET, PGC_S_SESSION,
-							 GUC_ACTION_SAVE, true, 0, false);
-	(void) set_config_option("jit", "off", PGC_USERSET, PGC_S_SESSION,
-							 GUC_ACTION_SAVE, true, 0, false);
 }
 
 /* Back to the caller's role and memory context, to build the result. */
@@ -876,7 +853,6 @@ void
 ow_call_end(OwCall *call)
 {
 	ow_restore_user(&call->priv);
-	AtEOXact_GUC(true, call->guc_level);
 	MemoryContextSwitchTo(call->callerctx);
 }
 

@@ -453,14 +453,12 @@ typedef struct OwCall
 	MemoryContext callerctx;
 	OwCaller	caller;
 	OwPriv		priv;
-	int			guc_level;		/* of the planner settings of the call */
 } OwCall;
 
 extern void ow_call_begin(OwCall *call);
 extern void ow_call_enter(OwCall *call);
 extern void ow_call_end(OwCall *call);
 extern void ow_call_finish(OwCall *call);
-extern void ow_plan_for_probes(int *level);
 
 /* ----------
  * worker.c: what the two background workers share.  Setting:

@@ -14,7 +14,34 @@
 
 #include "access/xact.h"
 #include "catalog/pg_type.h"
+#include "utils/guc.h"
 #include "utils/resowner.h"
+
+/*
+ * Every statement of the extension is an index probe by design, and its
+ * plan is kept for the backend's life: a plan made while the store looked
+ * empty to the planner (a fresh install whose empty tables were analysed)
+ * would scan sequentially for ever after.  So statements are planned, and
+ * re-planned after an invalidation, with sequential scans disabled, for
+ * the statement only: the returned GUC nest level is popped with
+ * AtEOXact_GUC (an error pops it with the transaction).  JIT is off too:
+ * a statement with no index path (the small signing_keys table, read by
+ * its state) costs the disabled scan's 1e10 and would be compiled on every
+ * execution (tens of milliseconds each), and no probe gains by it.  The
+ * settings are made per statement, not per call, so that a call that runs
+ * no statement (a resolve, on plain tables) pays nothing for them.
+ */
+static int
+plan_for_probes(void)
+{
+	int			level = NewGUCNestLevel();
+
+	(void) set_config_option("enable_seqscan", "off", PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
+	(void) set_config_option("jit", "off", PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
+	return level;
+}
 
 /* Prepare q once per backend and keep the plan. */
 static void
@@ -43,10 +70,12 @@ uint64
 ow_exec(OwQuery *q, Datum *args, const char *nulls, bool read_only, long count)
 {
 	int			rc;
+	int			level = plan_for_probes();
 
 	if (q->plan == NULL)
 		prepare(q);
 	rc = SPI_execute_plan(q->plan, args, nulls, read_only, count);
+	AtEOXact_GUC(true, level);
 	if (rc < 0 || (q->expect != 0 && rc != q->expect))
 		elog(ERROR, "openwop statement failed (%s): %s", SPI_result_code_string(rc), q->sql);
 	return SPI_processed;

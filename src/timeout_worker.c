@@ -74,14 +74,11 @@ ow_sweep(PG_FUNCTION_ARGS)
  */
 static OwPriv worker_priv;
 
-static int	worker_guc_level;
-
 static void
 worker_begin(void)
 {
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
-	ow_plan_for_probes(&worker_guc_level);
 	SPI_connect();
 	PushActiveSnapshot(GetTransactionSnapshot());
 	ow_become_owner(&worker_priv);
@@ -91,7 +88,6 @@ static void
 worker_end(void)
 {
 	ow_restore_user(&worker_priv);
-	AtEOXact_GUC(true, worker_guc_level);
 	SPI_finish();
 	PopActiveSnapshot();
 	CommitTransactionCommand();

@@ -39,14 +39,31 @@ SELECT cmp_ok((SELECT coalesce(sum(idx_scan), 0)::int FROM pg_stat_xact_user_tab
                 WHERE schemaname = 'openwop' AND relname IN ('runs', 'interrupts', 'events')),
               '>', 0, '... they probe indexes (the scans were counted)');
 
--- the call plans with sequential scans and JIT off (a statement with no index
--- path, signing_keys by state, would otherwise cost 1e10 and be compiled on
--- every execution), for the call only: the session's settings are back after it
+-- a statement plans with sequential scans and JIT off (a statement with no
+-- index path, signing_keys by state, would otherwise cost 1e10 and be compiled
+-- on every execution), for the statement only: the session's settings are back after it
 SET LOCAL enable_seqscan = on;
 SET LOCAL jit = on;
 DO $$ BEGIN PERFORM openwop.create_run('plans', '{"runId": "acme/plans-run-0000000002"}'); END $$;
 SELECT is(current_setting('enable_seqscan') || '/' || current_setting('jit'), 'on/on',
-          'plans_without_statistics: the settings a call plans under are the call''s alone');
+          'plans_without_statistics: the settings a statement plans under are the statement''s alone');
+-- a statement of the extension that fails (row security sends create_run to its statements; a
+-- constraint refuses the event), the error caught by the caller: the settings are back too
+ALTER TABLE openwop.runs ENABLE ROW LEVEL SECURITY;
+ALTER TABLE openwop.events ENABLE ROW LEVEL SECURITY;
+ALTER TABLE openwop.events ADD CONSTRAINT tap_no_events CHECK (false) NOT VALID;
+CREATE TEMP TABLE caught AS SELECT ''::text AS state;
+DO $$ BEGIN
+  PERFORM openwop.create_run('plans', '{"runId": "acme/plans-run-0000000003"}');
+EXCEPTION WHEN check_violation THEN
+  UPDATE caught SET state = SQLSTATE || ' ' || current_setting('enable_seqscan') || '/' || current_setting('jit');
+END $$;
+SELECT is((SELECT state FROM caught), '23514 on/on',
+          '... and when the statement fails, the caller''s handler already sees its own settings');
+SELECT is(current_setting('enable_seqscan') || '/' || current_setting('jit'), 'on/on', '... and so does the session after it');
+ALTER TABLE openwop.events DROP CONSTRAINT tap_no_events;
+ALTER TABLE openwop.runs DISABLE ROW LEVEL SECURITY;
+ALTER TABLE openwop.events DISABLE ROW LEVEL SECURITY;
 
 SELECT * FROM finish();
 ROLLBACK;
