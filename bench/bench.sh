@@ -19,8 +19,8 @@ if [ "$mode" = quick ]; then
 	T1=1500 T8=400 T32=100          # transactions per client, resolve figures
 	C1=200 C8=60                    # cycles per client
 	M=200                           # interrupts raced over by 32 clients
-	TOKENS=3000 LAT=600 SMALL=10000 LARGE=200000 STORE=300
-	INBOX_BIG=20000 INBOX_SMALL=1000 INBOX_PAGES=1000
+	TOKENS=1000 LAT=600 SMALL=10000 LARGE=100000 STORE=300
+	INBOX_BIG=10000 INBOX_SMALL=1000 INBOX_PAGES=500
 	CPU_N=2000                      # resolves per implementation, backend CPU figure
 else
 	SCALE=50 DUR=20 REPS=3

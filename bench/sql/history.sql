@@ -36,21 +36,25 @@ BEGIN
   INSERT INTO openwop.events (tenant, run_id, sequence, type, node_id, payload, created_at, schema_version, causation_id)
   SELECT e.tenant, e.run_id || '-c' || c.g, e.sequence, e.type, e.node_id, e.payload, e.created_at, e.schema_version, e.causation_id
     FROM openwop.events e, copies c WHERE e.run_id ~ '^default/benchmark-hist-[0-9]+$';
+  -- (f(...)).* would call f once per column: each row is made once, in LATERAL
   INSERT INTO openwop.runs
-  SELECT (jsonb_populate_record(NULL::openwop.runs, to_jsonb(x) || jsonb_build_object('run_id', x.run_id || '-c' || c.g))).*
-    FROM openwop.runs x, copies c WHERE x.run_id ~ '^default/benchmark-hist-[0-9]+$';
+  SELECT r.* FROM openwop.runs x, copies c,
+         LATERAL jsonb_populate_record(NULL::openwop.runs, to_jsonb(x) || jsonb_build_object('run_id', x.run_id || '-c' || c.g)) r
+   WHERE x.run_id ~ '^default/benchmark-hist-[0-9]+$';
   INSERT INTO openwop.node_executions
-  SELECT (jsonb_populate_record(NULL::openwop.node_executions, to_jsonb(x) || jsonb_build_object('run_id', x.run_id || '-c' || c.g))).*
-    FROM openwop.node_executions x, copies c WHERE x.run_id ~ '^default/benchmark-hist-[0-9]+$';
+  SELECT r.* FROM openwop.node_executions x, copies c,
+         LATERAL jsonb_populate_record(NULL::openwop.node_executions, to_jsonb(x) || jsonb_build_object('run_id', x.run_id || '-c' || c.g)) r
+   WHERE x.run_id ~ '^default/benchmark-hist-[0-9]+$';
   INSERT INTO openwop.votes
-  SELECT (jsonb_populate_record(NULL::openwop.votes, to_jsonb(x) || jsonb_build_object('interrupt_id', x.interrupt_id || '-c' || c.g))).*
-    FROM openwop.votes x JOIN openwop.interrupts i USING (tenant, interrupt_id), copies c
+  SELECT r.* FROM openwop.votes x JOIN openwop.interrupts i USING (tenant, interrupt_id), copies c,
+         LATERAL jsonb_populate_record(NULL::openwop.votes, to_jsonb(x) || jsonb_build_object('interrupt_id', x.interrupt_id || '-c' || c.g)) r
    WHERE i.run_id ~ '^default/benchmark-hist-[0-9]+$';
   INSERT INTO openwop.interrupts
-  SELECT (jsonb_populate_record(NULL::openwop.interrupts, to_jsonb(x) || jsonb_build_object(
+  SELECT r.* FROM openwop.interrupts x, copies c,
+         LATERAL jsonb_populate_record(NULL::openwop.interrupts, to_jsonb(x) || jsonb_build_object(
             'interrupt_id', x.interrupt_id || '-c' || c.g, 'run_id', x.run_id || '-c' || c.g,
-            'root_run_id', x.root_run_id || '-c' || c.g))).*
-    FROM openwop.interrupts x, copies c WHERE x.run_id ~ '^default/benchmark-hist-[0-9]+$';
+            'root_run_id', x.root_run_id || '-c' || c.g)) r
+   WHERE x.run_id ~ '^default/benchmark-hist-[0-9]+$';
 END $$;
 
 -- a vote by a JWT approver, as a PostgREST request makes it (a request session: the

@@ -19,8 +19,8 @@ CREATE FUNCTION bench.gate_request() RETURNS jsonb LANGUAGE sql IMMUTABLE AS $$
            "title": "Approve 412.50 for jo", "actions": ["accept", "reject"]}}'::jsonb
 $$;
 
--- run ids: default/benchmark-run-<tag>-<client>-<n>; the pgbench scripts spell the same
--- concatenation out (a client passes the id as a value: nothing to inline)
+-- run ids: default/benchmark-run-<tag>-<client>-<n>; the pgbench scripts write the same
+-- id as one literal (a client passes the id as a value: nothing to inline)
 CREATE FUNCTION bench.run_id(tag int, client int, n int) RETURNS text LANGUAGE sql IMMUTABLE AS $$
   SELECT 'default/benchmark-run-' || tag || '-' || client || '-' || n
 $$;
