@@ -41,6 +41,7 @@
 
 #include "access/genam.h"
 #include "access/relscan.h"
+#include "access/sysattr.h"
 #include "access/table.h"
 #include "access/tableam.h"
 #include "access/xact.h"
@@ -698,6 +699,31 @@ ow_insert(OwDirect *d, OwTableId t, TupleTableSlot *row)
 }
 
 /*
+ * Above READ COMMITTED, a conflicting row this transaction's snapshot does
+ * not see (committed by another since the snapshot was taken) is a
+ * serialization failure, as ON CONFLICT DO NOTHING raises it: "nothing to
+ * do" must not rest on a row the transaction cannot read.
+ */
+static void
+check_conflict_visible(OwDirect *d, OwTableId t, ItemPointer conflict)
+{
+	TupleTableSlot *slot;
+	bool		isnull;
+
+	if (!IsolationUsesXactSnapshot())
+		return;
+	slot = table_slot_create(d->rel[t], NULL);
+	if (!table_tuple_fetch_row_version(d->rel[t], conflict, SnapshotAny, slot))
+		elog(ERROR, "could not fetch the row a unique key conflicts with");
+	if (!table_tuple_satisfies_snapshot(d->rel[t], slot, d->snapshot) &&
+		!TransactionIdIsCurrentTransactionId(DatumGetTransactionId(slot_getsysattr(slot, MinTransactionIdAttributeNumber, &isnull))))
+		ereport(ERROR,
+				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+				 errmsg("could not serialize access due to concurrent update")));
+	ExecDropSingleTupleTableSlot(slot);
+}
+
+/*
  * Insert row into t unless a row with the same key of a unique index
  * exists, as INSERT ... ON CONFLICT DO NOTHING does (speculative
  * insertion): false when one exists, committed or by a transaction that
@@ -729,7 +755,10 @@ ow_insert_new(OwDirect *d, OwTableId t, TupleTableSlot *row)
 		List	   *recheck;
 
 		if (!ExecCheckIndexConstraints(rri, row, d->estate, &conflict, NIL))
+		{
+			check_conflict_visible(d, t, &conflict);
 			return false;
+		}
 		token = SpeculativeInsertionLockAcquire(xid);
 		table_tuple_insert_speculative(d->rel[t], row, d->estate->es_output_cid, 0, NULL, token);
 		recheck = ExecInsertIndexTuples(rri, row, d->estate, false, true, &raced, NIL);
