@@ -83,8 +83,9 @@ prefix_order(const void *a, const void *b)
 	int			c;
 
 	if (x->node_id == NULL || y->node_id == NULL)
-		return (x->node_id == NULL) - (y->node_id == NULL);
-	c = strcmp(x->node_id, y->node_id);
+		c = (x->node_id == NULL) - (y->node_id == NULL);
+	else
+		c = strcmp(x->node_id, y->node_id);
 	if (c != 0)
 		return c;
 	return (x->sequence < y->sequence) - (x->sequence > y->sequence);
@@ -117,6 +118,15 @@ check_and_read_prefix(OwRun *run, PrefixEvent *events, int n)
 	}
 	for (i = 0; i < n; i++)
 		events[i].payload = events[i].size ? DatumGetJsonbPCopy(events[i].stored) : NULL;
+}
+
+/* Of one node; DISTINCT treats the events without a node as one node too. */
+static bool
+same_node(const PrefixEvent *a, const PrefixEvent *b)
+{
+	if (a->node_id == NULL || b->node_id == NULL)
+		return a->node_id == b->node_id;
+	return strcmp(a->node_id, b->node_id) == 0;
 }
 
 /*
@@ -171,8 +181,7 @@ prefix_direct(OwRun *run, int64 requested_seq, PrefixEvent **events, int *n)
 		{
 			PrefixEvent *e = &(*events)[i];
 
-			if (kept > 0 && e->node_id != NULL && (*events)[kept - 1].node_id != NULL &&
-				strcmp(e->node_id, (*events)[kept - 1].node_id) == 0)
+			if (kept > 0 && same_node(e, &(*events)[kept - 1]))
 				continue;
 			(*events)[kept++] = *e;
 		}

@@ -169,5 +169,22 @@ SELECT is(pg_temp.refusal($$SELECT openwop.interrupt('acme/calls-prefix-direct1'
             || '" was requested as a clarification interrupt, not approval {"runStatus": null}',
           'direct_interrupt_key: another kind under the same key is refused the same way');
 
+-- the size bound of the completed prefix, on both paths (openwop.max_payload_size 1kB: 128 kB)
+SET LOCAL openwop.max_payload_size = '1kB';
+DO $$ BEGIN
+  PERFORM openwop.create_run('calls', '{"runId": "acme/calls-prefix-bound01"}');
+  FOR i IN 1..150 LOOP
+    PERFORM openwop.start_node('acme/calls-prefix-bound01', 'n' || i);
+    PERFORM openwop.complete_node('acme/calls-prefix-bound01', 'n' || i, jsonb_build_object('blob', repeat('x', 900)));
+  END LOOP;
+  PERFORM openwop.start_node('acme/calls-prefix-bound01', 'gate');
+END $$;
+SELECT is(split_part(pg_temp.refusal($$SELECT openwop.interrupt('acme/calls-prefix-bound01', 'gate', '{"kind": "custom", "data": {"customKind": "k"}}')$$), ':', 1),
+          'PT409 run_state_conflict', 'direct_interrupt_prefix: a completed prefix over the envelope bound is a 409');
+ALTER TABLE openwop.events ENABLE ROW LEVEL SECURITY;
+SELECT is(split_part(pg_temp.refusal($$SELECT openwop.interrupt('acme/calls-prefix-bound01', 'gate', '{"kind": "custom", "data": {"customKind": "k"}}')$$), ':', 1),
+          'PT409 run_state_conflict', 'direct_interrupt_prefix_fallback: ... and so it is through the statement');
+ALTER TABLE openwop.events DISABLE ROW LEVEL SECURITY;
+
 SELECT * FROM finish();
 ROLLBACK;
