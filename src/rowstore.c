@@ -364,6 +364,9 @@ plain(Relation rel, OwTableId t, uint32 inserts, uint32 updates, uint32 deletes)
 	return true;
 }
 
+static bool direct_begin(OwDirect *d, uint32 reads, uint32 inserts, uint32 updates,
+						 uint32 deletes, uint32 skipped_updates, uint32 skipped_deletes);
+
 /*
  * Open the tables an operation reads (reads), inserts into (inserts) and
  * updates (updates), as OW_TABLE_BIT masks, and take its snapshot.  False
@@ -379,7 +382,28 @@ ow_direct_begin(OwDirect *d, uint32 reads, uint32 inserts, uint32 updates)
 bool
 ow_direct_begin_delete(OwDirect *d, uint32 reads, uint32 inserts, uint32 updates, uint32 deletes)
 {
-	uint32		all = reads | inserts | updates | deletes;
+	return direct_begin(d, reads, inserts, updates, deletes, 0, 0);
+}
+
+/*
+ * ow_direct_begin for an operation that reads reads to decide that the
+ * statements updating the tables updates and deleting from deletes would
+ * change no row, and skips them: those tables must be plain too (a
+ * statement-level trigger, or a rule, acts on a statement that changes no
+ * row).  They are checked, not written.
+ */
+bool
+ow_direct_begin_instead(OwDirect *d, uint32 reads, uint32 updates, uint32 deletes)
+{
+	return direct_begin(d, reads, 0, 0, 0, updates, deletes);
+}
+
+/* ow_direct_begin_delete, with the tables of skipped statements checked too */
+static bool
+direct_begin(OwDirect *d, uint32 reads, uint32 inserts, uint32 updates, uint32 deletes,
+			 uint32 skipped_updates, uint32 skipped_deletes)
+{
+	uint32		all = reads | inserts | updates | deletes | skipped_updates | skipped_deletes;
 	uint32		writes = inserts | updates | deletes;
 	List	   *rtable = NIL;
 	int			i;
@@ -393,7 +417,7 @@ ow_direct_begin_delete(OwDirect *d, uint32 reads, uint32 inserts, uint32 updates
 			continue;
 		d->rel[i] = table_open(cache.relids[i],
 							   (writes & OW_TABLE_BIT(i)) ? RowExclusiveLock : AccessShareLock);
-		if (!plain(d->rel[i], i, inserts, updates, deletes))
+		if (!plain(d->rel[i], i, inserts, updates | skipped_updates, deletes | skipped_deletes))
 		{
 			for (; i >= 0; i--)
 				if (d->rel[i])
