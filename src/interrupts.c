@@ -22,7 +22,6 @@
 #include "common/cryptohash.h"
 #include "common/sha2.h"
 #include "utils/builtins.h"
-#include "utils/datum.h"
 
 PG_FUNCTION_INFO_V1(ow_interrupt);
 
@@ -69,12 +68,16 @@ typedef struct PrefixEvent
 {
 	char	   *node_id;		/* NULL: an event without a node */
 	int64		sequence;
-	Datum		stored;			/* the payload as stored (maybe a TOAST pointer) */
+	ItemPointerData tid;		/* its row, read directly: the payload is fetched once kept */
+	Datum		stored;			/* the payload as the statement returned it (maybe a TOAST pointer) */
 	Size		size;			/* its size once detoasted; 0: none */
 	Jsonb	   *payload;		/* detoasted once the sizes were checked */
 } PrefixEvent;
 
-/* node_id, then the latest first; events without a node last */
+/*
+ * node_id, then the latest first; events without a node last, also the
+ * latest first: the order of the statement's ORDER BY node_id, sequence DESC
+ */
 static int
 prefix_order(const void *a, const void *b)
 {
@@ -82,21 +85,26 @@ prefix_order(const void *a, const void *b)
 	const PrefixEvent *y = b;
 	int			c;
 
-	if (x->node_id == NULL || y->node_id == NULL)
-		c = (x->node_id == NULL) - (y->node_id == NULL);
-	else
-		c = strcmp(x->node_id, y->node_id);
-	if (c != 0)
+	if ((x->node_id == NULL) != (y->node_id == NULL))
+		return (x->node_id == NULL) - (y->node_id == NULL);
+	if (x->node_id != NULL && (c = strcmp(x->node_id, y->node_id)) != 0)
 		return c;
 	return (x->sequence < y->sequence) - (x->sequence > y->sequence);
 }
 
+/* Do two events fall in one DISTINCT ON (node_id) group?  (NULLs do.) */
+static bool
+same_node(const char *a, const char *b)
+{
+	return a == NULL ? b == NULL : b != NULL && strcmp(a, b) == 0;
+}
+
 /*
  * Refuse a prefix too large for an envelope, measured before any payload
- * is detoasted (the envelope must stay a jsonb value), then detoast.
+ * is detoasted (the envelope must stay a jsonb value).
  */
 static void
-check_and_read_prefix(OwRun *run, PrefixEvent *events, int n)
+check_prefix_size(OwRun *run, PrefixEvent *events, int n)
 {
 	Size		total = 0;
 	int			i;
@@ -116,22 +124,14 @@ check_and_read_prefix(OwRun *run, PrefixEvent *events, int n)
 				 "the completed nodes of run \"%s\" hold %zu bytes of outputs, more than an envelope may carry",
 				 run->run_id, total);
 	}
-	for (i = 0; i < n; i++)
-		events[i].payload = events[i].size ? DatumGetJsonbPCopy(events[i].stored) : NULL;
-}
-
-/* Of one node; DISTINCT treats the events without a node as one node too. */
-static bool
-same_node(const PrefixEvent *a, const PrefixEvent *b)
-{
-	if (a->node_id == NULL || b->node_id == NULL)
-		return a->node_id == b->node_id;
-	return strcmp(a->node_id, b->node_id) == 0;
 }
 
 /*
  * The node.completed events before requested_seq, read without a statement
- * (rowstore.c): false when the statement must run instead.
+ * (rowstore.c): false when the statement must run instead.  The scan keeps
+ * each event's row, not its payload: only the latest of each node (as
+ * DISTINCT ON keeps it) is measured and then read, so a long log costs no
+ * more memory than the envelope.
  */
 static bool
 prefix_direct(OwRun *run, int64 requested_seq, PrefixEvent **events, int *n)
@@ -140,6 +140,7 @@ prefix_direct(OwRun *run, int64 requested_seq, PrefixEvent **events, int *n)
 	OwScan		s;
 	Datum		keys[2];
 	int			cap = 8;
+	int			i;
 
 	if (!ow_direct_begin(&d, OW_TABLE_BIT(OW_EVENTS), 0, 0))
 		return false;
@@ -152,6 +153,7 @@ prefix_direct(OwRun *run, int64 requested_seq, PrefixEvent **events, int *n)
 	{
 		PrefixEvent *e;
 		bool		isnull;
+		Datum		payload;
 
 		if (!ow_get_text_is(s.slot, EV_TYPE, "node.completed"))
 			continue;
@@ -163,31 +165,44 @@ prefix_direct(OwRun *run, int64 requested_seq, PrefixEvent **events, int *n)
 		e = &(*events)[(*n)++];
 		e->node_id = ow_get_text(s.slot, EV_NODE_ID);
 		e->sequence = DatumGetInt64(ow_get(s.slot, EV_SEQUENCE, &isnull));
-		e->stored = ow_get(s.slot, EV_PAYLOAD, &isnull);
-		e->size = isnull ? 0 : toast_raw_datum_size(e->stored);
-		/* the slot's next row replaces this one: keep the stored form */
-		e->stored = isnull ? (Datum) 0 : datumCopy(e->stored, false, -1);
+		e->tid = s.slot->tts_tid;
+		payload = ow_get(s.slot, EV_PAYLOAD, &isnull);
+		e->size = isnull ? 0 : toast_raw_datum_size(payload);
+		e->stored = (Datum) 0;
+		e->payload = NULL;
 	}
 	ow_scan_end(&s);
 
-	/* the latest of each node, as DISTINCT ON (node_id) keeps it */
+	/* the latest of each node, as DISTINCT ON (node_id) keeps it; one without a node */
 	if (*n > 1)
 	{
 		int			kept = 0;
-		int			i;
 
 		qsort(*events, *n, sizeof(PrefixEvent), prefix_order);
 		for (i = 0; i < *n; i++)
 		{
 			PrefixEvent *e = &(*events)[i];
 
-			if (kept > 0 && same_node(e, &(*events)[kept - 1]))
+			if (kept > 0 && same_node(e->node_id, (*events)[kept - 1].node_id))
 				continue;
 			(*events)[kept++] = *e;
 		}
 		*n = kept;
 	}
-	check_and_read_prefix(run, *events, *n);	/* under the operation's snapshot */
+	check_prefix_size(run, *events, *n);
+	/* under the operation's snapshot, which saw these rows */
+	for (i = 0; i < *n; i++)
+	{
+		PrefixEvent *e = &(*events)[i];
+		TupleTableSlot *slot;
+
+		if (e->size == 0)
+			continue;
+		if (!ow_fetch_tid(&d, OW_EVENTS, &e->tid, &slot))
+			elog(ERROR, "could not read event %lld of run \"%s\"", (long long) e->sequence,
+				 run->run_id);
+		e->payload = ow_get_jsonb(slot, EV_PAYLOAD);
+	}
 	ow_direct_end(&d);
 	return true;
 }
@@ -221,7 +236,9 @@ prefix_sql(OwRun *run, int64 requested_seq, PrefixEvent **events, int *n)
 		(*events)[i].sequence = ow_col_int64(i, 3);
 	}
 	*n = (int) count;
-	check_and_read_prefix(run, *events, *n);
+	check_prefix_size(run, *events, *n);
+	for (i = 0; i < count; i++)
+		(*events)[i].payload = (*events)[i].size ? DatumGetJsonbPCopy((*events)[i].stored) : NULL;
 }
 
 /*

@@ -336,6 +336,7 @@ typedef struct OwScan
 extern bool ow_direct_begin(OwDirect *d, uint32 reads, uint32 inserts, uint32 updates);
 extern bool ow_direct_begin_delete(OwDirect *d, uint32 reads, uint32 inserts, uint32 updates,
 								   uint32 deletes);
+extern bool ow_direct_begin_instead(OwDirect *d, uint32 reads, uint32 updates, uint32 deletes);
 extern void ow_direct_end(OwDirect *d);
 extern void ow_scan_begin(OwDirect *d, OwScan *s, OwIndexId idx, int nkeys, const Datum *keys);
 extern void ow_scan_begin_dir(OwDirect *d, OwScan *s, OwIndexId idx, int nkeys, const Datum *keys,

@@ -52,6 +52,7 @@
 #include "catalog/pg_type.h"
 #include "commands/trigger.h"
 #include "executor/executor.h"
+#include "miscadmin.h"
 #include "nodes/makefuncs.h"
 #include "nodes/value.h"
 #include "storage/lmgr.h"
@@ -365,21 +366,15 @@ plain(Relation rel, OwTableId t, uint32 inserts, uint32 updates, uint32 deletes)
 }
 
 /*
- * Open the tables an operation reads (reads), inserts into (inserts) and
- * updates (updates), as OW_TABLE_BIT masks, and take its snapshot.  False
- * when the operation must run as SQL instead; nothing was done then.
+ * What ow_direct_begin, ow_direct_begin_delete and ow_direct_begin_instead
+ * do: open the tables, check each is plain for what the operation (or the
+ * statements it skips) would do to it, take the snapshot, set up the writes.
  */
-bool
-ow_direct_begin(OwDirect *d, uint32 reads, uint32 inserts, uint32 updates)
+static bool
+direct_begin(OwDirect *d, uint32 reads, uint32 inserts, uint32 updates, uint32 deletes,
+			 uint32 skipped_updates, uint32 skipped_deletes)
 {
-	return ow_direct_begin_delete(d, reads, inserts, updates, 0);
-}
-
-/* The same for an operation that also deletes from the tables deletes. */
-bool
-ow_direct_begin_delete(OwDirect *d, uint32 reads, uint32 inserts, uint32 updates, uint32 deletes)
-{
-	uint32		all = reads | inserts | updates | deletes;
+	uint32		all = reads | inserts | updates | deletes | skipped_updates | skipped_deletes;
 	uint32		writes = inserts | updates | deletes;
 	List	   *rtable = NIL;
 	int			i;
@@ -393,7 +388,7 @@ ow_direct_begin_delete(OwDirect *d, uint32 reads, uint32 inserts, uint32 updates
 			continue;
 		d->rel[i] = table_open(cache.relids[i],
 							   (writes & OW_TABLE_BIT(i)) ? RowExclusiveLock : AccessShareLock);
-		if (!plain(d->rel[i], i, inserts, updates, deletes))
+		if (!plain(d->rel[i], i, inserts, updates | skipped_updates, deletes | skipped_deletes))
 		{
 			for (; i >= 0; i--)
 				if (d->rel[i])
@@ -442,6 +437,37 @@ ow_direct_begin_delete(OwDirect *d, uint32 reads, uint32 inserts, uint32 updates
 			AfterTriggerBeginQuery();
 	}
 	return true;
+}
+
+/*
+ * Open the tables an operation reads (reads), inserts into (inserts) and
+ * updates (updates), as OW_TABLE_BIT masks, and take its snapshot.  False
+ * when the operation must run as SQL instead; nothing was done then.
+ */
+bool
+ow_direct_begin(OwDirect *d, uint32 reads, uint32 inserts, uint32 updates)
+{
+	return ow_direct_begin_delete(d, reads, inserts, updates, 0);
+}
+
+/* The same for an operation that also deletes from the tables deletes. */
+bool
+ow_direct_begin_delete(OwDirect *d, uint32 reads, uint32 inserts, uint32 updates, uint32 deletes)
+{
+	return direct_begin(d, reads, inserts, updates, deletes, 0, 0);
+}
+
+/*
+ * ow_direct_begin for an operation that reads reads to decide that the
+ * statements updating the tables updates and deleting from deletes would
+ * change no row, and skips them: those tables must be plain too (a
+ * statement-level trigger, or a rule, acts on a statement that changes no
+ * row).  They are checked, not written.
+ */
+bool
+ow_direct_begin_instead(OwDirect *d, uint32 reads, uint32 updates, uint32 deletes)
+{
+	return direct_begin(d, reads, 0, 0, 0, updates, deletes);
 }
 
 /* Close what ow_direct_begin opened; later statements see what was written. */
@@ -754,6 +780,7 @@ ow_insert_new(OwDirect *d, OwTableId t, TupleTableSlot *row)
 		uint32		token;
 		List	   *recheck;
 
+		CHECK_FOR_INTERRUPTS();
 		if (!ExecCheckIndexConstraints(rri, row, d->estate, &conflict, NIL))
 		{
 			check_conflict_visible(d, t, &conflict);

@@ -1302,7 +1302,10 @@ nothing_open_direct(OwRun *run)
 	Datum		keys[2];
 	bool		open;
 
-	if (!ow_direct_begin(&d, OW_TABLE_BIT(OW_OPEN_INTERRUPTS) | OW_TABLE_BIT(OW_NODE_EXECUTIONS), 0, 0))
+	/* in place of cancel_open, ow_close_run_interrupts and cancel_execs */
+	if (!ow_direct_begin_instead(&d, OW_TABLE_BIT(OW_OPEN_INTERRUPTS) | OW_TABLE_BIT(OW_NODE_EXECUTIONS),
+								 OW_TABLE_BIT(OW_INTERRUPTS) | OW_TABLE_BIT(OW_NODE_EXECUTIONS),
+								 OW_TABLE_BIT(OW_OPEN_INTERRUPTS)))
 		return false;
 	keys[0] = CStringGetTextDatum(run->tenant);
 	keys[1] = CStringGetTextDatum(run->run_id);
