@@ -62,6 +62,7 @@
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
+#include "utils/ruleutils.h"
 #include "utils/snapmgr.h"
 
 static const char *const table_names[OW_TABLE_COUNT] = {
@@ -158,6 +159,33 @@ static const OwColumnDef columns[OW_COLUMN_COUNT] = {
 	[OPEN_EXPIRES_AT] = {OW_OPEN_INTERRUPTS, "expires_at", TIMESTAMPTZOID},
 };
 
+/*
+ * The column defaults of the install script, as pg_get_expr() prints them.
+ * A direct insert sets every column itself, with what these give where the
+ * statements leave a column out; a default a DBA changed or added sends
+ * the inserts into that table back to the statements, which apply it.
+ */
+typedef struct OwDefault
+{
+	OwTableId	table;
+	const char *column;
+	const char *expr;
+} OwDefault;
+
+static const OwDefault install_defaults[] = {
+	{OW_RUNS, "configurable", "'{}'::jsonb"},
+	{OW_RUNS, "next_sequence", "0"},
+	{OW_RUNS, "created_at", "now()"},
+	{OW_RUNS, "updated_at", "now()"},
+	{OW_EVENTS, "created_at", "clock_timestamp()"},
+	{OW_EVENTS, "schema_version", "1"},
+	{OW_INTERRUPTS, "status", "'pending'::text"},
+	{OW_INTERRUPTS, "created_at", "now()"},
+	{OW_NODE_EXECUTIONS, "attempt", "0"},
+	{OW_NODE_EXECUTIONS, "started_at", "now()"},
+	{OW_GROUP_MEMBERS, "added_at", "now()"},
+};
+
 #define INDEX_MAX_PROBE_KEYS 4
 
 typedef struct OwIndexDef
@@ -189,6 +217,7 @@ static struct
 	bool		valid;
 	Oid			relids[OW_TABLE_COUNT];
 	int			known[OW_TABLE_COUNT];	/* columns named above, per table */
+	bool		defaults[OW_TABLE_COUNT];	/* its column defaults are the install script's */
 	AttrNumber	attnums[OW_COLUMN_COUNT];
 	Oid			indexids[OW_INDEX_COUNT];
 	RegProcedure eqprocs[OW_INDEX_COUNT][INDEX_MAX_PROBE_KEYS];
@@ -233,6 +262,36 @@ equality_of(Oid typid)
 	}
 }
 
+/* Are the column defaults of table t (relid) those of the install script? */
+static bool
+defaults_as_installed(OwTableId t, Oid relid)
+{
+	Relation	rel = table_open(relid, AccessShareLock);
+	TupleConstr *constr = RelationGetDescr(rel)->constr;
+	int			expected = 0;
+	int			n = constr ? constr->num_defval : 0;
+	bool		same = true;
+	int			i;
+	size_t		j;
+
+	for (j = 0; j < lengthof(install_defaults); j++)
+		if (install_defaults[j].table == t)
+			expected++;
+	for (i = 0; same && i < n; i++)
+	{
+		AttrDefault *def = &constr->defval[i];
+		const char *column = NameStr(TupleDescAttr(RelationGetDescr(rel), def->adnum - 1)->attname);
+		char	   *expr = deparse_expression(stringToNode(def->adbin), NIL, false, false);
+
+		same = false;
+		for (j = 0; j < lengthof(install_defaults); j++)
+			if (install_defaults[j].table == t && strcmp(install_defaults[j].column, column) == 0)
+				same = strcmp(install_defaults[j].expr, expr) == 0;
+	}
+	table_close(rel, AccessShareLock);
+	return same && n == expected;
+}
+
 /*
  * Look everything up.  False, with the cache left invalid, when anything
  * is not as the install script made it (the SQL statements then run).
@@ -257,6 +316,7 @@ fill_cache(void)
 		cache.known[i] = 0;
 		if (!OidIsValid(cache.relids[i]))
 			return false;
+		cache.defaults[i] = defaults_as_installed(i, cache.relids[i]);
 	}
 	for (i = 0; i < OW_COLUMN_COUNT; i++)
 	{
@@ -355,6 +415,8 @@ plain(Relation rel, OwTableId t, uint32 inserts, uint32 updates, uint32 deletes)
 		int			live = 0;
 		int			i;
 
+		if (!cache.defaults[t])
+			return false;
 		/* every column is one the insert sets: no default to evaluate */
 		for (i = 0; i < desc->natts; i++)
 			if (!TupleDescAttr(desc, i)->attisdropped)
