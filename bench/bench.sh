@@ -13,6 +13,7 @@ db=postgres
 export PGDATABASE=$db
 mkdir -p "$out"
 rm -f "$out"/*.csv "$out"/lat.* 2>/dev/null || true
+echo "measurement,tps,wal_bytes_per_txn,fpi_per_txn,machine_cpu_us_per_txn,steal_us_per_txn" >"$out/rounds.csv"
 
 if [ "$mode" = quick ]; then
 	SCALE=10 DUR=2 REPS=1
@@ -33,7 +34,10 @@ else
 fi
 
 sql() { psql -X -q -A -t -v ON_ERROR_STOP=1 "$@"; }
-say() { printf '%s  %s\n' "$(date +%T)" "$*" >&2; }
+say() { SAID="$*"; printf '%s  %s\n' "$(date +%T)" "$*" >&2; }
+SAID=""
+# the machine's CPU in use and stolen by the host, in clock ticks: "busy steal"
+machine_ticks() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8, $9 }' /proc/stat; }
 tps() { sed -n 's/^tps = \([0-9.]*\) .*/\1/p' | tail -n 1; }
 # record FIGURE CLIENTS VALUE UNIT BASELINE BASELINE_VALUE TARGET_KIND TARGET [WAL BASE_WAL FPI BASE_FPI]
 record() {
@@ -67,15 +71,17 @@ record() {
 # short-lived clients: 32 clients x 150 resolves read 11% below their
 # steady rate, 8 x 600 3%.  WAL figures are those of the whole run.
 measure() {
-	local log dir n t
+	local log dir n t busy0 steal0 busy1 steal1
 	log=$(mktemp)
 	dir=$(mktemp -d)
 	sql -c "SELECT pg_stat_reset_shared('wal')" >/dev/null
+	read -r busy0 steal0 <<<"$(machine_ticks)"
 	if ! (cd "$dir" && pgbench -l --log-prefix=tx "$@") >"$log" 2>&1 || grep -q -e 'aborted' -e '^number of failed transactions: [1-9]' "$log"; then
 		cat "$log" >&2
 		echo "pgbench $* failed" >&2
 		exit 1
 	fi
+	read -r busy1 steal1 <<<"$(machine_ticks)"
 	n=$(sed -n 's/^number of transactions actually processed: \([0-9]*\).*/\1/p' "$log")
 	t=$(steady_tps "$dir")
 	[ -n "$t" ] || t=$(tps <"$log")
@@ -83,6 +89,13 @@ measure() {
 	sleep 0.5   # the clients' backends report their WAL statistics as they exit
 	MEASURED=$(sql -F' ' -c "SELECT $t, round(wal_bytes / $n), round(wal_fpi::numeric / $n, 2) FROM pg_stat_wal")
 	[ -n "$t" ] && [ -n "$MEASURED" ] || { echo "pgbench $* reported no throughput" >&2; exit 1; }
+	# every measurement, with the whole machine's CPU per transaction and what
+	# the host stole of it: a round taken while the host throttled the VM
+	# shows a steal time of hundreds of microseconds per transaction
+	awk -v what="$SAID" -v m="$MEASURED" -v n="$n" -v hz="$(getconf CLK_TCK)" \
+		-v b="$((busy1 - busy0))" -v st="$((steal1 - steal0))" 'BEGIN {
+			split(m, f, " "); gsub(/"/, "\"\"", what)
+			printf "\"%s\",%s,%s,%s,%.0f,%.0f\n", what, f[1], f[2], f[3], b * 1e6 / hz / n, st * 1e6 / hz / n }' >>"$out/rounds.csv"
 }
 # steady_tps DIR: transactions per second from the pgbench logs in DIR, over
 # the window in which every client has finished its first $WARM
@@ -304,11 +317,12 @@ for c in 1 8; do
 	case $c in 1) t=$C1 ;; 8) t=$C8 ;; esac
 	rounds=""
 	for r in $(seq 1 "$REPS"); do
-		say "whole cycle, $c clients, round $r: pgbench -N, then create_run, start_node, interrupt, resolve, complete_node, complete_run"
+		say "whole cycle, $c clients, round $r: pgbench -N"
 		settle
 		measure -N -c $c -j 2 -T $DUR
 		read -r cnb _ _ <<<"$MEASURED"
 		next_tag; settle
+		say "whole cycle, $c clients, round $r: create_run, start_node, interrupt, resolve, complete_node, complete_run"
 		measure -n -f "$here/scripts/cycle.pgb" -D tag=$tag -D n=0 -c $c -j 2 -t $t
 		read -r cyc cycw cycf <<<"$MEASURED"
 		rounds+="$(awk -v r="$cyc" -v b="$cnb" 'BEGIN { printf "%.4f", r * 6 / b }') $cyc $cnb $cycw $cycf"$'\n'
