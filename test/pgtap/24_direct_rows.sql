@@ -8,13 +8,7 @@ SELECT * FROM no_plan();
 SET LOCAL openwop.tenant = 'acme';
 \ir callers.psql
 
-CREATE FUNCTION pg_temp.gate(run text) RETURNS void LANGUAGE plpgsql AS $$
-BEGIN
-  PERFORM openwop.create_run('direct', jsonb_build_object('runId', run));
-  PERFORM openwop.start_node(run, 'gate');
-  PERFORM openwop.interrupt(run, 'gate', '{"kind": "approval", "data": {"artifactId": "a",
-    "artifactType": "doc", "title": "T", "actions": ["accept", "reject"]}}');
-END $$;
+\ir gates.psql
 -- what a resolve left behind, without ids and clocks
 CREATE FUNCTION pg_temp.written(run text) RETURNS jsonb LANGUAGE sql AS $$
   SELECT jsonb_build_object(

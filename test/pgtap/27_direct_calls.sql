@@ -8,6 +8,7 @@ BEGIN;
 SELECT * FROM no_plan();
 SET LOCAL openwop.tenant = 'acme';
 \ir callers.psql
+\ir gates.psql
 
 -- a run's rows and events without ids and clocks
 CREATE FUNCTION pg_temp.shape(run text) RETURNS jsonb LANGUAGE sql AS $$
@@ -103,10 +104,7 @@ SELECT is((SELECT fork_of IS NULL FROM openwop.runs WHERE run_id = 'acme/calls-d
 -- an open execution and a pending interrupt: the probe sees them and the statements cancel them
 CREATE FUNCTION pg_temp.open_run(run text) RETURNS void LANGUAGE plpgsql AS $$
 BEGIN
-  PERFORM openwop.create_run('calls', jsonb_build_object('runId', run));
-  PERFORM openwop.start_node(run, 'gate');
-  PERFORM openwop.interrupt(run, 'gate', '{"kind": "approval", "data": {"artifactId": "a",
-    "artifactType": "doc", "title": "T", "actions": ["accept", "reject"]}}');
+  PERFORM pg_temp.gate(run);
   PERFORM openwop.start_node(run, 'work');
 END $$;
 SELECT pg_temp.open_run('acme/calls-open-sql-00001');
