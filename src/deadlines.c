@@ -117,6 +117,8 @@ mark_announced(OwRun *run, const char *interrupt_id, int64 seq)
 void
 ow_apply_deadline(OwRun *run, const OwDeadline *d, bool late)
 {
+	if (!d->expired)
+		ow_count_decision(OW_STAT_EXPIRED);
 	if (strcmp(d->kind, "approval") == 0 && !d->expired)
 	{
 		OwResolution r = {0};

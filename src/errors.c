@@ -100,6 +100,13 @@ static const struct
 StaticAssertDecl(lengthof(error_table) == OW_CAPABILITY_REQUIRED + 1,
 				 "error_table must list every OwError");
 
+/* The code of an OwError (for openwop.stats). */
+const char *
+ow_error_code(int error)
+{
+	return error >= 0 && error < (int) lengthof(error_table) ? error_table[error].code : NULL;
+}
+
 /* The SQLSTATE of an HTTP status: "PT" and its three digits. */
 #define STATUS_SQLSTATE(status) \
 	MAKE_SQLSTATE('P', 'T', '0' + (status) / 100, '0' + (status) / 10 % 10, '0' + (status) % 10)
@@ -130,6 +137,7 @@ ow_raise(OwError error, OwDetails *details, const char *hint, const char *fmt,..
 		detail_json = details->buf.data;
 	}
 
+	ow_count_refusal(error);
 	ereport(ERROR,
 			(errcode(STATUS_SQLSTATE(error_table[error].status)),
 			 errmsg_internal("%s", msg.data),

@@ -3,8 +3,9 @@
  * module.c
  *	  _PG_init: the top of the layer order.  It asks each file that owns
  *	  settings to define them, and, when the library is loaded at server
- *	  start, reserves the shared memory of the worker wake-up and of the
- *	  notify relay and registers the two background workers.
+ *	  start, reserves the shared memory of the workers' registry, of the
+ *	  counters and of the notify rings, registers the launcher and installs
+ *	  the DDL hook.
  *
  *-------------------------------------------------------------------------
  */
@@ -26,13 +27,14 @@ void		_PG_init(void);
 static shmem_request_hook_type prev_shmem_request_hook = NULL;
 static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
 
-/* Shared memory of the timeout worker's wake-up and of the notify relay. */
+/* Shared memory of the workers' registry, of the counters and of the notify rings. */
 static void
 shmem_request(void)
 {
 	if (prev_shmem_request_hook)
 		prev_shmem_request_hook();
-	RequestAddinShmemSpace(ow_wakeup_shmem_size());
+	RequestAddinShmemSpace(ow_registry_shmem_size());
+	RequestAddinShmemSpace(ow_stats_shmem_size());
 	RequestAddinShmemSpace(ow_relay_shmem_size());
 }
 
@@ -42,7 +44,8 @@ shmem_startup(void)
 	if (prev_shmem_startup_hook)
 		prev_shmem_startup_hook();
 	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
-	ow_wakeup_shmem_init();
+	ow_registry_shmem_init();
+	ow_stats_shmem_init();
 	ow_relay_shmem_init();
 	LWLockRelease(AddinShmemInitLock);
 }
@@ -75,8 +78,8 @@ _PG_init(void)
 		shmem_request_hook = shmem_request;
 		prev_shmem_startup_hook = shmem_startup_hook;
 		shmem_startup_hook = shmem_startup;
-		ow_register_worker("ow_timeout_worker_main", "openwop timeout worker", 10);
-		ow_register_worker("ow_relay_main", "openwop notify relay", 1);
+		ow_register_launcher();
+		ow_install_ddl_hook();
 	}
 
 	MarkGUCPrefixReserved("openwop");

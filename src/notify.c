@@ -11,10 +11,11 @@
  * When the library is preloaded, a relay worker sends the notifications
  * instead: at pre-commit a transaction reserves room in a shared ring, at
  * commit it writes its (run, range) entries there and wakes the relay,
- * which NOTIFYs them in batches from its own transactions.  Listeners in
- * the relay's database (openwop.database) get them from the relay; in any
- * other database, with no relay running, the ring full or the relay
- * lagging, the transaction NOTIFYs itself as before.  Either way a
+ * which NOTIFYs them in batches from its own transactions.  Each database
+ * worker (dbworker.c) is the relay of its database, with a ring of its own
+ * (one per slot of the registry, worker.c).  With no worker serving the
+ * database, the ring full or the relay lagging, the transaction NOTIFYs
+ * itself as before.  Either way a
  * notification is sent only for a committed change, once per transaction
  * and run (twice at worst, if a relay dies between sending a batch and
  * recording that it did).
@@ -38,16 +39,15 @@
 #include "utils/memutils.h"
 
 #define OW_NOTIFY_CHANNEL "openwop_events"
-#define RING_SIZE 4096
+#define RING_SIZE 2048
 #define RUN_ID_BUF 272			/* "anon:" + 128-character tenant + "/" + 128 */
 #define RELAY_BATCH 256
 #define RELAY_STALL_MS 1000		/* an entry waiting this long: the relay lags */
 
-PGDLLEXPORT void ow_relay_main(Datum arg);
-
 
 typedef struct RingEntry
 {
+	Oid			dboid;			/* a slot's ring may have served another database before */
 	int64		first;
 	int64		last;
 	TimestampTz published;		/* when the committing backend handed it over */
@@ -65,7 +65,8 @@ typedef struct Ring
 	RingEntry	entries[RING_SIZE];
 } Ring;
 
-static Ring *ring = NULL;
+static Ring *rings = NULL;		/* one per slot of the registry */
+static Ring *ring = NULL;		/* the relay's own, in a database worker */
 
 /* ----------
  * What this transaction changed, per (sub)transaction level
@@ -80,7 +81,8 @@ typedef struct Change
 } Change;
 
 static List *changes = NIL;		/* in TopTransactionContext */
-static List *reserved_batch = NIL;	/* merged, room reserved in the ring */
+static List *reserved_batch = NIL;	/* merged, room reserved in reserved_ring */
+static Ring *reserved_ring = NULL;
 static bool callbacks_registered = false;
 
 static char *
@@ -169,54 +171,60 @@ ring_reserve(int n)
 {
 	bool		ok = false;
 	TimestampTz stale = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), -RELAY_STALL_MS);
+	int			slot = ow_slot_of_my_database();
+	Ring	   *r;
 
-	if (ring == NULL)
+	if (rings == NULL || slot < 0)
 		return false;
-	SpinLockAcquire(&ring->mutex);
-	if (ring->relay_latch != NULL && ring->relay_db == MyDatabaseId &&
-		(ring->tail - ring->head) + ring->reserved + n <= RING_SIZE &&
-		(ring->head == ring->tail || ring->entries[ring->head % RING_SIZE].published > stale))
+	r = &rings[slot];
+	SpinLockAcquire(&r->mutex);
+	if (r->relay_latch != NULL && r->relay_db == MyDatabaseId &&
+		(r->tail - r->head) + r->reserved + n <= RING_SIZE &&
+		(r->head == r->tail || r->entries[r->head % RING_SIZE].published > stale))
 	{
-		ring->reserved += n;
+		r->reserved += n;
 		ok = true;
 	}
-	SpinLockRelease(&ring->mutex);
+	SpinLockRelease(&r->mutex);
+	if (ok)
+		reserved_ring = r;
 	return ok;
 }
 
 /* After commit: must not fail.  The room was reserved at pre-commit. */
 static void
-ring_publish(List *batch)
+ring_publish(Ring *r, List *batch)
 {
 	Latch	   *latch;
 	ListCell   *lc;
 	TimestampTz now = GetCurrentTimestamp();
 
-	SpinLockAcquire(&ring->mutex);
+	SpinLockAcquire(&r->mutex);
 	foreach(lc, batch)
 	{
 		Change	   *c = lfirst(lc);
-		RingEntry  *e = &ring->entries[ring->tail % RING_SIZE];
+		RingEntry  *e = &r->entries[r->tail % RING_SIZE];
 
+		e->dboid = MyDatabaseId;
 		e->first = c->first;
 		e->last = c->last;
 		e->published = now;
 		strlcpy(e->run_id, c->run_id, RUN_ID_BUF);
-		ring->tail++;
+		r->tail++;
 	}
-	ring->reserved -= list_length(batch);
-	latch = ring->relay_latch;
-	SpinLockRelease(&ring->mutex);
+	r->reserved -= list_length(batch);
+	latch = r->relay_latch;
+	SpinLockRelease(&r->mutex);
 	if (latch)
 		SetLatch(latch);
 }
 
 static void
-ring_release(int n)
+ring_release(Ring *r, int n)
 {
-	SpinLockAcquire(&ring->mutex);
-	ring->reserved -= n;
-	SpinLockRelease(&ring->mutex);
+	SpinLockAcquire(&r->mutex);
+	r->reserved -= n;
+	SpinLockRelease(&r->mutex);
 }
 
 static void
@@ -246,13 +254,13 @@ notify_xact_callback(XactEvent event, void *arg)
 			break;
 		case XACT_EVENT_COMMIT:
 			if (reserved_batch != NIL)
-				ring_publish(reserved_batch);
+				ring_publish(reserved_ring, reserved_batch);
 			reserved_batch = NIL;
 			changes = NIL;
 			break;
 		case XACT_EVENT_ABORT:
 			if (reserved_batch != NIL)
-				ring_release(list_length(reserved_batch));
+				ring_release(reserved_ring, list_length(reserved_batch));
 			reserved_batch = NIL;
 			changes = NIL;
 			break;
@@ -324,7 +332,7 @@ ow_notify_later(const char *run_id, int64 first, int64 last)
 Size
 ow_relay_shmem_size(void)
 {
-	return MAXALIGN(sizeof(Ring));
+	return MAXALIGN(mul_size(sizeof(Ring), ow_max_databases));
 }
 
 /* Called under AddinShmemInitLock. */
@@ -332,16 +340,18 @@ void
 ow_relay_shmem_init(void)
 {
 	bool		found;
+	int			i;
 
-	ring = ShmemInitStruct("openwop_interrupt notify ring", sizeof(Ring), &found);
+	rings = ShmemInitStruct("openwop_interrupt notify rings", ow_relay_shmem_size(), &found);
 	if (!found)
-	{
-		SpinLockInit(&ring->mutex);
-		ring->relay_latch = NULL;
-		ring->relay_db = InvalidOid;
-		ring->head = ring->tail = 0;
-		ring->reserved = 0;
-	}
+		for (i = 0; i < ow_max_databases; i++)
+		{
+			SpinLockInit(&rings[i].mutex);
+			rings[i].relay_latch = NULL;
+			rings[i].relay_db = InvalidOid;
+			rings[i].head = rings[i].tail = 0;
+			rings[i].reserved = 0;
+		}
 }
 
 static void
@@ -354,24 +364,28 @@ relay_detach(int code, Datum arg)
 }
 
 /*
- * Send what the ring holds, a batch per transaction.  Entries between head
- * and tail never change (backends only write past tail, into room they
- * reserved), so they are copied out without the lock, and head advances
- * only once the batch's transaction committed: an error or a FATAL in
- * between leaves them for the next attempt, so a committed change is
- * announced at least once, never lost.
+ * Send what the ring holds, a batch per transaction; returns how many
+ * notifications were sent.  Entries between head and tail never change
+ * (backends only write past tail, into room they reserved), so they are
+ * copied out without the lock, and head advances only once the batch's
+ * transaction committed: an error or a FATAL in between leaves them for
+ * the next attempt, so a committed change is announced at least once,
+ * never lost.  Entries another database left in this slot's ring (its
+ * worker gone, a transaction publishing late) are skipped.
  */
-static void
-relay_drain(void)
+int64
+ow_relay_drain(void)
 {
 	static Change batch[RELAY_BATCH];
 	static char ids[RELAY_BATCH][RUN_ID_BUF];
+	int64		sent = 0;
 
 	for (;;)
 	{
 		uint64		head;
 		uint64		tail;
 		int			n;
+		int			m = 0;
 		int			i;
 
 		SpinLockAcquire(&ring->mutex);
@@ -380,58 +394,74 @@ relay_drain(void)
 		SpinLockRelease(&ring->mutex);
 		n = (int) Min(tail - head, (uint64) RELAY_BATCH);
 		if (n == 0)
-			return;
+			return sent;
 		for (i = 0; i < n; i++)
 		{
 			RingEntry  *e = &ring->entries[(head + i) % RING_SIZE];
 
-			memcpy(ids[i], e->run_id, RUN_ID_BUF);
-			batch[i].run_id = ids[i];
-			batch[i].first = e->first;
-			batch[i].last = e->last;
+			if (e->dboid != MyDatabaseId)
+				continue;
+			memcpy(ids[m], e->run_id, RUN_ID_BUF);
+			batch[m].run_id = ids[m];
+			batch[m].first = e->first;
+			batch[m].last = e->last;
+			m++;
 		}
 
-		SetCurrentStatementStartTimestamp();
-		StartTransactionCommand();
-		pgstat_report_activity(STATE_RUNNING, "openwop: relaying notifications");
-		for (i = 0; i < n; i++)
-			Async_Notify(OW_NOTIFY_CHANNEL, payload_of(&batch[i]));
-		CommitTransactionCommand();
-		pgstat_report_activity(STATE_IDLE, NULL);
+		if (m > 0)
+		{
+			SetCurrentStatementStartTimestamp();
+			StartTransactionCommand();
+			pgstat_report_activity(STATE_RUNNING, "openwop: relaying notifications");
+			for (i = 0; i < m; i++)
+				Async_Notify(OW_NOTIFY_CHANNEL, payload_of(&batch[i]));
+			CommitTransactionCommand();
+			pgstat_report_activity(STATE_IDLE, NULL);
+		}
 
 		SpinLockAcquire(&ring->mutex);
 		ring->head = head + n;
 		SpinLockRelease(&ring->mutex);
+		sent += m;
 	}
 }
 
-static void
-relay_attach(void)
+/*
+ * How long the oldest notification waiting in slot's ring has waited, in
+ * ms (0: none waits).
+ */
+int64
+ow_relay_lag_ms(int slot)
 {
-	/*
-	 * Notifications carry no data of their own (listeners read the log), so
-	 * the relay's commits need not wait for a WAL flush.
-	 */
+	Ring	   *r;
+	TimestampTz oldest = 0;
+
+	if (rings == NULL || slot < 0)
+		return 0;
+	r = &rings[slot];
+	SpinLockAcquire(&r->mutex);
+	if (r->head != r->tail)
+		oldest = r->entries[r->head % RING_SIZE].published;
+	SpinLockRelease(&r->mutex);
+	if (oldest == 0)
+		return 0;
+	return Max(0, (GetCurrentTimestamp() - oldest) / 1000);
+}
+
+/*
+ * The database worker of slot becomes its database's relay, until it
+ * exits.  Notifications carry no data of their own (listeners read the
+ * log), so the relay's commits need not wait for a WAL flush.
+ */
+void
+ow_relay_attach(int slot)
+{
 	SetConfigOption("synchronous_commit", "off", PGC_SUSET, PGC_S_OVERRIDE);
 
+	ring = &rings[slot];
 	SpinLockAcquire(&ring->mutex);
 	ring->relay_db = MyDatabaseId;
 	ring->relay_latch = MyLatch;
 	SpinLockRelease(&ring->mutex);
 	before_shmem_exit(relay_detach, (Datum) 0);
-}
-
-/* One pass: send what waits; then sleep until woken (or a second). */
-static long
-relay_pass(void)
-{
-	relay_drain();
-	return 1000L;
-}
-
-void
-ow_relay_main(Datum arg)
-{
-	/* a failed batch stays in the ring: logged, retried after 100 ms */
-	ow_worker_main("openwop notify relay", relay_attach, relay_pass, 100L);
 }

@@ -6,14 +6,15 @@
  *	  own, and files listed before it in its own section: nothing calls up
  *	  (docs/architecture.md draws it).
  *
- *	  1. helpers     errors, json, limits, token_format (token_format.h),
+ *	  1. helpers     stats, errors, json, limits, token_format (token_format.h),
  *	                 ids, jsonschema, members, kinds
  *	  2. plumbing    spi, rowstore, caller, worker, wakeup, notify
  *	  3. store       eventlog, open_interrupts
  *	  4. domain      runs, interrupts, approvals, idempotency, outcomes,
  *	                 deadlines
  *	  5. entry points readers, flowdrop, inbox, resolve, keyring, tokens,
- *	                 lowconf, timeout_worker, postgrest
+ *	                 lowconf, timeout_worker, dbworker, launcher, ddl,
+ *	                 monitor, postgrest
  *	  6. module      _PG_init
  *
  *	  Each file that owns settings defines them in ow_define_*_settings(),
@@ -63,6 +64,29 @@ typedef enum OwError
 	OW_CAPABILITY_REQUIRED		/* 422 */
 } OwError;
 
+/* ----------
+ * stats.c: cumulative counters per database in shared memory
+ * (openwop.stats): decisions counted at commit, refusals when raised.
+ * ----------
+ */
+typedef enum OwStat
+{
+	OW_STAT_RESOLVED,			/* an answer resolved an interrupt */
+	OW_STAT_VOTED,				/* an answer was recorded without deciding */
+	OW_STAT_EXPIRED,			/* a deadline was applied */
+	OW_STAT_REFUSED				/* + the OwError: a refusal was raised */
+} OwStat;
+
+#define OW_STATS (OW_STAT_REFUSED + OW_CAPABILITY_REQUIRED + 1)
+
+extern Size ow_stats_shmem_size(void);
+extern void ow_stats_shmem_init(void);
+extern void ow_count_decision(OwStat stat);
+extern void ow_count_refusal(int error);
+extern int	ow_stats_snapshot(int max, Oid *oids, TimestampTz *since, uint64 *counts);
+extern int	ow_stats_capacity(void);
+extern void ow_stats_reset(bool all);
+
 /*
  * Append a printf-style message from the enclosing variadic function's
  * "fmt, ..." arguments to a StringInfo.
@@ -94,6 +118,7 @@ extern const char *ow_echo(const char *s);
 extern void ow_details_init(OwDetails *d);
 extern void ow_details_str(OwDetails *d, const char *key, const char *value);
 extern void ow_details_int(OwDetails *d, const char *key, int64 value);
+extern const char *ow_error_code(int error);
 extern void ow_raise(OwError error, OwDetails *details, const char *hint, const char *fmt,...)
 			pg_attribute_printf(4, 5) pg_attribute_noreturn();
 extern void ow_validation_error(const char *field, const char *fmt,...)
@@ -462,33 +487,99 @@ extern void ow_call_end(OwCall *call);
 extern void ow_call_finish(OwCall *call);
 
 /* ----------
- * worker.c: what the two background workers share.  Setting:
- * openwop.database.
+ * worker.c: the registry of the databases the workers serve (shared
+ * memory): a slot per database worker, pauses for DDL, the launcher's
+ * requests.  Settings: openwop.databases, openwop.database (deprecated),
+ * openwop.max_databases.
  * ----------
  */
+typedef enum OwSlotEnd
+{
+	OW_END_NONE = 0,			/* not said: an error or a crash */
+	OW_END_ABSENT,				/* the extension is not in its database */
+	OW_END_STOPPED				/* asked to leave */
+} OwSlotEnd;
+
+typedef struct OwSlot
+{
+	Oid			dboid;			/* InvalidOid: free */
+	uint32		generation;		/* counts the slot's claims */
+	char		dbname[NAMEDATALEN];
+	int			pid;			/* 0 until the worker attached */
+	struct Latch *latch;
+	bool		stop;			/* leave: DDL on the database, no longer to be served */
+	bool		recheck;		/* check that the extension is still there */
+	bool		deadline_raised;	/* a commit raised a deadline: run a timeout pass */
+	bool		serving;		/* attached, the extension found: not a probe */
+	OwSlotEnd	end;
+	TimestampTz claimed;
+	TimestampTz started;
+	TimestampTz last_relay;
+	TimestampTz last_timeout_pass;
+	TimestampTz last_error_at;
+	int64		relay_batches;
+	int64		relayed;
+	int64		timeout_passes;
+	int64		settled;
+	int64		errors;
+	char		last_error[256];
+} OwSlot;
+
+extern int	ow_max_databases;
 extern void ow_define_worker_settings(void);
-extern void ow_register_worker(const char *function, const char *name, int restart);
-extern void ow_worker_main(const char *name, void (*attach) (void), long (*pass) (void),
-						   long error_ms) pg_attribute_noreturn();
+extern const char *ow_databases_setting(void);
+extern Size ow_registry_shmem_size(void);
+extern void ow_registry_shmem_init(void);
+extern bool ow_registry_ready(void);
+/* any backend */
+extern int	ow_slot_of_my_database(void);
+extern void ow_slot_wake(int slot, bool deadline);
+extern void ow_request_launch(Oid dboid);
+extern void ow_request_recheck(Oid dboid);
+extern bool ow_pause_database(Oid dboid, long wait_ms);
+extern void ow_unpause_mine(void);
+/* the launcher */
+extern void ow_register_launcher(void);
+extern void ow_launcher_attach(void);
+extern void ow_launcher_detach(void);
+extern void ow_launcher_passed(void);
+extern int	ow_take_requests(Oid *oids, int n, bool *all);
+extern int	ow_slot_claim(Oid dboid, const char *dbname);
+extern OwSlotEnd ow_slot_release(int slot);
+extern Oid	ow_slot_stop(int slot);
+extern bool ow_database_paused(Oid dboid);
+extern int	ow_slot_pid(int slot, TimestampTz *started);
+struct BackgroundWorkerHandle;
+extern bool ow_start_database_worker(int slot, struct BackgroundWorkerHandle **handle);
+/* a database worker */
+extern Oid	ow_slot_database(int slot, uint32 generation);
+extern bool ow_slot_attach(int slot, uint32 generation);
+extern void ow_slot_serving(int slot);
+extern void ow_slot_ending(int slot, uint32 generation, OwSlotEnd end);
+extern void ow_slot_flags(int slot, bool *stop, bool *recheck, bool *deadline);
+extern void ow_slot_record(int slot, bool timeout_pass, int64 done, const char *error);
+/* the status view */
+extern int	ow_registry_snapshot(OwSlot *out, int *index, int *launcher_pid,
+								 TimestampTz *launcher_started, TimestampTz *launcher_pass);
 
 /* ----------
- * wakeup.c: waking the timeout worker when a transaction that raised a
+ * wakeup.c: waking the database's worker when a transaction that raised a
  * deadline commits.
  * ----------
  */
-extern Size ow_wakeup_shmem_size(void);
-extern void ow_wakeup_shmem_init(void);
-extern void ow_wakeup_attach(void);
 extern void ow_deadline_raised(void);
 
 /* ----------
  * notify.c: one notification per committed transaction and run, sent by
- * the relay worker.
+ * the database's worker as its relay.
  * ----------
  */
 extern Size ow_relay_shmem_size(void);
 extern void ow_relay_shmem_init(void);
 extern void ow_notify_later(const char *run_id, int64 first, int64 last);
+extern void ow_relay_attach(int slot);
+extern int64 ow_relay_drain(void);
+extern int64 ow_relay_lag_ms(int slot);
 
 /* ==========
  * 3. Store: eventlog.c, the run row lock and the append-only event log.
@@ -760,6 +851,18 @@ extern Datum ow_inspect_interrupt(PG_FUNCTION_ARGS);
 extern Datum ow_resolve_interrupt_by_token(PG_FUNCTION_ARGS);
 extern void ow_define_low_confidence_settings(void);
 extern void ow_define_timeout_worker_settings(void);
+extern bool ow_extension_installed(void);
+extern long ow_timeout_pass(int64 *done);
+
+/* ----------
+ * dbworker.c: the database worker (relay and deadlines of one database).
+ * launcher.c: the launcher, which keeps one running in every database
+ * with the extension.  ddl.c: the ProcessUtility hook that pauses a
+ * database for DDL and tells the launcher of CREATE and DROP EXTENSION.
+ * monitor.c: what openwop.workers and openwop.stats show.
+ * ----------
+ */
+extern void ow_install_ddl_hook(void);
 
 /* ----------
  * postgrest.c: the PostgREST surface, schema openwop_api: the resolve

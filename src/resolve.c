@@ -677,6 +677,7 @@ ow_resolve_locked(OwRun *run, OwPending *p, Jsonb *value, const OwSubject *who,
 		if (!v.decided)
 		{
 			/* counted (or an ask, recorded): the gate stays suspended, nothing appended */
+			ow_count_decision(OW_STAT_VOTED);
 			old = response_begin(&j, resultctx, "pending", run, p);
 			owj_str(&j, "action", r.action);
 			owj_bool(&j, "counted", strcmp(r.action, "ask") != 0);
@@ -702,6 +703,7 @@ ow_resolve_locked(OwRun *run, OwPending *p, Jsonb *value, const OwSubject *who,
 	resolved_seq = ow_record_resolution(run, &r);
 	if (!r.saved)
 		ow_save_run(run);
+	ow_count_decision(OW_STAT_RESOLVED);
 
 	old = response_begin(&j, resultctx, "resolved", run, p);
 	owj_str(&j, "kind", p->kind);

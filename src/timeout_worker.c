@@ -1,16 +1,17 @@
 /*-------------------------------------------------------------------------
  *
  * timeout_worker.c
- *	  openwop.sweep() and the timeout worker, the two callers of the
- *	  expiry policy (deadlines.c) that look for due work.
+ *	  openwop.sweep() and the database worker's timeout pass, the two
+ *	  callers of the expiry policy (deadlines.c) that look for due work.
  *
- * The worker (loaded through shared_preload_libraries) settles each due
+ * The pass (in each database's worker, dbworker.c) settles each due
  * interrupt in a transaction of its own, so it holds one run's lock at a
- * time and a failure or a busy run delays nobody else.  It sleeps until
- * the next deadline, at most openwop.sweeper_interval; a transaction that
+ * time and a failure or a busy run delays nobody else; between two, the
+ * worker relays the notifications that wait.  The worker sleeps until the
+ * next deadline, at most openwop.sweeper_interval; a transaction that
  * raises an interrupt with a deadline (or that a late answer expired)
- * wakes it at commit.  Deadlines that passed while the server was down are
- * applied on its first pass.  sweep() runs in its caller's transaction:
+ * wakes it at commit.  Deadlines that passed while the server was down
+ * (or while no worker served the database) are applied on its first pass.  sweep() runs in its caller's transaction:
  * it settles up to max interrupts, each in a subtransaction, and holds
  * their runs locked until that transaction ends.
  *
@@ -28,9 +29,6 @@
 #include "utils/timestamp.h"
 
 PG_FUNCTION_INFO_V1(ow_sweep);
-
-PGDLLEXPORT void ow_timeout_worker_main(Datum arg);
-
 
 /* The timeout worker's longest sleep, in seconds. */
 static int	ow_sweeper_interval = 60;
@@ -63,7 +61,7 @@ ow_sweep(PG_FUNCTION_ARGS)
 }
 
 /* ----------
- * The worker
+ * The database worker's pass
  * ----------
  */
 
@@ -84,6 +82,7 @@ worker_begin(void)
 	ow_become_owner(&worker_priv);
 }
 
+/* ... and between two deadlines, the notifications that wait */
 static void
 worker_end(void)
 {
@@ -91,11 +90,12 @@ worker_end(void)
 	SPI_finish();
 	PopActiveSnapshot();
 	CommitTransactionCommand();
+	(void) ow_relay_drain();
 }
 
-/* Is the extension installed in the worker's database? */
-static bool
-installed(void)
+/* Is the extension installed in the worker's database?  Outside a transaction. */
+bool
+ow_extension_installed(void)
 {
 	bool		found;
 
@@ -110,10 +110,11 @@ installed(void)
  * most batch of them, shared fairly between tenants), purge expired
  * idempotency records, then say how long to sleep, in ms: until the next
  * deadline, at most openwop.sweeper_interval, 0 when the batch ran out
- * with more work due.
+ * with more work due; -1 when the extension is not installed.  *done: the
+ * interrupts settled and records removed.
  */
-static long
-timeout_pass(void)
+long
+ow_timeout_pass(int64 *done)
 {
 	const int	batch = 1000;
 	long		sleep_ms = (long) ow_sweeper_interval * 1000L;
@@ -123,8 +124,9 @@ timeout_pass(void)
 	int			settled;
 	int			purged;
 
-	if (!installed())
-		return sleep_ms;
+	*done = 0;
+	if (!ow_extension_installed())
+		return -1;
 	/* reset, not deleted, each pass: an error escaping a pass must not leak it */
 	if (pass_cxt == NULL)
 		pass_cxt = AllocSetContextCreate(TopMemoryContext, "openwop timeout pass", ALLOCSET_SMALL_SIZES);
@@ -137,6 +139,7 @@ timeout_pass(void)
 	purged = ow_purge_idempotency(batch);
 	worker_end();
 	pgstat_report_activity(STATE_IDLE, NULL);
+	*done = settled + purged;
 
 	/* work was done and more may be due: go on at once */
 	if (purged >= batch || (settled > 0 && next <= GetCurrentTimestamp()))
@@ -155,13 +158,6 @@ timeout_pass(void)
 	return sleep_ms;
 }
 
-void
-ow_timeout_worker_main(Datum arg)
-{
-	/* an error in a pass is logged; the worker backs off 10 s and carries on */
-	ow_worker_main("openwop timeout worker", ow_wakeup_attach, timeout_pass, 10000L);
-}
-
 /* ----------
  * Settings
  * ----------
@@ -171,7 +167,7 @@ void
 ow_define_timeout_worker_settings(void)
 {
 	DefineCustomIntVariable("openwop.sweeper_interval",
-							"Longest time the timeout worker sleeps between passes.",
+							"Longest time a database worker sleeps between timeout passes.",
 							"It wakes earlier at the next deadline, and when a transaction raises an interrupt with a deadline.",
 							&ow_sweeper_interval,
 							60, 1, 3600,

@@ -1,9 +1,13 @@
 /*-------------------------------------------------------------------------
  *
  * worker.c
- *	  What the two background workers (the timeout worker and the notify
- *	  relay) share: their registration, the database they serve
- *	  (openwop.database) and their main loop.
+ *	  The registry of the databases the workers serve, in shared memory:
+ *	  one slot per database worker (assigned by the launcher, launcher.c),
+ *	  the pauses that keep workers out of a database a DBA is dropping,
+ *	  renaming, moving or copying, and the requests that make the launcher
+ *	  look at a database again (CREATE EXTENSION).  Each slot also holds
+ *	  what the workers' status view shows.  One spinlock guards it all: every
+ *	  section under it copies a few fields.
  *
  *-------------------------------------------------------------------------
  */
@@ -11,96 +15,650 @@
 
 #include "openwop.h"
 
-#include "access/xact.h"
 #include "miscadmin.h"
-#include "pgstat.h"
 #include "postmaster/bgworker.h"
-#include "postmaster/interrupt.h"
+#include "storage/ipc.h"
 #include "storage/latch.h"
-#include "tcop/tcopprot.h"
+#include "storage/shmem.h"
+#include "storage/spin.h"
 #include "utils/guc.h"
 
-/* Database the timeout worker and the notify relay serve. */
-static char *ow_database = NULL;
+#define MAX_PAUSES 16
+#define MAX_REQUESTS 64
 
-/* openwop.database exists only when the library is loaded at server start. */
-void
-ow_define_worker_settings(void)
+typedef struct Pause
 {
-	DefineCustomStringVariable("openwop.database",
-							   "Database whose deadlines the timeout worker applies and whose notifications the relay sends.",
-							   NULL,
-							   &ow_database,
-							   "postgres",
-							   PGC_POSTMASTER,
-							   0,
-							   NULL, NULL, NULL);
+	Oid			dboid;
+	int			pid;			/* the backend running the DDL */
+} Pause;
+
+typedef struct Registry
+{
+	slock_t		mutex;
+	Latch	   *launcher_latch;
+	int			launcher_pid;
+	TimestampTz launcher_started;
+	TimestampTz launcher_pass;
+	Pause		pauses[MAX_PAUSES];
+	Oid			requests[MAX_REQUESTS];	/* databases to look at again */
+	int			nrequests;
+	bool		requests_overflowed;	/* look at every database again */
+	OwSlot		slots[FLEXIBLE_ARRAY_MEMBER];
+} Registry;
+
+static Registry *registry = NULL;
+
+/* Settings (server start, preloaded only) */
+int			ow_max_databases = 16;
+char	   *ow_databases = NULL;
+static char *ow_database_old = NULL;
+
+/* this backend's slot, found once and checked at each use */
+static int	my_slot = -1;
+
+Size
+ow_registry_shmem_size(void)
+{
+	return MAXALIGN(add_size(offsetof(Registry, slots),
+							 mul_size(sizeof(OwSlot), ow_max_databases)));
+}
+
+/* Called under AddinShmemInitLock. */
+void
+ow_registry_shmem_init(void)
+{
+	bool		found;
+
+	registry = ShmemInitStruct("openwop_interrupt workers", ow_registry_shmem_size(), &found);
+	if (!found)
+	{
+		memset(registry, 0, ow_registry_shmem_size());
+		SpinLockInit(&registry->mutex);
+	}
+}
+
+bool
+ow_registry_ready(void)
+{
+	return registry != NULL;
+}
+
+/* ----------
+ * For any backend
+ * ----------
+ */
+
+/*
+ * The slot of the worker serving this backend's database, -1 if none.
+ * Read without the lock (an Oid is read whole); callers that act on the
+ * answer check it again under the lock of what they touch.
+ */
+int
+ow_slot_of_my_database(void)
+{
+	int			i;
+
+	if (registry == NULL)
+		return -1;
+	if (my_slot >= 0 && registry->slots[my_slot].dboid == MyDatabaseId)
+		return my_slot;
+	my_slot = -1;
+	for (i = 0; i < ow_max_databases; i++)
+		if (registry->slots[i].dboid == MyDatabaseId)
+			return my_slot = i;
+	return -1;
+}
+
+/* Wake the worker of slot i, setting its deadline flag first if asked. */
+void
+ow_slot_wake(int i, bool deadline)
+{
+	Latch	   *latch;
+
+	SpinLockAcquire(&registry->mutex);
+	if (registry->slots[i].dboid != MyDatabaseId)
+		latch = NULL;
+	else
+	{
+		if (deadline)
+			registry->slots[i].deadline_raised = true;
+		latch = registry->slots[i].latch;
+	}
+	SpinLockRelease(&registry->mutex);
+	if (latch)
+		SetLatch(latch);
 }
 
 /*
- * Register a background worker of this library that connects to
- * openwop.database; restart is seconds before the postmaster restarts it.
+ * This database got the extension (at commit of CREATE EXTENSION): ask the
+ * launcher to look at it again now rather than at its next probe.
  */
 void
-ow_register_worker(const char *function, const char *name, int restart)
+ow_request_launch(Oid dboid)
+{
+	Latch	   *latch;
+
+	if (registry == NULL)
+		return;
+	SpinLockAcquire(&registry->mutex);
+	if (registry->nrequests < MAX_REQUESTS)
+		registry->requests[registry->nrequests++] = dboid;
+	else
+		registry->requests_overflowed = true;
+	latch = registry->launcher_latch;
+	SpinLockRelease(&registry->mutex);
+	if (latch)
+		SetLatch(latch);
+}
+
+/* Ask the worker serving dboid, if any, to check that the extension is still there. */
+void
+ow_request_recheck(Oid dboid)
+{
+	Latch	   *latch = NULL;
+	int			i;
+
+	if (registry == NULL)
+		return;
+	SpinLockAcquire(&registry->mutex);
+	for (i = 0; i < ow_max_databases; i++)
+		if (registry->slots[i].dboid == dboid)
+		{
+			registry->slots[i].recheck = true;
+			latch = registry->slots[i].latch;
+		}
+	SpinLockRelease(&registry->mutex);
+	if (latch)
+		SetLatch(latch);
+}
+
+/* ----------
+ * Pauses: DDL that needs a database without other sessions
+ * ----------
+ */
+
+/*
+ * Keep the workers out of dboid until ow_unpause_mine(): no worker starts
+ * there, and the one serving it is asked to leave; wait up to wait_ms for
+ * it to be gone.  False when no pause could be recorded (too many at once)
+ * or the worker did not leave in time: the DDL then meets the worker's
+ * session as it would meet any other.
+ */
+bool
+ow_pause_database(Oid dboid, long wait_ms)
+{
+	int			i;
+	bool		recorded = false;
+	long		waited = 0;
+
+	if (registry == NULL)
+		return false;
+	SpinLockAcquire(&registry->mutex);
+	for (i = 0; i < MAX_PAUSES && !recorded; i++)
+		if (registry->pauses[i].dboid == InvalidOid ||
+			(registry->pauses[i].dboid == dboid && registry->pauses[i].pid == MyProcPid))
+		{
+			registry->pauses[i].dboid = dboid;
+			registry->pauses[i].pid = MyProcPid;
+			recorded = true;
+		}
+	SpinLockRelease(&registry->mutex);
+	if (!recorded)
+		return false;
+
+	for (;;)
+	{
+		Latch	   *latch = NULL;
+		bool		present = false;
+
+		SpinLockAcquire(&registry->mutex);
+		for (i = 0; i < ow_max_databases; i++)
+			if (registry->slots[i].dboid == dboid)
+			{
+				present = true;
+				registry->slots[i].stop = true;
+				latch = registry->slots[i].latch;
+			}
+		SpinLockRelease(&registry->mutex);
+		if (!present)
+			return true;
+		if (latch)
+			SetLatch(latch);
+		if (waited >= wait_ms)
+			return false;
+		CHECK_FOR_INTERRUPTS();
+		pg_usleep(10000L);
+		waited += 10;
+	}
+}
+
+/* End this backend's pauses (at the end of its transaction). */
+void
+ow_unpause_mine(void)
+{
+	int			i;
+	Latch	   *latch;
+	bool		had = false;
+
+	if (registry == NULL)
+		return;
+	SpinLockAcquire(&registry->mutex);
+	for (i = 0; i < MAX_PAUSES; i++)
+		if (registry->pauses[i].dboid != InvalidOid && registry->pauses[i].pid == MyProcPid)
+		{
+			registry->pauses[i].dboid = InvalidOid;
+			registry->pauses[i].pid = 0;
+			had = true;
+		}
+	latch = registry->launcher_latch;
+	SpinLockRelease(&registry->mutex);
+	if (had && latch)
+		SetLatch(latch);
+}
+
+/*
+ * Under the mutex: is dboid paused?  A pause ends with its backend's
+ * transaction, also when the backend exits in the middle of one (the abort
+ * runs the callback); a crash reinitialises shared memory.
+ */
+static bool
+paused_locked(Oid dboid)
+{
+	int			i;
+
+	for (i = 0; i < MAX_PAUSES; i++)
+		if (registry->pauses[i].dboid == dboid)
+			return true;
+	return false;
+}
+
+/* ----------
+ * For the launcher
+ * ----------
+ */
+
+void
+ow_launcher_attach(void)
+{
+	SpinLockAcquire(&registry->mutex);
+	registry->launcher_latch = MyLatch;
+	registry->launcher_pid = MyProcPid;
+	registry->launcher_started = GetCurrentTimestamp();
+	SpinLockRelease(&registry->mutex);
+}
+
+void
+ow_launcher_detach(void)
+{
+	SpinLockAcquire(&registry->mutex);
+	registry->launcher_latch = NULL;
+	registry->launcher_pid = 0;
+	SpinLockRelease(&registry->mutex);
+}
+
+void
+ow_launcher_passed(void)
+{
+	TimestampTz now = GetCurrentTimestamp();
+
+	SpinLockAcquire(&registry->mutex);
+	registry->launcher_pass = now;
+	SpinLockRelease(&registry->mutex);
+}
+
+/*
+ * The databases CREATE EXTENSION asked the launcher to look at, at most n,
+ * into oids; *all when more were asked than fit.  Clears the requests.
+ */
+int
+ow_take_requests(Oid *oids, int n, bool *all)
+{
+	int			m;
+
+	SpinLockAcquire(&registry->mutex);
+	m = Min(n, registry->nrequests);
+	memcpy(oids, registry->requests, sizeof(Oid) * m);
+	*all = registry->requests_overflowed || registry->nrequests > n;
+	registry->nrequests = 0;
+	registry->requests_overflowed = false;
+	SpinLockRelease(&registry->mutex);
+	return m;
+}
+
+/*
+ * Take a free slot for dboid, unless a pause keeps workers out of it:
+ * the slot's index, -1 when paused, -2 when every slot is taken.  Checked
+ * and taken under one lock, so a DDL that paused the database either sees
+ * the slot (and waits for its worker) or keeps the launcher out.
+ */
+int
+ow_slot_claim(Oid dboid, const char *dbname)
+{
+	int			i;
+	int			got = -2;
+
+	SpinLockAcquire(&registry->mutex);
+	if (paused_locked(dboid))
+		got = -1;
+	else
+		for (i = 0; i < ow_max_databases; i++)
+			if (registry->slots[i].dboid == InvalidOid)
+			{
+				OwSlot	   *s = &registry->slots[i];
+
+				uint32		generation = s->generation + 1;
+
+				memset(s, 0, sizeof(OwSlot));
+				s->generation = generation;
+				s->dboid = dboid;
+				strlcpy(s->dbname, dbname, NAMEDATALEN);
+				s->claimed = GetCurrentTimestamp();
+				got = i;
+				break;
+			}
+	SpinLockRelease(&registry->mutex);
+	return got;
+}
+
+/* The worker of slot i is gone: free it, saying how the worker ended. */
+OwSlotEnd
+ow_slot_release(int i)
+{
+	OwSlotEnd	end;
+
+	SpinLockAcquire(&registry->mutex);
+	end = registry->slots[i].end;
+	registry->slots[i].dboid = InvalidOid;
+	registry->slots[i].latch = NULL;
+	registry->slots[i].pid = 0;
+	SpinLockRelease(&registry->mutex);
+	return end;
+}
+
+/*
+ * Ask the worker of slot i, if the slot is in use, to leave (its database
+ * is no longer to be served); returns the slot's database, InvalidOid when
+ * it is free.
+ */
+Oid
+ow_slot_stop(int i)
+{
+	Latch	   *latch = NULL;
+	Oid			dboid;
+
+	SpinLockAcquire(&registry->mutex);
+	dboid = registry->slots[i].dboid;
+	if (OidIsValid(dboid))
+	{
+		registry->slots[i].stop = true;
+		latch = registry->slots[i].latch;
+	}
+	SpinLockRelease(&registry->mutex);
+	if (latch)
+		SetLatch(latch);
+	return dboid;
+}
+
+/* Is a pause keeping workers out of dboid? */
+bool
+ow_database_paused(Oid dboid)
+{
+	bool		p;
+
+	SpinLockAcquire(&registry->mutex);
+	p = paused_locked(dboid);
+	SpinLockRelease(&registry->mutex);
+	return p;
+}
+
+/* ----------
+ * For a database worker
+ * ----------
+ */
+
+/*
+ * The database of slot i if the slot is still the claim the worker was
+ * started for (generation), InvalidOid if it was released meanwhile.
+ */
+Oid
+ow_slot_database(int i, uint32 generation)
+{
+	Oid			dboid = InvalidOid;
+
+	SpinLockAcquire(&registry->mutex);
+	if (registry->slots[i].generation == generation)
+		dboid = registry->slots[i].dboid;
+	SpinLockRelease(&registry->mutex);
+	return dboid;
+}
+
+/* The worker of slot i: its pid (0 until it attached, and after it left) and when it attached. */
+int
+ow_slot_pid(int i, TimestampTz *started)
+{
+	int			pid;
+
+	SpinLockAcquire(&registry->mutex);
+	pid = registry->slots[i].pid;
+	*started = registry->slots[i].started;
+	SpinLockRelease(&registry->mutex);
+	return pid;
+}
+
+static void
+slot_detach(int code, Datum arg)
+{
+	int			i = DatumGetInt32(arg);
+
+	SpinLockAcquire(&registry->mutex);
+	registry->slots[i].latch = NULL;
+	registry->slots[i].pid = 0;
+	SpinLockRelease(&registry->mutex);
+}
+
+/*
+ * The worker of slot i serves its database from now on, until it exits;
+ * false if the slot is no longer the claim it was started for, or it was
+ * asked to leave meanwhile.
+ */
+bool
+ow_slot_attach(int i, uint32 generation)
+{
+	bool		ok;
+
+	SpinLockAcquire(&registry->mutex);
+	ok = registry->slots[i].generation == generation && registry->slots[i].dboid == MyDatabaseId &&
+		!registry->slots[i].stop;
+	if (ok)
+	{
+		registry->slots[i].latch = MyLatch;
+		registry->slots[i].pid = MyProcPid;
+		registry->slots[i].started = GetCurrentTimestamp();
+	}
+	SpinLockRelease(&registry->mutex);
+	if (ok)
+		before_shmem_exit(slot_detach, Int32GetDatum(i));
+	return ok;
+}
+
+/* The worker of slot i found the extension: it serves its database now. */
+void
+ow_slot_serving(int i)
+{
+	SpinLockAcquire(&registry->mutex);
+	registry->slots[i].serving = true;
+	SpinLockRelease(&registry->mutex);
+}
+
+/* How the worker of slot i is ending (read by the launcher once it has). */
+void
+ow_slot_ending(int i, uint32 generation, OwSlotEnd end)
+{
+	SpinLockAcquire(&registry->mutex);
+	if (registry->slots[i].generation == generation)
+		registry->slots[i].end = end;
+	SpinLockRelease(&registry->mutex);
+}
+
+/*
+ * What the worker of slot i is asked to do: leave (stop), check that the
+ * extension is still there (recheck), run a timeout pass (deadline); each
+ * flag is cleared as it is read, but stop.
+ */
+void
+ow_slot_flags(int i, bool *stop, bool *recheck, bool *deadline)
+{
+	OwSlot	   *s = &registry->slots[i];
+
+	SpinLockAcquire(&registry->mutex);
+	*stop = s->stop;
+	*recheck = s->recheck;
+	*deadline = s->deadline_raised;
+	s->recheck = false;
+	s->deadline_raised = false;
+	SpinLockRelease(&registry->mutex);
+}
+
+/* Record a pass of the worker of slot i: what it did, or its error (NULL: none). */
+void
+ow_slot_record(int i, bool timeout_pass, int64 done, const char *error)
+{
+	OwSlot	   *s = &registry->slots[i];
+	TimestampTz now = GetCurrentTimestamp();
+
+	SpinLockAcquire(&registry->mutex);
+	if (timeout_pass)
+	{
+		s->timeout_passes++;
+		s->last_timeout_pass = now;
+		s->settled += done;
+	}
+	else
+	{
+		s->relay_batches++;
+		s->last_relay = now;
+		s->relayed += done;
+	}
+	if (error)
+	{
+		s->errors++;
+		s->last_error_at = now;
+		strlcpy(s->last_error, error, sizeof(s->last_error));
+	}
+	SpinLockRelease(&registry->mutex);
+}
+
+/* ----------
+ * For the status view: a copy of every slot in use, and the launcher's
+ * ----------
+ */
+int
+ow_registry_snapshot(OwSlot *out, int *index, int *launcher_pid, TimestampTz *launcher_started,
+					 TimestampTz *launcher_pass)
+{
+	int			i;
+	int			n = 0;
+
+	if (registry == NULL)
+	{
+		*launcher_pid = 0;
+		return 0;
+	}
+	SpinLockAcquire(&registry->mutex);
+	*launcher_pid = registry->launcher_pid;
+	*launcher_started = registry->launcher_started;
+	*launcher_pass = registry->launcher_pass;
+	for (i = 0; i < ow_max_databases; i++)
+		if (registry->slots[i].dboid != InvalidOid)
+		{
+			index[n] = i;
+			out[n++] = registry->slots[i];
+		}
+	SpinLockRelease(&registry->mutex);
+	return n;
+}
+
+/* ----------
+ * Registration and settings
+ * ----------
+ */
+
+/* Register the launcher, at server start. */
+void
+ow_register_launcher(void)
+{
+	BackgroundWorker worker;
+
+	memset(&worker, 0, sizeof(worker));
+	worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
+	/* not on a standby: the workers write; they start at promotion */
+	worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
+	worker.bgw_restart_time = 5;
+	snprintf(worker.bgw_library_name, BGW_MAXLEN, "openwop_interrupt");
+	snprintf(worker.bgw_function_name, BGW_MAXLEN, "ow_launcher_main");
+	snprintf(worker.bgw_name, BGW_MAXLEN, "openwop launcher");
+	snprintf(worker.bgw_type, BGW_MAXLEN, "openwop launcher");
+	RegisterBackgroundWorker(&worker);
+}
+
+/*
+ * Start the worker of slot i (its database claimed by ow_slot_claim), as a
+ * dynamic background worker that tells the launcher when it starts and
+ * stops.  False when no background worker slot is free.
+ */
+bool
+ow_start_database_worker(int i, BackgroundWorkerHandle **handle)
 {
 	BackgroundWorker worker;
 
 	memset(&worker, 0, sizeof(worker));
 	worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
 	worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
-	worker.bgw_restart_time = restart;
+	worker.bgw_restart_time = BGW_NEVER_RESTART;	/* the launcher restarts it, with back-off */
 	snprintf(worker.bgw_library_name, BGW_MAXLEN, "openwop_interrupt");
-	snprintf(worker.bgw_function_name, BGW_MAXLEN, "%s", function);
-	snprintf(worker.bgw_name, BGW_MAXLEN, "%s", name);
-	snprintf(worker.bgw_type, BGW_MAXLEN, "%s", name);
-	RegisterBackgroundWorker(&worker);
+	snprintf(worker.bgw_function_name, BGW_MAXLEN, "ow_database_worker_main");
+	snprintf(worker.bgw_name, BGW_MAXLEN, "openwop worker for database %u", registry->slots[i].dboid);
+	snprintf(worker.bgw_type, BGW_MAXLEN, "openwop worker");
+	worker.bgw_main_arg = Int32GetDatum(i);
+	memcpy(worker.bgw_extra, &registry->slots[i].generation, sizeof(uint32));
+	worker.bgw_notify_pid = MyProcPid;
+	return RegisterDynamicBackgroundWorker(&worker, handle);
 }
 
-/*
- * The body of both background workers: connect to openwop.database,
- * attach, then run pass() and sleep on the latch as long as it asks (0:
- * go again at once).  An error in a pass is logged, its transaction rolled
- * back, and the worker sleeps error_ms before the next.
- */
 void
-ow_worker_main(const char *name, void (*attach) (void), long (*pass) (void), long error_ms)
+ow_define_worker_settings(void)
 {
-	pqsignal(SIGHUP, SignalHandlerForConfigReload);
-	pqsignal(SIGTERM, die);
-	BackgroundWorkerUnblockSignals();
-	BackgroundWorkerInitializeConnection(ow_database, NULL, 0);
-	attach();
-	elog(LOG, "%s started in database \"%s\"", name, ow_database);
+	DefineCustomStringVariable("openwop.databases",
+							   "Databases the workers may serve, as a comma-separated list; empty: every database.",
+							   "Of these, the workers serve those in which the extension is created. Template databases and databases that do not allow connections are never served.",
+							   &ow_databases,
+							   "",
+							   PGC_SIGHUP,
+							   GUC_LIST_INPUT,
+							   NULL, NULL, NULL);
+	DefineCustomStringVariable("openwop.database",
+							   "Deprecated: a single database to serve; use openwop.databases.",
+							   "When set, the workers serve this database only (openwop.databases is ignored).",
+							   &ow_database_old,
+							   "",
+							   PGC_SIGHUP,
+							   0,
+							   NULL, NULL, NULL);
+	DefineCustomIntVariable("openwop.max_databases",
+							"Most databases the workers serve at once: one background worker each.",
+							"Each also takes one of max_worker_processes.",
+							&ow_max_databases,
+							16, 1, 1024,
+							PGC_POSTMASTER,
+							0,
+							NULL, NULL, NULL);
+}
 
-	for (;;)
-	{
-		volatile long sleep_ms;
-		MemoryContext oldcxt = CurrentMemoryContext;
-
-		PG_TRY();
-		{
-			sleep_ms = pass();
-		}
-		PG_CATCH();
-		{
-			MemoryContextSwitchTo(oldcxt);
-			EmitErrorReport();
-			FlushErrorState();
-			AbortCurrentTransaction();
-			pgstat_report_activity(STATE_IDLE, NULL);
-			sleep_ms = error_ms;
-		}
-		PG_END_TRY();
-		if (sleep_ms > 0)
-			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-							 sleep_ms, PG_WAIT_EXTENSION);
-		ResetLatch(MyLatch);
-		CHECK_FOR_INTERRUPTS();
-		if (ConfigReloadPending)
-		{
-			ConfigReloadPending = false;
-			ProcessConfigFile(PGC_SIGHUP);
-		}
-	}
+/* The restriction in force: openwop.database when set, else openwop.databases. */
+const char *
+ow_databases_setting(void)
+{
+	if (ow_database_old != NULL && ow_database_old[0] != '\0')
+		return ow_database_old;
+	return ow_databases ? ow_databases : "";
 }

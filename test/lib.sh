@@ -77,3 +77,25 @@ wait_for() {    # wait_for SECONDS SQL EXPECTED
 	echo "waited $1 s for [$2] = [$3], last saw [$got]" >&2
 	return 1
 }
+
+# Checks: wait until a database worker serves database DB (openwop.workers),
+# for at most SECONDS; prints its pid: wait_served DB [SECONDS]
+wait_served() {
+	local deadline=$((SECONDS + ${2:-20})) pid=""
+	while [ $SECONDS -lt $deadline ]; do
+		pid=$(psql -X -A -t -q -d "$1" -c "SELECT pid FROM openwop.workers WHERE database = '$1' AND serving" 2>/dev/null || true)
+		[ -n "$pid" ] && { echo "$pid"; return 0; }
+		sleep 0.2
+	done
+	echo "waited ${2:-20} s for a worker serving database $1" >&2
+	return 1
+}
+
+# Checks: the server log of the cluster (pg_virtualenv's, or OW_SERVER_LOG)
+server_log_file() {
+	if [ -n "${OW_SERVER_LOG:-}" ]; then
+		echo "$OW_SERVER_LOG"
+	elif [ -n "${PG_CLUSTER_CONF_ROOT:-}" ]; then
+		echo "$(dirname "$PG_CLUSTER_CONF_ROOT")/log/postgresql-$PGVERSION-regress.log"
+	fi
+}

@@ -361,8 +361,8 @@ async function main() {
   await admin.connect();
   const v = (await admin.query("SELECT extversion FROM pg_extension WHERE extname = 'openwop_interrupt'")).rows;
   if (v.length !== 1) throw new Error(`the extension is not installed in database ${admin.database}`);
-  const relay = (await admin.query("SELECT count(*) AS k FROM pg_stat_activity WHERE backend_type = 'openwop notify relay' AND datname = current_database()")).rows[0].k;
-  if (Number(relay) !== 1) throw new Error(`the openwop notify relay is not running in database ${admin.database}`);
+  const relay = (await admin.query("SELECT count(*) AS k FROM openwop.workers WHERE database = current_database() AND serving")).rows[0].k;
+  if (Number(relay) !== 1) throw new Error(`no openwop worker (the notify relay) serves database ${admin.database}`);
   // DBOS's own system database on the same cluster; "C" like our identifier columns
   await admin.query(`DROP DATABASE IF EXISTS ${DBOS_DB} WITH (FORCE)`);
   await admin.query(`CREATE DATABASE ${DBOS_DB} TEMPLATE template0 ENCODING 'UTF8' LOCALE 'C'`);

@@ -75,10 +75,11 @@ echo "10 acknowledged resolves survived; the in-flight one left no trace; sequen
 [ "$(q "SELECT openwop.resolve_interrupt('acme/crash-run-00000011', 'gate', '{\"action\": \"accept\"}') ->> 'decision'")" = granted ]
 [ "$(psql -X -A -t -q -d $db -c "SET openwop.tenant = 'acme'" -c "SELECT openwop.resolve_interrupt('acme/crash-run-00000011', 'gate', '{\"action\": \"accept\"}')" 2>&1 | grep -c interrupt_already_resolved)" = 1 ]
 
-# 6. the background workers are back
+# 6. the background workers are back: the launcher, and the worker of this database
 deadline=$((SECONDS + 30))
-until [ "$(psql -X -A -t -d postgres -c "SELECT count(*) FROM pg_stat_activity WHERE backend_type IN ('openwop notify relay', 'openwop timeout worker')")" = 2 ]; do
-	[ $SECONDS -lt $deadline ] || { echo "the background workers did not come back" >&2; exit 1; }
+until [ "$(psql -X -A -t -d postgres -c "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'openwop launcher'")" = 1 ]; do
+	[ $SECONDS -lt $deadline ] || { echo "the launcher did not come back" >&2; exit 1; }
 	sleep 0.2
 done
+wait_served $db 30 >/dev/null
 echo "crash recovery checks passed"

@@ -40,8 +40,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
-wait_for 20 "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'openwop timeout worker'" 1
 psql -X -q -v ON_ERROR_STOP=1 -d $db -c "DROP EXTENSION IF EXISTS openwop_interrupt" -c "CREATE EXTENSION openwop_interrupt"
+wait_served $db >/dev/null
 
 raise_many() {   # raise_many TENANT COUNT
 	psql -X -q -v ON_ERROR_STOP=1 -d $db >/dev/null <<SQL

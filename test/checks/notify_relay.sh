@@ -1,27 +1,20 @@
 #!/usr/bin/env bash
-# Notifications through the relay worker (shared_preload_libraries): in the
-# relay's database a committed change is announced once per transaction and
-# run, by the relay, never by the committing session; a rollback or a
-# rolled-back savepoint announces nothing of its own; in another database
-# the session notifies itself; a relay that is killed comes back and keeps
-# relaying.  Needs the cluster test/run starts (preloaded).
+# Notifications through the relay (shared_preload_libraries: each served
+# database's worker): a committed change is announced once per transaction
+# and run, by the worker of its database, never by the committing session;
+# a rollback or a rolled-back savepoint announces nothing of its own; in a
+# database the workers do not serve (openwop.databases) the session
+# notifies itself; a relay that is killed comes back and keeps relaying.
+# Needs the cluster test/run starts (preloaded).
 set -euo pipefail
-db=postgres    # openwop.database, the relay's database
+. "$(dirname "$0")/../lib.sh"
+db=postgres
 other=openwop_notify_other
 q() { psql -X -A -t -q -v ON_ERROR_STOP=1 -d "${2:-$db}" -c "$1" | tail -n 1; }
 out=$(mktemp -d)
 trap 'psql -X -q -d $db -c "DROP EXTENSION IF EXISTS openwop_interrupt" >/dev/null 2>&1 || true;
+      psql -X -q -d $db -c "ALTER SYSTEM RESET openwop.databases" -c "SELECT pg_reload_conf()" >/dev/null 2>&1 || true;
       psql -X -q -d $db -c "DROP DATABASE IF EXISTS $other" >/dev/null 2>&1 || true; rm -rf "$out"' EXIT
-
-wait_relay() {
-	local deadline=$((SECONDS + 20))
-	while [ $SECONDS -lt $deadline ]; do
-		[ "$(q "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'openwop notify relay'")" = 1 ] && return 0
-		sleep 0.2
-	done
-	echo "the notify relay is not running" >&2
-	return 1
-}
 
 # listen DB SECONDS FILE: a session that listens, then prints what it received
 listen() {
@@ -30,9 +23,8 @@ listen() {
 }
 payloads() { sed -n 's/^Asynchronous notification "openwop_events" with payload "\(.*\)" received from server process with PID \([0-9]*\)\.$/\2 \1/p' "$1"; }
 
-wait_relay
 psql -X -q -v ON_ERROR_STOP=1 -d $db -c "DROP EXTENSION IF EXISTS openwop_interrupt" -c "CREATE EXTENSION openwop_interrupt"
-relay=$(q "SELECT pid FROM pg_stat_activity WHERE backend_type = 'openwop notify relay'")
+relay=$(wait_served $db)
 
 listen $db 2 "$out/relay.txt"
 sleep 0.5
@@ -67,9 +59,12 @@ if [ "$got" != "$want" ]; then
 fi
 echo "committed changes were announced once per transaction and run, by the relay (pid $relay)"
 
-# another database: the committing session notifies itself
+# a database the workers do not serve: the committing session notifies itself
 psql -X -q -d $db -c "CREATE DATABASE $other" >/dev/null
+psql -X -q -v ON_ERROR_STOP=1 -d $db -c "ALTER SYSTEM SET openwop.databases = '$db'" -c "SELECT pg_reload_conf()" >/dev/null
 psql -X -q -v ON_ERROR_STOP=1 -d $other -c "CREATE EXTENSION openwop_interrupt" >/dev/null
+sleep 1
+[ "$(q "SELECT count(*) FROM openwop.workers WHERE database = '$other'")" = 0 ]
 listen $other 1.5 "$out/other.txt"
 sleep 0.5
 writer=$(psql -X -A -t -q -v ON_ERROR_STOP=1 -d $other -c "SET openwop.tenant = 'acme'" \
@@ -81,13 +76,14 @@ if [ "$got" != "$want" ]; then
 	echo "notifications in another database: want [$want], got:" >&2; cat "$out/other.txt" >&2
 	exit 1
 fi
-echo "in another database the committing session notified itself"
+echo "in a database the workers do not serve the committing session notified itself"
+psql -X -q -v ON_ERROR_STOP=1 -d $db -c "ALTER SYSTEM RESET openwop.databases" -c "SELECT pg_reload_conf()" >/dev/null
+wait_served $other >/dev/null
 
 # the relay is killed: it comes back and relays again
 q "SELECT pg_terminate_backend($relay)" >/dev/null
 sleep 0.3
-wait_relay
-relay2=$(q "SELECT pid FROM pg_stat_activity WHERE backend_type = 'openwop notify relay'")
+relay2=$(wait_served $db)
 [ "$relay2" != "$relay" ]
 listen $db 1.5 "$out/again.txt"
 sleep 0.5

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The timeout worker (shared_preload_libraries): it rejects an approval at
+# The timeout pass of the database worker (shared_preload_libraries): it rejects an approval at
 # its deadline without anyone calling sweep(), wakes for a deadline raised
 # while it sleeps, and after a restart applies a deadline that passed while
 # the server was down; for an external event it ends the run, whether it
@@ -7,14 +7,14 @@
 # it (FlowDrop INT-18, INT-23).  Needs the cluster test/run starts.
 set -euo pipefail
 . "$(dirname "$0")/../lib.sh"
-db=postgres    # openwop.database, the worker's database
+db=postgres
 q() { psql -X -A -t -q -v ON_ERROR_STOP=1 -d $db -c "SET openwop.tenant = 'acme'" -c "$1" | tail -n 1; }
 
 
 trap 'psql -X -q -d $db -c "DROP EXTENSION IF EXISTS openwop_interrupt" >/dev/null 2>&1 || true' EXIT
 
-wait_for 20 "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'openwop timeout worker'" 1
 psql -X -q -v ON_ERROR_STOP=1 -d $db -c "DROP EXTENSION IF EXISTS openwop_interrupt" -c "CREATE EXTENSION openwop_interrupt"
+wait_served $db >/dev/null
 
 raise() {   # raise RUN TIMEOUT_MS
 	psql -X -q -v ON_ERROR_STOP=1 -d $db >/dev/null <<SQL

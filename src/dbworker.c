@@ -1,0 +1,175 @@
+/*-------------------------------------------------------------------------
+ *
+ * dbworker.c
+ *	  The database worker: one per database in which the extension is
+ *	  created, started by the launcher (launcher.c) in the registry slot it
+ *	  was given.  It is its database's notify relay (notify.c) and applies
+ *	  its deadlines (timeout_worker.c), and it leaves when asked: its
+ *	  database is to be dropped, renamed, moved or copied, the extension was
+ *	  dropped, or the database is no longer to be served.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "openwop.h"
+
+#include "access/xact.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "postmaster/bgworker.h"
+#include "postmaster/interrupt.h"
+#include "storage/ipc.h"
+#include "storage/latch.h"
+#include "tcop/tcopprot.h"
+#include "commands/dbcommands.h"
+#include "utils/memutils.h"
+
+PGDLLEXPORT void ow_database_worker_main(Datum arg);
+
+#define RELAY_RETRY_MS 100L		/* after a failed batch, which stays in the ring */
+#define TIMEOUT_RETRY_MS 10000L /* after a failed timeout pass */
+
+/* The error being handled, for the status view; the error state is flushed after. */
+static void
+record_error(int slot, bool timeout_pass, MemoryContext cxt)
+{
+	ErrorData  *edata;
+
+	MemoryContextSwitchTo(cxt);
+	edata = CopyErrorData();
+	EmitErrorReport();
+	FlushErrorState();
+	AbortCurrentTransaction();
+	pgstat_report_activity(STATE_IDLE, NULL);
+	ow_slot_record(slot, timeout_pass, 0, edata->message);
+	FreeErrorData(edata);
+}
+
+static char *dbname = "";
+
+static uint32 generation;
+
+static void
+leave(int slot, OwSlotEnd end, const char *why)
+{
+	ow_slot_ending(slot, generation, end);
+	ereport(LOG,
+			(errmsg("openwop worker for database \"%s\" stops: %s", dbname, why)));
+	proc_exit(0);
+}
+
+void
+ow_database_worker_main(Datum arg)
+{
+	int			slot = DatumGetInt32(arg);
+	Oid			dboid;
+	bool		stop;
+	bool		recheck;
+	bool		deadline;
+	volatile TimestampTz next_pass = 0; /* a timeout pass is due at once */
+	volatile TimestampTz relay_retry = 0;
+	MemoryContext cxt = AllocSetContextCreate(TopMemoryContext, "openwop worker", ALLOCSET_SMALL_SIZES);
+
+	pqsignal(SIGHUP, SignalHandlerForConfigReload);
+	pqsignal(SIGTERM, die);
+	BackgroundWorkerUnblockSignals();
+
+	/* paused (or released) between the launcher's start and ours: do not connect */
+	memcpy(&generation, MyBgworkerEntry->bgw_extra, sizeof(uint32));
+	dboid = ow_slot_database(slot, generation);
+	ow_slot_flags(slot, &stop, &recheck, &deadline);
+	if (!OidIsValid(dboid) || stop)
+	{
+		ow_slot_ending(slot, generation, OW_END_STOPPED);
+		proc_exit(0);
+	}
+	BackgroundWorkerInitializeConnectionByOid(dboid, InvalidOid, 0);
+	if (!ow_slot_attach(slot, generation))
+	{
+		ow_slot_ending(slot, generation, OW_END_STOPPED);
+		proc_exit(0);
+	}
+	pgstat_report_appname("openwop worker");
+
+	if (!ow_extension_installed())
+	{
+		/* the launcher probes each database it has not seen: most have no extension */
+		ow_slot_ending(slot, generation, OW_END_ABSENT);
+		proc_exit(0);
+	}
+	StartTransactionCommand();
+	dbname = MemoryContextStrdup(cxt, get_database_name(MyDatabaseId));
+	CommitTransactionCommand();
+	ow_relay_attach(slot);
+	ow_slot_serving(slot);
+	ereport(LOG,
+			(errmsg("openwop worker started in database \"%s\"", dbname)));
+
+	for (;;)
+	{
+		TimestampTz now;
+		long		wait_ms;
+
+		CHECK_FOR_INTERRUPTS();
+		if (ConfigReloadPending)
+		{
+			ConfigReloadPending = false;
+			ProcessConfigFile(PGC_SIGHUP);
+		}
+		ow_slot_flags(slot, &stop, &recheck, &deadline);
+		if (stop)
+			leave(slot, OW_END_STOPPED, "asked to leave the database");
+		if (recheck && !ow_extension_installed())
+			leave(slot, OW_END_ABSENT, "the extension was dropped");
+
+		now = GetCurrentTimestamp();
+		if (now >= relay_retry)
+		{
+			PG_TRY();
+			{
+				int64		sent = ow_relay_drain();
+
+				if (sent > 0)
+					ow_slot_record(slot, false, sent, NULL);
+			}
+			PG_CATCH();
+			{
+				record_error(slot, false, cxt);
+				relay_retry = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), RELAY_RETRY_MS);
+			}
+			PG_END_TRY();
+		}
+
+		if (deadline || now >= next_pass)
+		{
+			volatile long sleep_ms = 0;
+			int64		done = 0;
+
+			PG_TRY();
+			{
+				sleep_ms = ow_timeout_pass(&done);
+				if (sleep_ms >= 0)
+					ow_slot_record(slot, true, done, NULL);
+			}
+			PG_CATCH();
+			{
+				record_error(slot, true, cxt);
+				sleep_ms = TIMEOUT_RETRY_MS;
+			}
+			PG_END_TRY();
+			if (sleep_ms < 0)
+				leave(slot, OW_END_ABSENT, "the extension was dropped");
+			next_pass = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), sleep_ms);
+		}
+
+		now = GetCurrentTimestamp();
+		wait_ms = (long) Max(0, (next_pass - now) / 1000);
+		if (relay_retry > now)
+			wait_ms = Min(wait_ms, (long) ((relay_retry - now) / 1000) + 1);
+		if (wait_ms > 0)
+			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+							 wait_ms, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+	}
+}

@@ -1,0 +1,187 @@
+/*-------------------------------------------------------------------------
+ *
+ * ddl.c
+ *	  What DDL tells the workers, through a ProcessUtility hook (the library
+ *	  is preloaded wherever there are workers).
+ *
+ * DROP DATABASE, ALTER DATABASE ... RENAME TO and ... SET TABLESPACE, and
+ * CREATE DATABASE ... TEMPLATE need their database to have no other
+ * sessions, and a database worker is one.  Before such a statement runs,
+ * its database is paused: the worker there is asked to leave, the
+ * statement waits (up to PAUSE_WAIT_MS) until it has, and no worker starts
+ * there again until the statement's transaction ends.  Only a role that
+ * could run the statement (the database's owner, a superuser) pauses
+ * anything: a refused statement leaves the worker alone.  When CREATE
+ * EXTENSION openwop_interrupt commits, the launcher is asked to serve the
+ * database now; when DROP EXTENSION commits, its worker checks and leaves.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "openwop.h"
+
+#include "access/xact.h"
+#include "commands/dbcommands.h"
+#include "commands/defrem.h"
+#include "miscadmin.h"
+#include "nodes/parsenodes.h"
+#include "tcop/utility.h"
+#include "utils/acl.h"
+
+#define PAUSE_WAIT_MS 10000L
+
+static ProcessUtility_hook_type prev_process_utility = NULL;
+static bool paused = false;		/* this transaction paused a database */
+static bool created = false;	/* this transaction created the extension */
+static bool dropped = false;	/* ... dropped it */
+static bool callback_registered = false;
+
+static void
+ddl_xact_callback(XactEvent event, void *arg)
+{
+	switch (event)
+	{
+		case XACT_EVENT_COMMIT:
+			if (created)
+				ow_request_launch(MyDatabaseId);
+			if (dropped)
+				ow_request_recheck(MyDatabaseId);
+			/* FALLTHROUGH */
+		case XACT_EVENT_ABORT:
+		case XACT_EVENT_PREPARE:
+		case XACT_EVENT_PARALLEL_COMMIT:
+		case XACT_EVENT_PARALLEL_ABORT:
+			if (paused)
+				ow_unpause_mine();
+			paused = created = dropped = false;
+			break;
+		default:
+			break;
+	}
+}
+
+static void
+register_callback(void)
+{
+	if (!callback_registered)
+	{
+		RegisterXactCallback(ddl_xact_callback, NULL);
+		callback_registered = true;
+	}
+}
+
+/* Does the option list name option? Its value, or NULL. */
+static DefElem *
+option(List *options, const char *name)
+{
+	ListCell   *lc;
+
+	foreach(lc, options)
+	{
+		DefElem    *d = lfirst(lc);
+
+		if (strcmp(d->defname, name) == 0)
+			return d;
+	}
+	return NULL;
+}
+
+/* The database this statement needs to itself, if the caller may run it; InvalidOid if none. */
+static Oid
+database_needed(Node *stmt)
+{
+	const char *name = NULL;
+	Oid			dboid;
+
+	switch (nodeTag(stmt))
+	{
+		case T_DropdbStmt:
+			name = ((DropdbStmt *) stmt)->dbname;
+			break;
+		case T_RenameStmt:
+			if (((RenameStmt *) stmt)->renameType == OBJECT_DATABASE)
+				name = ((RenameStmt *) stmt)->subname;
+			break;
+		case T_AlterDatabaseStmt:
+			if (option(((AlterDatabaseStmt *) stmt)->options, "tablespace"))
+				name = ((AlterDatabaseStmt *) stmt)->dbname;
+			break;
+		case T_CreatedbStmt:
+			{
+				DefElem    *t = option(((CreatedbStmt *) stmt)->options, "template");
+
+				if (t && t->arg)
+					name = defGetString(t);
+			}
+			break;
+		default:
+			break;
+	}
+	if (name == NULL)
+		return InvalidOid;
+	dboid = get_database_oid(name, true);
+	if (!OidIsValid(dboid))
+		return InvalidOid;
+	/*
+	 * Each of these needs the database's owner (or a superuser); anyone
+	 * else is refused by the statement, with the worker left alone.  (A
+	 * template may be copied by anyone with CREATEDB, but no worker serves
+	 * a template.)
+	 */
+	if (!pg_database_ownercheck(dboid, GetUserId()))
+		return InvalidOid;
+	return dboid;
+}
+
+/* Is the statement CREATE or DROP EXTENSION openwop_interrupt? */
+static void
+note_extension(Node *stmt)
+{
+	if (IsA(stmt, CreateExtensionStmt) &&
+		strcmp(((CreateExtensionStmt *) stmt)->extname, "openwop_interrupt") == 0)
+	{
+		register_callback();
+		created = true;
+	}
+	else if (IsA(stmt, DropStmt) && ((DropStmt *) stmt)->removeType == OBJECT_EXTENSION)
+	{
+		ListCell   *lc;
+
+		foreach(lc, ((DropStmt *) stmt)->objects)
+			if (strcmp(strVal(lfirst(lc)), "openwop_interrupt") == 0)
+			{
+				register_callback();
+				dropped = true;
+			}
+	}
+}
+
+static void
+ow_process_utility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
+				   ProcessUtilityContext context, ParamListInfo params,
+				   QueryEnvironment *queryEnv, DestReceiver *dest, QueryCompletion *qc)
+{
+	Node	   *stmt = pstmt->utilityStmt;
+	Oid			dboid = database_needed(stmt);
+
+	if (OidIsValid(dboid))
+	{
+		register_callback();
+		paused = true;
+		(void) ow_pause_database(dboid, PAUSE_WAIT_MS);
+	}
+	note_extension(stmt);
+
+	if (prev_process_utility)
+		prev_process_utility(pstmt, queryString, readOnlyTree, context, params, queryEnv, dest, qc);
+	else
+		standard_ProcessUtility(pstmt, queryString, readOnlyTree, context, params, queryEnv, dest, qc);
+}
+
+void
+ow_install_ddl_hook(void)
+{
+	prev_process_utility = ProcessUtility_hook;
+	ProcessUtility_hook = ow_process_utility;
+}

@@ -1,0 +1,162 @@
+/*-------------------------------------------------------------------------
+ *
+ * monitor.c
+ *	  What the monitoring views show (for pg_monitor): openwop.workers, the
+ *	  launcher and each database worker, read from the registry (worker.c)
+ *	  in one copy so the rows are of one moment; openwop.stats, the
+ *	  cumulative counters (stats.c), and their reset.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "openwop.h"
+
+#include "commands/dbcommands.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "utils/builtins.h"
+#include "utils/timestamp.h"
+
+PG_FUNCTION_INFO_V1(ow_worker_status);
+PG_FUNCTION_INFO_V1(ow_stats);
+PG_FUNCTION_INFO_V1(ow_stats_reset_all);
+
+#define NCOLS 14
+
+static Datum
+ts_or_null(TimestampTz t, bool *isnull)
+{
+	*isnull = (t == 0);
+	return TimestampTzGetDatum(t);
+}
+
+/*
+ * openwop.worker_status() → SETOF (role, database, pid, started, last_pass,
+ * last_relay, relay_lag, relayed, settled, timeout_passes, errors,
+ * last_error, last_error_at, serving)
+ */
+Datum
+ow_worker_status(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	OwSlot	   *slots;
+	int		   *index;
+	int			n = 0;
+	int			i;
+	int			launcher_pid = 0;
+	TimestampTz launcher_started = 0;
+	TimestampTz launcher_pass = 0;
+	Datum		values[NCOLS];
+	bool		nulls[NCOLS];
+
+	InitMaterializedSRF(fcinfo, 0);
+	if (!ow_registry_ready())
+		PG_RETURN_VOID();		/* not preloaded: no workers */
+
+	slots = palloc(sizeof(OwSlot) * ow_max_databases);
+	index = palloc(sizeof(int) * ow_max_databases);
+	n = ow_registry_snapshot(slots, index, &launcher_pid, &launcher_started, &launcher_pass);
+
+	if (launcher_pid != 0)
+	{
+		memset(nulls, true, sizeof(nulls));
+		values[0] = CStringGetTextDatum("launcher");
+		nulls[0] = false;
+		values[2] = Int32GetDatum(launcher_pid);
+		nulls[2] = false;
+		values[3] = ts_or_null(launcher_started, &nulls[3]);
+		values[4] = ts_or_null(launcher_pass, &nulls[4]);
+		values[13] = BoolGetDatum(true);
+		nulls[13] = false;
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	for (i = 0; i < n; i++)
+	{
+		OwSlot	   *s = &slots[i];
+		int64		lag_ms;
+		Interval   *lag;
+
+		memset(nulls, false, sizeof(nulls));
+		values[0] = CStringGetTextDatum("database worker");
+		values[1] = CStringGetTextDatum(s->dbname);
+		values[2] = Int32GetDatum(s->pid);
+		nulls[2] = (s->pid == 0);
+		values[3] = ts_or_null(s->started, &nulls[3]);
+		values[4] = ts_or_null(s->last_timeout_pass, &nulls[4]);
+		values[5] = ts_or_null(s->last_relay, &nulls[5]);
+		lag_ms = s->pid != 0 ? ow_relay_lag_ms(index[i]) : 0;
+		lag = palloc0(sizeof(Interval));
+		lag->time = lag_ms * 1000;
+		values[6] = IntervalPGetDatum(lag);
+		values[7] = Int64GetDatum(s->relayed);
+		values[8] = Int64GetDatum(s->settled);
+		values[9] = Int64GetDatum(s->timeout_passes);
+		values[10] = Int64GetDatum(s->errors);
+		values[11] = CStringGetTextDatum(s->last_error);
+		nulls[11] = (s->last_error[0] == '\0');
+		values[12] = ts_or_null(s->last_error_at, &nulls[12]);
+		/* attached and serving: a probe of a database without the extension is not */
+		values[13] = BoolGetDatum(s->pid != 0 && s->serving);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	PG_RETURN_VOID();
+}
+
+/*
+ * openwop.stats_counts() → SETOF (database, event, code, count, since):
+ * per database with counters, a row per event (resolved, voted, expired)
+ * and per refusal code, zeros included.
+ */
+Datum
+ow_stats(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	int			cap = ow_stats_capacity();
+	Oid		   *oids = palloc(sizeof(Oid) * cap);
+	TimestampTz *since = palloc(sizeof(TimestampTz) * cap);
+	uint64	   *counts = palloc(sizeof(uint64) * cap * OW_STATS);
+	int			n;
+	int			i;
+	int			j;
+	static const char *const events[OW_STAT_REFUSED] = {"resolved", "voted", "expired"};
+
+	InitMaterializedSRF(fcinfo, 0);
+	n = ow_stats_snapshot(cap, oids, since, counts);
+	for (i = 0; i < n; i++)
+	{
+		char	   *name = get_database_name(oids[i]);
+
+		if (name == NULL)
+			continue;			/* dropped since it counted */
+		for (j = 0; j < OW_STATS; j++)
+		{
+			Datum		values[5];
+			bool		nulls[5] = {false, false, false, false, false};
+
+			values[0] = CStringGetTextDatum(name);
+			if (j < OW_STAT_REFUSED)
+			{
+				values[1] = CStringGetTextDatum(events[j]);
+				nulls[2] = true;
+			}
+			else
+			{
+				values[1] = CStringGetTextDatum("refused");
+				values[2] = CStringGetTextDatum(ow_error_code(j - OW_STAT_REFUSED));
+			}
+			values[3] = Int64GetDatum((int64) counts[i * OW_STATS + j]);
+			values[4] = TimestampTzGetDatum(since[i]);
+			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+		}
+	}
+	PG_RETURN_VOID();
+}
+
+/* openwop.stats_reset(all_databases boolean DEFAULT false) → void */
+Datum
+ow_stats_reset_all(PG_FUNCTION_ARGS)
+{
+	ow_stats_reset(PG_ARGISNULL(0) ? false : PG_GETARG_BOOL(0));
+	PG_RETURN_VOID();
+}
