@@ -23,6 +23,7 @@
 #include "storage/latch.h"
 #include "tcop/tcopprot.h"
 #include "commands/dbcommands.h"
+#include "utils/guc.h"
 #include "utils/memutils.h"
 
 PGDLLEXPORT void ow_database_worker_main(Datum arg);
@@ -85,6 +86,18 @@ ow_database_worker_main(Datum arg)
 		proc_exit(0);
 	}
 	BackgroundWorkerInitializeConnectionByOid(dboid, InvalidOid, 0);
+
+	/*
+	 * The database's owner may have set these for every session (ALTER
+	 * DATABASE ... SET); the worker's own transactions must not be
+	 * read-only or cut short by them.
+	 */
+	SetConfigOption("default_transaction_read_only", "off", PGC_SUSET, PGC_S_OVERRIDE);
+	SetConfigOption("default_transaction_isolation", "read committed", PGC_SUSET, PGC_S_OVERRIDE);
+	SetConfigOption("statement_timeout", "0", PGC_SUSET, PGC_S_OVERRIDE);
+	SetConfigOption("lock_timeout", "0", PGC_SUSET, PGC_S_OVERRIDE);
+	SetConfigOption("idle_in_transaction_session_timeout", "0", PGC_SUSET, PGC_S_OVERRIDE);
+	SetConfigOption("search_path", "pg_catalog", PGC_SUSET, PGC_S_OVERRIDE);
 	if (!ow_slot_attach(slot, generation))
 	{
 		ow_slot_ending(slot, generation, OW_END_STOPPED);

@@ -9,8 +9,9 @@
  * pause ended, one of its workers started or stopped), it reads
  * pg_database.  A database it has not seen is probed: a worker starts
  * there, and leaves at once, saying so, when the extension is absent; such
- * a database is probed again only after ABSENT_REPROBE_MS, or at once when
- * CREATE EXTENSION commits there.  A worker that ends without saying why
+ * a database is probed again only when CREATE EXTENSION commits there (the
+ * DDL hook tells the launcher, also of one it could not take in at once) or
+ * when the launcher restarts.  A worker that ends without saying why
  * (an error, a crash, a refused connection) is restarted after a wait that
  * doubles from a second up to BACKOFF_MAX_MS; that, a database named in
  * openwop.databases that does not exist, and a worker that cannot be
@@ -48,7 +49,6 @@
 PGDLLEXPORT void ow_launcher_main(Datum arg);
 
 #define LAUNCHER_NAP_MS 10000L
-#define ABSENT_REPROBE_MS 300000L
 #define BACKOFF_FIRST_MS 1000L
 #define BACKOFF_MAX_MS 300000L
 #define HEALTHY_MS 10000L		/* a worker up this long ends a back-off */
@@ -164,7 +164,7 @@ poll_worker(DbEntry *e, TimestampTz now)
 	{
 		case OW_END_ABSENT:
 			e->state = DB_ABSENT;
-			e->next_try = TimestampTzPlusMilliseconds(now, ABSENT_REPROBE_MS);
+			e->next_try = DT_NOEND;	/* until CREATE EXTENSION there */
 			if (e->complained)
 				served(e);
 			break;

@@ -364,6 +364,29 @@ relay_detach(int code, Datum arg)
 }
 
 /*
+ * Commit a relay transaction.  Notifications carry no data of their own
+ * (listeners read the log), so it need not wait for a WAL flush, nor for a
+ * synchronous standby; the worker's other transactions (deadlines) commit
+ * as configured.
+ */
+static void
+commit_without_waiting(void)
+{
+	int			saved = synchronous_commit;
+
+	synchronous_commit = SYNCHRONOUS_COMMIT_OFF;
+	PG_TRY();
+	{
+		CommitTransactionCommand();
+	}
+	PG_FINALLY();
+	{
+		synchronous_commit = saved;
+	}
+	PG_END_TRY();
+}
+
+/*
  * Send what the ring holds, a batch per transaction; returns how many
  * notifications were sent.  Entries between head and tail never change
  * (backends only write past tail, into room they reserved), so they are
@@ -415,7 +438,7 @@ ow_relay_drain(void)
 			pgstat_report_activity(STATE_RUNNING, "openwop: relaying notifications");
 			for (i = 0; i < m; i++)
 				Async_Notify(OW_NOTIFY_CHANNEL, payload_of(&batch[i]));
-			CommitTransactionCommand();
+			commit_without_waiting();
 			pgstat_report_activity(STATE_IDLE, NULL);
 		}
 
@@ -448,16 +471,10 @@ ow_relay_lag_ms(int slot)
 	return Max(0, (GetCurrentTimestamp() - oldest) / 1000);
 }
 
-/*
- * The database worker of slot becomes its database's relay, until it
- * exits.  Notifications carry no data of their own (listeners read the
- * log), so the relay's commits need not wait for a WAL flush.
- */
+/* The database worker of slot becomes its database's relay, until it exits. */
 void
 ow_relay_attach(int slot)
 {
-	SetConfigOption("synchronous_commit", "off", PGC_SUSET, PGC_S_OVERRIDE);
-
 	ring = &rings[slot];
 	SpinLockAcquire(&ring->mutex);
 	ring->relay_db = MyDatabaseId;
