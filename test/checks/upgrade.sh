@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # ALTER EXTENSION openwop_interrupt UPDATE from every released version to
 # the newest: data recorded by 0.1.0 (principals as bare strings) keeps
-# working and is read with OpenWOP's legacy subject; the updated catalog
-# (tables, columns, indexes, constraints, functions, triggers, grants,
+# working and is read with OpenWOP's legacy subject; each later release,
+# installed with its own script (the newest library serving it) and filled
+# with runs in every state as the newest writes them (the columns that
+# release has), updates and keeps working; every updated catalog (tables,
+# columns, indexes, constraints, functions, triggers, views, grants,
 # comments, dumped tables) is the same as a fresh install of the newest.
 # Needs the cluster test/run starts.
 set -euo pipefail
@@ -11,7 +14,11 @@ up=openwop_upgrade
 fresh=openwop_fresh
 out=$(mktemp -d)
 q() { psql -X -A -t -q -v ON_ERROR_STOP=1 -d $up -c "SET openwop.tenant = 'acme'" -c "$1" | tail -n 1; }
-trap 'rm -rf "$out"; dropdb --if-exists $up; dropdb --if-exists $fresh' EXIT
+src=openwop_upgrade_source
+released=$(ls sql | sed -n 's/^openwop_interrupt--\([0-9]*\.[0-9]*\.[0-9]*\)\.sql$/\1/p' | sort -V)
+dbs_of_releases() { for v in $released; do echo "openwop_upgrade_${v//./_}"; done; }
+trap 'rm -rf "$out"; for d in $up $fresh $src $(dbs_of_releases); do dropdb --if-exists $d; done
+      psql -X -q -d postgres -c "DROP ROLE IF EXISTS openwop_upgrade_second" >/dev/null 2>&1 || true' EXIT
 dropdb --if-exists $up
 dropdb --if-exists $fresh
 createdb $up
@@ -103,7 +110,9 @@ SELECT 'table ' || c.oid::regclass || ' ' || c.relkind::text || ' ' || coalesce(
   FROM pg_class c WHERE c.relnamespace::regnamespace::text IN ('openwop', 'openwop_api') ORDER BY 1;
 SELECT 'comment ' || c.oid::regclass || '.' || a.attname || ' ' || coalesce(col_description(c.oid, a.attnum), '-')
   FROM pg_class c JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
- WHERE c.relnamespace::regnamespace::text IN ('openwop', 'openwop_api') AND c.relkind = 'r' ORDER BY 1;
+ WHERE c.relnamespace::regnamespace::text IN ('openwop', 'openwop_api') AND c.relkind IN ('r', 'v') ORDER BY 1;
+SELECT 'view ' || c.oid::regclass || ' ' || pg_get_viewdef(c.oid)
+  FROM pg_class c WHERE c.relnamespace::regnamespace::text IN ('openwop', 'openwop_api') AND c.relkind = 'v' ORDER BY 1;
 SELECT 'dumped ' || string_agg(x::regclass::text, ',' ORDER BY x::regclass::text)
   FROM pg_extension e, unnest(e.extconfig) x WHERE e.extname = 'openwop_interrupt';
 SELECT 'schema ' || n.nspname || ' ' || coalesce(n.nspacl::text, '-') || ' ' || coalesce(obj_description(n.oid, 'pg_namespace'), '-')
@@ -117,3 +126,72 @@ if ! diff -u "$out/fresh" "$out/updated"; then
 	exit 1
 fi
 echo "the updated catalog is identical to a fresh install of $newest ($(wc -l <"$out/fresh") objects compared)"
+
+# every later release: filled, updated, working, and the fresh catalog
+createdb $src
+make_login_approver $src
+psql -X -q -v ON_ERROR_STOP=1 -d $src -c "CREATE EXTENSION openwop_interrupt" >/dev/null
+psql -X -q -v ON_ERROR_STOP=1 -d $src >/dev/null <<'SQL'
+SET openwop.tenant = 'acme';
+-- a completed run with a granted gate, answered under an idempotency key
+SELECT openwop.create_run('up', '{"runId": "acme/upgrade-all-run-01"}');
+SELECT openwop.start_node('acme/upgrade-all-run-01', 'gate');
+SELECT openwop.interrupt('acme/upgrade-all-run-01', 'gate', '{"kind": "approval", "data": {"artifactId": "a", "artifactType": "doc", "title": "T", "actions": ["accept"]}}');
+SELECT openwop.resolve_interrupt('acme/upgrade-all-run-01', 'gate', '{"action": "accept"}', 'upgrade-all-key-000000000001');
+SELECT openwop.complete_node('acme/upgrade-all-run-01', 'gate');
+SELECT openwop.complete_run('acme/upgrade-all-run-01');
+-- a run waiting on a 2-of-2 gate with one vote counted
+SELECT openwop.create_run('up', '{"runId": "acme/upgrade-all-run-02"}');
+SELECT openwop.start_node('acme/upgrade-all-run-02', 'quorum');
+SELECT openwop.interrupt('acme/upgrade-all-run-02', 'quorum', '{"kind": "approval", "data": {"artifactId": "a", "artifactType": "doc", "title": "T", "actions": ["accept", "reject"], "requiredApprovals": 2}}');
+SELECT openwop.resolve_interrupt('acme/upgrade-all-run-02', 'quorum', '{"action": "accept"}');
+-- a run waiting for an external event with a deadline, and a cancelled one
+SELECT openwop.create_run('up', '{"runId": "acme/upgrade-all-run-03"}');
+SELECT openwop.start_node('acme/upgrade-all-run-03', 'wait');
+SELECT openwop.interrupt('acme/upgrade-all-run-03', 'wait', '{"kind": "external-event", "timeoutMs": 3600000, "data": {"eventType": "paid", "correlation": {}}}');
+SELECT openwop.create_run('up', '{"runId": "acme/upgrade-all-run-04"}');
+SELECT openwop.cancel_run('acme/upgrade-all-run-04', 'not needed');
+SQL
+qa() { psql -X -A -t -q -v ON_ERROR_STOP=1 -d "$1" -c "SET openwop.tenant = 'acme'" -c "$2" | tail -n 1; }
+# a table's columns in database $1, in order
+columns() { psql -X -A -t -q -v ON_ERROR_STOP=1 -d "$1" -c "SELECT string_agg(quote_ident(column_name), ', ' ORDER BY ordinal_position)
+                                                     FROM information_schema.columns WHERE table_schema = 'openwop' AND table_name = '$2'"; }
+tables="runs node_executions events interrupts open_interrupts votes idempotency_keys"
+# a second approver, to decide the quorum gate the first voted on
+psql -X -q -v ON_ERROR_STOP=1 -d postgres -c "DROP ROLE IF EXISTS openwop_upgrade_second" -c "CREATE ROLE openwop_upgrade_second LOGIN" \
+	-c "ALTER ROLE openwop_upgrade_second SET openwop.bound_tenant = 'acme'" -c "GRANT openwop_approver TO openwop_upgrade_second" >/dev/null
+for v in $released; do
+	[ "$v" != 0.1.0 ] && [ "$v" != "$newest" ] || continue
+	d=openwop_upgrade_${v//./_}
+	dropdb --if-exists $d
+	createdb $d
+	make_login_approver $d
+	psql -X -q -v ON_ERROR_STOP=1 -d $d -c "CREATE EXTENSION openwop_interrupt VERSION '$v'" >/dev/null
+	for t in $tables; do
+		cols=$(columns $d $t)
+		[ -n "$cols" ] || continue   # a table of a later release
+		psql -X -q -v ON_ERROR_STOP=1 -d $src -c "\copy (SELECT $cols FROM openwop.$t) TO STDOUT" |
+			psql -X -q -v ON_ERROR_STOP=1 -d $d -c "\copy openwop.$t ($cols) FROM STDIN"
+	done
+	psql -X -q -v ON_ERROR_STOP=1 -d $d -c "ALTER EXTENSION openwop_interrupt UPDATE" >/dev/null
+	[ "$(qa $d "SELECT extversion FROM pg_extension WHERE extname = 'openwop_interrupt'")" = "$newest" ]
+	# it keeps working: the counted vote still counts, a second decides; replay derives; the deadline is due work
+	[ "$(qa $d "SELECT string_agg(openwop.run_snapshot('acme/upgrade-all-run-0' || i) ->> 'status', ',' ORDER BY i) FROM generate_series(1, 4) i")" \
+		= "completed,waiting-approval,waiting-external,cancelled" ]
+	psql -X -q -v ON_ERROR_STOP=1 -d $d -c "GRANT USAGE ON SCHEMA openwop TO openwop_upgrade_second" \
+		-c "GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA openwop TO openwop_upgrade_second" >/dev/null
+	[ "$(psql -X -A -t -q -v ON_ERROR_STOP=1 -d $d -U openwop_upgrade_second -c "SET openwop.tenant = 'acme'" \
+		-c "SELECT openwop.resolve_interrupt('acme/upgrade-all-run-02', 'quorum', '{\"action\": \"accept\"}') ->> 'decision'" | tail -n 1)" = granted ]
+	[ "$(qa $d "SELECT openwop.interrupt('acme/upgrade-all-run-01', 'gate', '{\"kind\": \"approval\", \"data\": {\"artifactId\": \"a\", \"artifactType\": \"doc\", \"title\": \"T\", \"actions\": [\"accept\"]}}') ->> 'status'")" = resolved ]
+	[ "$(qa $d "SELECT openwop.resolve_interrupt('acme/upgrade-all-run-01', 'gate', '{\"action\": \"accept\"}', 'upgrade-all-key-000000000001') ->> 'idempotentReplay'")" = true ]
+	[ "$(qa $d "SELECT count(*) FROM openwop.open_interrupts WHERE run_id = 'acme/upgrade-all-run-03' AND expires_at IS NOT NULL")" = 1 ]
+	psql -X -q -v ON_ERROR_STOP=1 -d $d -c "REVOKE ALL ON SCHEMA openwop FROM openwop_upgrade_second" \
+		-c "REVOKE ALL ON ALL FUNCTIONS IN SCHEMA openwop FROM openwop_upgrade_second" >/dev/null
+	catalog $d >"$out/updated-$v"
+	if ! diff -u "$out/fresh" "$out/updated-$v"; then
+		echo "the catalog updated from $v differs from a fresh install of $newest" >&2
+		exit 1
+	fi
+	echo "$v: filled, updated to $newest, working, catalog identical"
+done
+echo "upgrade checks passed"
