@@ -35,7 +35,8 @@
 #include "utils/guc.h"
 
 /* ==========
- * 1. Helpers: pure functions of their arguments; no table is read.
+ * 1. Helpers: pure functions of their arguments, and the shared counters; no
+ * table is read.
  * ==========
  */
 
