@@ -126,10 +126,16 @@ steady_tps() {
 			if (end > start && m > 0) printf "%.3f\n", m * 1000000 / (end - start)
 		}'
 }
-# the C figures assume the notify relay (the library preloaded, database postgres)
+# the C figures assume the notify relay: this database's worker (the library
+# preloaded), which starts within seconds of CREATE EXTENSION
 assert_relay() {
-	[ "$(sql -c "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'openwop notify relay' AND datname = current_database()")" = 1 ] ||
-		{ echo "the openwop notify relay is not running in database $db" >&2; exit 1; }
+	local i
+	for i in $(seq 1 100); do
+		[ "$(sql -c "SELECT count(*) FROM openwop.workers WHERE database = current_database() AND serving")" = 1 ] && return 0
+		sleep 0.2
+	done
+	echo "no openwop worker serves database $db" >&2
+	exit 1
 }
 # the tables under test analysed (not pgbench's: their statistics do not move,
 # and sampling pgbench_accounts takes 0.3 s at scale 10 each time), then a checkpoint
@@ -143,6 +149,7 @@ settle() {
 fresh() {    # the extension with empty tables
 	sql -c "DROP EXTENSION IF EXISTS openwop_interrupt CASCADE" -c "CREATE EXTENSION openwop_interrupt" 2>/dev/null
 	sql -c "SELECT openwop.add_signing_key('bench-key')" >/dev/null
+	assert_relay
 }
 
 # ---------------------------------------------------------------- DBOS Transact
