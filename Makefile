@@ -6,8 +6,11 @@
 
 EXTENSION    = openwop_interrupt
 MODULE_big   = openwop_interrupt
-OBJS         = $(patsubst %.c,%.o,$(sort $(wildcard src/*.c)))
-DATA         = $(sort $(wildcard sql/openwop_interrupt--*.sql))
+# The source tree: the Debian build (pg_buildext) builds in build-<version>/
+# with VPATH set, so every list below is taken from here, relative to it.
+src_dir     := $(dir $(abspath $(firstword $(MAKEFILE_LIST))))
+OBJS         = $(patsubst $(src_dir)%.c,%.o,$(sort $(wildcard $(src_dir)src/*.c)))
+DATA         = $(patsubst $(src_dir)%,%,$(sort $(wildcard $(src_dir)sql/openwop_interrupt--*.sql)))
 PG_CONFIG   ?= pg_config
 
 # JSON Schema "pattern" runs on PCRE2 (Debian: libpcre2-dev to build).
@@ -18,10 +21,10 @@ PG_CFLAGS   += -Wall -Wextra -Werror -Wno-unused-parameter -Wno-missing-field-in
 
 # pg_regress reads test/sql, the isolation suite test/specs; both compare with test/expected
 # (--inputdir=test: PostgreSQL 15's pg_regress has no --expecteddir) and write test/results.
-REGRESS      = $(patsubst test/sql/%.sql,%,$(sort $(wildcard test/sql/*.sql)))
-REGRESS_OPTS = --inputdir=test --outputdir=test/results --load-extension=$(EXTENSION) --encoding=UTF8
-ISOLATION    = $(patsubst test/specs/%.spec,%,$(sort $(wildcard test/specs/*.spec)))
-ISOLATION_OPTS = --inputdir=test --outputdir=test/results/isolation --load-extension=$(EXTENSION) --encoding=UTF8
+REGRESS      = $(patsubst $(src_dir)test/sql/%.sql,%,$(sort $(wildcard $(src_dir)test/sql/*.sql)))
+REGRESS_OPTS = --inputdir=$(src_dir)test --outputdir=test/results --load-extension=$(EXTENSION) --encoding=UTF8
+ISOLATION    = $(patsubst $(src_dir)test/specs/%.spec,%,$(sort $(wildcard $(src_dir)test/specs/*.spec)))
+ISOLATION_OPTS = --inputdir=$(src_dir)test --outputdir=test/results/isolation --load-extension=$(EXTENSION) --encoding=UTF8
 
 # Debian's PGXS also emits LLVM bitcode with clang; skip that when clang is not installed.
 ifeq ($(shell command -v clang-14 2>/dev/null || command -v clang 2>/dev/null),)
@@ -32,7 +35,12 @@ PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 
 # Every object is rebuilt when a shared header changes (their structs cross files).
-$(OBJS): $(wildcard src/*.h)
+$(OBJS): $(wildcard $(src_dir)src/*.h)
+# A VPATH build writes its objects and results under the build directory.
+$(OBJS): | build-dirs
+.PHONY: build-dirs
+build-dirs:
+	@mkdir -p src test/results/isolation
 
 # The two installcheck halves on their own, so a pg_regress failure does not
 # keep the isolation suite from running (test/suites.sh runs both).

@@ -23,6 +23,11 @@ ensure_packages() {
 		command -v clang-14 >/dev/null 2>&1 || want+=(clang-14)
 		ls /usr/lib/llvm-14/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a >/dev/null 2>&1 || want+=(libclang-rt-14-dev)
 		[ -e /usr/lib/x86_64-linux-gnu/libcrypto.so ] || want+=(libssl-dev)
+		# the Debian package: built with pg_buildext (dh --with pgxs), checked by lintian
+		command -v dh >/dev/null 2>&1 || want+=(debhelper)
+		command -v pg_buildext >/dev/null 2>&1 || want+=(postgresql-server-dev-all)
+		command -v lintian >/dev/null 2>&1 || want+=(lintian)
+		command -v dpkg-buildpackage >/dev/null 2>&1 || want+=(dpkg-dev)
 	fi
 	if [ ${#want[@]} -gt 0 ]; then
 		echo "== installing: ${want[*]}"
