@@ -13,7 +13,9 @@
  * could run the statement (the database's owner, a superuser) pauses
  * anything: a refused statement leaves the worker alone.  When CREATE
  * EXTENSION openwop_interrupt commits, the launcher is asked to serve the
- * database now; when DROP EXTENSION commits, its worker checks and leaves.
+ * database now; DROP EXTENSION, by the extension's owner, pauses the
+ * database like the statements above (the worker leaves before the objects
+ * go), and when it commits the launcher learns that the extension is gone.
  *
  *-------------------------------------------------------------------------
  */
@@ -23,6 +25,7 @@
 
 #include "access/xact.h"
 #include "commands/dbcommands.h"
+#include "commands/extension.h"
 #include "commands/defrem.h"
 #include "miscadmin.h"
 #include "nodes/parsenodes.h"
@@ -151,8 +154,21 @@ note_extension(Node *stmt)
 		foreach(lc, ((DropStmt *) stmt)->objects)
 			if (strcmp(strVal(lfirst(lc)), "openwop_interrupt") == 0)
 			{
+				Oid			ext = get_extension_oid("openwop_interrupt", true);
+
 				register_callback();
 				dropped = true;
+
+				/*
+				 * The worker leaves before the extension's objects go, rather
+				 * than meet them half dropped in a pass; only the extension's
+				 * owner (who may drop it) pauses the worker.
+				 */
+				if (OidIsValid(ext) && pg_extension_ownercheck(ext, GetUserId()))
+				{
+					paused = true;
+					(void) ow_pause_database(MyDatabaseId, PAUSE_WAIT_MS);
+				}
 			}
 	}
 }
