@@ -549,6 +549,7 @@ extern OwSlotEnd ow_slot_release(int slot);
 extern Oid	ow_slot_stop(int slot);
 extern bool ow_database_paused(Oid dboid);
 extern int	ow_slot_pid(int slot, TimestampTz *started);
+extern TimestampTz ow_slot_claimed(int slot);
 struct BackgroundWorkerHandle;
 extern bool ow_start_database_worker(int slot, struct BackgroundWorkerHandle **handle);
 /* a database worker */

@@ -452,6 +452,18 @@ ow_slot_database(int i, uint32 generation)
 	return dboid;
 }
 
+/* When slot i was claimed for its worker. */
+TimestampTz
+ow_slot_claimed(int i)
+{
+	TimestampTz claimed;
+
+	SpinLockAcquire(&registry->mutex);
+	claimed = registry->slots[i].claimed;
+	SpinLockRelease(&registry->mutex);
+	return claimed;
+}
+
 /* The worker of slot i: its pid (0 until it attached, and after it left) and when it attached. */
 int
 ow_slot_pid(int i, TimestampTz *started)
