@@ -13,7 +13,9 @@
  * could run the statement (the database's owner, a superuser) pauses
  * anything: a refused statement leaves the worker alone.  When CREATE
  * EXTENSION openwop_interrupt commits, the launcher is asked to serve the
- * database now; when DROP EXTENSION commits, its worker checks and leaves.
+ * database now; when DROP EXTENSION commits, its worker checks and leaves
+ * (only a statement that did create or drop it: anyone may run one that
+ * fails).
  *
  *-------------------------------------------------------------------------
  */
@@ -23,6 +25,7 @@
 
 #include "access/xact.h"
 #include "commands/dbcommands.h"
+#include "commands/extension.h"
 #include "commands/defrem.h"
 #include "miscadmin.h"
 #include "nodes/parsenodes.h"
@@ -135,26 +138,41 @@ database_needed(Node *stmt)
 }
 
 /* Is the statement CREATE or DROP EXTENSION openwop_interrupt? */
-static void
-note_extension(Node *stmt)
+static bool
+names_extension(Node *stmt)
 {
-	if (IsA(stmt, CreateExtensionStmt) &&
-		strcmp(((CreateExtensionStmt *) stmt)->extname, "openwop_interrupt") == 0)
-	{
-		register_callback();
-		created = true;
-	}
-	else if (IsA(stmt, DropStmt) && ((DropStmt *) stmt)->removeType == OBJECT_EXTENSION)
+	if (IsA(stmt, CreateExtensionStmt))
+		return strcmp(((CreateExtensionStmt *) stmt)->extname, "openwop_interrupt") == 0;
+	if (IsA(stmt, DropStmt) && ((DropStmt *) stmt)->removeType == OBJECT_EXTENSION)
 	{
 		ListCell   *lc;
 
 		foreach(lc, ((DropStmt *) stmt)->objects)
 			if (strcmp(strVal(lfirst(lc)), "openwop_interrupt") == 0)
-			{
-				register_callback();
-				dropped = true;
-			}
+				return true;
 	}
+	return false;
+}
+
+/*
+ * After such a statement: tell the launcher at commit only when it did
+ * create (or drop) the extension.  A statement that failed, a refused one
+ * caught in a savepoint, or IF [NOT] EXISTS that found nothing to do must
+ * not make the launcher start a worker: any role may run those, once a
+ * transaction.
+ */
+static void
+note_extension(bool existed)
+{
+	bool		exists = OidIsValid(get_extension_oid("openwop_interrupt", true));
+
+	if (exists == existed)
+		return;
+	register_callback();
+	if (exists)
+		created = true;
+	else
+		dropped = true;
 }
 
 static void
@@ -164,6 +182,8 @@ ow_process_utility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTre
 {
 	Node	   *stmt = pstmt->utilityStmt;
 	Oid			dboid = database_needed(stmt);
+	bool		extension = names_extension(stmt);
+	bool		existed = extension && OidIsValid(get_extension_oid("openwop_interrupt", true));
 
 	if (OidIsValid(dboid))
 	{
@@ -171,12 +191,13 @@ ow_process_utility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTre
 		paused = true;
 		(void) ow_pause_database(dboid, PAUSE_WAIT_MS);
 	}
-	note_extension(stmt);
 
 	if (prev_process_utility)
 		prev_process_utility(pstmt, queryString, readOnlyTree, context, params, queryEnv, dest, qc);
 	else
 		standard_ProcessUtility(pstmt, queryString, readOnlyTree, context, params, queryEnv, dest, qc);
+	if (extension)
+		note_extension(existed);
 }
 
 void
