@@ -357,6 +357,8 @@ launcher_pass(void)
 	List	   *names = restriction(&bad);
 	HASH_SEQ_STATUS seq;
 	DbEntry    *e;
+	Oid		   *counted;
+	int			ncounted;
 
 	if (bad && !bad_logged)
 		ereport(LOG,
@@ -376,8 +378,21 @@ launcher_pass(void)
 				e->next_try = 0;
 	}
 
+	/*
+	 * The counters of databases dropped since: an entry taken before this
+	 * look at pg_database is of a database that look finds, unless it was
+	 * dropped.
+	 */
+	counted = palloc(sizeof(Oid) * ow_stats_capacity());
+	ncounted = ow_stats_databases(counted);
 	read_databases(names);
 	check_named(names);
+	for (i = 0; i < ncounted; i++)
+	{
+		e = hash_search(dbs, &counted[i], HASH_FIND, NULL);
+		if (e == NULL || !e->seen)
+			ow_stats_forget(counted[i]);
+	}
 
 	hash_seq_init(&seq, dbs);
 	while ((e = hash_seq_search(&seq)) != NULL)

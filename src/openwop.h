@@ -86,6 +86,8 @@ extern void ow_count_refusal(int error);
 extern int	ow_stats_snapshot(int max, Oid *oids, TimestampTz *since, uint64 *counts);
 extern int	ow_stats_capacity(void);
 extern void ow_stats_reset(bool all);
+extern int	ow_stats_databases(Oid *oids);
+extern void ow_stats_forget(Oid dboid);
 
 /*
  * Append a printf-style message from the enclosing variadic function's
