@@ -15,7 +15,8 @@
  * EXTENSION openwop_interrupt commits, the launcher is asked to serve the
  * database now; DROP EXTENSION, by the extension's owner, pauses the
  * database like the statements above (the worker leaves before the objects
- * go), and when it commits the launcher learns that the extension is gone.
+ * go).  Only a statement that did create or drop the extension tells the
+ * launcher anything: anyone may run one that fails.
  *
  *-------------------------------------------------------------------------
  */
@@ -138,39 +139,41 @@ database_needed(Node *stmt)
 }
 
 /* Is the statement CREATE or DROP EXTENSION openwop_interrupt? */
-static void
-note_extension(Node *stmt)
+static bool
+names_extension(Node *stmt)
 {
-	if (IsA(stmt, CreateExtensionStmt) &&
-		strcmp(((CreateExtensionStmt *) stmt)->extname, "openwop_interrupt") == 0)
-	{
-		register_callback();
-		created = true;
-	}
-	else if (IsA(stmt, DropStmt) && ((DropStmt *) stmt)->removeType == OBJECT_EXTENSION)
+	if (IsA(stmt, CreateExtensionStmt))
+		return strcmp(((CreateExtensionStmt *) stmt)->extname, "openwop_interrupt") == 0;
+	if (IsA(stmt, DropStmt) && ((DropStmt *) stmt)->removeType == OBJECT_EXTENSION)
 	{
 		ListCell   *lc;
 
 		foreach(lc, ((DropStmt *) stmt)->objects)
 			if (strcmp(strVal(lfirst(lc)), "openwop_interrupt") == 0)
-			{
-				Oid			ext = get_extension_oid("openwop_interrupt", true);
-
-				register_callback();
-				dropped = true;
-
-				/*
-				 * The worker leaves before the extension's objects go, rather
-				 * than meet them half dropped in a pass; only the extension's
-				 * owner (who may drop it) pauses the worker.
-				 */
-				if (OidIsValid(ext) && pg_extension_ownercheck(ext, GetUserId()))
-				{
-					paused = true;
-					(void) ow_pause_database(MyDatabaseId, PAUSE_WAIT_MS);
-				}
-			}
+				return true;
 	}
+	return false;
+}
+
+/*
+ * After such a statement: tell the launcher at commit only when it did
+ * create (or drop) the extension.  A statement that failed, a refused one
+ * caught in a savepoint, or IF [NOT] EXISTS that found nothing to do must
+ * not make the launcher start a worker: any role may run those, once a
+ * transaction.
+ */
+static void
+note_extension(bool existed)
+{
+	bool		exists = OidIsValid(get_extension_oid("openwop_interrupt", true));
+
+	if (exists == existed)
+		return;
+	register_callback();
+	if (exists)
+		created = true;
+	else
+		dropped = true;
 }
 
 static void
@@ -180,6 +183,8 @@ ow_process_utility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTre
 {
 	Node	   *stmt = pstmt->utilityStmt;
 	Oid			dboid = database_needed(stmt);
+	bool		extension = names_extension(stmt);
+	bool		existed = extension && OidIsValid(get_extension_oid("openwop_interrupt", true));
 
 	if (OidIsValid(dboid))
 	{
@@ -187,12 +192,26 @@ ow_process_utility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTre
 		paused = true;
 		(void) ow_pause_database(dboid, PAUSE_WAIT_MS);
 	}
-	note_extension(stmt);
+
+	/*
+	 * DROP EXTENSION: the worker leaves before the extension's objects go,
+	 * rather than meet them half dropped in a pass; only the extension's
+	 * owner (who may drop it) pauses the worker.
+	 */
+	if (extension && existed && IsA(stmt, DropStmt) &&
+		pg_extension_ownercheck(get_extension_oid("openwop_interrupt", false), GetUserId()))
+	{
+		register_callback();
+		paused = true;
+		(void) ow_pause_database(MyDatabaseId, PAUSE_WAIT_MS);
+	}
 
 	if (prev_process_utility)
 		prev_process_utility(pstmt, queryString, readOnlyTree, context, params, queryEnv, dest, qc);
 	else
 		standard_ProcessUtility(pstmt, queryString, readOnlyTree, context, params, queryEnv, dest, qc);
+	if (extension)
+		note_extension(existed);
 }
 
 void

@@ -19,7 +19,10 @@
  * logged once, until the database is served again.  Template databases
  * and databases that do not allow connections are not served.  A database
  * a DBA is dropping, renaming, moving or copying is paused (ddl.c): no
- * worker starts there until the DDL's transaction ends.
+ * worker starts there until the DDL's transaction ends.  Nor does one
+ * start in a database a session holds locked against new connections; one
+ * that still has not connected CONNECT_MS after it was started is stopped,
+ * and tried again with back-off.
  *
  *-------------------------------------------------------------------------
  */
@@ -39,6 +42,7 @@
 #include "postmaster/interrupt.h"
 #include "storage/ipc.h"
 #include "storage/latch.h"
+#include "storage/lock.h"
 #include "tcop/tcopprot.h"
 #include "utils/builtins.h"
 #include "utils/hsearch.h"
@@ -52,6 +56,7 @@ PGDLLEXPORT void ow_launcher_main(Datum arg);
 #define BACKOFF_FIRST_MS 1000L
 #define BACKOFF_MAX_MS 300000L
 #define HEALTHY_MS 10000L		/* a worker up this long ends a back-off */
+#define CONNECT_MS 30000L		/* a worker not connected by then is stopped */
 #define MAX_REQUESTS_TAKEN 64
 
 typedef enum DbState
@@ -71,6 +76,7 @@ typedef struct DbEntry
 	TimestampTz next_try;
 	long		backoff_ms;
 	bool		complained;		/* logged; silent until it is served */
+	bool		timed_out;		/* its worker was stopped for not connecting */
 	bool		seen;			/* in this pass's pg_database */
 	bool		eligible;
 	char		name[NAMEDATALEN];
@@ -148,9 +154,24 @@ poll_worker(DbEntry *e, TimestampTz now)
 	if (e->handle != NULL && GetBackgroundWorkerPid(e->handle, &pid) != BGWH_STOPPED)
 	{
 		/* up a while: a back-off it was in is over */
-		if (e->complained && ow_slot_pid(e->slot, &started) != 0 &&
-			TimestampDifferenceExceeds(started, now, HEALTHY_MS))
-			served(e);
+		if (ow_slot_pid(e->slot, &started) != 0)
+		{
+			if (e->complained && TimestampDifferenceExceeds(started, now, HEALTHY_MS))
+				served(e);
+		}
+
+		/*
+		 * Still connecting: a session that holds its database locked (a
+		 * RENAME TO left in an open or prepared transaction) keeps it
+		 * waiting as long as it likes, with a slot and a background worker
+		 * taken meanwhile.  It is stopped, and tried again with back-off.
+		 */
+		else if (!e->timed_out &&
+				 TimestampDifferenceExceeds(ow_slot_claimed(e->slot), now, CONNECT_MS))
+		{
+			e->timed_out = true;
+			TerminateBackgroundWorker(e->handle);
+		}
 		return;
 	}
 	if (e->handle == NULL && ow_slot_pid(e->slot, &started) != 0)
@@ -173,19 +194,47 @@ poll_worker(DbEntry *e, TimestampTz now)
 			e->next_try = now;
 			break;
 		case OW_END_NONE:
-			fail(e, now, "its worker exited before it said why (see the lines above)", NULL);
+			if (e->timed_out)
+				fail(e, now, psprintf("its worker did not connect within %ld s", CONNECT_MS / 1000),
+					 "A session may hold the database locked: see pg_locks.");
+			else
+				fail(e, now, "its worker exited before it said why (see the lines above)", NULL);
 			break;
 	}
+	e->timed_out = false;
+}
+
+/*
+ * Does a session hold dboid locked against new connections (a RENAME TO or
+ * DROP DATABASE under way, or left in an open or prepared transaction)?
+ * A worker started there would wait in its connection as long as that
+ * lasts, with a slot and a background worker taken meanwhile.
+ */
+static bool
+database_locked(Oid dboid)
+{
+	LOCKTAG		tag;
+	bool		locked;
+
+	/* a session lock: no transaction inside the scan of the hash */
+	SET_LOCKTAG_OBJECT(tag, InvalidOid, DatabaseRelationId, dboid, 0);
+	locked = LockAcquire(&tag, RowExclusiveLock, true, true) == LOCKACQUIRE_NOT_AVAIL;
+	if (!locked)
+		LockRelease(&tag, RowExclusiveLock, true);
+	return locked;
 }
 
 /* Start a worker for e: claim a slot, register the dynamic worker. */
 static void
 start_worker(DbEntry *e, TimestampTz now)
 {
-	int			slot = ow_slot_claim(e->dboid, e->name);
+	int			slot;
 	MemoryContext old;
 	bool		ok;
 
+	if (database_locked(e->dboid))
+		return;					/* looked at again at the next pass */
+	slot = ow_slot_claim(e->dboid, e->name);
 	if (slot == -1)
 		return;					/* paused by DDL: the launcher is woken when it ends */
 	if (slot == -2)
@@ -207,6 +256,7 @@ start_worker(DbEntry *e, TimestampTz now)
 	}
 	e->slot = slot;
 	e->state = DB_RUNNING;
+	e->timed_out = false;
 }
 
 /* Every database of pg_database into the hash, marked seen and eligible or not. */
@@ -242,6 +292,7 @@ read_databases(List *names)
 			e->next_try = 0;
 			e->backoff_ms = 0;
 			e->complained = false;
+			e->timed_out = false;
 		}
 		e->seen = true;
 		strlcpy(e->name, NameStr(db->datname), NAMEDATALEN);
@@ -306,6 +357,8 @@ launcher_pass(void)
 	List	   *names = restriction(&bad);
 	HASH_SEQ_STATUS seq;
 	DbEntry    *e;
+	Oid		   *counted;
+	int			ncounted;
 
 	if (bad && !bad_logged)
 		ereport(LOG,
@@ -325,8 +378,21 @@ launcher_pass(void)
 				e->next_try = 0;
 	}
 
+	/*
+	 * The counters of databases dropped since: an entry taken before this
+	 * look at pg_database is of a database that look finds, unless it was
+	 * dropped.
+	 */
+	counted = palloc(sizeof(Oid) * ow_stats_capacity());
+	ncounted = ow_stats_databases(counted);
 	read_databases(names);
 	check_named(names);
+	for (i = 0; i < ncounted; i++)
+	{
+		e = hash_search(dbs, &counted[i], HASH_FIND, NULL);
+		if (e == NULL || !e->seen)
+			ow_stats_forget(counted[i]);
+	}
 
 	hash_seq_init(&seq, dbs);
 	while ((e = hash_seq_search(&seq)) != NULL)
@@ -383,6 +449,7 @@ adopt_workers(void)
 		e->next_try = 0;
 		e->backoff_ms = 0;
 		e->complained = false;
+		e->timed_out = false;
 		e->name[0] = '\0';
 	}
 }

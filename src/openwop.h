@@ -87,6 +87,8 @@ extern void ow_count_refusal(int error);
 extern int	ow_stats_snapshot(int max, Oid *oids, TimestampTz *since, uint64 *counts);
 extern int	ow_stats_capacity(void);
 extern void ow_stats_reset(bool all);
+extern int	ow_stats_databases(Oid *oids);
+extern void ow_stats_forget(Oid dboid);
 
 /*
  * Append a printf-style message from the enclosing variadic function's
@@ -550,6 +552,7 @@ extern OwSlotEnd ow_slot_release(int slot);
 extern Oid	ow_slot_stop(int slot);
 extern bool ow_database_paused(Oid dboid);
 extern int	ow_slot_pid(int slot, TimestampTz *started);
+extern TimestampTz ow_slot_claimed(int slot);
 struct BackgroundWorkerHandle;
 extern bool ow_start_database_worker(int slot, struct BackgroundWorkerHandle **handle);
 /* a database worker */

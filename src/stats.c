@@ -220,6 +220,43 @@ ow_stats_capacity(void)
 	return STATS_DATABASES;
 }
 
+/* The databases that have an entry, at most ow_stats_capacity() into oids. */
+int
+ow_stats_databases(Oid *oids)
+{
+	int			i;
+	int			n = 0;
+
+	if (stats == NULL)
+		return 0;
+	SpinLockAcquire(&stats->mutex);
+	for (i = 0; i < STATS_DATABASES; i++)
+		if (stats->dbs[i].dboid != InvalidOid)
+			oids[n++] = stats->dbs[i].dboid;
+	SpinLockRelease(&stats->mutex);
+	return n;
+}
+
+/*
+ * dboid was dropped (the launcher no longer finds it): free its entry, for
+ * a database created later, which would otherwise not be counted once
+ * STATS_DATABASES databases had counted since the server started (or, with
+ * its Oid, would inherit the dropped one's counts).
+ */
+void
+ow_stats_forget(Oid dboid)
+{
+	int			i;
+
+	if (stats == NULL)
+		return;
+	SpinLockAcquire(&stats->mutex);
+	for (i = 0; i < STATS_DATABASES; i++)
+		if (stats->dbs[i].dboid == dboid)
+			stats->dbs[i].dboid = InvalidOid;
+	SpinLockRelease(&stats->mutex);
+}
+
 /* Start the counters again: this database's, or every database's (the others' entries freed). */
 void
 ow_stats_reset(bool all)

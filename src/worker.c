@@ -7,7 +7,8 @@
  *	  renaming, moving or copying, and the requests that make the launcher
  *	  look at a database again (CREATE EXTENSION).  Each slot also holds
  *	  what the workers' status view shows.  One spinlock guards it all: every
- *	  section under it copies a few fields.
+ *	  section under it copies a few fields (but for the scan of the pauses
+ *	  when the launcher claims a slot while some are held).
  *
  *-------------------------------------------------------------------------
  */
@@ -18,19 +19,14 @@
 #include "miscadmin.h"
 #include "postmaster/bgworker.h"
 #include "storage/ipc.h"
+#include "storage/backendid.h"
 #include "storage/latch.h"
 #include "storage/shmem.h"
 #include "storage/spin.h"
 #include "utils/guc.h"
 
-#define MAX_PAUSES 16
+#define PAUSES_PER_BACKEND 4
 #define MAX_REQUESTS 64
-
-typedef struct Pause
-{
-	Oid			dboid;
-	int			pid;			/* the backend running the DDL */
-} Pause;
 
 typedef struct Registry
 {
@@ -39,7 +35,7 @@ typedef struct Registry
 	int			launcher_pid;
 	TimestampTz launcher_started;
 	TimestampTz launcher_pass;
-	Pause		pauses[MAX_PAUSES];
+	int			npaused;		/* entries of pauses in use */
 	Oid			requests[MAX_REQUESTS];	/* databases to look at again */
 	int			nrequests;
 	bool		requests_overflowed;	/* look at every database again */
@@ -47,6 +43,14 @@ typedef struct Registry
 } Registry;
 
 static Registry *registry = NULL;
+
+/*
+ * The pauses, after the slots: PAUSES_PER_BACKEND databases for each
+ * backend (by BackendId), InvalidOid where free.  Each backend has its own,
+ * so no role's DDL, however many databases it owns and keeps paused in
+ * open transactions, leaves another's DDL without a pause.
+ */
+static Oid *pauses = NULL;
 
 /* Settings (server start, preloaded only) */
 int			ow_max_databases = 16;
@@ -56,11 +60,18 @@ static char *ow_database_old = NULL;
 /* this backend's slot, found once and checked at each use */
 static int	my_slot = -1;
 
-Size
-ow_registry_shmem_size(void)
+static Size
+registry_size(void)
 {
 	return MAXALIGN(add_size(offsetof(Registry, slots),
 							 mul_size(sizeof(OwSlot), ow_max_databases)));
+}
+
+/* MaxBackends is known from the shmem_request_hook on. */
+Size
+ow_registry_shmem_size(void)
+{
+	return add_size(registry_size(), mul_size(sizeof(Oid), mul_size(MaxBackends, PAUSES_PER_BACKEND)));
 }
 
 /* Called under AddinShmemInitLock. */
@@ -70,6 +81,7 @@ ow_registry_shmem_init(void)
 	bool		found;
 
 	registry = ShmemInitStruct("openwop_interrupt workers", ow_registry_shmem_size(), &found);
+	pauses = (Oid *) ((char *) registry + registry_size());
 	if (!found)
 	{
 		memset(registry, 0, ow_registry_shmem_size());
@@ -180,8 +192,9 @@ ow_request_recheck(Oid dboid)
 /*
  * Keep the workers out of dboid until ow_unpause_mine(): no worker starts
  * there, and the one serving it is asked to leave; wait up to wait_ms for
- * it to be gone.  False when no pause could be recorded (too many at once)
- * or the worker did not leave in time: the DDL then meets the worker's
+ * it to be gone.  False when no pause could be recorded (this backend's
+ * transaction already paused PAUSES_PER_BACKEND other databases) or the
+ * worker did not leave in time: the DDL then meets the worker's
  * session as it would meet any other.
  */
 bool
@@ -190,16 +203,19 @@ ow_pause_database(Oid dboid, long wait_ms)
 	int			i;
 	bool		recorded = false;
 	long		waited = 0;
+	Oid		   *mine;
 
-	if (registry == NULL)
+	if (registry == NULL || MyBackendId == InvalidBackendId || MyBackendId > MaxBackends)
 		return false;
+	mine = &pauses[(MyBackendId - 1) * PAUSES_PER_BACKEND];
 	SpinLockAcquire(&registry->mutex);
-	for (i = 0; i < MAX_PAUSES && !recorded; i++)
-		if (registry->pauses[i].dboid == InvalidOid ||
-			(registry->pauses[i].dboid == dboid && registry->pauses[i].pid == MyProcPid))
+	for (i = 0; i < PAUSES_PER_BACKEND && !recorded; i++)
+		recorded = mine[i] == dboid;
+	for (i = 0; i < PAUSES_PER_BACKEND && !recorded; i++)
+		if (mine[i] == InvalidOid)
 		{
-			registry->pauses[i].dboid = dboid;
-			registry->pauses[i].pid = MyProcPid;
+			mine[i] = dboid;
+			registry->npaused++;
 			recorded = true;
 		}
 	SpinLockRelease(&registry->mutex);
@@ -239,15 +255,17 @@ ow_unpause_mine(void)
 	int			i;
 	Latch	   *latch;
 	bool		had = false;
+	Oid		   *mine;
 
-	if (registry == NULL)
+	if (registry == NULL || MyBackendId == InvalidBackendId || MyBackendId > MaxBackends)
 		return;
+	mine = &pauses[(MyBackendId - 1) * PAUSES_PER_BACKEND];
 	SpinLockAcquire(&registry->mutex);
-	for (i = 0; i < MAX_PAUSES; i++)
-		if (registry->pauses[i].dboid != InvalidOid && registry->pauses[i].pid == MyProcPid)
+	for (i = 0; i < PAUSES_PER_BACKEND; i++)
+		if (mine[i] != InvalidOid)
 		{
-			registry->pauses[i].dboid = InvalidOid;
-			registry->pauses[i].pid = 0;
+			mine[i] = InvalidOid;
+			registry->npaused--;
 			had = true;
 		}
 	latch = registry->launcher_latch;
@@ -266,8 +284,10 @@ paused_locked(Oid dboid)
 {
 	int			i;
 
-	for (i = 0; i < MAX_PAUSES; i++)
-		if (registry->pauses[i].dboid == dboid)
+	if (registry->npaused == 0)
+		return false;
+	for (i = 0; i < MaxBackends * PAUSES_PER_BACKEND; i++)
+		if (pauses[i] == dboid)
 			return true;
 	return false;
 }
@@ -430,6 +450,18 @@ ow_slot_database(int i, uint32 generation)
 		dboid = registry->slots[i].dboid;
 	SpinLockRelease(&registry->mutex);
 	return dboid;
+}
+
+/* When slot i was claimed for its worker. */
+TimestampTz
+ow_slot_claimed(int i)
+{
+	TimestampTz claimed;
+
+	SpinLockAcquire(&registry->mutex);
+	claimed = registry->slots[i].claimed;
+	SpinLockRelease(&registry->mutex);
+	return claimed;
 }
 
 /* The worker of slot i: its pid (0 until it attached, and after it left) and when it attached. */
