@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# The Debian package, built the Debian way from a clean copy of the tracked
+# tree: dpkg-buildpackage -us -uc (dh --with pgxs: pg_buildext builds, installs
+# and runs the regression and isolation suites against the installed files in
+# a throwaway cluster with the library preloaded) makes
+# postgresql-15-openwop-interrupt; lintian finds no error; apt installs it;
+# the autopkgtest (debian/tests/installcheck) passes against the installed
+# package; then it is removed and this build installed again for the checks
+# that follow.  META.json names the version the control file does.
+set -euo pipefail
+. "$(dirname "$0")/../lib.sh"
+version=$(sed -n "s/^default_version = '\(.*\)'/\1/p" openwop_interrupt.control)
+work=$(mktemp -d)
+pkg=postgresql-$PGVER-openwop-interrupt
+restore() {
+	apt-get remove -y -qq "$pkg" >/dev/null 2>&1 || true
+	make -s PG_CONFIG="$PG_CONFIG" install >/dev/null
+	rm -rf "$work"
+}
+trap restore EXIT
+
+# the versions agree: the control file, the changelog, META.json
+[ "$(dpkg-parsechangelog -l debian/changelog -S Version)" = "$version" ] ||
+	{ echo "debian/changelog is not at $version" >&2; exit 1; }
+[ "$(jq -r .version META.json)" = "$version" ] && [ "$(jq -r '.provides.openwop_interrupt.version' META.json)" = "$version" ] ||
+	{ echo "META.json is not at $version" >&2; exit 1; }
+[ -f "sql/$(jq -r '.provides.openwop_interrupt.file | ltrimstr("sql/")' META.json)" ]
+echo "debian/changelog and META.json are at $version"
+
+# a clean copy, as a fresh checkout has it (no objects in the tree)
+src="$work/openwop-interrupt-$version"
+mkdir -p "$src"
+git ls-files -z | xargs -0 cp --parents -t "$src"
+(cd "$src" && pg_buildext checkcontrol) >/dev/null 2>&1 ||
+	{ echo "debian/control is not what debian/control.in and debian/pgversions make: run pg_buildext updatecontrol" >&2; exit 1; }
+if ! (cd "$src" && dpkg-buildpackage -us -uc -b) >"$work/build.log" 2>&1; then
+	tail -n 60 "$work/build.log" >&2
+	echo "dpkg-buildpackage failed" >&2
+	exit 1
+fi
+deb=$(ls "$work"/${pkg}_${version}_*.deb)
+grep -q 'ok$' "$work/build.log"   # the suites pg_buildext ran
+echo "dpkg-buildpackage made $(basename "$deb"), its suites passed against the installed files"
+
+lintian --fail-on error "$work"/*.changes >"$work/lintian.log" 2>&1 ||
+	{ cat "$work/lintian.log" >&2; echo "lintian found errors" >&2; exit 1; }
+echo "lintian: no errors ($(grep -c '^W:' "$work/lintian.log" || true) warnings)"
+
+export DEBIAN_FRONTEND=noninteractive
+apt-get install -y -qq "$deb" >"$work/apt.log" 2>&1 || { cat "$work/apt.log" >&2; exit 1; }
+[ "$(dpkg-query -W -f '${Status}' "$pkg")" = "install ok installed" ]
+dpkg -L "$pkg" | grep -q "/usr/lib/postgresql/$PGVER/lib/openwop_interrupt.so$"
+dpkg -L "$pkg" | grep -q "/usr/share/postgresql/$PGVER/extension/openwop_interrupt--$version.sql$"
+if ! (cd "$src" && sh debian/tests/installcheck) >"$work/installcheck.log" 2>&1; then
+	tail -n 60 "$work/installcheck.log" >&2
+	echo "the installcheck against the installed package failed" >&2
+	exit 1
+fi
+echo "apt installed it; the autopkgtest installcheck passed against the installed package"
+echo "debian package checks passed"
