@@ -12,6 +12,7 @@ set -euo pipefail
 version=$(sed -n "s/^default_version = '\(.*\)'/\1/p" openwop_interrupt.control)
 work=$(mktemp -d)
 pkg=postgresql-$PGVER-openwop-interrupt
+PG_CONFIG=${PG_CONFIG:-/usr/lib/postgresql/$PGVER/bin/pg_config}
 restore() {
 	apt-get remove -y -qq "$pkg" >/dev/null 2>&1 || true
 	make -s PG_CONFIG="$PG_CONFIG" install >/dev/null
@@ -33,16 +34,20 @@ mkdir -p "$src"
 git ls-files -z | xargs -0 cp --parents -t "$src"
 (cd "$src" && pg_buildext checkcontrol) >/dev/null 2>&1 ||
 	{ echo "debian/control is not what debian/control.in and debian/pgversions make: run pg_buildext updatecontrol" >&2; exit 1; }
-if ! (cd "$src" && dpkg-buildpackage -us -uc -b) >"$work/build.log" 2>&1; then
+# the build and the autopkgtest start throwaway clusters of their own: none of
+# the environment of the cluster this check runs in (pg_virtualenv's PG*) may leak in
+clean_env() { env -i PATH="$PATH" HOME="${HOME:-/root}" LANG=C.UTF-8 "$@"; }
+if ! (cd "$src" && clean_env dpkg-buildpackage -us -uc -b) >"$work/build.log" 2>&1; then
 	tail -n 60 "$work/build.log" >&2
 	echo "dpkg-buildpackage failed" >&2
 	exit 1
 fi
 deb=$(ls "$work"/${pkg}_${version}_*.deb)
-grep -q 'ok$' "$work/build.log"   # the suites pg_buildext ran
+# the two suites pg_buildext ran: regression, isolation
+[ "$(grep -c 'All [0-9]* tests passed' "$work/build.log")" = 2 ] || { tail -n 60 "$work/build.log" >&2; exit 1; }
 echo "dpkg-buildpackage made $(basename "$deb"), its suites passed against the installed files"
 
-lintian --fail-on error "$work"/*.changes >"$work/lintian.log" 2>&1 ||
+clean_env lintian --fail-on error "$work"/*.changes >"$work/lintian.log" 2>&1 ||
 	{ cat "$work/lintian.log" >&2; echo "lintian found errors" >&2; exit 1; }
 echo "lintian: no errors ($(grep -c '^W:' "$work/lintian.log" || true) warnings)"
 
@@ -51,7 +56,7 @@ apt-get install -y -qq "$deb" >"$work/apt.log" 2>&1 || { cat "$work/apt.log" >&2
 [ "$(dpkg-query -W -f '${Status}' "$pkg")" = "install ok installed" ]
 dpkg -L "$pkg" | grep -q "/usr/lib/postgresql/$PGVER/lib/openwop_interrupt.so$"
 dpkg -L "$pkg" | grep -q "/usr/share/postgresql/$PGVER/extension/openwop_interrupt--$version.sql$"
-if ! (cd "$src" && sh debian/tests/installcheck) >"$work/installcheck.log" 2>&1; then
+if ! (cd "$src" && clean_env sh debian/tests/installcheck) >"$work/installcheck.log" 2>&1; then
 	tail -n 60 "$work/installcheck.log" >&2
 	echo "the installcheck against the installed package failed" >&2
 	exit 1

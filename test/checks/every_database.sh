@@ -74,7 +74,7 @@ pid[ow_every_c]=$(wait_served ow_every_c 5)
 echo "DROP EXTENSION stopped the worker; CREATE EXTENSION brought one back within $((SECONDS - t0 + 1)) s"
 
 # a role that may not rename the database leaves its worker alone
-psql -X -q -v ON_ERROR_STOP=1 -d postgres -c "CREATE ROLE ow_every_intruder LOGIN CREATEDB"
+psql -X -q -v ON_ERROR_STOP=1 -d postgres -c "CREATE ROLE ow_every_intruder LOGIN CREATEDB PASSWORD '${PGPASSWORD:-unused}'"
 if psql -X -q -d ow_every_a -U ow_every_intruder -c "ALTER DATABASE ow_every_a RENAME TO ow_every_x" 2>"$out/err"; then
 	echo "a non-owner renamed a database" >&2; exit 1
 fi

@@ -20,7 +20,7 @@ cleanup() {
 }
 trap cleanup EXIT
 cleanup
-psql -X -q -v ON_ERROR_STOP=1 -d postgres -c "CREATE ROLE $role LOGIN" -c "ALTER SYSTEM SET log_min_messages = debug1" -c "SELECT pg_reload_conf()" >/dev/null
+psql -X -q -v ON_ERROR_STOP=1 -d postgres -c "CREATE ROLE $role LOGIN PASSWORD '${PGPASSWORD:-unused}'" -c "ALTER SYSTEM SET log_min_messages = debug1" -c "SELECT pg_reload_conf()" >/dev/null
 createdb ${db}_view   # where openwop.workers is read
 psql -X -q -v ON_ERROR_STOP=1 -d ${db}_view -c "CREATE EXTENSION openwop_interrupt"
 log_from=$(($(wc -l <"$log") + 1))

@@ -28,7 +28,7 @@ log_count() { tail -n "+$log_from" "$log" | grep -c -F "$1" || true; }
 createdb ow_lock_served
 psql -X -q -v ON_ERROR_STOP=1 -d ow_lock_served -c "CREATE EXTENSION openwop_interrupt"
 wait_served ow_lock_served 15 >/dev/null
-psql -X -q -v ON_ERROR_STOP=1 -d postgres -c "CREATE ROLE $role LOGIN CREATEDB"
+psql -X -q -v ON_ERROR_STOP=1 -d postgres -c "CREATE ROLE $role LOGIN CREATEDB PASSWORD '${PGPASSWORD:-unused}'"
 for d in $own; do psql -X -q -v ON_ERROR_STOP=1 -d postgres -U $role -c "CREATE DATABASE $d"; done
 
 # the role renames them all in one transaction and leaves it open: each

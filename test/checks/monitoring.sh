@@ -12,11 +12,11 @@ dropdb --if-exists $db
 createdb $db
 psql -X -q -v ON_ERROR_STOP=1 -d $db -c "CREATE EXTENSION openwop_interrupt"
 make_login_approver $db
-psql -X -q -v ON_ERROR_STOP=1 -d postgres >/dev/null <<'SQL'
+psql -X -q -v ON_ERROR_STOP=1 -v pw="${PGPASSWORD:-unused}" -d postgres >/dev/null <<'SQL'
 DROP ROLE IF EXISTS ow_watcher;
 DROP ROLE IF EXISTS ow_stranger;
-CREATE ROLE ow_watcher LOGIN IN ROLE pg_monitor;
-CREATE ROLE ow_stranger LOGIN;
+CREATE ROLE ow_watcher LOGIN IN ROLE pg_monitor PASSWORD :'pw';
+CREATE ROLE ow_stranger LOGIN PASSWORD :'pw';
 SQL
 q() { psql -X -A -t -q -v ON_ERROR_STOP=1 -d $db -c "SET openwop.tenant = 'acme'" -c "$1" | tail -n 1; }
 as() { psql -X -A -t -q -v ON_ERROR_STOP=1 -d $db -U "$1" -c "$2" | tail -n 1; }

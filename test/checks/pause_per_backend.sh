@@ -23,7 +23,7 @@ out=$(mktemp -d)
 createdb ow_pause_served
 psql -X -q -v ON_ERROR_STOP=1 -d ow_pause_served -c "CREATE EXTENSION openwop_interrupt"
 pid=$(wait_served ow_pause_served 15)
-psql -X -q -v ON_ERROR_STOP=1 -d postgres -c "CREATE ROLE $role LOGIN CREATEDB"
+psql -X -q -v ON_ERROR_STOP=1 -d postgres -c "CREATE ROLE $role LOGIN CREATEDB PASSWORD '${PGPASSWORD:-unused}'"
 for d in $own; do psql -X -q -v ON_ERROR_STOP=1 -d postgres -U $role -c "CREATE DATABASE $d"; done
 
 # the role renames its 20 databases in one transaction and leaves it open

@@ -158,7 +158,7 @@ columns() { psql -X -A -t -q -v ON_ERROR_STOP=1 -d "$1" -c "SELECT string_agg(qu
                                                      FROM information_schema.columns WHERE table_schema = 'openwop' AND table_name = '$2'"; }
 tables="runs node_executions events interrupts open_interrupts votes idempotency_keys"
 # a second approver, to decide the quorum gate the first voted on
-psql -X -q -v ON_ERROR_STOP=1 -d postgres -c "DROP ROLE IF EXISTS openwop_upgrade_second" -c "CREATE ROLE openwop_upgrade_second LOGIN" \
+psql -X -q -v ON_ERROR_STOP=1 -d postgres -c "DROP ROLE IF EXISTS openwop_upgrade_second" -c "CREATE ROLE openwop_upgrade_second LOGIN PASSWORD '${PGPASSWORD:-unused}'" \
 	-c "ALTER ROLE openwop_upgrade_second SET openwop.bound_tenant = 'acme'" -c "GRANT openwop_approver TO openwop_upgrade_second" >/dev/null
 for v in $released; do
 	[ "$v" != 0.1.0 ] && [ "$v" != "$newest" ] || continue
