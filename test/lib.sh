@@ -104,3 +104,23 @@ server_log_file() {
 		echo "$(dirname "$PG_CLUSTER_CONF_ROOT")/log/postgresql-$PGVERSION-regress.log"
 	fi
 }
+
+# Checks: as login ROLE, rename databases DB... to DB_x in one transaction and
+# leave it open (each stays locked against new connections), in the
+# background, its output in FILE; returns once the renames are done (the
+# caller kills the session): hold_renamed ROLE FILE DB...
+hold_renamed() {
+	local role=$1 file=$2 deadline
+	shift 2
+	{
+		echo "BEGIN;"
+		for d in "$@"; do echo "ALTER DATABASE $d RENAME TO ${d}_x;"; done
+		echo "SELECT 'renamed';"
+		echo "SELECT pg_sleep(600);"
+	} | psql -X -q -A -t -d postgres -U "$role" >"$file" 2>&1 &
+	deadline=$((SECONDS + 60))
+	until grep -q '^renamed$' "$file" 2>/dev/null; do
+		[ $SECONDS -lt $deadline ] || { echo "the renames of $role did not finish" >&2; cat "$file" >&2; return 1; }
+		sleep 0.2
+	done
+}

@@ -33,17 +33,7 @@ for d in $own; do psql -X -q -v ON_ERROR_STOP=1 -d postgres -U $role -c "CREATE 
 
 # the role renames them all in one transaction and leaves it open: each
 # stays locked, and those beyond the backend's pauses are not paused
-{
-	echo "BEGIN;"
-	for d in $own; do echo "ALTER DATABASE $d RENAME TO ${d}_x;"; done
-	echo "SELECT 'renamed';"
-	echo "SELECT pg_sleep(600);"
-} | psql -X -q -A -t -d postgres -U $role >"$out/hog" 2>&1 &
-deadline=$((SECONDS + 60))
-until grep -q '^renamed$' "$out/hog" 2>/dev/null; do
-	[ $SECONDS -lt $deadline ] || { echo "the role's renames did not finish" >&2; cat "$out/hog" >&2; exit 1; }
-	sleep 0.2
-done
+hold_renamed $role "$out/hog" $own
 # a restarted launcher looks at every database again, the locked ones too
 D=ow_lock_served
 q() { psql -X -A -t -q -v ON_ERROR_STOP=1 -d "$D" -c "$1" | tail -n 1; }

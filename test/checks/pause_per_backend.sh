@@ -27,17 +27,7 @@ psql -X -q -v ON_ERROR_STOP=1 -d postgres -c "CREATE ROLE $role LOGIN CREATEDB P
 for d in $own; do psql -X -q -v ON_ERROR_STOP=1 -d postgres -U $role -c "CREATE DATABASE $d"; done
 
 # the role renames its 20 databases in one transaction and leaves it open
-{
-	echo "BEGIN;"
-	for d in $own; do echo "ALTER DATABASE $d RENAME TO ${d}_x;"; done
-	echo "SELECT 'renamed';"
-	echo "SELECT pg_sleep(600);"
-} | psql -X -q -A -t -d postgres -U $role >"$out/hog" 2>&1 &
-deadline=$((SECONDS + 60))
-until grep -q '^renamed$' "$out/hog" 2>/dev/null; do
-	[ $SECONDS -lt $deadline ] || { echo "the role's renames did not finish" >&2; cat "$out/hog" >&2; exit 1; }
-	sleep 0.2
-done
+hold_renamed $role "$out/hog" $own
 echo "a role keeps 20 of its databases paused in an open transaction"
 
 # the DBA's RENAME still pauses the served database: its worker leaves
