@@ -60,7 +60,7 @@ createdb "$db"
 # block's login, a marker after each statement (a line ending in ";", or
 # \gset), one for each -- result: line; the expected results go to
 # results.tsv (number, README line, text)
-awk -v su="$PGUSER" -v pw_set="${PGPASSWORD:+1}" -v results="$out/results.tsv" -v blocks="$out/blocks.tsv" '
+awk -v su="${PGUSER:-$(id -un)}" -v pw_set="${PGPASSWORD:+1}" -v results="$out/results.tsv" -v blocks="$out/blocks.tsv" '
 	function sq(s) { gsub(/'\''/, "'\'''\''", s); return s }
 	/^```sql[[:space:]]*$/ { inblock = 1; n++; first = 1; start = NR; next }
 	inblock && /^```/ {
