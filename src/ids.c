@@ -254,7 +254,8 @@ ow_normalize_id(const char *input, const char *caller_tenant, const char *field,
 		ow_details_str(&d, "field", field);
 		ow_details_str(&d, field, input);
 		ow_raise(OW_VALIDATION_ERROR, &d,
-				 psprintf("A %s id is \"<tenant>/<opaque>\": the tenant, a slash, then 16 to 128 characters of A-Z a-z 0-9 . _ ~ -.", what),
+				 psprintf("%s %s id is \"<tenant>/<opaque>\": the tenant, a slash, then 16 to 128 characters of A-Z a-z 0-9 . _ ~ -.",
+						  strchr("aeiou", what[0]) ? "An" : "A", what),
 				 "\"%s\" is not a valid %s id", ow_echo(input), what);
 	}
 
