@@ -564,6 +564,7 @@ change_membership(FunctionCallInfo fcinfo, bool add)
 	OwCall		call;
 	bool		changed;
 
+	ow_refuse_read_only(add ? "add_group_member()" : "remove_group_member()");
 	ow_require_admin("manage approver groups");
 	if (!PG_ARGISNULL(2))
 	{

@@ -41,6 +41,8 @@
 #include "openwop.h"
 
 #include "access/htup_details.h"
+#include "access/xact.h"
+#include "access/xlog.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_class.h"
 #include "common/jsonapi.h"
@@ -846,6 +848,28 @@ ow_call_enter(OwCall *call)
 	call->callerctx = CurrentMemoryContext;
 	SPI_connect();
 	ow_become_owner(&call->priv);
+}
+
+/*
+ * A function that changes the store refuses to run on a standby (a clear
+ * error that names the primary) and in a read-only transaction, before it
+ * reads anything: the rows it would lock and write are not the caller's to
+ * change there.  function is its name as the caller called it.
+ */
+void
+ow_refuse_read_only(const char *function)
+{
+	if (RecoveryInProgress())
+		ereport(ERROR,
+				(errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
+				 errmsg("%s cannot run on a standby", function),
+				 errdetail("This server is in recovery: it replays the primary's changes and makes none of its own."),
+				 errhint("Call %s on the primary. A standby answers the readers: events(), run_snapshot(), inspect_interrupt(), verify_interrupt_token(), the inbox and the FlowDrop entry.",
+						 function)));
+	if (XactReadOnly)
+		ereport(ERROR,
+				(errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
+				 errmsg("cannot execute %s in a read-only transaction", function)));
 }
 
 /* Back to the caller's role and memory context, to build the result. */

@@ -649,6 +649,7 @@ ow_interrupt(PG_FUNCTION_ARGS)
 	Jsonb	   *result;
 	KeyedInterrupt ki;
 
+	ow_refuse_read_only("interrupt()");
 	if (PG_ARGISNULL(0))
 		ow_validation_error("runId", "run_id must not be null");
 	if (PG_ARGISNULL(1))

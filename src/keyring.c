@@ -306,6 +306,7 @@ ow_add_signing_key(PG_FUNCTION_ARGS)
 	Datum		args[3];
 	text	   *result;
 
+	ow_refuse_read_only("add_signing_key()");
 	ow_require_admin("manage signing keys");
 	if (PG_ARGISNULL(0))
 		ow_validation_error("kid", "kid must not be null");
@@ -363,6 +364,7 @@ ow_retire_signing_key(PG_FUNCTION_ARGS)
 	OwCall		call;
 	Datum		args[2];
 
+	ow_refuse_read_only("retire_signing_key()");
 	ow_require_admin("manage signing keys");
 	if (PG_ARGISNULL(0))
 		ow_validation_error("kid", "kid must not be null");

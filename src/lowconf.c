@@ -165,6 +165,7 @@ ow_record_agent_decision(PG_FUNCTION_ARGS)
 	char	   *interrupt_id;
 	Jsonb	   *result;
 
+	ow_refuse_read_only("record_agent_decision()");
 	if (PG_ARGISNULL(0) || PG_ARGISNULL(1) || PG_ARGISNULL(2))
 		ow_validation_error(PG_ARGISNULL(0) ? "runId" : PG_ARGISNULL(1) ? "nodeId" : "agentId",
 							"run_id, node_id and agent_id must not be null");

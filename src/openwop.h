@@ -484,6 +484,7 @@ typedef struct OwCall
 	OwPriv		priv;
 } OwCall;
 
+extern void ow_refuse_read_only(const char *function);
 extern void ow_call_begin(OwCall *call);
 extern void ow_call_enter(OwCall *call);
 extern void ow_call_end(OwCall *call);

@@ -737,6 +737,7 @@ ow_resolve_interrupt(PG_FUNCTION_ARGS)
 	OwJson		j;
 	Jsonb	   *result;
 
+	ow_refuse_read_only("resolve_interrupt()");
 	if (PG_ARGISNULL(0))
 		ow_validation_error("runId", "run_id must not be null");
 	if (PG_ARGISNULL(1))

@@ -441,6 +441,15 @@ direct_begin(OwDirect *d, uint32 reads, uint32 inserts, uint32 updates, uint32 d
 	List	   *rtable = NIL;
 	int			i;
 
+	/*
+	 * The executor refuses a statement that writes in a read-only
+	 * transaction (or on a standby); direct writes must too.
+	 */
+	if (writes && XactReadOnly)
+		ereport(ERROR,
+				(errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
+				 errmsg("cannot execute %s in a read-only transaction",
+						inserts ? "INSERT" : updates ? "UPDATE" : "DELETE")));
 	memset(d, 0, sizeof(*d));
 	if (!cache.valid && !fill_cache())
 		return false;
@@ -658,6 +667,11 @@ ow_lock_row(OwDirect *d, OwTableId t, TupleTableSlot *slot, bool skip_locked)
 	TM_Result	res;
 	ItemPointerData tid = slot->tts_tid;
 
+	/* as the executor refuses SELECT ... FOR UPDATE there */
+	if (XactReadOnly)
+		ereport(ERROR,
+				(errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
+				 errmsg("cannot execute %s in a read-only transaction", "SELECT FOR UPDATE")));
 	res = table_tuple_lock(d->rel[t], &tid, d->snapshot, slot, GetCurrentCommandId(false),
 						   LockTupleExclusive, skip_locked ? LockWaitSkip : LockWaitBlock,
 						   IsolationUsesXactSnapshot() ? 0 : TUPLE_LOCK_FLAG_FIND_LAST_VERSION,

@@ -573,6 +573,7 @@ ow_create_run(PG_FUNCTION_ARGS)
 	Jsonb	   *started;
 	bool		created;
 
+	ow_refuse_read_only("create_run()");
 	/* who is calling, then everything else, before touching a table */
 	ow_caller(&call.caller);
 	tenant = call.caller.subject.tenant;
@@ -1053,6 +1054,7 @@ ow_start_node(PG_FUNCTION_ARGS)
 	int64		seq = -1;
 	bool		recovered;
 
+	ow_refuse_read_only("start_node()");
 	if (type_id && !ow_valid_type_id(type_id))
 		ow_validation_error("typeId", "\"%s\" is not a valid node type id (e.g. core.ai.callPrompt)", ow_echo(type_id));
 
@@ -1249,6 +1251,7 @@ end_node(FunctionCallInfo fcinfo, bool failed)
 	OwJson		j;
 	int64		seq;
 
+	ow_refuse_read_only(failed ? "fail_node()" : "complete_node()");
 	ow_call_begin(&call);
 	ow_lock_run(run, call.caller.subject.tenant, run_input);
 	refuse_if_terminal(run);
@@ -1488,6 +1491,7 @@ end_run(FunctionCallInfo fcinfo, OwTerminal how)
 	OwJson		j;
 	int64		seq;
 
+	ow_refuse_read_only(how == OW_COMPLETE ? "complete_run()" : how == OW_FAIL ? "fail_run()" : "cancel_run()");
 	switch (how)
 	{
 		case OW_COMPLETE:

@@ -48,6 +48,7 @@ ow_sweep(PG_FUNCTION_ARGS)
 	TimestampTz next;
 	int			n;
 
+	ow_refuse_read_only("sweep()");
 	if (max < 1)
 		ow_validation_error("max", "max must be at least 1, not %d", max);
 	ow_caller(&call.caller);

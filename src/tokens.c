@@ -344,6 +344,7 @@ ow_resolve_interrupt_by_token(PG_FUNCTION_ARGS)
 	Jsonb	   *result;
 	OwJson		j;
 
+	ow_refuse_read_only("resolve_interrupt_by_token()");
 	if (PG_ARGISNULL(0))
 		token_invalid("no token");
 	token = text_to_cstring(PG_GETARG_TEXT_PP(0));
