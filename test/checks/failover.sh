@@ -24,7 +24,7 @@ clients=""
 cleanup() {
 	[ -n "$clients" ] && kill $clients 2>/dev/null || true
 	wait 2>/dev/null || true
-	for c in s p; do [ -f "$work/$c/postmaster.pid" ] && as_pg "$B/pg_ctl -D $work/$c -m immediate stop" >/dev/null 2>&1; done
+	for c in s p; do [ -f "$work/$c/postmaster.pid" ] && as_pg "$B/pg_ctl -D $work/$c -m immediate stop" >/dev/null 2>&1 || true; done
 	rm -rf "$work"
 }
 trap cleanup EXIT

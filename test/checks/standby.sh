@@ -18,7 +18,7 @@ work=$(mktemp -d)
 chown postgres "$work"
 as_pg() { su postgres -c "$*"; }
 cleanup() {
-	for c in s p; do [ -f "$work/$c/postmaster.pid" ] && as_pg "$B/pg_ctl -D $work/$c -m immediate stop" >/dev/null 2>&1; done
+	for c in s p; do [ -f "$work/$c/postmaster.pid" ] && as_pg "$B/pg_ctl -D $work/$c -m immediate stop" >/dev/null 2>&1 || true; done
 	rm -rf "$work"
 }
 trap cleanup EXIT
