@@ -156,7 +156,14 @@ echo "all $acked acknowledged resolves, votes and cancels are on the promoted st
                       AND e.type IN ('run.completed', 'run.failed', 'run.cancelled')) > 1
                 OR EXISTS (SELECT FROM openwop.events e WHERE e.tenant = r.tenant AND e.run_id = r.run_id
                              AND e.type IN ('run.completed', 'run.failed', 'run.cancelled') AND e.sequence <> r.next_sequence - 1)")" = 0 ]
-echo "every run's sequence is gapless, with at most one terminal event, the last"
+# what was not acknowledged is wholly there or wholly absent: a gate's row and its events agree, and a run's status and its log
+[ "$(sq -c "SELECT count(*) FROM openwop.interrupts i
+             WHERE (i.status = 'resolved') <> EXISTS (SELECT FROM openwop.events e WHERE e.tenant = i.tenant AND e.run_id = i.run_id
+                                                        AND e.type = 'interrupt.resolved' AND e.payload ->> 'interruptId' = i.interrupt_id)")" = 0 ]
+[ "$(sq -c "SELECT count(*) FROM openwop.runs r
+             WHERE (r.status = 'cancelled') <> EXISTS (SELECT FROM openwop.events e WHERE e.tenant = r.tenant AND e.run_id = r.run_id
+                                                         AND e.type = 'run.cancelled')")" = 0 ]
+echo "every run's sequence is gapless, with at most one terminal event, the last; each gate's row and run's status agree with the log"
 
 # the resolves in flight at the kill, retried with their key: answered once
 retried=0 replayed=0
