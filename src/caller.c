@@ -864,7 +864,7 @@ ow_refuse_read_only(const char *function)
 				(errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
 				 errmsg("%s cannot run on a standby", function),
 				 errdetail("This server is in recovery: it replays the primary's changes and makes none of its own."),
-				 errhint("Call %s on the primary. A standby answers the readers: events(), run_snapshot(), inspect_interrupt(), verify_interrupt_token(), the inbox and the FlowDrop entry.",
+				 errhint("Call %s on the primary. A standby answers the readers: events(), run_snapshot(), inspect_interrupt(), verify_interrupt_token(), the inbox and the FlowDrop entry (and mint_interrupt_token() for a lifetime its key has signed before).",
 						 function)));
 	if (XactReadOnly)
 		ereport(ERROR,

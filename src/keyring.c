@@ -281,6 +281,8 @@ ow_note_lifetime(const OwSigningKey *key, int32 lifetime)
 
 	if (lifetime <= key->longest_ttl)
 		return;
+	/* the one write of a mint: refused clearly where nothing may be written */
+	ow_refuse_read_only("mint_interrupt_token()");
 	args[0] = CStringGetTextDatum(key->kid);
 	args[1] = Int32GetDatum(lifetime);
 	(void) ow_exec(&q, args, NULL, false, 0);

@@ -2,8 +2,9 @@
 # A hot standby, streaming from a throwaway primary of its own (unix sockets
 # in a private directory, so no port is shared with anything):
 # - the readers answer there: events(), run_snapshot(), inspect_interrupt(),
-#   verify_interrupt_token(), mint_interrupt_token(), the inbox, the FlowDrop
-#   entry, the monitoring views;
+#   verify_interrupt_token(), the inbox, the FlowDrop entry, the monitoring
+#   views, and mint_interrupt_token() for a lifetime its key signed before
+#   (a longer one must be recorded on the key: refused like a write);
 # - every function that changes the store is refused with 25006 and a hint
 #   that names the primary, before it reads anything;
 # - no openwop worker runs there;
@@ -66,7 +67,7 @@ until_true 30 "the standby replays the gates" sq -c "SELECT count(*) = 2 FROM op
 [ "$(sq -c "SELECT openwop.run_snapshot('acme/standby-run-000001') ->> 'status'")" = waiting-approval ]
 [ "$(sq -c "SELECT openwop.inspect_interrupt('$token') ->> 'kind'")" = approval ]
 [ "$(sq -c "SELECT openwop.verify_interrupt_token('$token') ->> 'intent'")" = resolve ]
-[ "$(sq -c "SELECT openwop.verify_interrupt_token(openwop.mint_interrupt_token('$gate', 'inspect')) ->> 'intent'")" = inspect ]
+[ "$(sq -c "SELECT openwop.verify_interrupt_token(openwop.mint_interrupt_token('$gate', 'inspect', interval '10 minutes')) ->> 'intent'")" = inspect ]
 [ "$(sq -c "SELECT count(*) FROM openwop.pending_interrupts WHERE interrupt_id = '$gate'")" = 1 ]
 [ "$(sq -c "SELECT openwop.flowdrop_interrupt('$gate')::jsonb ->> 'status'")" = pending ]
 [ "$(sq -c "SELECT sum(pending) FROM openwop.pending_summary")" = 2 ]
@@ -106,9 +107,10 @@ openwop.remove_group_member('g', 'alice')
 openwop.add_signing_key('standby-key-2')
 openwop.retire_signing_key('standby-key')
 openwop.sweep()
+openwop.mint_interrupt_token('$gate', 'resolve', interval '2 hours')
 SQL
 [ "$(sq -c "SELECT count(*) FROM openwop.events('acme/standby-run-000001')")" = 4 ]
-echo "on the standby: the $n writing calls refused with 25006 and a hint naming the primary"
+echo "on the standby: the $n writing calls (a mint that must record a longer lifetime among them) refused with 25006 and a hint naming the primary"
 
 # no worker on the standby
 sleep 1

@@ -44,8 +44,13 @@ SELECT is(pg_temp.refusal(format('SELECT %s', call)), '25006 cannot execute ' ||
     ('remove_group_member()', $$openwop.remove_group_member('g', 'alice')$$),
     ('add_signing_key()', $$openwop.add_signing_key('read-only-key-2')$$),
     ('retire_signing_key()', $$openwop.retire_signing_key('read-only-key')$$),
-    ('sweep()', $$openwop.sweep()$$)
+    ('sweep()', $$openwop.sweep()$$),
+    -- a token outliving every one its key signed: the key must record it
+    ('mint_interrupt_token()', $$openwop.mint_interrupt_token((SELECT interrupt_id FROM openwop.interrupts WHERE run_id = 'acme/read-only-run-00001'), 'resolve', interval '2 hours')$$)
   ) AS calls (fn, call);
+SELECT is(openwop.verify_interrupt_token(openwop.mint_interrupt_token(
+            (SELECT interrupt_id FROM openwop.interrupts WHERE run_id = 'acme/read-only-run-00001'), 'inspect', interval '10 minutes')) ->> 'intent',
+          'inspect', 'read_only_readers: a token its key has signed as long for is minted in a read-only transaction');
 
 SELECT is(openwop.run_snapshot('acme/read-only-run-00001') ->> 'status', 'waiting-approval',
           'read_only_readers: run_snapshot answers in a read-only transaction, and nothing changed');
