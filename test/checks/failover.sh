@@ -161,7 +161,10 @@ echo "all $acked acknowledged resolves, votes and cancels are on the promoted st
 [ "$(sq -c "SELECT count(*) FROM openwop.runs r
              WHERE (r.status = 'cancelled') <> EXISTS (SELECT FROM openwop.events e WHERE e.tenant = r.tenant AND e.run_id = r.run_id
                                                          AND e.type = 'run.cancelled')")" = 0 ]
-echo "every run's sequence is gapless, with at most one terminal event, the last; each gate's row and run's status agree with the log"
+[ "$(sq -c "SELECT count(*) FROM openwop.interrupts i
+             WHERE (i.status = 'pending') <> EXISTS (SELECT FROM openwop.open_interrupts o WHERE o.tenant = i.tenant
+                                                       AND o.interrupt_id = i.interrupt_id AND o.status = 'pending')")" = 0 ]
+echo "every run's sequence is gapless, with at most one terminal event, the last; each gate's row, its open row and run's status agree with the log"
 
 # the resolves in flight at the kill, retried with their key: answered once
 retried=0 replayed=0
