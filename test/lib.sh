@@ -124,3 +124,31 @@ hold_renamed() {
 		sleep 0.2
 	done
 }
+
+# Checks with throwaway clusters of their own (a standby, a subscriber): the
+# clusters' data directories and unix sockets go under one private
+# directory, THROWAWAY, so no port is shared with anything; they run as the
+# postgres user (as_pg).  throwaway_end stops whatever still runs under it
+# (a server already killed is fine) and removes it.
+PGBIN=/usr/lib/postgresql/$PGVER/bin
+as_pg() { su postgres -c "$*"; }
+throwaway_begin() {
+	THROWAWAY=$(mktemp -d)
+	chown postgres "$THROWAWAY"
+}
+throwaway_end() {
+	local d
+	for d in "$THROWAWAY"/*/; do
+		[ -f "$d/postmaster.pid" ] && as_pg "$PGBIN/pg_ctl -D $d -m immediate stop" >/dev/null 2>&1 || true
+	done
+	rm -rf "$THROWAWAY"
+}
+# until_true SECONDS WHAT CMD...: wait until CMD prints t, for at most SECONDS
+until_true() {
+	local deadline=$((SECONDS + $1)) what=$2
+	shift 2
+	until [ "$("$@" 2>/dev/null || true)" = t ]; do
+		[ $SECONDS -lt $deadline ] || { echo "waited for: $what" >&2; return 1; }
+		sleep 0.2
+	done
+}

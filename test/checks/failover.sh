@@ -16,16 +16,14 @@
 # Needs root (the clusters run as postgres) and PostgreSQL 15's binaries.
 set -euo pipefail
 . "$(dirname "$0")/../lib.sh"
-B=/usr/lib/postgresql/$PGVER/bin
-work=$(mktemp -d)
-chown postgres "$work"
-as_pg() { su postgres -c "$*"; }
+B=$PGBIN
+throwaway_begin
+work=$THROWAWAY
 clients=""
 cleanup() {
 	[ -n "$clients" ] && kill $clients 2>/dev/null || true
 	wait 2>/dev/null || true
-	for c in s p; do [ -f "$work/$c/postmaster.pid" ] && as_pg "$B/pg_ctl -D $work/$c -m immediate stop" >/dev/null 2>&1 || true; done
-	rm -rf "$work"
+	throwaway_end
 }
 trap cleanup EXIT
 opts="-k $work -c listen_addresses='' -c shared_preload_libraries=openwop_interrupt -c max_connections=50"
@@ -33,14 +31,6 @@ opts="-k $work -c listen_addresses='' -c shared_preload_libraries=openwop_interr
 on() { local port=$1 user=$2; shift 2; psql -X -A -t -q -v ON_ERROR_STOP=1 -h "$work" -p "$port" -U "$user" -d postgres -c "SET openwop.tenant = 'acme'" "$@"; }
 pq() { on 5811 postgres "$@" | tail -n 1; }
 sq() { on 5812 postgres "$@" | tail -n 1; }
-until_true() {   # until_true SECONDS WHAT CMD...: wait until CMD prints t
-	local deadline=$((SECONDS + $1)) what=$2
-	shift 2
-	until [ "$("$@" 2>/dev/null || true)" = t ]; do
-		[ $SECONDS -lt $deadline ] || { echo "waited for: $what" >&2; return 1; }
-		sleep 0.2
-	done
-}
 
 # the primary and its fixtures: per client 40 one-vote gates (resolves) and
 # 40 runs to cancel; 40 two-of-three gates the voters answer

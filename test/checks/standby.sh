@@ -14,26 +14,13 @@
 # Needs root (the clusters run as postgres) and PostgreSQL 15's binaries.
 set -euo pipefail
 . "$(dirname "$0")/../lib.sh"
-B=/usr/lib/postgresql/$PGVER/bin
-work=$(mktemp -d)
-chown postgres "$work"
-as_pg() { su postgres -c "$*"; }
-cleanup() {
-	for c in s p; do [ -f "$work/$c/postmaster.pid" ] && as_pg "$B/pg_ctl -D $work/$c -m immediate stop" >/dev/null 2>&1 || true; done
-	rm -rf "$work"
-}
-trap cleanup EXIT
+B=$PGBIN
+throwaway_begin
+work=$THROWAWAY
+trap throwaway_end EXIT
 opts="-k $work -c listen_addresses='' -c shared_preload_libraries=openwop_interrupt -c fsync=off"
 pq() { psql -X -A -t -q -v ON_ERROR_STOP=1 -h "$work" -p 5801 -U postgres -d postgres -c "SET openwop.tenant = 'acme'" "$@" | tail -n 1; }
 sq() { psql -X -A -t -q -v ON_ERROR_STOP=1 -h "$work" -p 5802 -U postgres -d postgres -c "SET openwop.tenant = 'acme'" "$@" | tail -n 1; }
-until_true() {   # until_true SECONDS WHAT CMD...: wait until CMD prints t
-	local deadline=$((SECONDS + $1)) what=$2
-	shift 2
-	until [ "$("$@" 2>/dev/null || true)" = t ]; do
-		[ $SECONDS -lt $deadline ] || { echo "waited for: $what" >&2; return 1; }
-		sleep 0.2
-	done
-}
 
 # the primary; no worker serves its database, so the deadline below passes unapplied
 as_pg "$B/initdb -D $work/p -A trust --encoding=UTF8 --locale=C.UTF-8" >/dev/null

@@ -16,17 +16,12 @@ SELECT openwop.interrupt('acme/read-only-run-00001', 'gate', '{"kind": "approval
   "data": {"artifactId": "a", "artifactType": "doc", "title": "T", "actions": ["accept", "reject"]}}') ->> 'status';
 CREATE TEMP TABLE ro_token AS
 SELECT openwop.mint_interrupt_token(interrupt_id) AS token FROM openwop.interrupts WHERE run_id = 'acme/read-only-run-00001';
-CREATE FUNCTION pg_temp.refusal(sql text) RETURNS text LANGUAGE plpgsql AS $$
-BEGIN
-  EXECUTE sql;
-  RETURN 'no error';
-EXCEPTION WHEN OTHERS THEN
-  RETURN SQLSTATE || ' ' || SQLERRM;
-END $$;
+\ir refusal.psql
 
 SET LOCAL transaction_read_only = on;
 
-SELECT is(pg_temp.refusal(format('SELECT %s', call)), '25006 cannot execute ' || fn || ' in a read-only transaction',
+SELECT is((SELECT r ->> 'sqlstate' || ' ' || (r ->> 'code') FROM pg_temp.refusal(format('SELECT %s', call)) r),
+          '25006 cannot execute ' || fn || ' in a read-only transaction',
           'read_only_refused: ' || fn || ' in a read-only transaction')
   FROM (VALUES
     ('create_run()', $$openwop.create_run('ro', '{"runId": "acme/read-only-run-00002"}')$$),
