@@ -16,7 +16,6 @@
 # Needs root (the clusters run as postgres) and PostgreSQL 15's binaries.
 set -euo pipefail
 . "$(dirname "$0")/../lib.sh"
-B=$PGBIN
 throwaway_begin
 work=$THROWAWAY
 clients=""
@@ -34,10 +33,10 @@ sq() { on 5812 postgres "$@" | tail -n 1; }
 
 # the primary and its fixtures: per client 40 one-vote gates (resolves) and
 # 40 runs to cancel; 40 two-of-three gates the voters answer
-as_pg "$B/initdb -D $work/p -A trust --encoding=UTF8 --locale=C.UTF-8" >/dev/null
+as_pg "$PGBIN/initdb -D $work/p -A trust --encoding=UTF8 --locale=C.UTF-8" >/dev/null
 # no worker serves the primary's database (openwop.databases on its command line
 # only), so the deadline below passes unapplied until the standby is promoted
-as_pg "$B/pg_ctl -D $work/p -l $work/p.log -o \"-p 5811 $opts -c openwop.databases=ow_no_such_database\" -w start" >/dev/null
+as_pg "$PGBIN/pg_ctl -D $work/p -l $work/p.log -o \"-p 5811 $opts -c openwop.databases=ow_no_such_database\" -w start" >/dev/null
 psql -X -q -v ON_ERROR_STOP=1 -h "$work" -p 5811 -U postgres -d postgres >/dev/null <<'SQL'
 CREATE EXTENSION openwop_interrupt;
 CREATE ROLE openwop_approver;
@@ -75,9 +74,9 @@ END $$;
 SQL
 
 # the synchronous standby
-as_pg "$B/pg_basebackup -h $work -p 5811 -U postgres -D $work/s -R -X stream" >/dev/null
+as_pg "$PGBIN/pg_basebackup -h $work -p 5811 -U postgres -D $work/s -R -X stream" >/dev/null
 echo "primary_conninfo = 'host=$work port=5811 user=postgres application_name=failover_standby'" >>"$work/s/postgresql.auto.conf"
-as_pg "$B/pg_ctl -D $work/s -l $work/s.log -o \"-p 5812 $opts\" -w start" >/dev/null
+as_pg "$PGBIN/pg_ctl -D $work/s -l $work/s.log -o \"-p 5812 $opts\" -w start" >/dev/null
 pq -c "ALTER SYSTEM SET synchronous_standby_names = 'failover_standby'" >/dev/null
 pq -c "SELECT pg_reload_conf()" >/dev/null
 until_true 30 "the standby is synchronous" pq -c "SELECT count(*) = 1 FROM pg_stat_replication WHERE sync_state = 'sync'"
@@ -118,7 +117,7 @@ echo "the primary was killed (kill -9) under load after $acked acknowledged answ
 
 until_true 30 "the deadline passes, unapplied, while the standby still follows" \
 	sq -c "SELECT bool_and(status = 'pending' AND expires_at < now()) FROM openwop.interrupts WHERE run_id = 'acme/failover-deadline-01'"
-as_pg "$B/pg_ctl -D $work/s -w promote" >/dev/null
+as_pg "$PGBIN/pg_ctl -D $work/s -w promote" >/dev/null
 until_true 30 "the standby is promoted" sq -c "SELECT NOT pg_is_in_recovery()"
 
 # every acknowledged answer is there exactly once
@@ -157,14 +156,22 @@ echo "all $acked acknowledged resolves, votes and cancels are on the promoted st
 echo "every run's sequence is gapless, with at most one terminal event, the last; each gate's row, its open row and run's status agree with the log"
 
 # the resolves in flight at the kill, retried with their key: answered once
+# resend RUN: its resolve again, with the key its client used, on the new
+# primary; prints the answer, which must be a resolve, and leaves the run
+# resolved once
+resend() {
+	local out
+	out=$(sq -c "SELECT openwop.resolve_interrupt('$1', 'gate', '{\"action\": \"accept\"}', 'failover-key-${1#acme/failover-}-000000')" 2>&1) ||
+		{ echo "the resend of $1 failed: $out" >&2; return 1; }
+	echo "$out" | grep -q '"status": "resolved"' || { echo "the resend of $1 answered: $out" >&2; return 1; }
+	[ "$(sq -c "SELECT count(*) FROM openwop.events('$1') e WHERE e ->> 'type' = 'interrupt.resolved'")" = 1 ] ||
+		{ echo "$1 is not resolved once after its resend" >&2; return 1; }
+	echo "$out"
+}
 retried=0 replayed=0
 while read -r _ _ run; do
 	grep -q "^ok resolve $run$" "$work"/client*.log && continue
-	key="failover-key-${run#acme/failover-}-000000"
-	out=$(sq -c "SELECT openwop.resolve_interrupt('$run', 'gate', '{\"action\": \"accept\"}', '$key')" 2>&1) ||
-		{ echo "the retry of $run failed: $out" >&2; exit 1; }
-	echo "$out" | grep -q '"status": "resolved"' || { echo "the retry of $run answered: $out" >&2; exit 1; }
-	[ "$(sq -c "SELECT count(*) FROM openwop.events('$run') e WHERE e ->> 'type' = 'interrupt.resolved'")" = 1 ]
+	out=$(resend "$run")
 	retried=$((retried + 1))
 	echo "$out" | grep -q '"idempotentReplay": true' && replayed=$((replayed + 1))
 done < <(cat "$work"/client*.log | grep '^attempt resolve')
@@ -172,11 +179,8 @@ echo "$retried resolves without an answer, retried on the new primary with their
 # an acknowledged resolve sent again with its key (its answer lost on the way back): the stored response, a replay
 n=0
 while read -r _ _ run; do
-	key="failover-key-${run#acme/failover-}-000000"
-	out=$(sq -c "SELECT openwop.resolve_interrupt('$run', 'gate', '{\"action\": \"accept\"}', '$key')" 2>&1) ||
-		{ echo "the resend of $run failed: $out" >&2; exit 1; }
+	out=$(resend "$run")
 	echo "$out" | grep -q '"idempotentReplay": true' || { echo "the resend of acknowledged $run was not a replay: $out" >&2; exit 1; }
-	[ "$(sq -c "SELECT count(*) FROM openwop.events('$run') e WHERE e ->> 'type' = 'interrupt.resolved'")" = 1 ]
 	n=$((n + 1))
 done < <(cat "$work"/client*.log | grep '^ok resolve')
 [ "$n" -ge 1 ]

@@ -8,7 +8,6 @@
 # rolled-back savepoint.  Needs root (the clusters run as postgres).
 set -euo pipefail
 . "$(dirname "$0")/../lib.sh"
-B=$PGBIN
 throwaway_begin
 work=$THROWAWAY
 trap throwaway_end EXIT
@@ -16,10 +15,10 @@ opts="-k $work -c listen_addresses=''"
 pub() { psql -X -A -t -q -v ON_ERROR_STOP=1 -h "$work" -p 5821 -U postgres -d postgres -c "SET openwop.tenant = 'acme'" "$@" | tail -n 1; }
 sub() { psql -X -A -t -q -v ON_ERROR_STOP=1 -h "$work" -p 5822 -U postgres -d postgres "$@" | tail -n 1; }
 
-as_pg "$B/initdb -D $work/pub -A trust --encoding=UTF8 --locale=C.UTF-8" >/dev/null
-as_pg "$B/pg_ctl -D $work/pub -l $work/pub.log -o \"-p 5821 $opts -c shared_preload_libraries=openwop_interrupt -c wal_level=logical\" -w start" >/dev/null
-as_pg "$B/initdb -D $work/sub -A trust --encoding=UTF8 --locale=C.UTF-8" >/dev/null
-as_pg "$B/pg_ctl -D $work/sub -l $work/sub.log -o \"-p 5822 $opts\" -w start" >/dev/null
+as_pg "$PGBIN/initdb -D $work/pub -A trust --encoding=UTF8 --locale=C.UTF-8" >/dev/null
+as_pg "$PGBIN/pg_ctl -D $work/pub -l $work/pub.log -o \"-p 5821 $opts -c shared_preload_libraries=openwop_interrupt -c wal_level=logical\" -w start" >/dev/null
+as_pg "$PGBIN/initdb -D $work/sub -A trust --encoding=UTF8 --locale=C.UTF-8" >/dev/null
+as_pg "$PGBIN/pg_ctl -D $work/sub -l $work/sub.log -o \"-p 5822 $opts\" -w start" >/dev/null
 
 psql -X -q -v ON_ERROR_STOP=1 -h "$work" -p 5821 -U postgres -d postgres >/dev/null <<'SQL'
 CREATE EXTENSION openwop_interrupt;

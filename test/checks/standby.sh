@@ -14,7 +14,6 @@
 # Needs root (the clusters run as postgres) and PostgreSQL 15's binaries.
 set -euo pipefail
 . "$(dirname "$0")/../lib.sh"
-B=$PGBIN
 throwaway_begin
 work=$THROWAWAY
 trap throwaway_end EXIT
@@ -23,8 +22,8 @@ pq() { psql -X -A -t -q -v ON_ERROR_STOP=1 -h "$work" -p 5801 -U postgres -d pos
 sq() { psql -X -A -t -q -v ON_ERROR_STOP=1 -h "$work" -p 5802 -U postgres -d postgres -c "SET openwop.tenant = 'acme'" "$@" | tail -n 1; }
 
 # the primary; no worker serves its database, so the deadline below passes unapplied
-as_pg "$B/initdb -D $work/p -A trust --encoding=UTF8 --locale=C.UTF-8" >/dev/null
-as_pg "$B/pg_ctl -D $work/p -l $work/p.log -o \"-p 5801 $opts -c openwop.databases=ow_no_such_database\" -w start" >/dev/null
+as_pg "$PGBIN/initdb -D $work/p -A trust --encoding=UTF8 --locale=C.UTF-8" >/dev/null
+as_pg "$PGBIN/pg_ctl -D $work/p -l $work/p.log -o \"-p 5801 $opts -c openwop.databases=ow_no_such_database\" -w start" >/dev/null
 psql -X -q -v ON_ERROR_STOP=1 -h "$work" -p 5801 -U postgres -d postgres >/dev/null <<'SQL'
 CREATE EXTENSION openwop_interrupt;
 SELECT openwop.add_signing_key('standby-key');
@@ -44,8 +43,8 @@ token=$(pq -c "SELECT openwop.mint_interrupt_token(interrupt_id) FROM openwop.in
 gate=$(pq -c "SELECT interrupt_id FROM openwop.interrupts WHERE run_id = 'acme/standby-run-000001'")
 
 # the standby
-as_pg "$B/pg_basebackup -h $work -p 5801 -U postgres -D $work/s -R -X stream" >/dev/null
-as_pg "$B/pg_ctl -D $work/s -l $work/s.log -o \"-p 5802 $opts\" -w start" >/dev/null
+as_pg "$PGBIN/pg_basebackup -h $work -p 5801 -U postgres -D $work/s -R -X stream" >/dev/null
+as_pg "$PGBIN/pg_ctl -D $work/s -l $work/s.log -o \"-p 5802 $opts\" -w start" >/dev/null
 until_true 30 "the standby replays the gates" sq -c "SELECT count(*) = 2 FROM openwop.interrupts"
 [ "$(sq -c "SELECT pg_is_in_recovery()")" = t ]
 
@@ -107,8 +106,8 @@ echo "no openwop worker runs on the standby"
 
 # promoted: the launcher, a worker within seconds, the deadline applied once, writes
 until_true 10 "the deadline passes while a standby" sq -c "SELECT bool_and(expires_at < now()) FROM openwop.interrupts WHERE run_id = 'acme/standby-run-000002'"
-as_pg "$B/pg_ctl -D $work/p -m fast stop" >/dev/null
-as_pg "$B/pg_ctl -D $work/s -w promote" >/dev/null
+as_pg "$PGBIN/pg_ctl -D $work/p -m fast stop" >/dev/null
+as_pg "$PGBIN/pg_ctl -D $work/s -w promote" >/dev/null
 until_true 30 "the promoted server serves its database" sq -c "SELECT count(*) = 1 FROM openwop.workers WHERE database = current_database() AND serving"
 until_true 30 "the deadline passed during the standby's time is applied" sq -c "SELECT openwop.run_snapshot('acme/standby-run-000002') ->> 'status' = 'failed'"
 [ "$(sq -c "SELECT count(*) FROM openwop.events('acme/standby-run-000002') e WHERE e ->> 'type' = 'interrupt.resolved'")" = 1 ]
