@@ -29,6 +29,15 @@
 PGDLLEXPORT void ow_database_worker_main(Datum arg);
 
 #define RELAY_RETRY_MS 100L		/* after a failed batch, which stays in the ring */
+
+/*
+ * At most one relay transaction per RELAY_GATHER_US: under load, what
+ * commits meanwhile goes in one batch, so one client resolving back to back
+ * does not pay a relay transaction (an xid, a commit record, a wake-up of a
+ * second process on a busy core) per resolve; a notification that follows a
+ * quiet spell goes at once.
+ */
+#define RELAY_GATHER_US 1000L
 #define TIMEOUT_RETRY_MS 10000L /* after a failed timeout pass */
 
 /* The error being handled, for the status view; the error state is flushed after. */
@@ -70,6 +79,7 @@ ow_database_worker_main(Datum arg)
 	bool		deadline;
 	volatile TimestampTz next_pass = 0; /* a timeout pass is due at once */
 	volatile TimestampTz relay_retry = 0;
+	volatile TimestampTz last_relay = 0;
 	MemoryContext cxt = AllocSetContextCreate(TopMemoryContext, "openwop worker", ALLOCSET_SMALL_SIZES);
 
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
@@ -139,12 +149,20 @@ ow_database_worker_main(Datum arg)
 		now = GetCurrentTimestamp();
 		if (now >= relay_retry)
 		{
+			if (now - last_relay < RELAY_GATHER_US && ow_relay_waiting())
+			{
+				pg_usleep(RELAY_GATHER_US - (now - last_relay));
+				CHECK_FOR_INTERRUPTS();
+			}
 			PG_TRY();
 			{
 				int64		sent = ow_relay_drain();
 
 				if (sent > 0)
+				{
+					last_relay = GetCurrentTimestamp();
 					ow_slot_record(slot, false, sent, NULL);
+				}
 			}
 			PG_CATCH();
 			{

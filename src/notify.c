@@ -449,6 +449,18 @@ ow_relay_drain(void)
 	}
 }
 
+/* Whether the relay's ring holds anything to send. */
+bool
+ow_relay_waiting(void)
+{
+	bool		waiting;
+
+	SpinLockAcquire(&ring->mutex);
+	waiting = ring->tail != ring->head;
+	SpinLockRelease(&ring->mutex);
+	return waiting;
+}
+
 /*
  * How long the oldest notification waiting in slot's ring has waited, in
  * ms (0: none waits).

@@ -584,6 +584,7 @@ extern void ow_relay_shmem_init(void);
 extern void ow_notify_later(const char *run_id, int64 first, int64 last);
 extern void ow_relay_attach(int slot);
 extern int64 ow_relay_drain(void);
+extern bool ow_relay_waiting(void);
 extern int64 ow_relay_lag_ms(int slot);
 
 /* ==========
