@@ -12,6 +12,7 @@
 #include "openwop.h"
 
 #include "utils/builtins.h"
+#include "utils/guc.h"
 
 /*
  * The resumeSchema every credential interrupt carries (the credential row
@@ -21,6 +22,15 @@
 #define CREDENTIAL_RESUME_SCHEMA \
 	"{\"type\": \"object\", \"additionalProperties\": false, \"required\": [\"outcome\"], " \
 	"\"properties\": {\"outcome\": {\"enum\": [\"authorized\", \"declined\"]}}}"
+
+/*
+ * openwop.credential_interrupts: whether this host advertises
+ * oauth.credentialInterrupt, and so suspends a node on a credential
+ * interrupt instead of failing it.  Off for a deployment whose host has no
+ * grant callback calling confirm_credential(): its engines then fail the
+ * node with connector_auth_expired, as the spec says for a host without it.
+ */
+bool		ow_credential_interrupts = true;
 
 static const char *const kinds[] = {"approval", "clarification", "external-event", "custom",
 	"conversation.start", "conversation.exchange", "conversation.close",
@@ -276,6 +286,17 @@ ow_check_request(Jsonb *request, const char *key, char **kind_out, int64 *timeou
 				 "%s interrupts need the conversationPrimitive capability", kind);
 	}
 
+	if (strcmp(kind, "credential") == 0 && !ow_credential_interrupts)
+	{
+		OwDetails	d;
+
+		ow_details_init(&d);
+		ow_details_str(&d, "requiredCapability", "oauth.credentialInterrupt");
+		ow_raise(OW_CAPABILITY_REQUIRED, &d,
+				 "openwop.credential_interrupts is off on this host: fail the node with connector_auth_expired instead.",
+				 "credential interrupts need the oauth.credentialInterrupt capability");
+	}
+
 	/* the InterruptPayload, verbatim plus the key */
 	owj_begin(&j);
 	owj_str(&j, "kind", kind);
@@ -301,4 +322,13 @@ ow_waiting_status(const char *kind)
 		strncmp(kind, "conversation.", 13) == 0)
 		return "waiting-input";
 	return "waiting-approval";	/* approval, low-confidence, custom */
+}
+
+void
+ow_define_kind_settings(void)
+{
+	DefineCustomBoolVariable("openwop.credential_interrupts",
+							 "Advertise oauth.credentialInterrupt and accept credential interrupts.",
+							 "Turn off where no OAuth grant callback calls openwop.confirm_credential().",
+							 &ow_credential_interrupts, true, PGC_SUSET, 0, NULL, NULL, NULL);
 }

@@ -255,6 +255,8 @@ extern void ow_member_schema(JsonbContainer *obj, const char *prefix, const char
  */
 extern Jsonb *ow_check_request(Jsonb *request, const char *key, char **kind_out, int64 *timeout_ms);
 extern const char *ow_waiting_status(const char *kind);
+extern bool ow_credential_interrupts;
+extern void ow_define_kind_settings(void);
 
 /* ==========
  * 2. Plumbing: statements, who is calling, the workers, notifications.
@@ -451,6 +453,7 @@ extern bool ow_has_scope(const OwCaller *c);
 extern bool ow_request_headers_untampered(void);
 extern void ow_check_scope(const OwCaller *c);
 extern void ow_host_subject(OwSubject *s, const char *tenant);
+extern void ow_credential_host_subject(OwSubject *s, const char *tenant);
 extern void ow_token_subject(OwSubject *s, const char *tenant, const char *principal);
 extern void owj_subject(OwJson *j, const char *key, const OwSubject *s);
 extern void owj_legacy_subject(OwJson *j, const char *key, const char *id, const char *tenant);

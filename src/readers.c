@@ -192,7 +192,8 @@ ow_run_snapshot(PG_FUNCTION_ARGS)
 
 PG_FUNCTION_INFO_V1(ow_capabilities);
 /*
- * openwop.capabilities() → jsonb: the interrupt facet as advertised.
+ * openwop.capabilities() → jsonb: the interrupt facets as advertised, and
+ * oauth.credentialInterrupt while openwop.credential_interrupts is on.
  */
 Datum
 ow_capabilities(PG_FUNCTION_ARGS)
@@ -205,6 +206,13 @@ ow_capabilities(PG_FUNCTION_ARGS)
 	owj_str_array(&j, "refKinds", list_make3("principal", "group", "role"));
 	owj_bool(&j, "callbackDelivery", false);
 	owj_end_object(&j);
+	/* presence is the claim: the facet is there only while it holds */
+	if (ow_credential_interrupts)
+	{
+		owj_begin_object(&j, "oauth");
+		owj_bool(&j, "credentialInterrupt", true);
+		owj_end_object(&j);
+	}
 	PG_RETURN_JSONB_P(owj_end(&j));
 }
 

@@ -28,6 +28,7 @@
 PG_FUNCTION_INFO_V1(ow_resolve_interrupt);
 
 #define RUN_ENDPOINT "resolveInterruptByRun"
+#define CONFIRM_ENDPOINT "confirmCredential"
 
 /*
  * The pending interrupt of a locked run, named by node (find_pending) or by
@@ -608,12 +609,13 @@ late_answer(OwRun *run, OwPending *p, MemoryContext resultctx)
  * Resolve the pending interrupt p of the locked run, answering as the
  * subject who (login: its SQL login, for role refs; else InvalidOid):
  * eligibility, resume validation, the vote tally for approvals, then the
- * record.  Shared by the run-scoped and the token surfaces.  Returns the
- * response, built in resultctx.
+ * record.  host_confirmed: the host's grant callback vouches that a
+ * credential now resolves (confirm_credential()).  Returns the response,
+ * built in resultctx.
  */
-Jsonb *
-ow_resolve_locked(OwRun *run, OwPending *p, Jsonb *value, const OwSubject *who,
-				  Oid login, MemoryContext resultctx)
+static Jsonb *
+resolve_locked(OwRun *run, OwPending *p, Jsonb *value, const OwSubject *who,
+			   Oid login, bool host_confirmed, MemoryContext resultctx)
 {
 	JsonbValue *rs;
 	JsonbContainer *data;
@@ -662,11 +664,19 @@ ow_resolve_locked(OwRun *run, OwPending *p, Jsonb *value, const OwSubject *who,
 		return late_answer(run, p, resultctx);
 	if (strcmp(p->kind, "credential") == 0)
 	{
-		if (strcmp(owj_string(owj_get(value, "outcome")), "authorized") == 0)
-			resume_error("resumeValue",
-						 NULL, "outcome \"authorized\" is refused: no credential resolves on this host");
-		r.fail_code = "connector_auth_declined";
-		r.fail_message = "the credential request was declined";
+		/*
+		 * A caller's word is never enough (it would hand the run a credential
+		 * nobody holds); only the host's grant callback confirms, through
+		 * confirm_credential().
+		 */
+		if (strcmp(owj_string(owj_get(value, "outcome")), "authorized") != 0)
+		{
+			r.fail_code = "connector_auth_declined";
+			r.fail_message = "the credential request was declined";
+		}
+		else if (!host_confirmed)
+			resume_error("resumeValue", NULL,
+						 "outcome \"authorized\" is refused: only the host confirms a credential, with confirm_credential()");
 	}
 	else if (strcmp(p->kind, "approval") == 0)
 	{
@@ -717,6 +727,18 @@ ow_resolve_locked(OwRun *run, OwPending *p, Jsonb *value, const OwSubject *who,
 	owj_str(&j, "runStatus", run->status);
 	owj_int(&j, "sequence", resolved_seq);
 	return response_end(&j, old);
+}
+
+/*
+ * Resolve the pending interrupt p of the locked run, answering as the
+ * subject who (login: its SQL login, for role refs; else InvalidOid):
+ * shared by the run-scoped and the token surfaces.
+ */
+Jsonb *
+ow_resolve_locked(OwRun *run, OwPending *p, Jsonb *value, const OwSubject *who,
+				  Oid login, MemoryContext resultctx)
+{
+	return resolve_locked(run, p, value, who, login, false, resultctx);
 }
 
 /*
@@ -787,4 +809,83 @@ ow_resolve_interrupt(PG_FUNCTION_ARGS)
 	result = ow_resolve_locked(&run, &p, value, &call.caller.subject, call.caller.login,
 							   call.callerctx);
 	return ow_resolve_respond(&call, tenant, RUN_ENDPOINT, idem_key, result);
+}
+
+PG_FUNCTION_INFO_V1(ow_confirm_credential);
+/*
+ * openwop.confirm_credential(run_id, node_id, idempotency_key): the host's
+ * OAuth callback, once its token request succeeded, resolves the credential
+ * interrupt of node_id with {outcome: "authorized"} as the host.  EXECUTE is
+ * granted to nobody: a DBA grants it to the callback's login alone, as
+ * anyone who may call it can hand a run a credential.
+ */
+Datum
+ow_confirm_credential(PG_FUNCTION_ARGS)
+{
+	char	   *run_input;
+	char	   *node_id;
+	char	   *idem_key;
+	char	   *tenant;
+	char	   *run_id;
+	OwCall		call;
+	OwRun		run;
+	OwPending	p;
+	OwSubject	host;
+	OwJson		j;
+	Jsonb	   *result;
+
+	ow_refuse_read_only("confirm_credential()");
+	if (PG_ARGISNULL(0))
+		ow_validation_error("runId", "run_id must not be null");
+	if (PG_ARGISNULL(1))
+		ow_validation_error("nodeId", "node_id must not be null");
+	run_input = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	node_id = text_to_cstring(PG_GETARG_TEXT_PP(1));
+	idem_key = PG_ARGISNULL(2) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(2));
+	if (!ow_valid_author_id(node_id))
+		ow_validation_error("nodeId", "\"%s\" is not a valid node id", ow_echo(node_id));
+	if (idem_key)
+		ow_check_idempotency_key(idem_key);
+
+	/* the privilege is the grant: the callback's login need not be an approver */
+	ow_caller(&call.caller);
+	tenant = call.caller.subject.tenant;
+	run_id = ow_normalize_run_id(run_input, tenant);
+
+	ow_call_enter(&call);
+	if (idem_key)
+	{
+		owj_begin(&j);
+		owj_str(&j, "runId", run_id);
+		owj_str(&j, "nodeId", node_id);
+		result = ow_idempotency_claim(tenant, CONFIRM_ENDPOINT, idem_key, owj_end(&j),
+									  &call.caller.subject, call.callerctx);
+		if (result)
+			return ow_resolve_respond(&call, NULL, NULL, NULL, result);
+	}
+
+	ow_lock_run_id(&run, tenant, run_id);
+	if (!find_pending(&run, node_id, &call.caller.subject, &p))
+	{
+		if (node_had_interrupt(&run, node_id))
+			already_resolved(&run, node_id);
+		ow_node_not_found(&run, node_id, "has no interrupt");
+	}
+	if (strcmp(p.kind, "credential") != 0)
+	{
+		OwDetails	d;
+
+		ow_details_init(&d);
+		ow_details_str(&d, "runId", run.run_id);
+		ow_details_str(&d, "nodeId", node_id);
+		ow_details_str(&d, "kind", p.kind);
+		ow_raise(OW_RUN_STATE_CONFLICT, &d,
+				 "Only a credential interrupt is confirmed; answer this one with resolve_interrupt().",
+				 "node \"%s\" waits on a %s interrupt, not a credential", ow_echo(node_id), p.kind);
+	}
+	ow_credential_host_subject(&host, run.tenant);
+	result = resolve_locked(&run, &p, DatumGetJsonbP(DirectFunctionCall1(jsonb_in,
+																		  CStringGetDatum("{\"outcome\": \"authorized\"}"))),
+							&host, InvalidOid, true, call.callerctx);
+	return ow_resolve_respond(&call, tenant, CONFIRM_ENDPOINT, idem_key, result);
 }
