@@ -40,6 +40,13 @@ SELECT is(pg_temp.refusal($$SELECT openwop.resolve_interrupt('acme/credential-ru
 SELECT is(openwop.run_snapshot('acme/credential-run-00000001') ->> 'status', 'waiting-input',
           'openwop.requirement.0199.credential-resume-rechecked: the run still waits');
 
+-- and through a token, whoever holds it
+SELECT openwop.add_signing_key('k33', 'example-secret-do-not-use'::bytea);
+SELECT is(pg_temp.refusal(format('SELECT openwop.resolve_interrupt_by_token(%L, %L)',
+            (SELECT openwop.mint_interrupt_token(interrupt_id) FROM openwop.interrupts WHERE run_id = 'acme/credential-run-00000001'),
+            '{"outcome": "authorized"}')) #>> '{details,field}',
+          'resumeValue', 'openwop.requirement.0199.credential-resume-rechecked: a token holder''s authorized is refused');
+
 -- confirm_credential: EXECUTE is granted to nobody by default
 SELECT is(pg_temp.as_login('openwop_tap_bystander', 'acme',
             $$SELECT openwop.confirm_credential('acme/credential-run-00000001', 'cred')$$) ->> 'sqlstate',
