@@ -742,6 +742,43 @@ ow_resolve_locked(OwRun *run, OwPending *p, Jsonb *value, const OwSubject *who,
 }
 
 /*
+ * Claim idem_key for a run-scoped request {runId, nodeId, resumeValue?}:
+ * the stored response of an earlier one with the same key, or NULL.
+ */
+static Jsonb *
+claim_run_request(OwCall *call, const char *endpoint, const char *idem_key,
+				  const char *run_id, const char *node_id, Jsonb *value)
+{
+	OwJson		j;
+
+	owj_begin(&j);
+	owj_str(&j, "runId", run_id);
+	owj_str(&j, "nodeId", node_id);
+	if (value)
+		owj_jsonb(&j, "resumeValue", value);
+	return ow_idempotency_claim(call->caller.subject.tenant, endpoint, idem_key, owj_end(&j),
+								&call->caller.subject, call->callerctx);
+}
+
+/*
+ * Lock run_id and find the pending interrupt of node_id.  A node that never
+ * raised an interrupt is unknown to the resolve surface: 404 before any
+ * terminal check, even on an ended run.  One that did is resolved or
+ * invalidated: 409.
+ */
+static void
+lock_pending(OwRun *run, const char *tenant, const char *run_id, const char *node_id,
+			 const OwSubject *who, OwPending *p)
+{
+	ow_lock_run_id(run, tenant, run_id);
+	if (find_pending(run, node_id, who, p))
+		return;
+	if (node_had_interrupt(run, node_id))
+		already_resolved(run, node_id);
+	ow_node_not_found(run, node_id, "has no interrupt");
+}
+
+/*
  * openwop.resolve_interrupt(run_id, node_id, resume_value, idempotency_key)
  */
 Datum
@@ -756,7 +793,6 @@ ow_resolve_interrupt(PG_FUNCTION_ARGS)
 	OwCall		call;
 	OwRun		run;
 	OwPending	p;
-	OwJson		j;
 	Jsonb	   *result;
 
 	ow_refuse_read_only("resolve_interrupt()");
@@ -782,30 +818,10 @@ ow_resolve_interrupt(PG_FUNCTION_ARGS)
 	run_id = ow_normalize_run_id(run_input, tenant);
 
 	ow_call_enter(&call);
-	if (idem_key)
-	{
-		owj_begin(&j);
-		owj_str(&j, "runId", run_id);
-		owj_str(&j, "nodeId", node_id);
-		owj_jsonb(&j, "resumeValue", value);
-		result = ow_idempotency_claim(tenant, RUN_ENDPOINT, idem_key, owj_end(&j),
-									  &call.caller.subject, call.callerctx);
-		if (result)
-			return ow_resolve_respond(&call, NULL, NULL, NULL, result);
-	}
-
-	ow_lock_run_id(&run, tenant, run_id);
-	if (!find_pending(&run, node_id, &call.caller.subject, &p))
-	{
-		/*
-		 * A node that never raised an interrupt is unknown to the resolve
-		 * surface: 404 before any terminal check, even on an ended run.  One
-		 * that did is resolved or invalidated: 409.
-		 */
-		if (node_had_interrupt(&run, node_id))
-			already_resolved(&run, node_id);
-		ow_node_not_found(&run, node_id, "has no interrupt");
-	}
+	if (idem_key &&
+		(result = claim_run_request(&call, RUN_ENDPOINT, idem_key, run_id, node_id, value)) != NULL)
+		return ow_resolve_respond(&call, NULL, NULL, NULL, result);
+	lock_pending(&run, tenant, run_id, node_id, &call.caller.subject, &p);
 	result = ow_resolve_locked(&run, &p, value, &call.caller.subject, call.caller.login,
 							   call.callerctx);
 	return ow_resolve_respond(&call, tenant, RUN_ENDPOINT, idem_key, result);
@@ -831,7 +847,6 @@ ow_confirm_credential(PG_FUNCTION_ARGS)
 	OwRun		run;
 	OwPending	p;
 	OwSubject	host;
-	OwJson		j;
 	Jsonb	   *result;
 
 	ow_refuse_read_only("confirm_credential()");
@@ -853,24 +868,10 @@ ow_confirm_credential(PG_FUNCTION_ARGS)
 	run_id = ow_normalize_run_id(run_input, tenant);
 
 	ow_call_enter(&call);
-	if (idem_key)
-	{
-		owj_begin(&j);
-		owj_str(&j, "runId", run_id);
-		owj_str(&j, "nodeId", node_id);
-		result = ow_idempotency_claim(tenant, CONFIRM_ENDPOINT, idem_key, owj_end(&j),
-									  &call.caller.subject, call.callerctx);
-		if (result)
-			return ow_resolve_respond(&call, NULL, NULL, NULL, result);
-	}
-
-	ow_lock_run_id(&run, tenant, run_id);
-	if (!find_pending(&run, node_id, &call.caller.subject, &p))
-	{
-		if (node_had_interrupt(&run, node_id))
-			already_resolved(&run, node_id);
-		ow_node_not_found(&run, node_id, "has no interrupt");
-	}
+	if (idem_key &&
+		(result = claim_run_request(&call, CONFIRM_ENDPOINT, idem_key, run_id, node_id, NULL)) != NULL)
+		return ow_resolve_respond(&call, NULL, NULL, NULL, result);
+	lock_pending(&run, tenant, run_id, node_id, &call.caller.subject, &p);
 	if (strcmp(p.kind, "credential") != 0)
 	{
 		OwDetails	d;
