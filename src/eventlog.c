@@ -288,6 +288,31 @@ ow_append(OwRun *run, const char *type, const char *node_id, Jsonb *payload)
 	return seq;
 }
 
+/*
+ * Append one event caused by the run's event at cause_seq (its envelope
+ * causationId is that event's id); returns its sequence.  For the
+ * conversation events, off the hot paths: always the statement.
+ */
+int64
+ow_append_caused(OwRun *run, const char *type, const char *node_id, Jsonb *payload, int64 cause_seq)
+{
+	static OwQuery insert = {"INSERT INTO openwop.events"
+		" (tenant, run_id, sequence, type, node_id, payload, causation_id)"
+		" VALUES ($1, $2, $3, $4, $5, $6, $7)",
+	7, {EVENT_TYPES, TEXTOID}, SPI_OK_INSERT};
+	int64		seq = run->next_sequence;
+	Datum		args[7];
+	char		nulls[7];
+
+	event_args(run, seq, type, node_id, payload, args, nulls);
+	args[6] = CStringGetTextDatum(psprintf("%s." INT64_FORMAT, run->event_prefix, cause_seq));
+	nulls[6] = ' ';
+	(void) ow_exec(&insert, args, nulls, false, 0);
+	run->next_sequence = seq + 1;
+	run->appended++;
+	return seq;
+}
+
 /* Write the run row back in the direct operation d (which updates runs). */
 static void
 save_row(OwDirect *d, OwRun *run)
