@@ -44,8 +44,10 @@ $$;
 CREATE FUNCTION pg_temp.event(run text, type text) RETURNS jsonb LANGUAGE sql AS $$
   SELECT e FROM openwop.events(run, -1, 10000) e WHERE e->>'type' = type ORDER BY (e->>'sequence')::int DESC LIMIT 1
 $$;
-CREATE FUNCTION pg_temp.event_id(run text, seq bigint) RETURNS text LANGUAGE sql AS $$
-  SELECT e->>'eventId' FROM openwop.events(run, seq - 1, 1) e
+-- the latest event of a type: its type, and the type and node of the event its causationId names
+CREATE FUNCTION pg_temp.caused_by(run text, type text) RETURNS text LANGUAGE sql AS $$
+  SELECT c->>'type' || ' of ' || (c->>'nodeId') FROM openwop.events(run, -1, 10000) c
+   WHERE c->>'eventId' = pg_temp.event(run, type) ->> 'causationId'
 $$;
 CREATE FUNCTION pg_temp.status(run text) RETURNS text LANGUAGE sql AS $$
   SELECT openwop.run_snapshot(run) ->> 'status'
@@ -80,9 +82,8 @@ SELECT is(pg_temp.types('acme/conv-run-00000000001'),
           'conversation_opened: interrupt.requested, node.suspended, then conversation.opened');
 SELECT is(pg_temp.event('acme/conv-run-00000000001', 'conversation.opened') -> 'payload', '{"conversationId": "support-1"}',
           'conversation_opened_payload: {conversationId} (the closed conversationOpened def)');
-SELECT is(pg_temp.event('acme/conv-run-00000000001', 'conversation.opened') ->> 'causationId',
-          pg_temp.event('acme/conv-run-00000000001', 'node.suspended') ->> 'eventId',
-          '... caused by the accompanying node.suspended');
+SELECT is(pg_temp.caused_by('acme/conv-run-00000000001', 'conversation.opened'), 'node.suspended of talk',
+          '... caused by the accompanying node.suspended (its causationId)');
 SELECT is(pg_temp.event('acme/conv-run-00000000001', 'conversation.opened') ->> 'nodeId', 'talk', '... on the node''s envelope');
 SELECT is(pg_temp.event('acme/conv-run-00000000001', 'interrupt.requested') -> 'payload' -> 'data',
           '{"conversationId": "support-1", "title": "Support", "initialPrompt": "How can we help?"}',
@@ -176,8 +177,7 @@ SELECT is(pg_temp.types('acme/conv-run-00000000001'),
 SELECT is(pg_temp.event('acme/conv-run-00000000001', 'conversation.exchanged') -> 'payload',
           '{"conversationId": "support-1", "turnIndex": 0, "outcome": {"orderId": 7}}',
           'conversation_exchanged_payload: {conversationId, turnIndex, outcome} (outcome is the validated answer)');
-SELECT is(pg_temp.event('acme/conv-run-00000000001', 'conversation.exchanged') ->> 'causationId',
-          pg_temp.event('acme/conv-run-00000000001', 'interrupt.resolved') ->> 'eventId',
+SELECT is(pg_temp.caused_by('acme/conv-run-00000000001', 'conversation.exchanged'), 'interrupt.resolved of talk',
           '... caused by the turn''s interrupt.resolved');
 SELECT is(pg_temp.event('acme/conv-run-00000000001', 'interrupt.resolved') -> 'payload' -> 'resumeValue', '{"orderId": 7}',
           '... which records the answer as resumeValue, as for any kind');
@@ -229,8 +229,7 @@ SELECT is(pg_temp.status('acme/conv-run-00000000001'), 'waiting-input',
 SELECT is(pg_temp.event('acme/conv-run-00000000001', 'conversation.closed') -> 'payload',
           '{"conversationId": "support-1", "reason": "goal-reached", "turnCount": 3}',
           'conversation_closed_payload: {conversationId, reason?, turnCount} (turnCount: the conversation.exchanged events)');
-SELECT is(pg_temp.event('acme/conv-run-00000000001', 'conversation.closed') ->> 'causationId',
-          pg_temp.event('acme/conv-run-00000000001', 'node.suspended') ->> 'eventId',
+SELECT is(pg_temp.caused_by('acme/conv-run-00000000001', 'conversation.closed'), 'node.suspended of talk',
           '... caused by the close''s node.suspended, which it follows');
 SELECT is((SELECT count(*) FROM openwop.events('acme/conv-run-00000000001') e WHERE e->>'type' = 'conversation.exchanged'), 3::bigint,
           '... three turns, three conversation.exchanged');
