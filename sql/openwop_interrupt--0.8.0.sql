@@ -986,4 +986,6 @@ REVOKE ALL ON openwop.conversations FROM PUBLIC;
 -- the inbox and its columns name the conversation kinds too
 COMMENT ON COLUMN openwop.pending_interrupts.kind IS 'InterruptPayload kind: approval, clarification, external-event, custom, low-confidence, credential, conversation.start, conversation.exchange or conversation.close.';
 COMMENT ON COLUMN openwop.pending_interrupts.title IS 'data.title of an approval or a conversation.start (NULL for a kind without one).';
+COMMENT ON FUNCTION openwop.capabilities() IS
+  'The interrupt facet this host advertises (refKinds, callbackDelivery, tokenAlgs), and conversationPrimitive ({}: a family without facets, claimed by its presence) on a schema that has openwop.conversations.';
 -- == conversations (end) ==
