@@ -682,7 +682,7 @@ ow_resolve_locked(OwRun *run, OwPending *p, Jsonb *value, const OwSubject *who,
 	}
 	if (strcmp(p->kind, "clarification") == 0)
 		check_clarification_answers(data, value);
-	else if (strcmp(p->kind, "approval") != 0 && strncmp(p->kind, "conversation.", 13) == 0)
+	else if (strncmp(p->kind, "conversation.", 13) == 0)
 	{
 		check_conversation_answer(p->kind, data, value);
 		conversation = true;
