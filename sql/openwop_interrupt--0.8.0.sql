@@ -939,10 +939,54 @@ GRANT SELECT ON openwop.stats TO pg_monitor;
 -- == monitoring: openwop.pending_summary, openwop.stats (end) ==
 
 /* ----------
- * 0.8.0: every kind and every replay.  Each part below is kept in step with
- * the same part of openwop_interrupt--0.7.0--0.8.0.sql.
+ * 0.8.0.  Each part below is kept in step with the same part of
+ * openwop_interrupt--0.7.0--0.8.0.sql.
  * ----------
  */
+
+-- == 0.8.0: conversations (begin) ==
+/*
+ * The conversations of the conversation.* interrupt kinds (the
+ * conversationPrimitive capability): one row per conversation id in a
+ * tenant, never reused (no two conversations of a tenant share an id), owned
+ * by the run whose conversation.start opened it.  Written only under the
+ * run's lock, by interrupt() (open, each turn, close) and by the resolve of
+ * one of its interrupts; a conversation takes one step at a time, the
+ * interrupt it waits on is pending_interrupt_id (src/conversations.c).
+ */
+CREATE TABLE openwop.conversations (
+    tenant               text COLLATE "C" NOT NULL,
+    conversation_id      text COLLATE "C" NOT NULL,
+    run_id               text COLLATE "C" NOT NULL,
+    state                text COLLATE "C" NOT NULL DEFAULT 'open',
+    last_turn_index      integer,
+    turn_count           integer     NOT NULL DEFAULT 0,
+    pending_interrupt_id text COLLATE "C",
+    opened_at            timestamptz NOT NULL DEFAULT pg_catalog.now(),
+    closed_at            timestamptz,
+    PRIMARY KEY (tenant, conversation_id),
+    CONSTRAINT conversations_state_known CHECK (state IN ('open', 'closed')),
+    CONSTRAINT conversations_closed CHECK ((state = 'closed') = (closed_at IS NOT NULL))
+);
+COMMENT ON TABLE openwop.conversations IS
+  'The conversations of conversation.start, .exchange and .close interrupts: the conversation id unique in its tenant (for ever: a closed id is not opened again), the run that opened it, its state and its turns.';
+COMMENT ON COLUMN openwop.conversations.tenant IS 'Tenant of the run.';
+COMMENT ON COLUMN openwop.conversations.conversation_id IS 'data.conversationId of the conversation.start that opened it (1 to 256 characters).';
+COMMENT ON COLUMN openwop.conversations.run_id IS 'Run that opened it; only that run exchanges on it or closes it.';
+COMMENT ON COLUMN openwop.conversations.state IS 'open, or closed (a conversation.close was raised on it: no turn follows).';
+COMMENT ON COLUMN openwop.conversations.last_turn_index IS 'turnIndex of its latest turn (conversation.exchange); NULL before the first. The next turn''s index must be greater.';
+COMMENT ON COLUMN openwop.conversations.turn_count IS 'Turns completed: conversation.exchanged events appended.';
+COMMENT ON COLUMN openwop.conversations.pending_interrupt_id IS 'The conversation interrupt (start, exchange or close) still pending on it, if any: nothing else is raised on it until that one is resolved.';
+COMMENT ON COLUMN openwop.conversations.opened_at IS 'When it was opened.';
+COMMENT ON COLUMN openwop.conversations.closed_at IS 'When it was closed; NULL while open.';
+
+SELECT pg_catalog.pg_extension_config_dump('openwop.conversations', '');
+REVOKE ALL ON openwop.conversations FROM PUBLIC;
+
+-- the inbox and its columns name the conversation kinds too
+COMMENT ON COLUMN openwop.pending_interrupts.kind IS 'InterruptPayload kind: approval, clarification, external-event, custom, low-confidence, credential, conversation.start, conversation.exchange or conversation.close.';
+COMMENT ON COLUMN openwop.pending_interrupts.title IS 'data.title of an approval or a conversation.start (NULL for a kind without one).';
+-- == conversations (end) ==
 
 -- == credentials: confirm_credential (begin) ==
 /*
@@ -958,6 +1002,9 @@ COMMENT ON FUNCTION openwop.confirm_credential(text, text, text) IS
   'The host''s OAuth callback confirms that a credential now resolves for the credential interrupt of node_id: it is resolved with {outcome: "authorized"} as the host (resolvedBy: the host subject "credential") and the node resumes. Grant EXECUTE only to the callback''s login. Honors an Idempotency-Key.';
 REVOKE ALL ON FUNCTION openwop.confirm_credential(text, text, text) FROM PUBLIC;
 
-COMMENT ON FUNCTION openwop.capabilities() IS
-  'The facets this host advertises: interrupt {refKinds, callbackDelivery, tokenAlgs}, and oauth {credentialInterrupt} while openwop.credential_interrupts is on.';
 -- == credentials: confirm_credential (end) ==
+
+-- == 0.8.0: capabilities (begin) ==
+COMMENT ON FUNCTION openwop.capabilities() IS
+  'The families this host advertises: interrupt {refKinds, callbackDelivery, tokenAlgs}; conversationPrimitive ({}: a family without facets, claimed by its presence) on a schema that has openwop.conversations; oauth {credentialInterrupt} while openwop.credential_interrupts is on.';
+-- == capabilities (end) ==

@@ -227,20 +227,22 @@ event_args(OwRun *run, int64 seq, const char *type, const char *node_id, Jsonb *
 	nulls[4] = node_id ? ' ' : 'n';
 }
 
-/* Insert one event row at sequence seq. */
-static int64
-insert_event(OwRun *run, int64 seq, const char *type, const char *node_id, Jsonb *payload)
+/* Insert one event row at sequence seq, caused by event causation_id (NULL: none). */
+static void
+insert_event(OwRun *run, int64 seq, const char *type, const char *node_id, Jsonb *payload,
+			 const char *causation_id)
 {
 	static OwQuery insert = {"INSERT INTO openwop.events"
-		" (tenant, run_id, sequence, type, node_id, payload)"
-		" VALUES ($1, $2, $3, $4, $5, $6)",
-	6, {EVENT_TYPES}, SPI_OK_INSERT};
-	Datum		args[6];
-	char		nulls[6];
+		" (tenant, run_id, sequence, type, node_id, payload, causation_id)"
+		" VALUES ($1, $2, $3, $4, $5, $6, $7)",
+	7, {EVENT_TYPES, TEXTOID}, SPI_OK_INSERT};
+	Datum		args[7];
+	char		nulls[7];
 
 	event_args(run, seq, type, node_id, payload, args, nulls);
+	args[6] = causation_id ? CStringGetTextDatum(causation_id) : (Datum) 0;
+	nulls[6] = causation_id ? ' ' : 'n';
 	(void) ow_exec(&insert, args, nulls, false, 0);
-	return seq;
 }
 
 /*
@@ -274,18 +276,41 @@ ow_append_pair(OwRun *run, const char *node_id,
 	return seq;
 }
 
+/*
+ * Append one event at the run's next sequence, caused by event
+ * causation_id (NULL: none; the direct path writes none); returns that
+ * sequence.
+ */
+static int64
+append_one(OwRun *run, const char *type, const char *node_id, Jsonb *payload, const char *causation_id)
+{
+	int64		seq = run->next_sequence;
+
+	if (causation_id == NULL && append_direct(run, node_id, 1, &type, &payload))
+		return seq;
+	insert_event(run, seq, type, node_id, payload, causation_id);
+	run->next_sequence = seq + 1;
+	run->appended++;
+	return seq;
+}
+
 /* Append one event at the run's next sequence; returns that sequence. */
 int64
 ow_append(OwRun *run, const char *type, const char *node_id, Jsonb *payload)
 {
-	int64		seq = run->next_sequence;
+	return append_one(run, type, node_id, payload, NULL);
+}
 
-	if (append_direct(run, node_id, 1, &type, &payload))
-		return seq;
-	(void) insert_event(run, seq, type, node_id, payload);
-	run->next_sequence = seq + 1;
-	run->appended++;
-	return seq;
+/*
+ * Append one event caused by the run's event at cause_seq (its envelope
+ * causationId is that event's id); returns its sequence.  For the
+ * conversation events, off the hot paths: always the statement.
+ */
+int64
+ow_append_caused(OwRun *run, const char *type, const char *node_id, Jsonb *payload, int64 cause_seq)
+{
+	return append_one(run, type, node_id, payload,
+					  psprintf("%s." INT64_FORMAT, run->event_prefix, cause_seq));
 }
 
 /* Write the run row back in the direct operation d (which updates runs). */

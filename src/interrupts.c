@@ -432,6 +432,8 @@ ow_suspend(OwRun *run, const char *node_id, OwExec *ex, int32 ordinal, Jsonb *re
 	char	   *stored_status;
 	int64		req_seq;
 	OwJson		j;
+	bool		conversation;
+	OwConversation conv;
 
 	/* a new interrupt: validate fully before writing anything */
 	payload = ow_check_request(request, key, &kind, &timeout_ms);
@@ -441,6 +443,10 @@ ow_suspend(OwRun *run, const char *node_id, OwExec *ex, int32 ordinal, Jsonb *re
 						 "node \"%s\" is already suspended on another interrupt", node_id);
 
 	interrupt_id = psprintf("%s/%s", run->tenant, ow_mint_opaque(16));
+	/* a conversation's step is checked against it, and taken, first */
+	conversation = strncmp(kind, "conversation.", 13) == 0;
+	if (conversation)
+		payload = ow_conversation_raise(run, kind, payload, interrupt_id, &conv);
 
 	owj_begin(&j);
 	owj_str(&j, "nodeId", node_id);
@@ -496,6 +502,8 @@ ow_suspend(OwRun *run, const char *node_id, OwExec *ex, int32 ordinal, Jsonb *re
 
 	ow_open_interrupt(run, stored_id, node_id, ex->visit, kind, payload, req_seq, nulls[11] != 'n',
 					  nulls[11] != 'n' ? DatumGetTimestampTz(args[11]) : 0);
+	if (conversation)
+		ow_conversation_announce(run, node_id, &conv, req_seq + 1);
 	run->status = (char *) ow_waiting_status(kind);
 	run->current_node_id = (char *) node_id;
 	ow_save_run(run);

@@ -162,7 +162,8 @@ check_conversation(JsonbContainer *d, const char *kind)
 		ow_member_closed(d, exchange_keys, "data");
 		ow_member_str(d, "data", "prompt", true, 1, 0);
 		ow_member_schema(d, "data", "outcomeSchema");
-		ow_member_int(d, "data", "turnIndex", 0);
+		if (ow_member_int(d, "data", "turnIndex", 0) > PG_INT32_MAX)
+			ow_validation_error("data.turnIndex", "data.turnIndex must be at most %d", PG_INT32_MAX);
 	}
 	else
 	{
@@ -273,17 +274,6 @@ ow_check_request(Jsonb *request, const char *key, char **kind_out, int64 *timeou
 		if (!owj_is_object(rs))
 			ow_validation_error("request.resumeSchema", "request.resumeSchema must be a JSON Schema object");
 		ow_member_schema(r, "request", "resumeSchema");
-	}
-
-	if (strncmp(kind, "conversation.", 13) == 0)
-	{
-		OwDetails	d;
-
-		ow_details_init(&d);
-		ow_details_str(&d, "requiredCapability", "conversationPrimitive");
-		ow_raise(OW_CAPABILITY_REQUIRED, &d,
-				 "This host does not advertise conversationPrimitive.",
-				 "%s interrupts need the conversationPrimitive capability", kind);
 	}
 
 	if (strcmp(kind, "credential") == 0 && !ow_credential_interrupts)

@@ -10,8 +10,8 @@
  *	                 ids, jsonschema, members, kinds
  *	  2. plumbing    spi, rowstore, caller, worker, wakeup, notify
  *	  3. store       eventlog, open_interrupts
- *	  4. domain      runs, interrupts, approvals, idempotency, outcomes,
- *	                 deadlines
+ *	  4. domain      runs, conversations, interrupts, approvals, idempotency,
+ *	                 outcomes, deadlines
  *	  5. entry points readers, flowdrop, inbox, resolve, keyring, tokens,
  *	                 lowconf, timeout_worker, dbworker, launcher, ddl,
  *	                 monitor, postgrest
@@ -620,6 +620,8 @@ extern void ow_lock_run_id(OwRun *run, const char *tenant, const char *run_id);
 extern bool ow_try_lock_run_id(OwRun *run, const char *tenant, const char *run_id);
 extern uint64 ow_run_exec(OwQuery *q, OwRun *run, const char *node_id, bool read_only, long count);
 extern int64 ow_append(OwRun *run, const char *type, const char *node_id, Jsonb *payload);
+extern int64 ow_append_caused(OwRun *run, const char *type, const char *node_id, Jsonb *payload,
+							  int64 cause_seq);
 extern int64 ow_append_pair(OwRun *run, const char *node_id, const char *type1, Jsonb *payload1,
 							const char *type2, Jsonb *payload2);
 extern void ow_save_run(OwRun *run);
@@ -641,7 +643,8 @@ extern void ow_expire_open_interrupt(const char *tenant, const char *interrupt_i
 extern void ow_close_run_interrupts(OwRun *run);
 
 /* ==========
- * 4. Domain: runs, interrupts, approvals, idempotency, outcomes, deadlines.
+ * 4. Domain: runs, conversations, interrupts, approvals, idempotency,
+ * outcomes, deadlines.
  * ==========
  */
 
@@ -675,6 +678,33 @@ extern void ow_node_conflict(OwRun *run, const char *node_id, const char *hint,
 extern int64 ow_fail_execution(OwRun *run, const char *node_id, const OwExec *ex, Jsonb *error);
 extern int64 ow_end_run(OwRun *run, OwTerminal how, Jsonb *value, const char *failed_node,
 						const char *reason, const char *principal);
+
+/* ----------
+ * conversations.c: the conversation kinds over openwop.conversations
+ * (0.8.0 on): tenant-unique ids, monotonic turns, nothing after close.
+ * ----------
+ */
+/* A step of a conversation, as ow_conversation_raise checked and recorded it. */
+typedef struct OwConversation
+{
+	char	   *conversation_id;
+	bool		start;			/* conversation.start */
+	bool		close;			/* conversation.close */
+	char	   *reason;			/* a close's data.reason, or NULL */
+	int32		turn_index;		/* an exchange's turn; -1 otherwise */
+	bool		derived;		/* the host derived it (the request had none) */
+	int64		last_turn_index;	/* the latest turn before this step; -1: none */
+	int32		turn_count;		/* turns completed before this step */
+} OwConversation;
+
+extern bool ow_conversations_table(void);
+extern Jsonb *ow_conversation_raise(OwRun *run, const char *kind, Jsonb *payload,
+									const char *interrupt_id, OwConversation *c);
+extern void ow_conversation_announce(OwRun *run, const char *node_id, const OwConversation *c,
+									 int64 suspended_seq);
+extern void ow_conversation_answered(OwRun *run, const char *kind, const char *interrupt_id,
+									 const char *node_id, Jsonb *payload, Jsonb *value,
+									 int64 resolved_seq);
 
 /* ----------
  * interrupts.c: suspending a node on an interrupt (and its API,

@@ -192,7 +192,9 @@ ow_run_snapshot(PG_FUNCTION_ARGS)
 
 PG_FUNCTION_INFO_V1(ow_capabilities);
 /*
- * openwop.capabilities() → jsonb: the interrupt facets as advertised, and
+ * openwop.capabilities() → jsonb: the interrupt facet as advertised;
+ * conversationPrimitive, a family with no facets whose presence is the
+ * claim ({}), once the schema has the conversations (0.8.0 on); and
  * oauth.credentialInterrupt while openwop.credential_interrupts is on.
  */
 Datum
@@ -206,6 +208,11 @@ ow_capabilities(PG_FUNCTION_ARGS)
 	owj_str_array(&j, "refKinds", list_make3("principal", "group", "role"));
 	owj_bool(&j, "callbackDelivery", false);
 	owj_end_object(&j);
+	if (ow_conversations_table())
+	{
+		owj_begin_object(&j, "conversationPrimitive");
+		owj_end_object(&j);
+	}
 	/* presence is the claim: the facet is there only while it holds */
 	if (ow_credential_interrupts)
 	{

@@ -512,6 +512,30 @@ check_clarification_answers(JsonbContainer *data, Jsonb *value)
 }
 
 /*
+ * A conversation's answer: a start or a close takes none (JSON null or
+ * {}); a turn's must match the exchange's outcomeSchema, when it has one
+ * (refused as a failing resumeSchema is).
+ */
+static void
+check_conversation_answer(const char *kind, JsonbContainer *data, Jsonb *value)
+{
+	JsonbValue	root;
+	JsonbValue *schema;
+	char	   *errors;
+
+	if (strcmp(kind, "conversation.exchange") != 0)
+	{
+		owj_root(value, &root);
+		if (root.type != jbvNull && !(JB_ROOT_IS_OBJECT(value) && JB_ROOT_COUNT(value) == 0))
+			resume_error("resumeValue", NULL, "a %s takes no resume value: send null or {}", kind);
+		return;
+	}
+	schema = owj_get_container(data, "outcomeSchema");
+	if (schema && !ow_schema_validate(owj_to_jsonb(schema), value, &errors))
+		resume_error("resumeValue", errors, "resumeValue does not match the turn's outcomeSchema");
+}
+
+/*
  * An approval answer as recorded: the caller's members, with decidedBy
  * (the principal) and decidedAt (the host's clock) filled by the host.
  */
@@ -623,6 +647,7 @@ resolve_locked(OwRun *run, OwPending *p, Jsonb *value, const OwSubject *who,
 	OwJson		j;
 	int64		resolved_seq;
 	bool		is_override = false;
+	bool		conversation = false;
 	MemoryContext old;
 
 	if (p->overdue)
@@ -659,6 +684,11 @@ resolve_locked(OwRun *run, OwPending *p, Jsonb *value, const OwSubject *who,
 	}
 	if (strcmp(p->kind, "clarification") == 0)
 		check_clarification_answers(data, value);
+	else if (strncmp(p->kind, "conversation.", 13) == 0)
+	{
+		check_conversation_answer(p->kind, data, value);
+		conversation = true;
+	}
 	/* the deadline passed while the answer was checked: it is a late answer after all */
 	if (p->has_deadline && GetCurrentTimestamp() >= p->expires_at)
 		return late_answer(run, p, resultctx);
@@ -711,6 +741,13 @@ resolve_locked(OwRun *run, OwPending *p, Jsonb *value, const OwSubject *who,
 
 	/* the claim: the run lock makes this the only resolution of the interrupt */
 	resolved_seq = ow_record_resolution(run, &r);
+	if (conversation)
+	{
+		/* its step is done (a turn completes): appended after the run row was written */
+		ow_conversation_answered(run, p->kind, p->interrupt_id, p->node_id, p->payload, value,
+								 resolved_seq);
+		r.saved = false;
+	}
 	if (!r.saved)
 		ow_save_run(run);
 	ow_count_decision(OW_STAT_RESOLVED);
