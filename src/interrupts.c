@@ -5,11 +5,12 @@
  *	  request itself is checked by kinds.c), and the envelopes returned to
  *	  the engine (FlowDrop INT-1 / INT-2, OpenWOP replay).
  *
- * The key is derived from the root of the run's replay chain, the node,
- * the node's visit index and the ordinal of the call within the execution,
- * so a replay of one execution re-derives it and a later visit cannot.
- * UNIQUE (tenant, root_run_id, key) makes "requested at most once per run"
- * a constraint.
+ * The key is derived from the root of the run's replay chain (the run
+ * itself, unless it is a replay fork: forks.c), the node, the node's visit
+ * index and the ordinal of the call within the execution, so a replay of
+ * one execution re-derives it and a later visit cannot.  UNIQUE (tenant,
+ * root_run_id, key), root_run_id being the run itself, makes "requested at
+ * most once per run" a constraint.
  *
  *-------------------------------------------------------------------------
  */
@@ -420,7 +421,7 @@ ow_suspend(OwRun *run, const char *node_id, OwExec *ex, int32 ordinal, Jsonb *re
 		"   AND visit OPERATOR(pg_catalog.=) $4",
 		5, {TEXTOID, TEXTOID, TEXTOID, INT4OID, TEXTOID}, SPI_OK_UPDATE
 	};
-	char	   *key = derive_key(run->root_run_id, node_id, ex->visit, ordinal);
+	char	   *key = derive_key(run->key_root, node_id, ex->visit, ordinal);
 	char	   *kind;
 	int64		timeout_ms;
 	Jsonb	   *payload;
@@ -439,6 +440,11 @@ ow_suspend(OwRun *run, const char *node_id, OwExec *ex, int32 ordinal, Jsonb *re
 		ow_node_conflict(run, node_id,
 						 "Resolve the node's pending interrupt before raising another.",
 						 "node \"%s\" is already suspended on another interrupt", node_id);
+
+	/* a replay fork derives what its chain recorded under the key: no new request */
+	if (strcmp(run->key_root, run->run_id) != 0 &&
+		ow_derive_recorded(run, node_id, ex, ordinal, key, kind, &interrupt_id, &req_seq))
+		return resolved_envelope(run, interrupt_id, req_seq, resultctx);
 
 	interrupt_id = psprintf("%s/%s", run->tenant, ow_mint_opaque(16));
 
@@ -600,16 +606,7 @@ replayed(OwRun *run, const char *node_id, const char *key, const KeyedInterrupt 
 	Jsonb	   *env;
 
 	if (asked_kind && strcmp(asked_kind, stored_kind) != 0)
-	{
-		OwDetails	d;
-
-		ow_details_init(&d);
-		ow_details_str(&d, "key", key);
-		ow_details_str(&d, "kind", stored_kind);
-		ow_raise(OW_RUN_STATE_CONFLICT, &d,
-				 "A replay must raise the same interrupt as the execution it replays.",
-				 "key \"%s\" was requested as a %s interrupt, not %s", key, stored_kind, asked_kind);
-	}
+		ow_refuse_other_kind(key, stored_kind, asked_kind);
 	if (strcmp(status, "resolved") == 0)
 		return resolved_envelope(run, id, ki->resolved_seq, resultctx);
 	if (strcmp(status, "pending") == 0)
@@ -681,7 +678,7 @@ ow_interrupt(PG_FUNCTION_ARGS)
 	 * even when the host has since closed the execution or ended the run (a
 	 * rejected gate): replay derives, never re-decides.
 	 */
-	key = derive_key(run.root_run_id, node_id, ex.visit, ordinal);
+	key = derive_key(run.key_root, node_id, ex.visit, ordinal);
 
 	/* the same key again: a replay or a repeated call; append nothing */
 	if (find_key(&run, key, &ki))

@@ -10,8 +10,8 @@
  *	                 ids, jsonschema, members, kinds
  *	  2. plumbing    spi, rowstore, caller, worker, wakeup, notify
  *	  3. store       eventlog, open_interrupts
- *	  4. domain      runs, interrupts, approvals, idempotency, outcomes,
- *	                 deadlines
+ *	  4. domain      runs, outcomes, forks, interrupts, approvals,
+ *	                 idempotency, deadlines
  *	  5. entry points readers, flowdrop, inbox, resolve, keyring, tokens,
  *	                 lowconf, timeout_worker, dbworker, launcher, ddl,
  *	                 monitor, postgrest
@@ -62,7 +62,8 @@ typedef enum OwError
 	OW_RUN_STATE_CONFLICT,		/* 409 */
 	OW_RUN_TERMINAL,			/* 409 */
 	OW_INTERRUPT_EXPIRED,		/* 410 */
-	OW_CAPABILITY_REQUIRED		/* 422 */
+	OW_CAPABILITY_REQUIRED,		/* 422 */
+	OW_FORK_POINT_INVALID		/* 422 */
 } OwError;
 
 /* ----------
@@ -78,7 +79,7 @@ typedef enum OwStat
 	OW_STAT_REFUSED				/* + the OwError: a refusal was raised */
 } OwStat;
 
-#define OW_STATS (OW_STAT_REFUSED + OW_CAPABILITY_REQUIRED + 1)
+#define OW_STATS (OW_STAT_REFUSED + OW_FORK_POINT_INVALID + 1)
 
 extern Size ow_stats_shmem_size(void);
 extern void ow_stats_shmem_init(void);
@@ -596,7 +597,9 @@ typedef struct OwRun
 {
 	char	   *tenant;
 	char	   *run_id;
-	char	   *root_run_id;	/* root of the replay chain: keys are unique under it */
+	char	   *root_run_id;	/* the run itself: its keys are unique under it */
+	char	   *key_root;		/* keys derive from it: a replay fork's chain root, else the run */
+	char	   *fork_of;		/* the source of a fork, else NULL */
 	char	   *workflow_id;
 	char	   *status;
 	char	   *current_node_id;
@@ -638,7 +641,8 @@ extern void ow_expire_open_interrupt(const char *tenant, const char *interrupt_i
 extern void ow_close_run_interrupts(OwRun *run);
 
 /* ==========
- * 4. Domain: runs, interrupts, approvals, idempotency, outcomes, deadlines.
+ * 4. Domain: runs, outcomes, forks, interrupts, approvals, idempotency,
+ * deadlines.
  * ==========
  */
 
@@ -663,6 +667,7 @@ typedef enum OwTerminal
 	OW_CANCEL
 } OwTerminal;
 
+extern void ow_check_configurable(JsonbValue *cv);
 extern void ow_latest_exec(OwRun *run, const char *node_id, OwExec *ex);
 extern bool ow_exec_is_open(const OwExec *ex);
 extern void ow_node_not_found(OwRun *run, const char *node_id, const char *why) pg_attribute_noreturn();
@@ -672,6 +677,47 @@ extern void ow_node_conflict(OwRun *run, const char *node_id, const char *hint,
 extern int64 ow_fail_execution(OwRun *run, const char *node_id, const OwExec *ex, Jsonb *error);
 extern int64 ow_end_run(OwRun *run, OwTerminal how, Jsonb *value, const char *failed_node,
 						const char *reason, const char *principal);
+
+/* ----------
+ * outcomes.c: recording an interrupt's outcome.
+ * ----------
+ */
+typedef struct OwResolution
+{
+	const char *interrupt_id;
+	const char *kind;
+	const char *node_id;
+	int32		visit;
+	Jsonb	   *resume_value;	/* NULL for a timeout */
+	const char *decision;		/* granted, rejected, overridden or NULL */
+	const char *action;			/* approval action, or NULL */
+	const char *reason;			/* e.g. timeout, quorum-reject, or NULL */
+	const OwSubject *resolver;	/* who decided; NULL: the host (deadlines) */
+	Jsonb	   *eligibility;	/* recorded eligibility decision, or NULL */
+	Jsonb	   *recorded;		/* a replay fork's inherited interrupt.resolved: its members are recorded as they are */
+	const char *fail_code;		/* fail closed with this code, or NULL */
+	const char *fail_message;
+	bool		other_known;	/* other_kind/other_node were read under the lock */
+	const char *other_kind;		/* the run's other pending interrupt, if any */
+	const char *other_node;
+	bool		saved;			/* out: the run row was written with the record */
+	ItemPointerData tid;		/* the interrupt's row version read under the lock, if known */
+	ItemPointerData open_tid;	/* its row in openwop.open_interrupts, if known */
+} OwResolution;
+
+extern void ow_fail_disposition(OwResolution *r);
+extern int64 ow_record_resolution(OwRun *run, OwResolution *r);
+
+/* ----------
+ * forks.c: forks of a run (and its API, fork_run()): the copied prefix,
+ * the state folded from it, and the recorded resolutions a replay fork
+ * derives from its chain instead of deciding again.
+ * ----------
+ */
+extern void ow_refuse_other_kind(const char *key, const char *stored_kind, const char *asked_kind)
+			pg_attribute_noreturn();
+extern bool ow_derive_recorded(OwRun *run, const char *node_id, const OwExec *ex, int32 ordinal,
+							   const char *key, const char *kind, char **interrupt_id, int64 *seq);
 
 /* ----------
  * interrupts.c: suspending a node on an interrupt (and its API,
@@ -724,34 +770,6 @@ extern Jsonb *ow_idempotency_claim(const char *tenant, const char *endpoint, con
 extern void ow_idempotency_complete(const char *tenant, const char *endpoint,
 									const char *key, Jsonb *response);
 extern int	ow_purge_idempotency(int max);
-
-/* ----------
- * outcomes.c: recording an interrupt's outcome.
- * ----------
- */
-typedef struct OwResolution
-{
-	const char *interrupt_id;
-	const char *kind;
-	const char *node_id;
-	int32		visit;
-	Jsonb	   *resume_value;	/* NULL for a timeout */
-	const char *decision;		/* granted, rejected, overridden or NULL */
-	const char *action;			/* approval action, or NULL */
-	const char *reason;			/* e.g. timeout, quorum-reject, or NULL */
-	const OwSubject *resolver;	/* who decided; NULL: the host (deadlines) */
-	Jsonb	   *eligibility;	/* recorded eligibility decision, or NULL */
-	const char *fail_code;		/* fail closed with this code, or NULL */
-	const char *fail_message;
-	bool		other_known;	/* other_kind/other_node were read under the lock */
-	const char *other_kind;		/* the run's other pending interrupt, if any */
-	const char *other_node;
-	bool		saved;			/* out: the run row was written with the record */
-	ItemPointerData tid;		/* the interrupt's row version read under the lock, if known */
-	ItemPointerData open_tid;	/* its row in openwop.open_interrupts, if known */
-} OwResolution;
-
-extern int64 ow_record_resolution(OwRun *run, OwResolution *r);
 
 /* ----------
  * deadlines.c: the one expiry policy, and the fair sweep of due work.

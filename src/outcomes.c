@@ -57,6 +57,36 @@ fail_closed(OwRun *run, const char *node_id, const char *code, const char *messa
 	ow_end_run(run, OW_FAIL, error, node_id, NULL, NULL);
 }
 
+/*
+ * The disposition of a resolution, from what it records: a declined
+ * credential and a rejected approval (by vote or timeout) fail closed.
+ * Every path that records one, deciding or deriving, sets it here.
+ */
+void
+ow_fail_disposition(OwResolution *r)
+{
+	JsonbValue *outcome;
+
+	r->fail_code = NULL;
+	r->fail_message = NULL;
+	if (strcmp(r->kind, "credential") == 0)
+	{
+		outcome = r->resume_value ? owj_get(r->resume_value, "outcome") : NULL;
+		if (outcome == NULL || outcome->type != jbvString ||
+			strcmp(owj_string(outcome), "authorized") != 0)
+		{
+			r->fail_code = "connector_auth_declined";
+			r->fail_message = "the credential request was declined";
+		}
+	}
+	else if (r->decision && strcmp(r->decision, "rejected") == 0)
+	{
+		r->fail_code = "approval_rejected";
+		r->fail_message = r->action && strcmp(r->action, "timeout") == 0
+			? "the approval timed out" : "the approval was rejected";
+	}
+}
+
 /* The run's most recently raised pending interrupt, if any: what holds it. */
 static void
 held_by(OwRun *run, char **kind, char **node_id)
@@ -307,36 +337,52 @@ ow_record_resolution(OwRun *run, OwResolution *r)
 	Jsonb	   *resolved_by;
 	OwSubject	host;
 
-	owj_begin(&j);
-	owj_str(&j, "nodeId", r->node_id);
-	owj_str(&j, "interruptId", r->interrupt_id);
-	owj_str(&j, "kind", r->kind);
-	if (r->resume_value)
-		owj_jsonb(&j, "resumeValue", r->resume_value);
-	/* the resolver, or the host when it decided (deadlines) */
-	if (r->resolver == NULL)
+	if (r->recorded)
 	{
-		ow_host_subject(&host, run->tenant);
-		r->resolver = &host;
-	}
-	owj_subject(&j, "resolvedBy", r->resolver);
-	if (r->decision)
-		owj_str(&j, "decision", r->decision);
-	if (r->action)
-		owj_str(&j, "action", r->action);
-	if (r->reason)
-		owj_str(&j, "reason", r->reason);
-	if (r->resume_value && r->action)
-	{
-		JsonbValue *v;
+		/* fixed history: the recorded members as they are, under this run's ids */
+		static const char *const ids[] = {"nodeId", "interruptId", NULL};
+		JsonbValue *by = owj_get(r->recorded, "resolvedBy");
 
-		if ((v = owj_get(r->resume_value, "refineFeedback")) != NULL)
-			owj_value(&j, "refineFeedback", v);
-		if ((v = owj_get(r->resume_value, "editedArtifactData")) != NULL)
-			owj_value(&j, "editedArtifactData", v);
+		owj_begin(&j);
+		owj_str(&j, "nodeId", r->node_id);
+		owj_str(&j, "interruptId", r->interrupt_id);
+		owj_members_except(&j, r->recorded, ids);
+		resolved_by = by ? owj_to_jsonb(by) : NULL;
 	}
-	if (r->eligibility)
-		owj_jsonb(&j, "openwop-eligibility", r->eligibility);
+	else
+	{
+		owj_begin(&j);
+		owj_str(&j, "nodeId", r->node_id);
+		owj_str(&j, "interruptId", r->interrupt_id);
+		owj_str(&j, "kind", r->kind);
+		if (r->resume_value)
+			owj_jsonb(&j, "resumeValue", r->resume_value);
+		/* the resolver, or the host when it decided (deadlines) */
+		if (r->resolver == NULL)
+		{
+			ow_host_subject(&host, run->tenant);
+			r->resolver = &host;
+		}
+		owj_subject(&j, "resolvedBy", r->resolver);
+		if (r->decision)
+			owj_str(&j, "decision", r->decision);
+		if (r->action)
+			owj_str(&j, "action", r->action);
+		if (r->reason)
+			owj_str(&j, "reason", r->reason);
+		if (r->resume_value && r->action)
+		{
+			JsonbValue *v;
+
+			if ((v = owj_get(r->resume_value, "refineFeedback")) != NULL)
+				owj_value(&j, "refineFeedback", v);
+			if ((v = owj_get(r->resume_value, "editedArtifactData")) != NULL)
+				owj_value(&j, "editedArtifactData", v);
+		}
+		if (r->eligibility)
+			owj_jsonb(&j, "openwop-eligibility", r->eligibility);
+		resolved_by = NULL;
+	}
 	resolved = owj_end(&j);
 	if (!r->fail_code)
 	{
@@ -351,7 +397,15 @@ ow_record_resolution(OwRun *run, OwResolution *r)
 
 	/* the events, then the claim: the run lock makes it the only one */
 	r->saved = false;
-	resolved_by = ow_subject_jsonb(r->resolver);
+	if (resolved_by == NULL)
+	{
+		if (r->resolver == NULL)
+		{
+			ow_host_subject(&host, run->tenant);
+			r->resolver = &host;
+		}
+		resolved_by = ow_subject_jsonb(r->resolver);
+	}
 	if (record_direct(run, r, resolved, resumed, resolved_by, &seq))
 	{
 		if (r->saved)

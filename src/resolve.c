@@ -665,8 +665,7 @@ ow_resolve_locked(OwRun *run, OwPending *p, Jsonb *value, const OwSubject *who,
 		if (strcmp(owj_string(owj_get(value, "outcome")), "authorized") == 0)
 			resume_error("resumeValue",
 						 NULL, "outcome \"authorized\" is refused: no credential resolves on this host");
-		r.fail_code = "connector_auth_declined";
-		r.fail_message = "the credential request was declined";
+		ow_fail_disposition(&r);
 	}
 	else if (strcmp(p->kind, "approval") == 0)
 	{
@@ -692,11 +691,7 @@ ow_resolve_locked(OwRun *run, OwPending *p, Jsonb *value, const OwSubject *who,
 		r.decision = v.decision;
 		r.action = v.action;
 		r.reason = v.reason;
-		if (v.decision && strcmp(v.decision, "rejected") == 0)
-		{
-			r.fail_code = "approval_rejected";
-			r.fail_message = "the approval was rejected";
-		}
+		ow_fail_disposition(&r);
 	}
 
 	/* the claim: the run lock makes this the only resolution of the interrupt */
