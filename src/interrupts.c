@@ -52,16 +52,20 @@ derive_key(const char *root_run_id, const char *node_id, int32 visit, int32 ordi
  * ----------
  */
 
-/* Run a read of the run's events keyed by ($1 tenant, $2 run id, $3 sequence). */
+/*
+ * Run a read of the run's events keyed by ($1 tenant, $2 run id, $3
+ * sequence); fresh: it must see what this call appended (a replay fork's
+ * derived resolution).
+ */
 static uint64
-run_sequence_exec(OwQuery *q, OwRun *run, int64 sequence, long count)
+run_sequence_exec(OwQuery *q, OwRun *run, int64 sequence, long count, bool fresh)
 {
 	Datum		args[3];
 
 	args[0] = CStringGetTextDatum(run->tenant);
 	args[1] = CStringGetTextDatum(run->run_id);
 	args[2] = Int64GetDatum(sequence);
-	return ow_exec(q, args, NULL, true, count);
+	return ow_exec(q, args, NULL, !fresh, count);
 }
 
 /* One node.completed event of the completed prefix. */
@@ -222,7 +226,7 @@ prefix_sql(OwRun *run, int64 requested_seq, PrefixEvent **events, int *n)
 		" ORDER BY node_id, sequence DESC",
 		3, {TEXTOID, TEXTOID, INT8OID}, SPI_OK_SELECT
 	};
-	uint64		count = run_sequence_exec(&q, run, requested_seq, 0);
+	uint64		count = run_sequence_exec(&q, run, requested_seq, 0, false);
 	uint64		i;
 
 	*events = palloc((count + 1) * sizeof(PrefixEvent));
@@ -325,7 +329,7 @@ resolved_envelope(OwRun *run, const char *interrupt_id, int64 resolved_seq, Memo
 	const char *const *k;
 	Jsonb	   *env;
 
-	if (run_sequence_exec(&q, run, resolved_seq, 1) != 1)
+	if (run_sequence_exec(&q, run, resolved_seq, 1, run->appended > 0) != 1)
 		elog(ERROR, "interrupt \"%s\" has no interrupt.resolved event at sequence " INT64_FORMAT,
 			 interrupt_id, resolved_seq);
 	ev = ow_event_payload("interrupt.resolved", DatumGetJsonbP(ow_col_datum(0, 1, &isnull)),
@@ -514,6 +518,7 @@ ow_suspend(OwRun *run, const char *node_id, OwExec *ex, int32 ordinal, Jsonb *re
 /* The interrupt requested before under a key, as find_key reads it. */
 typedef struct KeyedInterrupt
 {
+	char	   *key;			/* set when found under another key (find_inherited_invocation) */
 	char	   *id;
 	char	   *status;
 	char	   *kind;
@@ -589,6 +594,46 @@ find_key(OwRun *run, const char *key, KeyedInterrupt *ki)
 		ki->resolved_seq = isnull ? 0 : DatumGetInt64(v);
 	}
 	ki->requested_seq = ow_col_int64(0, 5);
+	return true;
+}
+
+/*
+ * In a fork, the interrupt of this invocation (node, visit, ordinal) its
+ * prefix holds under the key its source derived: a branch keys on itself,
+ * so the same invocation, inherited, has another key's spelling.
+ */
+static bool
+find_inherited_invocation(OwRun *run, const char *node_id, int32 visit, int32 ordinal,
+						  KeyedInterrupt *ki)
+{
+	static OwQuery q = {
+		"SELECT interrupt_id, status, kind, resolved_sequence, requested_sequence, key"
+		"  FROM openwop.interrupts"
+		" WHERE tenant OPERATOR(pg_catalog.=) $1 AND root_run_id OPERATOR(pg_catalog.=) $2"
+		"   AND node_id OPERATOR(pg_catalog.=) $3 AND visit OPERATOR(pg_catalog.=) $4"
+		"   AND ordinal OPERATOR(pg_catalog.=) $5",
+		5, {TEXTOID, TEXTOID, TEXTOID, INT4OID, INT4OID}, SPI_OK_SELECT
+	};
+	Datum		args[5];
+	bool		isnull;
+	Datum		v;
+
+	if (run->fork_of == NULL)
+		return false;
+	args[0] = CStringGetTextDatum(run->tenant);
+	args[1] = CStringGetTextDatum(run->run_id);
+	args[2] = CStringGetTextDatum(node_id);
+	args[3] = Int32GetDatum(visit);
+	args[4] = Int32GetDatum(ordinal);
+	if (ow_exec(&q, args, NULL, false, 1) != 1)
+		return false;
+	ki->id = ow_col_text(0, 1);
+	ki->status = ow_col_text(0, 2);
+	ki->kind = ow_col_text(0, 3);
+	v = ow_col_datum(0, 4, &isnull);
+	ki->resolved_seq = isnull ? 0 : DatumGetInt64(v);
+	ki->requested_seq = ow_col_int64(0, 5);
+	ki->key = ow_col_text(0, 6);
 	return true;
 }
 
@@ -681,8 +726,10 @@ ow_interrupt(PG_FUNCTION_ARGS)
 	key = derive_key(run.key_root, node_id, ex.visit, ordinal);
 
 	/* the same key again: a replay or a repeated call; append nothing */
-	if (find_key(&run, key, &ki))
-		result = replayed(&run, node_id, key, &ki, request, call.callerctx);
+	ki.key = NULL;
+	if (find_key(&run, key, &ki) ||
+		find_inherited_invocation(&run, node_id, ex.visit, ordinal, &ki))
+		result = replayed(&run, node_id, ki.key ? ki.key : key, &ki, request, call.callerctx);
 	else
 	{
 		if (ow_run_is_terminal(run.status))

@@ -192,7 +192,8 @@ ow_run_snapshot(PG_FUNCTION_ARGS)
 
 PG_FUNCTION_INFO_V1(ow_capabilities);
 /*
- * openwop.capabilities() → jsonb: the interrupt facet as advertised.
+ * openwop.capabilities() → jsonb: the interrupt facet as advertised, and
+ * the replay family's modes.
  */
 Datum
 ow_capabilities(PG_FUNCTION_ARGS)
@@ -204,6 +205,10 @@ ow_capabilities(PG_FUNCTION_ARGS)
 	owj_str_array(&j, "tokenAlgs", list_make1("hs256"));
 	owj_str_array(&j, "refKinds", list_make3("principal", "group", "role"));
 	owj_bool(&j, "callbackDelivery", false);
+	owj_end_object(&j);
+	/* forkRun (forks.c) */
+	owj_begin_object(&j, "replay");
+	owj_str_array(&j, "modes", list_make2("replay", "branch"));
 	owj_end_object(&j);
 	PG_RETURN_JSONB_P(owj_end(&j));
 }

@@ -261,8 +261,9 @@ SELECT is(pg_temp.types('acme/gaps-idem-00000001'),
 
 -- 6. capabilities() as the README documents it
 SELECT is(openwop.capabilities(),
-          '{"interrupt": {"tokenAlgs": ["hs256"], "refKinds": ["principal", "group", "role"], "callbackDelivery": false}}',
-          'capabilities() returns the interrupt facet under "interrupt", as the README documents');
+          '{"interrupt": {"tokenAlgs": ["hs256"], "refKinds": ["principal", "group", "role"], "callbackDelivery": false},
+            "replay": {"modes": ["replay", "branch"]}}',
+          'capabilities() returns the interrupt facet under "interrupt" and the replay modes under "replay", as the README documents');
 
 SELECT * FROM finish();
 ROLLBACK;
