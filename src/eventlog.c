@@ -71,7 +71,8 @@ read_key_root(OwRun *run)
 	2, {TEXTOID, TEXTOID}, SPI_OK_SELECT};
 
 	run->key_root = run->run_id;
-	if (run->fork_of != NULL && ow_run_exec(&q, run, NULL, true, 1) == 1)
+	/* a fresh snapshot: the run row was found with one (a fork made since the statement began) */
+	if (run->fork_of != NULL && ow_run_exec(&q, run, NULL, false, 1) == 1)
 		run->key_root = ow_col_text(0, 1);
 }
 
