@@ -469,6 +469,27 @@ ow_events_append_only(PG_FUNCTION_ARGS)
 }
 
 /*
+ * The payload of the interrupt.resolved at sequence seq of a run, as
+ * recorded, or NULL: what replay consults (the log, never a cache).  Read
+ * with a fresh snapshot, so it sees one this call has just appended.
+ */
+Jsonb *
+ow_resolved_event(const char *tenant, const char *run_id, int64 seq)
+{
+	static OwQuery q = {"SELECT payload FROM openwop.events"
+		" WHERE tenant OPERATOR(pg_catalog.=) $1 AND run_id OPERATOR(pg_catalog.=) $2"
+		"   AND sequence OPERATOR(pg_catalog.=) $3"
+		"   AND type OPERATOR(pg_catalog.=) 'interrupt.resolved'",
+	3, {TEXTOID, TEXTOID, INT8OID}, SPI_OK_SELECT};
+	Datum		args[3];
+
+	args[0] = CStringGetTextDatum(tenant);
+	args[1] = CStringGetTextDatum(run_id);
+	args[2] = Int64GetDatum(seq);
+	return ow_exec(&q, args, NULL, false, 1) == 1 ? ow_col_jsonb(0, 1) : NULL;
+}
+
+/*
  * An event's payload as read back.  An interrupt.resolved recorded before
  * this host stamped Subjects carries resolvedBy {"id": ...}: it is read
  * with the legacy subject OpenWOP prescribes for such history (issuer

@@ -110,20 +110,12 @@ inherited(OwRun *run, const char *key, Inherited *in)
 static Jsonb *
 recorded_resolution(const char *tenant, const Inherited *in)
 {
-	static OwQuery q = {"SELECT payload FROM openwop.events"
-		" WHERE tenant OPERATOR(pg_catalog.=) $1 AND run_id OPERATOR(pg_catalog.=) $2"
-		"   AND sequence OPERATOR(pg_catalog.=) $3"
-		"   AND type OPERATOR(pg_catalog.=) 'interrupt.resolved'",
-	3, {TEXTOID, TEXTOID, INT8OID}, SPI_OK_SELECT};
-	Datum		args[3];
+	Jsonb	   *payload = ow_resolved_event(tenant, in->run_id, in->resolved_seq);
 
-	args[0] = CStringGetTextDatum(tenant);
-	args[1] = CStringGetTextDatum(in->run_id);
-	args[2] = Int64GetDatum(in->resolved_seq);
-	if (ow_exec(&q, args, NULL, false, 1) != 1)
+	if (payload == NULL)
 		elog(ERROR, "run \"%s\" has no interrupt.resolved at sequence " INT64_FORMAT,
 			 in->run_id, in->resolved_seq);
-	return ow_col_jsonb(0, 1);
+	return payload;
 }
 
 /* A member of a recorded payload as a string, or NULL. */

@@ -52,20 +52,16 @@ derive_key(const char *root_run_id, const char *node_id, int32 visit, int32 ordi
  * ----------
  */
 
-/*
- * Run a read of the run's events keyed by ($1 tenant, $2 run id, $3
- * sequence); fresh: it must see what this call appended (a replay fork's
- * derived resolution).
- */
+/* Run a read of the run's events keyed by ($1 tenant, $2 run id, $3 sequence). */
 static uint64
-run_sequence_exec(OwQuery *q, OwRun *run, int64 sequence, long count, bool fresh)
+run_sequence_exec(OwQuery *q, OwRun *run, int64 sequence, long count)
 {
 	Datum		args[3];
 
 	args[0] = CStringGetTextDatum(run->tenant);
 	args[1] = CStringGetTextDatum(run->run_id);
 	args[2] = Int64GetDatum(sequence);
-	return ow_exec(q, args, NULL, !fresh, count);
+	return ow_exec(q, args, NULL, true, count);
 }
 
 /* One node.completed event of the completed prefix. */
@@ -226,7 +222,7 @@ prefix_sql(OwRun *run, int64 requested_seq, PrefixEvent **events, int *n)
 		" ORDER BY node_id, sequence DESC",
 		3, {TEXTOID, TEXTOID, INT8OID}, SPI_OK_SELECT
 	};
-	uint64		count = run_sequence_exec(&q, run, requested_seq, 0, false);
+	uint64		count = run_sequence_exec(&q, run, requested_seq, 0);
 	uint64		i;
 
 	*events = palloc((count + 1) * sizeof(PrefixEvent));
@@ -313,27 +309,17 @@ pending_envelope(OwRun *run, const char *interrupt_id, const char *node_id,
 static Jsonb *
 resolved_envelope(OwRun *run, const char *interrupt_id, int64 resolved_seq, MemoryContext resultctx)
 {
-	static OwQuery q = {
-		"SELECT payload FROM openwop.events"
-		" WHERE tenant OPERATOR(pg_catalog.=) $1"
-		"   AND run_id OPERATOR(pg_catalog.=) $2"
-		"   AND sequence OPERATOR(pg_catalog.=) $3"
-		"   AND type OPERATOR(pg_catalog.=) 'interrupt.resolved'",
-		3, {TEXTOID, TEXTOID, INT8OID}, SPI_OK_SELECT
-	};
 	static const char *const copied[] = {"resumeValue", "decision", "action", "reason", "resolvedBy", NULL};
-	bool		isnull;
-	Jsonb	   *ev;
+	Jsonb	   *ev = ow_resolved_event(run->tenant, run->run_id, resolved_seq);
 	OwJson		j;
 	MemoryContext old;
 	const char *const *k;
 	Jsonb	   *env;
 
-	if (run_sequence_exec(&q, run, resolved_seq, 1, run->appended > 0) != 1)
+	if (ev == NULL)
 		elog(ERROR, "interrupt \"%s\" has no interrupt.resolved event at sequence " INT64_FORMAT,
 			 interrupt_id, resolved_seq);
-	ev = ow_event_payload("interrupt.resolved", DatumGetJsonbP(ow_col_datum(0, 1, &isnull)),
-						  run->tenant);
+	ev = ow_event_payload("interrupt.resolved", ev, run->tenant);
 
 	old = MemoryContextSwitchTo(resultctx);
 	owj_begin(&j);

@@ -628,6 +628,7 @@ extern int64 ow_append_in(OwDirect *d, OwRun *run, const char *node_id, int n,
 extern void ow_save_run_in(OwDirect *d, OwRun *run);
 extern int64 ow_duration_ms(OwRun *run);
 extern Jsonb *ow_event_payload(const char *type, Jsonb *payload, const char *tenant);
+extern Jsonb *ow_resolved_event(const char *tenant, const char *run_id, int64 seq);
 
 /*
  * open_interrupts.c: openwop.open_interrupts (0.6.0 on), the interrupts
