@@ -189,6 +189,38 @@ SELECT is(pg_temp.payload((SELECT run FROM f WHERE name = 'group'), 'interrupt.r
 SELECT is(openwop.run_snapshot((SELECT run FROM f WHERE name = 'group')) -> 'error' ->> 'code', 'approval_rejected',
           '... and fails as the source did');
 
+-- ==== a low-confidence escalation, replayed: derived, not escalated again ====
+DO $$ BEGIN
+  PERFORM openwop.create_run('wf', '{"runId": "acme/fork-lowconf-0000001"}');
+  PERFORM openwop.start_node('acme/fork-lowconf-0000001', 'agent');
+  PERFORM openwop.record_agent_decision('acme/fork-lowconf-0000001', 'agent', 'planner', 0.2, '{"plan": "A"}');
+  PERFORM openwop.resolve_interrupt('acme/fork-lowconf-0000001', 'agent', '{"plan": "B"}');
+  INSERT INTO f VALUES ('lowconf', pg_temp.fork('acme/fork-lowconf-0000001', '{"mode": "replay", "fromSeq": 1}'));
+  PERFORM openwop.start_node((SELECT run FROM f WHERE name = 'lowconf'), 'agent');
+END $$;
+SELECT is(pg_temp.refusal($$ SELECT openwop.fork_run('acme/fork-lowconf-0000001', '{"mode": "replay", "fromSeq": 3}') $$) ->> 'code',
+          'fork_point_invalid', 'fork_point_inside_change: the escalation of an agent.decided is part of its change: 422');
+SELECT is(openwop.record_agent_decision((SELECT run FROM f WHERE name = 'lowconf'), 'agent', 'planner', 0.2, '{"plan": "A"}')
+            - 'interruptId' - 'runId',
+          '{"nodeId": "agent", "sequence": 2, "escalated": true, "runStatus": "running"}',
+          'replay_escalation_derives: the replayed low-confidence decision escalates to the recorded resolution');
+SELECT is(pg_temp.types((SELECT run FROM f WHERE name = 'lowconf')),
+          'run.started,node.started,agent.decided,interrupt.resolved,node.resumed',
+          '... with no interrupt.requested');
+SELECT is(pg_temp.payload((SELECT run FROM f WHERE name = 'lowconf'), 'interrupt.resolved') -> 'resumeValue', '{"plan": "B"}',
+          '... the operator''s recorded answer');
+
+-- ==== a replay from before a gate the source has not resolved: the fork asks itself ====
+DO $$ BEGIN
+  PERFORM pg_temp.fixture('acme/fork-unresolved-00001');
+  INSERT INTO f VALUES ('unresolved', pg_temp.fork('acme/fork-unresolved-00001', '{"mode": "replay"}'));
+  PERFORM openwop.start_node((SELECT run FROM f WHERE name = 'unresolved'), 'gate');
+END $$;
+SELECT is(openwop.interrupt((SELECT run FROM f WHERE name = 'unresolved'), 'gate', pg_temp.gate()) ->> 'key',
+          pg_temp.payload('acme/fork-unresolved-00001', 'interrupt.requested') ->> 'key',
+          'replay_pending_own: with nothing recorded, the replay fork raises the gate itself, under the source''s key');
+SELECT is(openwop.run_snapshot((SELECT run FROM f WHERE name = 'unresolved')) ->> 'status', 'waiting-approval', '... and waits on it');
+
 -- ==== a replay of a replay: the chain's root recorded it ====
 DO $$ BEGIN
   INSERT INTO f VALUES ('chain1', pg_temp.fork('acme/fork-leg-a-0000001', '{"mode": "replay", "fromSeq": 2}'));
