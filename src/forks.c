@@ -259,31 +259,32 @@ read_options(Jsonb *options, ForkOptions *o)
 	static const char *const modes[] = {"replay", "branch", NULL};
 	JsonbValue *overlay;
 
+	/* members named bare in a refusal ("fromSeq"), as create_run names its options */
 	if (!JB_ROOT_IS_OBJECT(options))
 		ow_validation_error("options", "options must be a JSON object {mode, fromSeq?, runOptionsOverlay?}");
-	ow_member_closed(&options->root, keys, "options");
-	ow_member_enum(&options->root, "options", "mode", true, modes);
+	ow_member_closed(&options->root, keys, NULL);
+	ow_member_enum(&options->root, NULL, "mode", true, modes);
 	o->mode = owj_string(owj_get(options, "mode"));
-	o->from_seq = ow_member_int(&options->root, "options", "fromSeq", 0);
+	o->from_seq = ow_member_int(&options->root, NULL, "fromSeq", 0);
 	if (o->from_seq < 0)
 	{
 		if (strcmp(o->mode, "branch") == 0)
-			ow_validation_error("options.fromSeq", "options.fromSeq is required for a branch fork");
+			ow_validation_error("fromSeq", "fromSeq is required for a branch fork");
 		o->from_seq = 0;
 	}
 	o->configurable = NULL;
 	o->metadata = NULL;
-	overlay = ow_member_object(&options->root, "options", "runOptionsOverlay", false);
+	overlay = ow_member_object(&options->root, NULL, "runOptionsOverlay", false);
 	if (overlay == NULL)
 		return;
 	if (strcmp(o->mode, "replay") == 0 && JsonContainerSize(overlay->val.binary.data) > 0)
-		ow_validation_error("options.runOptionsOverlay",
-							"options.runOptionsOverlay is for a branch: a replay re-executes the source's run options");
-	ow_member_closed(overlay->val.binary.data, overlay_keys, "options.runOptionsOverlay");
+		ow_validation_error("runOptionsOverlay",
+							"runOptionsOverlay is for a branch: a replay re-executes the source's run options");
+	ow_member_closed(overlay->val.binary.data, overlay_keys, "runOptionsOverlay");
 	o->configurable = owj_get_container(overlay->val.binary.data, "configurable");
 	if (o->configurable)
 		ow_check_configurable(o->configurable);
-	o->metadata = ow_member_object(overlay->val.binary.data, "options.runOptionsOverlay", "metadata", false);
+	o->metadata = ow_member_object(overlay->val.binary.data, "runOptionsOverlay", "metadata", false);
 }
 
 static void

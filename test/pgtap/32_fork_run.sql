@@ -332,15 +332,15 @@ SELECT is(openwop.fork_run('acme/fork-accepted-0000001', '{"mode": "replay", "fr
           'fork_before_terminal: a fork at an ended run''s terminal event (the last; no compensation tail here) is live');
 SELECT is(pg_temp.refusal(format('SELECT openwop.fork_run(%L, %L)', 'acme/fork-leg-a-0000001', o)) -> 'details' ->> 'field',
           field, format('fork_options_refused: %s is 400 validation_error naming %s', o, field))
-  FROM (VALUES ('{}', 'options.mode'), ('[]', 'options'), ('{"mode": "fork"}', 'options.mode'),
-               ('{"mode": "branch"}', 'options.fromSeq'), ('{"mode": "replay", "fromSeq": -1}', 'options.fromSeq'),
-               ('{"mode": "replay", "fromSeq": 1.5}', 'options.fromSeq'), ('{"mode": "replay", "fromSeq": "1"}', 'options.fromSeq'),
-               ('{"mode": "replay", "from": 1}', 'options.from'),
-               ('{"mode": "replay", "runOptionsOverlay": {"metadata": {}}}', 'options.runOptionsOverlay'),
-               ('{"mode": "branch", "fromSeq": 1, "runOptionsOverlay": {"tags": ["x"]}}', 'options.runOptionsOverlay.tags'),
-               ('{"mode": "branch", "fromSeq": 1, "runOptionsOverlay": {"metadata": 1}}', 'options.runOptionsOverlay.metadata'),
+  FROM (VALUES ('{}', 'mode'), ('[]', 'options'), ('{"mode": "fork"}', 'mode'),
+               ('{"mode": "branch"}', 'fromSeq'), ('{"mode": "replay", "fromSeq": -1}', 'fromSeq'),
+               ('{"mode": "replay", "fromSeq": 1.5}', 'fromSeq'), ('{"mode": "replay", "fromSeq": "1"}', 'fromSeq'),
+               ('{"mode": "replay", "from": 1}', 'from'),
+               ('{"mode": "replay", "runOptionsOverlay": {"metadata": {}}}', 'runOptionsOverlay'),
+               ('{"mode": "branch", "fromSeq": 1, "runOptionsOverlay": {"tags": ["x"]}}', 'runOptionsOverlay.tags'),
+               ('{"mode": "branch", "fromSeq": 1, "runOptionsOverlay": {"metadata": 1}}', 'runOptionsOverlay.metadata'),
                ('{"mode": "branch", "fromSeq": 1, "runOptionsOverlay": {"configurable": {"version": 2}}}', 'configurable.version'),
-               ('{"mode": "branch", "fromSeq": 1, "runOptionsOverlay": 5}', 'options.runOptionsOverlay')) v(o, field);
+               ('{"mode": "branch", "fromSeq": 1, "runOptionsOverlay": 5}', 'runOptionsOverlay')) v(o, field);
 SELECT is(pg_temp.refusal($$ SELECT openwop.fork_run(NULL, '{"mode": "replay"}') $$) ->> 'sqlstate', 'PT400', 'a null run id is 400');
 SELECT is(pg_temp.refusal($$ SELECT openwop.fork_run('acme/fork-leg-a-0000001', NULL) $$) ->> 'sqlstate', 'PT400', 'null options are 400');
 SELECT is(pg_temp.refusal($$ SELECT openwop.fork_run('acme/fork-missing-00000001', '{"mode": "replay"}') $$),
