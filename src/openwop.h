@@ -10,8 +10,8 @@
  *	                 ids, jsonschema, members, kinds
  *	  2. plumbing    spi, rowstore, caller, worker, wakeup, notify
  *	  3. store       eventlog, open_interrupts
- *	  4. domain      runs, outcomes, forks, interrupts, approvals,
- *	                 idempotency, deadlines
+ *	  4. domain      runs, approvals, idempotency, outcomes, deadlines,
+ *	                 forks, interrupts
  *	  5. entry points readers, flowdrop, inbox, resolve, keyring, tokens,
  *	                 lowconf, timeout_worker, dbworker, launcher, ddl,
  *	                 monitor, postgrest
@@ -642,8 +642,8 @@ extern void ow_expire_open_interrupt(const char *tenant, const char *interrupt_i
 extern void ow_close_run_interrupts(OwRun *run);
 
 /* ==========
- * 4. Domain: runs, outcomes, forks, interrupts, approvals, idempotency,
- * deadlines.
+ * 4. Domain: runs, approvals, idempotency, outcomes, deadlines, forks,
+ * interrupts.
  * ==========
  */
 
@@ -678,55 +678,6 @@ extern void ow_node_conflict(OwRun *run, const char *node_id, const char *hint,
 extern int64 ow_fail_execution(OwRun *run, const char *node_id, const OwExec *ex, Jsonb *error);
 extern int64 ow_end_run(OwRun *run, OwTerminal how, Jsonb *value, const char *failed_node,
 						const char *reason, const char *principal);
-
-/* ----------
- * outcomes.c: recording an interrupt's outcome.
- * ----------
- */
-typedef struct OwResolution
-{
-	const char *interrupt_id;
-	const char *kind;
-	const char *node_id;
-	int32		visit;
-	Jsonb	   *resume_value;	/* NULL for a timeout */
-	const char *decision;		/* granted, rejected, overridden or NULL */
-	const char *action;			/* approval action, or NULL */
-	const char *reason;			/* e.g. timeout, quorum-reject, or NULL */
-	const OwSubject *resolver;	/* who decided; NULL: the host (deadlines) */
-	Jsonb	   *eligibility;	/* recorded eligibility decision, or NULL */
-	Jsonb	   *recorded;		/* a replay fork's inherited interrupt.resolved: its members are recorded as they are */
-	const char *fail_code;		/* fail closed with this code, or NULL */
-	const char *fail_message;
-	bool		other_known;	/* other_kind/other_node were read under the lock */
-	const char *other_kind;		/* the run's other pending interrupt, if any */
-	const char *other_node;
-	bool		saved;			/* out: the run row was written with the record */
-	ItemPointerData tid;		/* the interrupt's row version read under the lock, if known */
-	ItemPointerData open_tid;	/* its row in openwop.open_interrupts, if known */
-} OwResolution;
-
-extern void ow_fail_disposition(OwResolution *r);
-extern int64 ow_record_resolution(OwRun *run, OwResolution *r);
-
-/* ----------
- * forks.c: forks of a run (and its API, fork_run()): the copied prefix,
- * the state folded from it, and the recorded resolutions a replay fork
- * derives from its chain instead of deciding again.
- * ----------
- */
-extern void ow_refuse_other_kind(const char *key, const char *stored_kind, const char *asked_kind)
-			pg_attribute_noreturn();
-extern bool ow_derive_recorded(OwRun *run, const char *node_id, const OwExec *ex, int32 ordinal,
-							   const char *key, const char *kind, char **interrupt_id, int64 *seq);
-
-/* ----------
- * interrupts.c: suspending a node on an interrupt (and its API,
- * interrupt()): the re-entry key and the envelopes.
- * ----------
- */
-extern Jsonb *ow_suspend(OwRun *run, const char *node_id, OwExec *ex, int32 ordinal,
-						 Jsonb *request, MemoryContext resultctx);
 
 /* ----------
  * approvals.c: approval gates: eligibility, votes and their tally (and
@@ -773,6 +724,36 @@ extern void ow_idempotency_complete(const char *tenant, const char *endpoint,
 extern int	ow_purge_idempotency(int max);
 
 /* ----------
+ * outcomes.c: recording an interrupt's outcome.
+ * ----------
+ */
+typedef struct OwResolution
+{
+	const char *interrupt_id;
+	const char *kind;
+	const char *node_id;
+	int32		visit;
+	Jsonb	   *resume_value;	/* NULL for a timeout */
+	const char *decision;		/* granted, rejected, overridden or NULL */
+	const char *action;			/* approval action, or NULL */
+	const char *reason;			/* e.g. timeout, quorum-reject, or NULL */
+	const OwSubject *resolver;	/* who decided; NULL: the host (deadlines) */
+	Jsonb	   *eligibility;	/* recorded eligibility decision, or NULL */
+	Jsonb	   *recorded;		/* a replay fork's inherited interrupt.resolved: its members are recorded as they are */
+	const char *fail_code;		/* fail closed with this code, or NULL */
+	const char *fail_message;
+	bool		other_known;	/* other_kind/other_node were read under the lock */
+	const char *other_kind;		/* the run's other pending interrupt, if any */
+	const char *other_node;
+	bool		saved;			/* out: the run row was written with the record */
+	ItemPointerData tid;		/* the interrupt's row version read under the lock, if known */
+	ItemPointerData open_tid;	/* its row in openwop.open_interrupts, if known */
+} OwResolution;
+
+extern void ow_fail_disposition(OwResolution *r);
+extern int64 ow_record_resolution(OwRun *run, OwResolution *r);
+
+/* ----------
  * deadlines.c: the one expiry policy, and the fair sweep of due work.
  * ----------
  */
@@ -792,6 +773,25 @@ extern void ow_apply_deadline(OwRun *run, const OwDeadline *d, bool late);
 
 extern int	ow_sweep_deadlines(int max, void (*begin) (void), void (*end) (void), MemoryContext cxt,
 							   TimestampTz *next, char *turn);
+
+/* ----------
+ * forks.c: forks of a run (and its API, fork_run()): the copied prefix,
+ * the state folded from it, and the recorded resolutions a replay fork
+ * derives from its chain instead of deciding again.
+ * ----------
+ */
+extern void ow_refuse_other_kind(const char *key, const char *stored_kind, const char *asked_kind)
+			pg_attribute_noreturn();
+extern bool ow_derive_recorded(OwRun *run, const char *node_id, const OwExec *ex, int32 ordinal,
+							   const char *key, const char *kind, char **interrupt_id, int64 *seq);
+
+/* ----------
+ * interrupts.c: suspending a node on an interrupt (and its API,
+ * interrupt()): the re-entry key and the envelopes.
+ * ----------
+ */
+extern Jsonb *ow_suspend(OwRun *run, const char *node_id, OwExec *ex, int32 ordinal,
+						 Jsonb *request, MemoryContext resultctx);
 
 /* ==========
  * 5. Entry points: the rest of the SQL API and the timeout worker.

@@ -321,6 +321,26 @@ record_direct(OwRun *run, OwResolution *r, Jsonb *resolved, Jsonb *resumed, Json
 }
 
 /*
+ * A replay fork's derived interrupt.resolved: the members its chain
+ * recorded, as they are, under this run's node and interrupt ids; and who
+ * resolved it as recorded (else by_default).
+ */
+static Jsonb *
+recorded_payload(const OwResolution *r, Jsonb *by_default, Jsonb **resolved_by)
+{
+	static const char *const ids[] = {"nodeId", "interruptId", NULL};
+	JsonbValue *by = owj_get(r->recorded, "resolvedBy");
+	OwJson		j;
+
+	owj_begin(&j);
+	owj_str(&j, "nodeId", r->node_id);
+	owj_str(&j, "interruptId", r->interrupt_id);
+	owj_members_except(&j, r->recorded, ids);
+	*resolved_by = by ? owj_to_jsonb(by) : by_default;
+	return owj_end(&j);
+}
+
+/*
  * Record the resolution r of a pending interrupt in the locked run, all in
  * the caller's transaction.  Returns the sequence of interrupt.resolved.
  * The caller saves the run unless r->saved says it was written already.
@@ -337,52 +357,36 @@ ow_record_resolution(OwRun *run, OwResolution *r)
 	Jsonb	   *resolved_by;
 	OwSubject	host;
 
-	if (r->recorded)
+	owj_begin(&j);
+	owj_str(&j, "nodeId", r->node_id);
+	owj_str(&j, "interruptId", r->interrupt_id);
+	owj_str(&j, "kind", r->kind);
+	if (r->resume_value)
+		owj_jsonb(&j, "resumeValue", r->resume_value);
+	/* the resolver, or the host when it decided (deadlines) */
+	if (r->resolver == NULL)
 	{
-		/* fixed history: the recorded members as they are, under this run's ids */
-		static const char *const ids[] = {"nodeId", "interruptId", NULL};
-		JsonbValue *by = owj_get(r->recorded, "resolvedBy");
-
-		owj_begin(&j);
-		owj_str(&j, "nodeId", r->node_id);
-		owj_str(&j, "interruptId", r->interrupt_id);
-		owj_members_except(&j, r->recorded, ids);
-		resolved_by = by ? owj_to_jsonb(by) : NULL;
+		ow_host_subject(&host, run->tenant);
+		r->resolver = &host;
 	}
-	else
+	owj_subject(&j, "resolvedBy", r->resolver);
+	if (r->decision)
+		owj_str(&j, "decision", r->decision);
+	if (r->action)
+		owj_str(&j, "action", r->action);
+	if (r->reason)
+		owj_str(&j, "reason", r->reason);
+	if (r->resume_value && r->action)
 	{
-		owj_begin(&j);
-		owj_str(&j, "nodeId", r->node_id);
-		owj_str(&j, "interruptId", r->interrupt_id);
-		owj_str(&j, "kind", r->kind);
-		if (r->resume_value)
-			owj_jsonb(&j, "resumeValue", r->resume_value);
-		/* the resolver, or the host when it decided (deadlines) */
-		if (r->resolver == NULL)
-		{
-			ow_host_subject(&host, run->tenant);
-			r->resolver = &host;
-		}
-		owj_subject(&j, "resolvedBy", r->resolver);
-		if (r->decision)
-			owj_str(&j, "decision", r->decision);
-		if (r->action)
-			owj_str(&j, "action", r->action);
-		if (r->reason)
-			owj_str(&j, "reason", r->reason);
-		if (r->resume_value && r->action)
-		{
-			JsonbValue *v;
+		JsonbValue *v;
 
-			if ((v = owj_get(r->resume_value, "refineFeedback")) != NULL)
-				owj_value(&j, "refineFeedback", v);
-			if ((v = owj_get(r->resume_value, "editedArtifactData")) != NULL)
-				owj_value(&j, "editedArtifactData", v);
-		}
-		if (r->eligibility)
-			owj_jsonb(&j, "openwop-eligibility", r->eligibility);
-		resolved_by = NULL;
+		if ((v = owj_get(r->resume_value, "refineFeedback")) != NULL)
+			owj_value(&j, "refineFeedback", v);
+		if ((v = owj_get(r->resume_value, "editedArtifactData")) != NULL)
+			owj_value(&j, "editedArtifactData", v);
 	}
+	if (r->eligibility)
+		owj_jsonb(&j, "openwop-eligibility", r->eligibility);
 	resolved = owj_end(&j);
 	if (!r->fail_code)
 	{
@@ -397,15 +401,9 @@ ow_record_resolution(OwRun *run, OwResolution *r)
 
 	/* the events, then the claim: the run lock makes it the only one */
 	r->saved = false;
-	if (resolved_by == NULL)
-	{
-		if (r->resolver == NULL)
-		{
-			ow_host_subject(&host, run->tenant);
-			r->resolver = &host;
-		}
-		resolved_by = ow_subject_jsonb(r->resolver);
-	}
+	resolved_by = ow_subject_jsonb(r->resolver);
+	if (r->recorded)
+		resolved = recorded_payload(r, resolved_by, &resolved_by);
 	if (record_direct(run, r, resolved, resumed, resolved_by, &seq))
 	{
 		if (r->saved)
