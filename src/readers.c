@@ -192,10 +192,11 @@ ow_run_snapshot(PG_FUNCTION_ARGS)
 
 PG_FUNCTION_INFO_V1(ow_capabilities);
 /*
- * openwop.capabilities() → jsonb: the interrupt facet as advertised;
- * conversationPrimitive, a family with no facets whose presence is the
- * claim ({}), once the schema has the conversations (0.8.0 on); and
- * oauth.credentialInterrupt while openwop.credential_interrupts is on.
+ * openwop.capabilities() → jsonb: the interrupt facet as advertised; the
+ * replay family's modes; conversationPrimitive, a family with no facets
+ * whose presence is the claim ({}), once the schema has the conversations
+ * (0.8.0 on); and oauth.credentialInterrupt while
+ * openwop.credential_interrupts is on.
  */
 Datum
 ow_capabilities(PG_FUNCTION_ARGS)
@@ -207,6 +208,10 @@ ow_capabilities(PG_FUNCTION_ARGS)
 	owj_str_array(&j, "tokenAlgs", list_make1("hs256"));
 	owj_str_array(&j, "refKinds", list_make3("principal", "group", "role"));
 	owj_bool(&j, "callbackDelivery", false);
+	owj_end_object(&j);
+	/* forkRun (forks.c) */
+	owj_begin_object(&j, "replay");
+	owj_str_array(&j, "modes", list_make2("replay", "branch"));
 	owj_end_object(&j);
 	if (ow_conversations_table())
 	{

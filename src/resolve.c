@@ -699,14 +699,10 @@ resolve_locked(OwRun *run, OwPending *p, Jsonb *value, const OwSubject *who,
 		 * nobody holds); only the host's grant callback confirms, through
 		 * confirm_credential().
 		 */
-		if (strcmp(owj_string(owj_get(value, "outcome")), "authorized") != 0)
-		{
-			r.fail_code = "connector_auth_declined";
-			r.fail_message = "the credential request was declined";
-		}
-		else if (!host_confirmed)
+		if (!host_confirmed && strcmp(owj_string(owj_get(value, "outcome")), "authorized") == 0)
 			resume_error("resumeValue", NULL,
 						 "outcome \"authorized\" is refused: only the host confirms a credential, with confirm_credential()");
+		ow_fail_disposition(&r);
 	}
 	else if (strcmp(p->kind, "approval") == 0)
 	{
@@ -732,11 +728,7 @@ resolve_locked(OwRun *run, OwPending *p, Jsonb *value, const OwSubject *who,
 		r.decision = v.decision;
 		r.action = v.action;
 		r.reason = v.reason;
-		if (v.decision && strcmp(v.decision, "rejected") == 0)
-		{
-			r.fail_code = "approval_rejected";
-			r.fail_message = "the approval was rejected";
-		}
+		ow_fail_disposition(&r);
 	}
 
 	/* the claim: the run lock makes this the only resolution of the interrupt */

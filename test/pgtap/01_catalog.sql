@@ -104,7 +104,7 @@ SELECT set_eq($$
   SELECT unnest(extconfig)::regclass::text FROM pg_extension WHERE extname = 'openwop_interrupt'
 $$, ARRAY['openwop.runs', 'openwop.node_executions', 'openwop.events',
         'openwop.interrupts', 'openwop.idempotency_keys', 'openwop.votes', 'openwop.group_members',
-        'openwop.open_interrupts', 'openwop.conversations'],
+        'openwop.open_interrupts', 'openwop.conversations', 'openwop.forks'],
   'every table holding user data is registered with pg_extension_config_dump');
 
 -- the extension is not relocatable and not trusted
