@@ -4,7 +4,8 @@
 -- second run is cancelled while it waits.  Then approval gates as a DBA
 -- runs them: a 2-of-3 gate approved by named principals (a listed one, a
 -- group member, a role holder), a vetoed gate failing its run, and a gate
--- rejected by the timeout worker; and a conversation of three turns.
+-- rejected by the timeout worker; a conversation of three turns; and a
+-- replay fork of the vetoed gate that derives its rejection, with a branch.
 -- Everything is read back from the
 -- append-only event log.  This session is the DBA's (a superuser, who
 -- chooses its tenant); approvers answer as PostgREST requests (the
@@ -254,6 +255,34 @@ SELECT openwop.complete_run('acme/demo-chat-00000001') ->> 'status' AS run;
 SELECT (e ->> 'sequence')::int AS seq, e ->> 'type' AS type, e -> 'payload' AS payload
   FROM openwop.events('acme/demo-chat-00000001') AS e
  WHERE e ->> 'type' LIKE 'conversation.%' ORDER BY 1;
+
+\echo
+\echo '== 8. Replay: a fork of the vetoed purchase order derives its rejection, never decides again; a branch asks again'
+SELECT openwop.capabilities() -> 'replay' AS replay_family;
+SELECT e ->> 'sequence' AS resolved_seq FROM openwop.events('acme/demo-po-000000002') e
+ WHERE e ->> 'type' = 'interrupt.resolved' \gset
+SELECT f ->> 'runId' AS replay_fork FROM openwop.fork_run('acme/demo-po-000000002',
+         jsonb_build_object('mode', 'replay', 'fromSeq', :resolved_seq)) f \gset
+\echo '   (the replay fork: the events from the fork point were derived from the recorded decision)'
+SELECT (e ->> 'sequence')::int AS seq, e ->> 'type' AS type,
+       e #>> '{payload,decision}' AS decision, e #>> '{payload,resolvedBy,subjectId}' AS resolved_by,
+       e #>> '{payload,error,code}' AS error
+  FROM openwop.events(:'replay_fork') e WHERE (e ->> 'sequence')::int >= :resolved_seq ORDER BY 1;
+SELECT s ->> 'status' AS fork_status, s #>> '{error,code}' AS fork_error
+  FROM openwop.run_snapshot(:'replay_fork') s;
+\echo '   (answering the replay fork is refused: the decision is history)'
+\set ON_ERROR_STOP 0
+BEGIN;
+:as_authenticator
+SET LOCAL request.jwt.claims = '{"sub": "alice@example.org", "tenant": "acme", "scope": "approvals:respond"}';
+SELECT openwop.resolve_interrupt(:'replay_fork', 'sign-off', '{"action": "accept"}');
+ROLLBACK;
+\set ON_ERROR_STOP 1
+\echo '   (a branch from the same point is a new run that asks again)'
+SELECT f ->> 'runId' AS branch FROM openwop.fork_run('acme/demo-po-000000002',
+         jsonb_build_object('mode', 'branch', 'fromSeq', :resolved_seq)) f \gset
+SELECT openwop.run_snapshot(:'branch') ->> 'status' AS branch_status,
+       (SELECT count(*) FROM openwop.interrupts i WHERE i.run_id = :'branch' AND i.status = 'pending') AS pending_in_branch;
 
 \echo
 \echo '== The approval runs, from the log'
