@@ -256,6 +256,7 @@ extern void ow_member_schema(JsonbContainer *obj, const char *prefix, const char
 extern Jsonb *ow_check_request(Jsonb *request, const char *key, char **kind_out, int64 *timeout_ms);
 extern const char *ow_waiting_status(const char *kind);
 extern bool ow_credential_interrupts;
+extern bool ow_credential_capability(bool *schema_lacks);
 extern void ow_define_kind_settings(void);
 
 /* ==========

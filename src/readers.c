@@ -195,7 +195,8 @@ PG_FUNCTION_INFO_V1(ow_capabilities);
  * openwop.capabilities() → jsonb: the interrupt facet as advertised;
  * conversationPrimitive, a family with no facets whose presence is the
  * claim ({}), once the schema has the conversations (0.8.0 on); and
- * oauth.credentialInterrupt while openwop.credential_interrupts is on.
+ * oauth.credentialInterrupt while openwop.credential_interrupts is on and
+ * the schema has confirm_credential() (0.8.0 on).
  */
 Datum
 ow_capabilities(PG_FUNCTION_ARGS)
@@ -214,7 +215,7 @@ ow_capabilities(PG_FUNCTION_ARGS)
 		owj_end_object(&j);
 	}
 	/* presence is the claim: the facet is there only while it holds */
-	if (ow_credential_interrupts)
+	if (ow_credential_capability(NULL))
 	{
 		owj_begin_object(&j, "oauth");
 		owj_bool(&j, "credentialInterrupt", true);
