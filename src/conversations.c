@@ -127,7 +127,15 @@ step_conversation(OwRun *run, OwConversation *c, const char *interrupt_id, Jsonb
 	char	   *pending;
 	int64		asked;
 
-	if (conversation_exec(&read, run, c, args, true) == 0 || strcmp(ow_col_text(0, 1), run->run_id) != 0)
+	/*
+	 * Not read-only: a read-only statement would see the calling
+	 * statement's snapshot, taken before the run lock was granted, and miss
+	 * a step another node of the run committed while this call waited for
+	 * that lock (it would then overwrite the step's pending interrupt, take
+	 * its turn index again, or take a turn after its close).  A new snapshot
+	 * sees every step, as all of them are made under the lock now held.
+	 */
+	if (conversation_exec(&read, run, c, args, false) == 0 || strcmp(ow_col_text(0, 1), run->run_id) != 0)
 		refuse(run, OW_NOT_FOUND, c, "Open it with a conversation.start interrupt of this run first.",
 			   "conversation \"%s\" was never opened in run \"%s\"", c->conversation_id, run->run_id);
 	(void) ow_col_datum(0, 3, &isnull);

@@ -42,9 +42,11 @@
 
 #include "openwop.h"
 
+#include "catalog/namespace.h"
 #include "catalog/pg_type.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/lsyscache.h"
 
 PG_FUNCTION_INFO_V1(ow_fork_run);
 
@@ -758,4 +760,16 @@ ow_fork_run(PG_FUNCTION_ARGS)
 	result = owj_end(&j);
 	ow_call_finish(&call);
 	PG_RETURN_JSONB_P(result);
+}
+
+/*
+ * Does the schema have openwop.forks (0.8.0 on)?  Until a database runs the
+ * update there is no fork_run(), and capabilities() advertises no replay.
+ */
+bool
+ow_forks_table(void)
+{
+	Oid			nsp = get_namespace_oid("openwop", true);
+
+	return OidIsValid(nsp) && OidIsValid(get_relname_relid("forks", nsp));
 }

@@ -52,7 +52,14 @@ derive_key(const char *root_run_id, const char *node_id, int32 visit, int32 ordi
  * ----------
  */
 
-/* Run a read of the run's events keyed by ($1 tenant, $2 run id, $3 sequence). */
+/*
+ * Run a read of the locked run's events keyed by ($1 tenant, $2 run id,
+ * $3 sequence).  Not read-only: a read-only statement would see the calling
+ * statement's snapshot, taken before the run lock was granted, and miss
+ * events a resolve committed while this call waited for the lock (a replay
+ * would then find no interrupt.resolved for a key its fresh lookup found
+ * resolved).
+ */
 static uint64
 run_sequence_exec(OwQuery *q, OwRun *run, int64 sequence, long count)
 {
@@ -61,7 +68,7 @@ run_sequence_exec(OwQuery *q, OwRun *run, int64 sequence, long count)
 	args[0] = CStringGetTextDatum(run->tenant);
 	args[1] = CStringGetTextDatum(run->run_id);
 	args[2] = Int64GetDatum(sequence);
-	return ow_exec(q, args, NULL, true, count);
+	return ow_exec(q, args, NULL, false, count);
 }
 
 /* One node.completed event of the completed prefix. */

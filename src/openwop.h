@@ -257,6 +257,7 @@ extern void ow_member_schema(JsonbContainer *obj, const char *prefix, const char
 extern Jsonb *ow_check_request(Jsonb *request, const char *key, char **kind_out, int64 *timeout_ms);
 extern const char *ow_waiting_status(const char *kind);
 extern bool ow_credential_interrupts;
+extern bool ow_credential_capability(bool *schema_lacks);
 extern void ow_define_kind_settings(void);
 
 /* ==========
@@ -816,6 +817,7 @@ extern void ow_refuse_other_kind(const char *key, const char *stored_kind, const
 			pg_attribute_noreturn();
 extern bool ow_derive_recorded(OwRun *run, const char *node_id, const OwExec *ex, int32 ordinal,
 							   const char *key, const char *kind, char **interrupt_id, int64 *seq);
+extern bool ow_forks_table(void);
 
 /* ----------
  * interrupts.c: suspending a node on an interrupt (and its API,

@@ -699,7 +699,12 @@ resolve_locked(OwRun *run, OwPending *p, Jsonb *value, const OwSubject *who,
 		 * nobody holds); only the host's grant callback confirms, through
 		 * confirm_credential().
 		 */
-		if (!host_confirmed && strcmp(owj_string(owj_get(value, "outcome")), "authorized") == 0)
+		JsonbValue *outcome = owj_get(value, "outcome");
+
+		/* the pinned resumeSchema made outcome a string; a hand-edited row need not have */
+		if (outcome == NULL || outcome->type != jbvString)
+			resume_error("resumeValue", NULL, "a credential's resumeValue is {outcome: \"authorized\" | \"declined\"}");
+		if (!host_confirmed && strcmp(owj_string(outcome), "authorized") == 0)
 			resume_error("resumeValue", NULL,
 						 "outcome \"authorized\" is refused: only the host confirms a credential, with confirm_credential()");
 		ow_fail_disposition(&r);

@@ -1229,7 +1229,8 @@ refuse_after_refine(OwRun *run, const char *node_id, const OwExec *ex)
 	args[1] = CStringGetTextDatum(run->run_id);
 	args[2] = CStringGetTextDatum(node_id);
 	args[3] = Int32GetDatum(ex->visit);
-	if (ow_exec(&q, args, NULL, true, 1) == 1)
+	/* not read-only: a refine committed while this call waited for the run lock counts */
+	if (ow_exec(&q, args, NULL, false, 1) == 1)
 	{
 		char	   *action = ow_col_text(0, 1);
 
