@@ -243,7 +243,8 @@ node_had_interrupt(OwRun *run, const char *node_id)
 	args[1] = CStringGetTextDatum(run->root_run_id);
 	args[2] = CStringGetTextDatum(run->run_id);
 	args[3] = CStringGetTextDatum(node_id);
-	return ow_exec(&q, args, NULL, true, 1) > 0;
+	/* not read-only: see what committed while this call waited for the run lock */
+	return ow_exec(&q, args, NULL, false, 1) > 0;
 }
 
 static void
