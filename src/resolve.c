@@ -777,6 +777,24 @@ ow_resolve_locked(OwRun *run, OwPending *p, Jsonb *value, const OwSubject *who,
 }
 
 /*
+ * The run id, node id and (argument idem_arg) Idempotency-Key of a
+ * run-scoped resolve, the first two known not to be null: the node id and
+ * the key checked.
+ */
+static void
+run_node_args(FunctionCallInfo fcinfo, int idem_arg, char **run_input, char **node_id,
+			  char **idem_key)
+{
+	*run_input = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	*node_id = text_to_cstring(PG_GETARG_TEXT_PP(1));
+	*idem_key = PG_ARGISNULL(idem_arg) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(idem_arg));
+	if (!ow_valid_author_id(*node_id))
+		ow_validation_error("nodeId", "\"%s\" is not a valid node id", ow_echo(*node_id));
+	if (*idem_key)
+		ow_check_idempotency_key(*idem_key);
+}
+
+/*
  * Claim idem_key for a run-scoped request {runId, nodeId, resumeValue?}:
  * the stored response of an earlier one with the same key, or NULL.
  */
@@ -838,14 +856,8 @@ ow_resolve_interrupt(PG_FUNCTION_ARGS)
 	if (PG_ARGISNULL(2))
 		ow_validation_error("resumeValue", "resume_value is required");
 	ow_check_json_arg(fcinfo, 2, "resumeValue", true);
-	run_input = text_to_cstring(PG_GETARG_TEXT_PP(0));
-	node_id = text_to_cstring(PG_GETARG_TEXT_PP(1));
 	value = PG_GETARG_JSONB_P(2);
-	idem_key = PG_ARGISNULL(3) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(3));
-	if (!ow_valid_author_id(node_id))
-		ow_validation_error("nodeId", "\"%s\" is not a valid node id", ow_echo(node_id));
-	if (idem_key)
-		ow_check_idempotency_key(idem_key);
+	run_node_args(fcinfo, 3, &run_input, &node_id, &idem_key);
 
 	ow_caller(&call.caller);
 	ow_check_scope(&call.caller);
@@ -889,13 +901,7 @@ ow_confirm_credential(PG_FUNCTION_ARGS)
 		ow_validation_error("runId", "run_id must not be null");
 	if (PG_ARGISNULL(1))
 		ow_validation_error("nodeId", "node_id must not be null");
-	run_input = text_to_cstring(PG_GETARG_TEXT_PP(0));
-	node_id = text_to_cstring(PG_GETARG_TEXT_PP(1));
-	idem_key = PG_ARGISNULL(2) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(2));
-	if (!ow_valid_author_id(node_id))
-		ow_validation_error("nodeId", "\"%s\" is not a valid node id", ow_echo(node_id));
-	if (idem_key)
-		ow_check_idempotency_key(idem_key);
+	run_node_args(fcinfo, 2, &run_input, &node_id, &idem_key);
 
 	/* the privilege is the grant: the callback's login need not be an approver */
 	ow_caller(&call.caller);
