@@ -66,28 +66,38 @@ typedef struct Inherited
 /*
  * The interrupt of one invocation (node, visit, ordinal) of the nearest run
  * up run's replay chain (its source, then the source's source while each
- * is a replay fork): false if none holds it.  Matched by invocation, not
- * by key: the key is the invocation's under the chain's root, except for
- * what the chain's last run holds from its own prefix when it is a
- * branch, keyed at the branch's source (a replay of a branch must derive
- * what the branch's history recorded too).
+ * is a replay fork): false if none holds it.  Looked up by key (the key is
+ * the invocation's under the chain's root), then by invocation: what the
+ * chain's last run holds from its own prefix, when it is a branch, keeps
+ * the key of the branch's source, and a replay of a branch derives what
+ * the branch's history recorded too.  The second statement reads each
+ * chain run's interrupts; it runs only when the key finds nothing.
  */
+#define CHAIN_SQL \
+	"WITH RECURSIVE chain(run_id, depth) AS (" \
+	"  SELECT f.source_run_id, 1 FROM openwop.forks f" \
+	"   WHERE f.tenant OPERATOR(pg_catalog.=) $1 AND f.run_id OPERATOR(pg_catalog.=) $2" \
+	"     AND f.mode OPERATOR(pg_catalog.=) 'replay'" \
+	"  UNION ALL" \
+	"  SELECT f.source_run_id, c.depth OPERATOR(pg_catalog.+) 1" \
+	"    FROM chain c JOIN openwop.forks f" \
+	"      ON f.tenant OPERATOR(pg_catalog.=) $1 AND f.run_id OPERATOR(pg_catalog.=) c.run_id" \
+	"     AND f.mode OPERATOR(pg_catalog.=) 'replay')" \
+	" SELECT i.run_id, i.status, i.kind, i.payload, i.resolved_sequence" \
+	"   FROM chain c JOIN openwop.interrupts i" \
+	"     ON i.tenant OPERATOR(pg_catalog.=) $1 AND i.root_run_id OPERATOR(pg_catalog.=) c.run_id"
 static bool
-inherited(OwRun *run, const char *node_id, int32 visit, int32 ordinal, Inherited *in)
+inherited(OwRun *run, const char *key, const char *node_id, int32 visit, int32 ordinal,
+		  Inherited *in)
 {
-	static OwQuery q = {
-		"WITH RECURSIVE chain(run_id, depth) AS ("
-		"  SELECT f.source_run_id, 1 FROM openwop.forks f"
-		"   WHERE f.tenant OPERATOR(pg_catalog.=) $1 AND f.run_id OPERATOR(pg_catalog.=) $2"
-		"     AND f.mode OPERATOR(pg_catalog.=) 'replay'"
-		"  UNION ALL"
-		"  SELECT f.source_run_id, c.depth OPERATOR(pg_catalog.+) 1"
-		"    FROM chain c JOIN openwop.forks f"
-		"      ON f.tenant OPERATOR(pg_catalog.=) $1 AND f.run_id OPERATOR(pg_catalog.=) c.run_id"
-		"     AND f.mode OPERATOR(pg_catalog.=) 'replay')"
-		" SELECT i.run_id, i.status, i.kind, i.payload, i.resolved_sequence"
-		"   FROM chain c JOIN openwop.interrupts i"
-		"     ON i.tenant OPERATOR(pg_catalog.=) $1 AND i.root_run_id OPERATOR(pg_catalog.=) c.run_id"
+	static OwQuery by_key = {
+		CHAIN_SQL
+		"    AND i.key OPERATOR(pg_catalog.=) $3"
+		"  ORDER BY c.depth LIMIT 1",
+		3, {TEXTOID, TEXTOID, TEXTOID}, SPI_OK_SELECT
+	};
+	static OwQuery by_invocation = {
+		CHAIN_SQL
 		"    AND i.node_id OPERATOR(pg_catalog.=) $3 AND i.visit OPERATOR(pg_catalog.=) $4"
 		"    AND i.ordinal OPERATOR(pg_catalog.=) $5"
 		"  ORDER BY c.depth LIMIT 1",
@@ -99,11 +109,15 @@ inherited(OwRun *run, const char *node_id, int32 visit, int32 ordinal, Inherited
 
 	args[0] = CStringGetTextDatum(run->tenant);
 	args[1] = CStringGetTextDatum(run->run_id);
-	args[2] = CStringGetTextDatum(node_id);
-	args[3] = Int32GetDatum(visit);
-	args[4] = Int32GetDatum(ordinal);
-	if (ow_exec(&q, args, NULL, false, 1) != 1)
-		return false;
+	args[2] = CStringGetTextDatum(key);
+	if (ow_exec(&by_key, args, NULL, false, 1) != 1)
+	{
+		args[2] = CStringGetTextDatum(node_id);
+		args[3] = Int32GetDatum(visit);
+		args[4] = Int32GetDatum(ordinal);
+		if (ow_exec(&by_invocation, args, NULL, false, 1) != 1)
+			return false;
+	}
 	in->run_id = ow_col_text(0, 1);
 	in->status = ow_col_text(0, 2);
 	in->kind = ow_col_text(0, 3);
@@ -112,6 +126,7 @@ inherited(OwRun *run, const char *node_id, int32 visit, int32 ordinal, Inherited
 	in->resolved_seq = isnull ? -1 : DatumGetInt64(v);
 	return true;
 }
+#undef CHAIN_SQL
 
 /* The interrupt.resolved the chain recorded for in. */
 static Jsonb *
@@ -209,7 +224,7 @@ ow_derive_recorded(OwRun *run, const char *node_id, const OwExec *ex, int32 ordi
 	Jsonb	   *recorded;
 	Datum		args[10];
 
-	if (!inherited(run, node_id, ex->visit, ordinal, &in) || strcmp(in.status, "resolved") != 0 ||
+	if (!inherited(run, key, node_id, ex->visit, ordinal, &in) || strcmp(in.status, "resolved") != 0 ||
 		in.resolved_seq < 0)
 		return false;
 	if (strcmp(in.kind, kind) != 0)
@@ -635,6 +650,7 @@ typedef struct ForkPending
 	char	   *interrupt_id;
 	char	   *node_id;
 	char	   *kind;
+	char	   *key;
 	int32		visit;
 	int32		ordinal;
 } ForkPending;
@@ -647,7 +663,7 @@ typedef struct ForkPending
 static void
 derive_pending(OwRun *fork)
 {
-	static OwQuery q = {"SELECT interrupt_id, node_id, kind, visit, ordinal FROM openwop.interrupts"
+	static OwQuery q = {"SELECT interrupt_id, node_id, kind, key, visit, ordinal FROM openwop.interrupts"
 		" WHERE tenant OPERATOR(pg_catalog.=) $1 AND root_run_id OPERATOR(pg_catalog.=) $2"
 		"   AND run_id OPERATOR(pg_catalog.=) $2 AND status OPERATOR(pg_catalog.=) 'pending'",
 	2, {TEXTOID, TEXTOID}, SPI_OK_SELECT};
@@ -662,11 +678,12 @@ derive_pending(OwRun *fork)
 		p[i].interrupt_id = ow_col_text(i, 1);
 		p[i].node_id = ow_col_text(i, 2);
 		p[i].kind = ow_col_text(i, 3);
-		p[i].visit = (int32) ow_col_int64(i, 4);
-		p[i].ordinal = (int32) ow_col_int64(i, 5);
+		p[i].key = ow_col_text(i, 4);
+		p[i].visit = (int32) ow_col_int64(i, 5);
+		p[i].ordinal = (int32) ow_col_int64(i, 6);
 	}
 	for (i = 0; i < n; i++)
-		recorded[i] = inherited(fork, p[i].node_id, p[i].visit, p[i].ordinal, &in[i]) &&
+		recorded[i] = inherited(fork, p[i].key, p[i].node_id, p[i].visit, p[i].ordinal, &in[i]) &&
 			strcmp(in[i].status, "resolved") == 0 &&
 			in[i].resolved_seq >= 0;
 	for (;;)
