@@ -292,6 +292,12 @@ SELECT is(pg_temp.refusal(format('SELECT openwop.fork_run(%L, %L)', 'acme/attack
 SELECT is((openwop.fork_run('acme/attack-idem-0000001', '{"mode": "branch", "fromSeq": 4.0}') ->> 'fromSeq'), '4',
           'fork_from_seq: 4.0 is the integer 4');
 
+-- ==== resource burn: the overlay is bounded as every engine payload ====
+SELECT is(pg_temp.refusal(format('SELECT openwop.fork_run(%L, %L)', 'acme/attack-idem-0000001',
+            jsonb_build_object('mode', 'branch', 'fromSeq', 4, 'runOptionsOverlay',
+                               jsonb_build_object('metadata', jsonb_build_object('x', repeat('a', 2000000)))))) -> 'details' ->> 'setting',
+          'openwop.max_payload_size', 'fork_overlay_bounded: a 2 MB overlay is refused by openwop.max_payload_size before anything is read');
+
 -- ==== another tenant: no oracle ====
 SET LOCAL openwop.tenant = 'initech';
 SELECT is(pg_temp.refusal($$ SELECT openwop.fork_run('acme/attack-idem-0000001', '{"mode": "replay"}') $$),
