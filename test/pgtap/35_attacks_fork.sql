@@ -292,6 +292,12 @@ SELECT is(pg_temp.refusal(format('SELECT openwop.fork_run(%L, %L)', 'acme/attack
 SELECT is((openwop.fork_run('acme/attack-idem-0000001', '{"mode": "branch", "fromSeq": 4.0}') ->> 'fromSeq'), '4',
           'fork_from_seq: 4.0 is the integer 4');
 
+-- ==== code of another's: a SECURITY DEFINER function forks as nobody ====
+CREATE FUNCTION pg_temp.definer_fork(r text) RETURNS jsonb LANGUAGE sql SECURITY DEFINER
+  AS $$ SELECT openwop.fork_run(r, '{"mode": "replay"}') $$;
+SELECT is(pg_temp.refusal($$ SELECT pg_temp.definer_fork('acme/attack-idem-0000001') $$) ->> 'code', 'forbidden',
+          'fork_security_definer: fork_run() inside a SECURITY DEFINER function is 403 (its owner''s code names no caller)');
+
 -- ==== resource burn: the overlay is bounded as every engine payload ====
 SELECT is(pg_temp.refusal(format('SELECT openwop.fork_run(%L, %L)', 'acme/attack-idem-0000001',
             jsonb_build_object('mode', 'branch', 'fromSeq', 4, 'runOptionsOverlay',
