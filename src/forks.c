@@ -66,39 +66,60 @@ typedef struct Inherited
 } Inherited;
 
 /*
- * The interrupt under key of the nearest run up run's replay chain (its
- * source, then the source's source while each is a replay fork): false if
- * none holds the key.
+ * The interrupt of one invocation (node, visit, ordinal) of the nearest run
+ * up run's replay chain (its source, then the source's source while each
+ * is a replay fork): false if none holds it.  Looked up by key (the key is
+ * the invocation's under the chain's root), then by invocation: what the
+ * chain's last run holds from its own prefix, when it is a branch, keeps
+ * the key of the branch's source, and a replay of a branch derives what
+ * the branch's history recorded too.  The second statement reads each
+ * chain run's interrupts; it runs only when the key finds nothing.
  */
+#define CHAIN_SQL \
+	"WITH RECURSIVE chain(run_id, depth) AS (" \
+	"  SELECT f.source_run_id, 1 FROM openwop.forks f" \
+	"   WHERE f.tenant OPERATOR(pg_catalog.=) $1 AND f.run_id OPERATOR(pg_catalog.=) $2" \
+	"     AND f.mode OPERATOR(pg_catalog.=) 'replay'" \
+	"  UNION ALL" \
+	"  SELECT f.source_run_id, c.depth OPERATOR(pg_catalog.+) 1" \
+	"    FROM chain c JOIN openwop.forks f" \
+	"      ON f.tenant OPERATOR(pg_catalog.=) $1 AND f.run_id OPERATOR(pg_catalog.=) c.run_id" \
+	"     AND f.mode OPERATOR(pg_catalog.=) 'replay')" \
+	" SELECT i.run_id, i.status, i.kind, i.payload, i.resolved_sequence" \
+	"   FROM chain c JOIN openwop.interrupts i" \
+	"     ON i.tenant OPERATOR(pg_catalog.=) $1 AND i.root_run_id OPERATOR(pg_catalog.=) c.run_id"
 static bool
-inherited(OwRun *run, const char *key, Inherited *in)
+inherited(OwRun *run, const char *key, const char *node_id, int32 visit, int32 ordinal,
+		  Inherited *in)
 {
-	static OwQuery q = {
-		"WITH RECURSIVE chain(run_id, depth) AS ("
-		"  SELECT f.source_run_id, 1 FROM openwop.forks f"
-		"   WHERE f.tenant OPERATOR(pg_catalog.=) $1 AND f.run_id OPERATOR(pg_catalog.=) $2"
-		"     AND f.mode OPERATOR(pg_catalog.=) 'replay'"
-		"  UNION ALL"
-		"  SELECT f.source_run_id, c.depth OPERATOR(pg_catalog.+) 1"
-		"    FROM chain c JOIN openwop.forks f"
-		"      ON f.tenant OPERATOR(pg_catalog.=) $1 AND f.run_id OPERATOR(pg_catalog.=) c.run_id"
-		"     AND f.mode OPERATOR(pg_catalog.=) 'replay')"
-		" SELECT i.run_id, i.status, i.kind, i.payload, i.resolved_sequence"
-		"   FROM chain c JOIN openwop.interrupts i"
-		"     ON i.tenant OPERATOR(pg_catalog.=) $1 AND i.root_run_id OPERATOR(pg_catalog.=) c.run_id"
+	static OwQuery by_key = {
+		CHAIN_SQL
 		"    AND i.key OPERATOR(pg_catalog.=) $3"
 		"  ORDER BY c.depth LIMIT 1",
 		3, {TEXTOID, TEXTOID, TEXTOID}, SPI_OK_SELECT
 	};
-	Datum		args[3];
+	static OwQuery by_invocation = {
+		CHAIN_SQL
+		"    AND i.node_id OPERATOR(pg_catalog.=) $3 AND i.visit OPERATOR(pg_catalog.=) $4"
+		"    AND i.ordinal OPERATOR(pg_catalog.=) $5"
+		"  ORDER BY c.depth LIMIT 1",
+		5, {TEXTOID, TEXTOID, TEXTOID, INT4OID, INT4OID}, SPI_OK_SELECT
+	};
+	Datum		args[5];
 	bool		isnull;
 	Datum		v;
 
 	args[0] = CStringGetTextDatum(run->tenant);
 	args[1] = CStringGetTextDatum(run->run_id);
 	args[2] = CStringGetTextDatum(key);
-	if (ow_exec(&q, args, NULL, false, 1) != 1)
-		return false;
+	if (ow_exec(&by_key, args, NULL, false, 1) != 1)
+	{
+		args[2] = CStringGetTextDatum(node_id);
+		args[3] = Int32GetDatum(visit);
+		args[4] = Int32GetDatum(ordinal);
+		if (ow_exec(&by_invocation, args, NULL, false, 1) != 1)
+			return false;
+	}
 	in->run_id = ow_col_text(0, 1);
 	in->status = ow_col_text(0, 2);
 	in->kind = ow_col_text(0, 3);
@@ -107,6 +128,7 @@ inherited(OwRun *run, const char *key, Inherited *in)
 	in->resolved_seq = isnull ? -1 : DatumGetInt64(v);
 	return true;
 }
+#undef CHAIN_SQL
 
 /* The interrupt.resolved the chain recorded for in. */
 static Jsonb *
@@ -204,7 +226,8 @@ ow_derive_recorded(OwRun *run, const char *node_id, const OwExec *ex, int32 ordi
 	Jsonb	   *recorded;
 	Datum		args[10];
 
-	if (!inherited(run, key, &in) || strcmp(in.status, "resolved") != 0 || in.resolved_seq < 0)
+	if (!inherited(run, key, node_id, ex->visit, ordinal, &in) || strcmp(in.status, "resolved") != 0 ||
+		in.resolved_seq < 0)
 		return false;
 	if (strcmp(in.kind, kind) != 0)
 		ow_refuse_other_kind(key, in.kind, kind);
@@ -316,6 +339,10 @@ fork_point_invalid(OwRun *source, int64 from_seq, const char *hint, const char *
  *   node.resumed           its interrupt.resolved
  *   node.failed            right after its node's interrupt.resolved (the disposition)
  *   interrupt.requested    low-confidence, right after its node's agent.decided (the escalation)
+ *   interrupt.resolved     low-confidence, right after its node's agent.decided (an escalation
+ *                          a replay derived)
+ *   conversation.*         always: opened and closed follow their node.suspended, exchanged
+ *                          the resolution of its turn
  *   node.cancelled, run.*  right after node.cancelled or node.failed (ending the run)
  * The last rule also refuses an ending that merely follows an earlier
  * node.failed: fork before that node.failed, or at it.
@@ -360,8 +387,10 @@ check_fork_point(OwRun *source, int64 from_seq)
 
 	inside = strcmp(next, "node.suspended") == 0 || strcmp(next, "node.resumed") == 0 ||
 		(strcmp(next, "node.failed") == 0 && strcmp(prev, "interrupt.resolved") == 0 && same_node) ||
-		(strcmp(next, "interrupt.requested") == 0 && strcmp(prev, "agent.decided") == 0 && same_node &&
+		((strcmp(next, "interrupt.requested") == 0 || strcmp(next, "interrupt.resolved") == 0) &&
+		 strcmp(prev, "agent.decided") == 0 && same_node &&
 		 next_kind && strcmp(next_kind, "low-confidence") == 0) ||
+		strncmp(next, "conversation.", 13) == 0 ||
 		((strcmp(next, "node.cancelled") == 0 || strncmp(next, "run.", 4) == 0) &&
 		 (strcmp(prev, "node.cancelled") == 0 || strcmp(prev, "node.failed") == 0));
 	if (inside)
@@ -465,7 +494,12 @@ copy_prefix(OwRun *source, const char *fork_id, const char *fork_prefix, int64 f
 		"    AND e.sequence OPERATOR(pg_catalog.<) $4",
 		8, FORK_TYPES, SPI_OK_INSERT
 	};
-	/* each execution: its node.started, and the last event that ended or suspended it */
+	/*
+	 * each execution: its node.started, and the last event that ended or
+	 * suspended it.  A searched CASE: the simple form (CASE x WHEN ...)
+	 * looks "=" up on the caller's search_path, in a statement run as the
+	 * extension's owner.
+	 */
 	static OwQuery executions = {
 		"INSERT INTO openwop.node_executions"
 		" (tenant, run_id, node_id, visit, type_id, status, attempt, outputs, error, interrupt_id,"
@@ -489,10 +523,13 @@ copy_prefix(OwRun *source, const char *fork_id, const char *fork_prefix, int64 f
 		"   ORDER BY node_id, visit, sequence DESC)"
 		" SELECT $1, $2, s.node_id, s.visit::pg_catalog.int4,"
 		"        COALESCE(s.payload OPERATOR(pg_catalog.->>) 'typeId', 'openwop_interrupt.unspecified'),"
-		"        CASE l.type WHEN 'node.suspended' THEN 'interrupted' WHEN 'interrupt.resolved' THEN 'pending'"
-		"                    WHEN 'node.completed' THEN 'completed' WHEN 'node.failed' THEN 'failed'"
-		"                    WHEN 'node.cancelled' THEN 'cancelled' WHEN 'node.skipped' THEN 'skipped'"
-		"                    ELSE 'running' END,"
+		"        CASE WHEN l.type OPERATOR(pg_catalog.=) 'node.suspended' THEN 'interrupted'"
+		"             WHEN l.type OPERATOR(pg_catalog.=) 'interrupt.resolved' THEN 'pending'"
+		"             WHEN l.type OPERATOR(pg_catalog.=) 'node.completed' THEN 'completed'"
+		"             WHEN l.type OPERATOR(pg_catalog.=) 'node.failed' THEN 'failed'"
+		"             WHEN l.type OPERATOR(pg_catalog.=) 'node.cancelled' THEN 'cancelled'"
+		"             WHEN l.type OPERATOR(pg_catalog.=) 'node.skipped' THEN 'skipped'"
+		"             ELSE 'running' END,"
 		"        COALESCE((s.payload OPERATOR(pg_catalog.->>) 'attempt')::pg_catalog.int4, 0),"
 		"        CASE WHEN l.type OPERATOR(pg_catalog.=) 'node.completed' THEN l.payload OPERATOR(pg_catalog.->) 'outputs' END,"
 		"        CASE WHEN l.type OPERATOR(pg_catalog.=) 'node.failed' THEN l.payload OPERATOR(pg_catalog.->) 'error' END,"
@@ -617,6 +654,7 @@ typedef struct ForkPending
 	char	   *kind;
 	char	   *key;
 	int32		visit;
+	int32		ordinal;
 } ForkPending;
 
 /*
@@ -627,7 +665,7 @@ typedef struct ForkPending
 static void
 derive_pending(OwRun *fork)
 {
-	static OwQuery q = {"SELECT interrupt_id, node_id, kind, key, visit FROM openwop.interrupts"
+	static OwQuery q = {"SELECT interrupt_id, node_id, kind, key, visit, ordinal FROM openwop.interrupts"
 		" WHERE tenant OPERATOR(pg_catalog.=) $1 AND root_run_id OPERATOR(pg_catalog.=) $2"
 		"   AND run_id OPERATOR(pg_catalog.=) $2 AND status OPERATOR(pg_catalog.=) 'pending'",
 	2, {TEXTOID, TEXTOID}, SPI_OK_SELECT};
@@ -644,9 +682,11 @@ derive_pending(OwRun *fork)
 		p[i].kind = ow_col_text(i, 3);
 		p[i].key = ow_col_text(i, 4);
 		p[i].visit = (int32) ow_col_int64(i, 5);
+		p[i].ordinal = (int32) ow_col_int64(i, 6);
 	}
 	for (i = 0; i < n; i++)
-		recorded[i] = inherited(fork, p[i].key, &in[i]) && strcmp(in[i].status, "resolved") == 0 &&
+		recorded[i] = inherited(fork, p[i].key, p[i].node_id, p[i].visit, p[i].ordinal, &in[i]) &&
+			strcmp(in[i].status, "resolved") == 0 &&
 			in[i].resolved_seq >= 0;
 	for (;;)
 	{
@@ -691,6 +731,30 @@ restart(OwRun *source, OwRun *fork, const ForkOptions *o)
 	}
 	(void) ow_append(fork, "run.started", NULL, started);
 	ow_save_run(fork);
+}
+
+/*
+ * A conversation belongs to the run that opened it (conversations.c): a
+ * fork holds its prefix's conversation events but not the conversation,
+ * so a conversation interrupt its prefix leaves pending, and it does not
+ * derive at once, is one no one could resolve.  Refused: 422, nothing
+ * made.
+ */
+static void
+check_no_conversation_step(OwRun *source, OwRun *fork, int64 from_seq)
+{
+	static OwQuery q = {"SELECT kind, node_id FROM openwop.open_interrupts"
+		" WHERE tenant OPERATOR(pg_catalog.=) $1 AND run_id OPERATOR(pg_catalog.=) $2"
+		"   AND pg_catalog.starts_with(kind, 'conversation.')"
+		" LIMIT 1",
+	2, {TEXTOID, TEXTOID}, SPI_OK_SELECT};
+
+	if (ow_run_exec(&q, fork, NULL, false, 1) == 1)
+		fork_point_invalid(source, from_seq,
+						   "Fork before the conversation interrupt was requested, or after it was resolved.",
+						   "run \"%s\" waits on a %s interrupt of node \"%s\" at sequence " INT64_FORMAT
+						   ": a fork cannot take a step of its source's conversation",
+						   source->run_id, ow_col_text(0, 1), ow_col_text(0, 2), from_seq);
 }
 
 /*
@@ -739,6 +803,7 @@ ow_fork_run(PG_FUNCTION_ARGS)
 		restart(&source, &fork, &o);
 	else if (strcmp(o.mode, "replay") == 0)
 		derive_pending(&fork);
+	check_no_conversation_step(&source, &fork, o.from_seq);
 	/*
 	 * One notification of the fork: from the fork point on, what the fork
 	 * appended itself; its copied history is never announced as new.
