@@ -4,7 +4,9 @@
 -- second run is cancelled while it waits.  Then approval gates as a DBA
 -- runs them: a 2-of-3 gate approved by named principals (a listed one, a
 -- group member, a role holder), a vetoed gate failing its run, and a gate
--- rejected by the timeout worker.  Everything is read back from the
+-- rejected by the timeout worker; a conversation of three turns; and a
+-- replay fork of the vetoed gate that derives its rejection, with a branch.
+-- Everything is read back from the
 -- append-only event log.  This session is the DBA's (a superuser, who
 -- chooses its tenant); approvers answer as PostgREST requests (the
 -- authenticator's login, verified JWT claims) or as their own SQL logins.
@@ -186,6 +188,101 @@ SELECT openwop.interrupt('acme/demo-po-000000003', 'sign-off',
            "title": "Renew the lease", "actions": ["accept", "reject"], "onTimeout": "approve"}}') ->> 'status' AS raised;
 SELECT pg_sleep(2.5);
 SELECT openwop.run_snapshot('acme/demo-po-000000003') ->> 'status' AS status_after_the_deadline;
+
+\echo
+\echo '== 7. A conversation of three turns: the engine asks jo about the expense, jo answers through PostgREST'
+SELECT openwop.capabilities() -> 'conversationPrimitive' AS "conversationPrimitive (presence is the claim)";
+SELECT openwop.create_run('expense-chat', '{"runId": "acme/demo-chat-00000001"}') ->> 'status' AS created;
+SELECT openwop.start_node('acme/demo-chat-00000001', 'ask') ->> 'status' AS started;
+-- the node's interrupts, in order: ordinal 0 opens, 1 to 3 are the turns, 4 closes
+SELECT openwop.interrupt('acme/demo-chat-00000001', 'ask',
+         '{"kind": "conversation.start", "data": {"conversationId": "demo-expense-412", "title": "Expense 412.50",
+           "initialPrompt": "A few questions about your expense"}}') ->> 'status' AS opened;
+BEGIN;
+:as_authenticator
+SET LOCAL request.jwt.claims = '{"sub": "jo@example.org", "tenant": "acme", "scope": "approvals:respond"}';
+SELECT openwop.resolve_interrupt('acme/demo-chat-00000001', 'ask', 'null') ->> 'status' AS "jo joins (a start takes no answer)";
+COMMIT;
+SELECT openwop.interrupt('acme/demo-chat-00000001', 'ask',
+         '{"kind": "conversation.exchange", "data": {"conversationId": "demo-expense-412", "prompt": "Which project?",
+           "outcomeSchema": {"type": "object", "required": ["project"], "properties": {"project": {"type": "string"}}}}}', 1)
+       -> 'metadata' -> 'interrupt' ->> 'status' AS turn_0;
+\echo '   (an answer that does not match the turn''s outcomeSchema is refused; the turn waits)'
+\set ON_ERROR_STOP 0
+BEGIN;
+:as_authenticator
+SET LOCAL request.jwt.claims = '{"sub": "jo@example.org", "tenant": "acme", "scope": "approvals:respond"}';
+SELECT openwop.resolve_interrupt('acme/demo-chat-00000001', 'ask', '{"project": 7}');
+ROLLBACK;
+\set ON_ERROR_STOP 1
+BEGIN;
+:as_authenticator
+SET LOCAL request.jwt.claims = '{"sub": "jo@example.org", "tenant": "acme", "scope": "approvals:respond"}';
+SELECT openwop.resolve_interrupt('acme/demo-chat-00000001', 'ask', '{"project": "apollo"}') ->> 'status' AS turn_0_answered;
+COMMIT;
+SELECT openwop.interrupt('acme/demo-chat-00000001', 'ask',
+         '{"kind": "conversation.exchange", "data": {"conversationId": "demo-expense-412", "prompt": "Was a client there?"}}', 2)
+       -> 'metadata' -> 'interrupt' ->> 'status' AS turn_1;
+BEGIN;
+:as_authenticator
+SET LOCAL request.jwt.claims = '{"sub": "jo@example.org", "tenant": "acme", "scope": "approvals:respond"}';
+SELECT openwop.resolve_interrupt('acme/demo-chat-00000001', 'ask', '"yes, Initech"') ->> 'status' AS turn_1_answered;
+COMMIT;
+SELECT openwop.interrupt('acme/demo-chat-00000001', 'ask',
+         '{"kind": "conversation.exchange", "data": {"conversationId": "demo-expense-412", "prompt": "Anything else?"}}', 3)
+       -> 'metadata' -> 'interrupt' ->> 'status' AS turn_2;
+BEGIN;
+:as_authenticator
+SET LOCAL request.jwt.claims = '{"sub": "jo@example.org", "tenant": "acme", "scope": "approvals:respond"}';
+SELECT openwop.resolve_interrupt('acme/demo-chat-00000001', 'ask', '"no"') ->> 'status' AS turn_2_answered;
+COMMIT;
+SELECT openwop.interrupt('acme/demo-chat-00000001', 'ask',
+         '{"kind": "conversation.close", "data": {"conversationId": "demo-expense-412", "reason": "goal-reached"}}', 4)
+       ->> 'status' AS closing;
+SELECT openwop.run_snapshot('acme/demo-chat-00000001') ->> 'status' AS "run status while it waits";
+BEGIN;
+:as_authenticator
+SET LOCAL request.jwt.claims = '{"sub": "jo@example.org", "tenant": "acme", "scope": "approvals:respond"}';
+SELECT openwop.resolve_interrupt('acme/demo-chat-00000001', 'ask', '{}') ->> 'status' AS closed;
+COMMIT;
+\echo '   (nothing is exchanged on a closed conversation)'
+\set ON_ERROR_STOP 0
+SELECT openwop.interrupt('acme/demo-chat-00000001', 'ask',
+         '{"kind": "conversation.exchange", "data": {"conversationId": "demo-expense-412", "prompt": "One more?"}}', 5);
+\set ON_ERROR_STOP 1
+SELECT openwop.complete_node('acme/demo-chat-00000001', 'ask', '{"project": "apollo"}') ->> 'status' AS ask;
+SELECT openwop.complete_run('acme/demo-chat-00000001') ->> 'status' AS run;
+SELECT (e ->> 'sequence')::int AS seq, e ->> 'type' AS type, e -> 'payload' AS payload
+  FROM openwop.events('acme/demo-chat-00000001') AS e
+ WHERE e ->> 'type' LIKE 'conversation.%' ORDER BY 1;
+
+\echo
+\echo '== 8. Replay: a fork of the vetoed purchase order derives its rejection, never decides again; a branch asks again'
+SELECT openwop.capabilities() -> 'replay' AS replay_family;
+SELECT e ->> 'sequence' AS resolved_seq FROM openwop.events('acme/demo-po-000000002') e
+ WHERE e ->> 'type' = 'interrupt.resolved' \gset
+SELECT f ->> 'runId' AS replay_fork FROM openwop.fork_run('acme/demo-po-000000002',
+         jsonb_build_object('mode', 'replay', 'fromSeq', :resolved_seq)) f \gset
+\echo '   (the replay fork: the events from the fork point were derived from the recorded decision)'
+SELECT (e ->> 'sequence')::int AS seq, e ->> 'type' AS type,
+       e #>> '{payload,decision}' AS decision, e #>> '{payload,resolvedBy,subjectId}' AS resolved_by,
+       e #>> '{payload,error,code}' AS error
+  FROM openwop.events(:'replay_fork') e WHERE (e ->> 'sequence')::int >= :resolved_seq ORDER BY 1;
+SELECT s ->> 'status' AS fork_status, s #>> '{error,code}' AS fork_error
+  FROM openwop.run_snapshot(:'replay_fork') s;
+\echo '   (answering the replay fork is refused: the decision is history)'
+\set ON_ERROR_STOP 0
+BEGIN;
+:as_authenticator
+SET LOCAL request.jwt.claims = '{"sub": "alice@example.org", "tenant": "acme", "scope": "approvals:respond"}';
+SELECT openwop.resolve_interrupt(:'replay_fork', 'sign-off', '{"action": "accept"}');
+ROLLBACK;
+\set ON_ERROR_STOP 1
+\echo '   (a branch from the same point is a new run that asks again)'
+SELECT f ->> 'runId' AS branch FROM openwop.fork_run('acme/demo-po-000000002',
+         jsonb_build_object('mode', 'branch', 'fromSeq', :resolved_seq)) f \gset
+SELECT openwop.run_snapshot(:'branch') ->> 'status' AS branch_status,
+       (SELECT count(*) FROM openwop.interrupts i WHERE i.run_id = :'branch' AND i.status = 'pending') AS pending_in_branch;
 
 \echo
 \echo '== The approval runs, from the log'

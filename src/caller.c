@@ -100,6 +100,13 @@ ow_host_subject(OwSubject *s, const char *tenant)
 	set_subject(s, OW_ISSUER_HOST, "deadline", tenant, "workload", "workload");
 }
 
+/* The host itself, confirming a credential its OAuth callback obtained. */
+void
+ow_credential_host_subject(OwSubject *s, const char *tenant)
+{
+	set_subject(s, OW_ISSUER_HOST, "credential", tenant, "workload", "workload");
+}
+
 /*
  * The holder of an interrupt token: the principal the token was minted for
  * (the token is a key this host issued for that one decision), or, for a

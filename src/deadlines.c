@@ -131,8 +131,7 @@ ow_apply_deadline(OwRun *run, const OwDeadline *d, bool late)
 		r.decision = "rejected";
 		r.action = "timeout";
 		r.reason = "timeout";
-		r.fail_code = "approval_rejected";
-		r.fail_message = "the approval timed out";
+		ow_fail_disposition(&r);
 		ow_record_resolution(run, &r);
 		ow_save_run(run);
 		return;

@@ -95,9 +95,10 @@ static const struct
 	{"run_terminal", 409},
 	{"interrupt_expired", 410},
 	{"capability_required", 422},
+	{"fork_point_invalid", 422},
 };
 
-StaticAssertDecl(lengthof(error_table) == OW_CAPABILITY_REQUIRED + 1,
+StaticAssertDecl(lengthof(error_table) == OW_FORK_POINT_INVALID + 1,
 				 "error_table must list every OwError");
 
 /* The code of an OwError (for openwop.stats). */

@@ -57,6 +57,25 @@ ow_run_is_terminal(const char *status)
 
 static bool lock_run_row(OwRun *run, const char *tenant, const char *run_id, bool skip_locked);
 
+/*
+ * The root a fork's keys derive from (openwop.forks, 0.8.0): a replay
+ * fork's is its chain's, so a replayed interrupt re-derives its source's
+ * key; a branch keys on itself.  A run create_run made is its own root.
+ */
+static void
+read_key_root(OwRun *run)
+{
+	static OwQuery q = {"SELECT key_root FROM openwop.forks"
+		" WHERE tenant OPERATOR(pg_catalog.=) $1"
+		"   AND run_id OPERATOR(pg_catalog.=) $2",
+	2, {TEXTOID, TEXTOID}, SPI_OK_SELECT};
+
+	run->key_root = run->run_id;
+	/* a fresh snapshot: the run row was found with one (a fork made since the statement began) */
+	if (run->fork_of != NULL && ow_run_exec(&q, run, NULL, false, 1) == 1)
+		run->key_root = ow_col_text(0, 1);
+}
+
 /* The run row's key, as a probe of runs_pkey takes it. */
 static void
 run_key(OwRun *run, Datum *keys)
@@ -93,6 +112,7 @@ lock_run_direct(OwRun *run, bool skip_locked, bool *found)
 		run->first_sequence = run->next_sequence;
 		(void) ow_get(s.slot, RUN_DEFINITION, &isnull);
 		run->has_definition = !isnull;
+		run->fork_of = ow_get_text(s.slot, RUN_FORK_OF);
 		run->tid = s.slot->tts_tid;
 	}
 	ow_scan_end(&s);
@@ -130,7 +150,7 @@ static bool
 lock_run_row(OwRun *run, const char *tenant, const char *run_id, bool skip_locked)
 {
 #define LOCK_RUN_SQL "SELECT workflow_id, status, current_node_id, event_prefix," \
-		"       created_at, next_sequence, definition IS NOT NULL" \
+		"       created_at, next_sequence, definition IS NOT NULL, fork_of" \
 		"  FROM openwop.runs" \
 		" WHERE tenant OPERATOR(pg_catalog.=) $1" \
 		"   AND run_id OPERATOR(pg_catalog.=) $2"
@@ -142,14 +162,18 @@ lock_run_row(OwRun *run, const char *tenant, const char *run_id, bool skip_locke
 
 	run->tenant = pstrdup(tenant);
 	run->run_id = pstrdup(run_id);
-	run->root_run_id = run->run_id;	/* no fork API yet: every run is the root of its own chain */
+	run->root_run_id = run->run_id;
 	run->first_sequence = 0;
 	run->appended = 0;
 	run->error = NULL;
 	run->outputs = NULL;
 	ItemPointerSetInvalid(&run->tid);
 	if (lock_run_direct(run, skip_locked, &found))
+	{
+		if (found)
+			read_key_root(run);
 		return found;
+	}
 	if (ow_run_exec(skip_locked ? &skip : &wait, run, NULL, false, 1) == 0)
 		return false;
 
@@ -161,6 +185,8 @@ lock_run_row(OwRun *run, const char *tenant, const char *run_id, bool skip_locke
 	run->next_sequence = ow_col_int64(0, 6);
 	run->first_sequence = run->next_sequence;
 	run->has_definition = ow_col_bool(0, 7);
+	run->fork_of = ow_col_text(0, 8);
+	read_key_root(run);
 	return true;
 }
 
@@ -227,20 +253,22 @@ event_args(OwRun *run, int64 seq, const char *type, const char *node_id, Jsonb *
 	nulls[4] = node_id ? ' ' : 'n';
 }
 
-/* Insert one event row at sequence seq. */
-static int64
-insert_event(OwRun *run, int64 seq, const char *type, const char *node_id, Jsonb *payload)
+/* Insert one event row at sequence seq, caused by event causation_id (NULL: none). */
+static void
+insert_event(OwRun *run, int64 seq, const char *type, const char *node_id, Jsonb *payload,
+			 const char *causation_id)
 {
 	static OwQuery insert = {"INSERT INTO openwop.events"
-		" (tenant, run_id, sequence, type, node_id, payload)"
-		" VALUES ($1, $2, $3, $4, $5, $6)",
-	6, {EVENT_TYPES}, SPI_OK_INSERT};
-	Datum		args[6];
-	char		nulls[6];
+		" (tenant, run_id, sequence, type, node_id, payload, causation_id)"
+		" VALUES ($1, $2, $3, $4, $5, $6, $7)",
+	7, {EVENT_TYPES, TEXTOID}, SPI_OK_INSERT};
+	Datum		args[7];
+	char		nulls[7];
 
 	event_args(run, seq, type, node_id, payload, args, nulls);
+	args[6] = causation_id ? CStringGetTextDatum(causation_id) : (Datum) 0;
+	nulls[6] = causation_id ? ' ' : 'n';
 	(void) ow_exec(&insert, args, nulls, false, 0);
-	return seq;
 }
 
 /*
@@ -274,18 +302,41 @@ ow_append_pair(OwRun *run, const char *node_id,
 	return seq;
 }
 
+/*
+ * Append one event at the run's next sequence, caused by event
+ * causation_id (NULL: none; the direct path writes none); returns that
+ * sequence.
+ */
+static int64
+append_one(OwRun *run, const char *type, const char *node_id, Jsonb *payload, const char *causation_id)
+{
+	int64		seq = run->next_sequence;
+
+	if (causation_id == NULL && append_direct(run, node_id, 1, &type, &payload))
+		return seq;
+	insert_event(run, seq, type, node_id, payload, causation_id);
+	run->next_sequence = seq + 1;
+	run->appended++;
+	return seq;
+}
+
 /* Append one event at the run's next sequence; returns that sequence. */
 int64
 ow_append(OwRun *run, const char *type, const char *node_id, Jsonb *payload)
 {
-	int64		seq = run->next_sequence;
+	return append_one(run, type, node_id, payload, NULL);
+}
 
-	if (append_direct(run, node_id, 1, &type, &payload))
-		return seq;
-	(void) insert_event(run, seq, type, node_id, payload);
-	run->next_sequence = seq + 1;
-	run->appended++;
-	return seq;
+/*
+ * Append one event caused by the run's event at cause_seq (its envelope
+ * causationId is that event's id); returns its sequence.  For the
+ * conversation events, off the hot paths: always the statement.
+ */
+int64
+ow_append_caused(OwRun *run, const char *type, const char *node_id, Jsonb *payload, int64 cause_seq)
+{
+	return append_one(run, type, node_id, payload,
+					  psprintf("%s." INT64_FORMAT, run->event_prefix, cause_seq));
 }
 
 /* Write the run row back in the direct operation d (which updates runs). */
@@ -440,6 +491,27 @@ ow_events_append_only(PG_FUNCTION_ARGS)
 					   RelationGetRelationName(trigdata->tg_relation)),
 			 errhint("Record a change by appending a new event through the openwop functions.")));
 	PG_RETURN_NULL();
+}
+
+/*
+ * The payload of the interrupt.resolved at sequence seq of a run, as
+ * recorded, or NULL: what replay consults (the log, never a cache).  Read
+ * with a fresh snapshot, so it sees one this call has just appended.
+ */
+Jsonb *
+ow_resolved_event(const char *tenant, const char *run_id, int64 seq)
+{
+	static OwQuery q = {"SELECT payload FROM openwop.events"
+		" WHERE tenant OPERATOR(pg_catalog.=) $1 AND run_id OPERATOR(pg_catalog.=) $2"
+		"   AND sequence OPERATOR(pg_catalog.=) $3"
+		"   AND type OPERATOR(pg_catalog.=) 'interrupt.resolved'",
+	3, {TEXTOID, TEXTOID, INT8OID}, SPI_OK_SELECT};
+	Datum		args[3];
+
+	args[0] = CStringGetTextDatum(tenant);
+	args[1] = CStringGetTextDatum(run_id);
+	args[2] = Int64GetDatum(seq);
+	return ow_exec(&q, args, NULL, false, 1) == 1 ? ow_col_jsonb(0, 1) : NULL;
 }
 
 /*

@@ -207,10 +207,11 @@ entry_time_col(Entry *e, const char *key, uint64 row, int col)
 
 /*
  * message: the text the request addresses to a person, when it has one:
- * an approval's title, a clarification's first question.  Other kinds
- * carry none (an event type, a custom kind, an agent's confidence, a
- * credential's closed reason code), and the host writes no text of its
- * own.
+ * an approval's title, a clarification's first question, a conversation
+ * turn's prompt, a conversation.start's initialPrompt (else its title).
+ * Other kinds carry none (an event type, a custom kind, an agent's
+ * confidence, a credential's closed reason code, a close's reason code),
+ * and the host writes no text of its own.
  */
 static char *
 entry_message(const char *kind, JsonbContainer *data)
@@ -220,6 +221,11 @@ entry_message(const char *kind, JsonbContainer *data)
 
 	if (strcmp(kind, "approval") == 0)
 		return owj_string(owj_get_container(data, "title"));
+	if (strcmp(kind, "conversation.exchange") == 0)
+		return owj_string(owj_get_container(data, "prompt"));
+	if (strcmp(kind, "conversation.start") == 0)
+		return owj_string(owj_get_container(data, owj_get_container(data, "initialPrompt")
+											? "initialPrompt" : "title"));
 	if (strcmp(kind, "clarification") != 0)
 		return NULL;
 	questions = owj_get_container(data, "questions");

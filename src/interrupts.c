@@ -5,11 +5,12 @@
  *	  request itself is checked by kinds.c), and the envelopes returned to
  *	  the engine (FlowDrop INT-1 / INT-2, OpenWOP replay).
  *
- * The key is derived from the root of the run's replay chain, the node,
- * the node's visit index and the ordinal of the call within the execution,
- * so a replay of one execution re-derives it and a later visit cannot.
- * UNIQUE (tenant, root_run_id, key) makes "requested at most once per run"
- * a constraint.
+ * The key is derived from the root of the run's replay chain (the run
+ * itself, unless it is a replay fork: forks.c), the node, the node's visit
+ * index and the ordinal of the call within the execution, so a replay of
+ * one execution re-derives it and a later visit cannot.  UNIQUE (tenant,
+ * root_run_id, key), root_run_id being the run itself, makes "requested at
+ * most once per run" a constraint.
  *
  *-------------------------------------------------------------------------
  */
@@ -51,7 +52,14 @@ derive_key(const char *root_run_id, const char *node_id, int32 visit, int32 ordi
  * ----------
  */
 
-/* Run a read of the run's events keyed by ($1 tenant, $2 run id, $3 sequence). */
+/*
+ * Run a read of the locked run's events keyed by ($1 tenant, $2 run id,
+ * $3 sequence).  Not read-only: a read-only statement would see the calling
+ * statement's snapshot, taken before the run lock was granted, and miss
+ * events a resolve committed while this call waited for the lock (a replay
+ * would then find no interrupt.resolved for a key its fresh lookup found
+ * resolved).
+ */
 static uint64
 run_sequence_exec(OwQuery *q, OwRun *run, int64 sequence, long count)
 {
@@ -60,7 +68,7 @@ run_sequence_exec(OwQuery *q, OwRun *run, int64 sequence, long count)
 	args[0] = CStringGetTextDatum(run->tenant);
 	args[1] = CStringGetTextDatum(run->run_id);
 	args[2] = Int64GetDatum(sequence);
-	return ow_exec(q, args, NULL, true, count);
+	return ow_exec(q, args, NULL, false, count);
 }
 
 /* One node.completed event of the completed prefix. */
@@ -308,27 +316,17 @@ pending_envelope(OwRun *run, const char *interrupt_id, const char *node_id,
 static Jsonb *
 resolved_envelope(OwRun *run, const char *interrupt_id, int64 resolved_seq, MemoryContext resultctx)
 {
-	static OwQuery q = {
-		"SELECT payload FROM openwop.events"
-		" WHERE tenant OPERATOR(pg_catalog.=) $1"
-		"   AND run_id OPERATOR(pg_catalog.=) $2"
-		"   AND sequence OPERATOR(pg_catalog.=) $3"
-		"   AND type OPERATOR(pg_catalog.=) 'interrupt.resolved'",
-		3, {TEXTOID, TEXTOID, INT8OID}, SPI_OK_SELECT
-	};
 	static const char *const copied[] = {"resumeValue", "decision", "action", "reason", "resolvedBy", NULL};
-	bool		isnull;
-	Jsonb	   *ev;
+	Jsonb	   *ev = ow_resolved_event(run->tenant, run->run_id, resolved_seq);
 	OwJson		j;
 	MemoryContext old;
 	const char *const *k;
 	Jsonb	   *env;
 
-	if (run_sequence_exec(&q, run, resolved_seq, 1) != 1)
+	if (ev == NULL)
 		elog(ERROR, "interrupt \"%s\" has no interrupt.resolved event at sequence " INT64_FORMAT,
 			 interrupt_id, resolved_seq);
-	ev = ow_event_payload("interrupt.resolved", DatumGetJsonbP(ow_col_datum(0, 1, &isnull)),
-						  run->tenant);
+	ev = ow_event_payload("interrupt.resolved", ev, run->tenant);
 
 	old = MemoryContextSwitchTo(resultctx);
 	owj_begin(&j);
@@ -420,7 +418,7 @@ ow_suspend(OwRun *run, const char *node_id, OwExec *ex, int32 ordinal, Jsonb *re
 		"   AND visit OPERATOR(pg_catalog.=) $4",
 		5, {TEXTOID, TEXTOID, TEXTOID, INT4OID, TEXTOID}, SPI_OK_UPDATE
 	};
-	char	   *key = derive_key(run->root_run_id, node_id, ex->visit, ordinal);
+	char	   *key = derive_key(run->key_root, node_id, ex->visit, ordinal);
 	char	   *kind;
 	int64		timeout_ms;
 	Jsonb	   *payload;
@@ -432,6 +430,8 @@ ow_suspend(OwRun *run, const char *node_id, OwExec *ex, int32 ordinal, Jsonb *re
 	char	   *stored_status;
 	int64		req_seq;
 	OwJson		j;
+	bool		conversation;
+	OwConversation conv;
 
 	/* a new interrupt: validate fully before writing anything */
 	payload = ow_check_request(request, key, &kind, &timeout_ms);
@@ -440,7 +440,16 @@ ow_suspend(OwRun *run, const char *node_id, OwExec *ex, int32 ordinal, Jsonb *re
 						 "Resolve the node's pending interrupt before raising another.",
 						 "node \"%s\" is already suspended on another interrupt", node_id);
 
+	/* a replay fork derives what its chain recorded under the key: no new request */
+	if (strcmp(run->key_root, run->run_id) != 0 &&
+		ow_derive_recorded(run, node_id, ex, ordinal, key, kind, &interrupt_id, &req_seq))
+		return resolved_envelope(run, interrupt_id, req_seq, resultctx);
+
 	interrupt_id = psprintf("%s/%s", run->tenant, ow_mint_opaque(16));
+	/* a conversation's step is checked against it, and taken, first */
+	conversation = strncmp(kind, "conversation.", 13) == 0;
+	if (conversation)
+		payload = ow_conversation_raise(run, kind, payload, interrupt_id, &conv);
 
 	owj_begin(&j);
 	owj_str(&j, "nodeId", node_id);
@@ -496,6 +505,8 @@ ow_suspend(OwRun *run, const char *node_id, OwExec *ex, int32 ordinal, Jsonb *re
 
 	ow_open_interrupt(run, stored_id, node_id, ex->visit, kind, payload, req_seq, nulls[11] != 'n',
 					  nulls[11] != 'n' ? DatumGetTimestampTz(args[11]) : 0);
+	if (conversation)
+		ow_conversation_announce(run, node_id, &conv, req_seq + 1);
 	run->status = (char *) ow_waiting_status(kind);
 	run->current_node_id = (char *) node_id;
 	ow_save_run(run);
@@ -508,6 +519,7 @@ ow_suspend(OwRun *run, const char *node_id, OwExec *ex, int32 ordinal, Jsonb *re
 /* The interrupt requested before under a key, as find_key reads it. */
 typedef struct KeyedInterrupt
 {
+	char	   *key;			/* set when found under another key (find_inherited_invocation) */
 	char	   *id;
 	char	   *status;
 	char	   *kind;
@@ -586,6 +598,46 @@ find_key(OwRun *run, const char *key, KeyedInterrupt *ki)
 	return true;
 }
 
+/*
+ * In a fork, the interrupt of this invocation (node, visit, ordinal) its
+ * prefix holds under the key its source derived: a branch keys on itself,
+ * so the same invocation, inherited, has another key's spelling.
+ */
+static bool
+find_inherited_invocation(OwRun *run, const char *node_id, int32 visit, int32 ordinal,
+						  KeyedInterrupt *ki)
+{
+	static OwQuery q = {
+		"SELECT interrupt_id, status, kind, resolved_sequence, requested_sequence, key"
+		"  FROM openwop.interrupts"
+		" WHERE tenant OPERATOR(pg_catalog.=) $1 AND root_run_id OPERATOR(pg_catalog.=) $2"
+		"   AND node_id OPERATOR(pg_catalog.=) $3 AND visit OPERATOR(pg_catalog.=) $4"
+		"   AND ordinal OPERATOR(pg_catalog.=) $5",
+		5, {TEXTOID, TEXTOID, TEXTOID, INT4OID, INT4OID}, SPI_OK_SELECT
+	};
+	Datum		args[5];
+	bool		isnull;
+	Datum		v;
+
+	if (run->fork_of == NULL)
+		return false;
+	args[0] = CStringGetTextDatum(run->tenant);
+	args[1] = CStringGetTextDatum(run->run_id);
+	args[2] = CStringGetTextDatum(node_id);
+	args[3] = Int32GetDatum(visit);
+	args[4] = Int32GetDatum(ordinal);
+	if (ow_exec(&q, args, NULL, false, 1) != 1)
+		return false;
+	ki->id = ow_col_text(0, 1);
+	ki->status = ow_col_text(0, 2);
+	ki->kind = ow_col_text(0, 3);
+	v = ow_col_datum(0, 4, &isnull);
+	ki->resolved_seq = isnull ? 0 : DatumGetInt64(v);
+	ki->requested_seq = ow_col_int64(0, 5);
+	ki->key = ow_col_text(0, 6);
+	return true;
+}
+
 /* What interrupt() answers for a key requested before (ki), in resultctx. */
 static Jsonb *
 replayed(OwRun *run, const char *node_id, const char *key, const KeyedInterrupt *ki,
@@ -600,16 +652,7 @@ replayed(OwRun *run, const char *node_id, const char *key, const KeyedInterrupt 
 	Jsonb	   *env;
 
 	if (asked_kind && strcmp(asked_kind, stored_kind) != 0)
-	{
-		OwDetails	d;
-
-		ow_details_init(&d);
-		ow_details_str(&d, "key", key);
-		ow_details_str(&d, "kind", stored_kind);
-		ow_raise(OW_RUN_STATE_CONFLICT, &d,
-				 "A replay must raise the same interrupt as the execution it replays.",
-				 "key \"%s\" was requested as a %s interrupt, not %s", key, stored_kind, asked_kind);
-	}
+		ow_refuse_other_kind(key, stored_kind, asked_kind);
 	if (strcmp(status, "resolved") == 0)
 		return resolved_envelope(run, id, ki->resolved_seq, resultctx);
 	if (strcmp(status, "pending") == 0)
@@ -681,11 +724,13 @@ ow_interrupt(PG_FUNCTION_ARGS)
 	 * even when the host has since closed the execution or ended the run (a
 	 * rejected gate): replay derives, never re-decides.
 	 */
-	key = derive_key(run.root_run_id, node_id, ex.visit, ordinal);
+	key = derive_key(run.key_root, node_id, ex.visit, ordinal);
 
 	/* the same key again: a replay or a repeated call; append nothing */
-	if (find_key(&run, key, &ki))
-		result = replayed(&run, node_id, key, &ki, request, call.callerctx);
+	ki.key = NULL;
+	if (find_key(&run, key, &ki) ||
+		find_inherited_invocation(&run, node_id, ex.visit, ordinal, &ki))
+		result = replayed(&run, node_id, ki.key ? ki.key : key, &ki, request, call.callerctx);
 	else
 	{
 		if (ow_run_is_terminal(run.status))

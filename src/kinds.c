@@ -11,7 +11,11 @@
 
 #include "openwop.h"
 
+#include "catalog/namespace.h"
+#include "catalog/pg_type.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/syscache.h"
 
 /*
  * The resumeSchema every credential interrupt carries (the credential row
@@ -21,6 +25,42 @@
 #define CREDENTIAL_RESUME_SCHEMA \
 	"{\"type\": \"object\", \"additionalProperties\": false, \"required\": [\"outcome\"], " \
 	"\"properties\": {\"outcome\": {\"enum\": [\"authorized\", \"declined\"]}}}"
+
+/*
+ * openwop.credential_interrupts: whether this host advertises
+ * oauth.credentialInterrupt, and so suspends a node on a credential
+ * interrupt instead of failing it.  Off for a deployment whose host has no
+ * grant callback calling confirm_credential(): its engines then fail the
+ * node with connector_auth_expired, as the spec says for a host without it.
+ */
+bool		ow_credential_interrupts = true;
+
+/*
+ * Does this host advertise oauth.credentialInterrupt?  While the setting is
+ * on and the schema has confirm_credential() (0.8.0 on): on a schema not
+ * yet updated nothing can confirm a credential, so the facet would promise
+ * a resolve that cannot come; a credential request is refused there as the
+ * conversation kinds are.  *schema_lacks (if given) says which held it back.
+ */
+bool
+ow_credential_capability(bool *schema_lacks)
+{
+	Oid			args[3] = {TEXTOID, TEXTOID, TEXTOID};
+	Oid			nsp;
+	bool		lacks;
+
+	if (schema_lacks)
+		*schema_lacks = false;
+	if (!ow_credential_interrupts)
+		return false;
+	nsp = get_namespace_oid("openwop", true);
+	lacks = !OidIsValid(nsp) ||
+		!SearchSysCacheExists3(PROCNAMEARGSNSP, CStringGetDatum("confirm_credential"),
+							   PointerGetDatum(buildoidvector(args, 3)), ObjectIdGetDatum(nsp));
+	if (schema_lacks)
+		*schema_lacks = lacks;
+	return !lacks;
+}
 
 static const char *const kinds[] = {"approval", "clarification", "external-event", "custom",
 	"conversation.start", "conversation.exchange", "conversation.close",
@@ -152,7 +192,8 @@ check_conversation(JsonbContainer *d, const char *kind)
 		ow_member_closed(d, exchange_keys, "data");
 		ow_member_str(d, "data", "prompt", true, 1, 0);
 		ow_member_schema(d, "data", "outcomeSchema");
-		ow_member_int(d, "data", "turnIndex", 0);
+		if (ow_member_int(d, "data", "turnIndex", 0) > PG_INT32_MAX)
+			ow_validation_error("data.turnIndex", "data.turnIndex must be at most %d", PG_INT32_MAX);
 	}
 	else
 	{
@@ -220,6 +261,7 @@ ow_check_request(Jsonb *request, const char *key, char **kind_out, int64 *timeou
 	bool		known = false;
 	OwJson		j;
 	Jsonb	   *pinned = NULL;
+	bool		old_schema;
 
 	if (!JB_ROOT_IS_OBJECT(request))
 		ow_validation_error("request", "request must be an object {kind, data, resumeSchema?, timeoutMs?}");
@@ -265,15 +307,17 @@ ow_check_request(Jsonb *request, const char *key, char **kind_out, int64 *timeou
 		ow_member_schema(r, "request", "resumeSchema");
 	}
 
-	if (strncmp(kind, "conversation.", 13) == 0)
+	if (strcmp(kind, "credential") == 0 && !ow_credential_capability(&old_schema))
 	{
 		OwDetails	d;
 
 		ow_details_init(&d);
-		ow_details_str(&d, "requiredCapability", "conversationPrimitive");
+		ow_details_str(&d, "requiredCapability", "oauth.credentialInterrupt");
 		ow_raise(OW_CAPABILITY_REQUIRED, &d,
-				 "This host does not advertise conversationPrimitive.",
-				 "%s interrupts need the conversationPrimitive capability", kind);
+				 old_schema
+				 ? "This database's schema has no confirm_credential() yet: update the extension (ALTER EXTENSION openwop_interrupt UPDATE), or fail the node with connector_auth_expired."
+				 : "openwop.credential_interrupts is off on this host: fail the node with connector_auth_expired instead.",
+				 "credential interrupts need the oauth.credentialInterrupt capability");
 	}
 
 	/* the InterruptPayload, verbatim plus the key */
@@ -301,4 +345,13 @@ ow_waiting_status(const char *kind)
 		strncmp(kind, "conversation.", 13) == 0)
 		return "waiting-input";
 	return "waiting-approval";	/* approval, low-confidence, custom */
+}
+
+void
+ow_define_kind_settings(void)
+{
+	DefineCustomBoolVariable("openwop.credential_interrupts",
+							 "Advertise oauth.credentialInterrupt and accept credential interrupts.",
+							 "Turn off where no OAuth grant callback calls openwop.confirm_credential().",
+							 &ow_credential_interrupts, true, PGC_SUSET, 0, NULL, NULL, NULL);
 }

@@ -138,6 +138,9 @@ escalate(OwRun *run, const char *node_id, OwExec *ex, Jsonb *decided)
 	envelope = ow_suspend(run, node_id, ex, next_ordinal(run, node_id, ex->visit),
 						  owj_end(&j), CurrentMemoryContext);
 
+	/* a replay fork derived the recorded resolution: its interruptId */
+	if (owj_get(envelope, "metadata") == NULL)
+		return owj_string(owj_get(envelope, "interruptId"));
 	/* the envelope's metadata.interrupt.id */
 	interrupt = owj_get_container(owj_get(envelope, "metadata")->val.binary.data, "interrupt");
 	return owj_string(owj_get_container(interrupt->val.binary.data, "id"));

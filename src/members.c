@@ -3,7 +3,9 @@
  * members.c
  *	  Typed readers of the members of a JSON object that a caller sent:
  *	  each refuses a missing, mistyped or out-of-range member with
- *	  validation_error naming the field as "<prefix>.<key>".
+ *	  validation_error naming the field as "<prefix>.<key>" (a NULL prefix:
+ *	  the bare key, for an API's options object, as create_run names its
+ *	  own).
  *
  *-------------------------------------------------------------------------
  */
@@ -18,7 +20,7 @@
 char *
 ow_field_name(const char *prefix, const char *key)
 {
-	return psprintf("%s.%s", prefix, key);
+	return prefix ? psprintf("%s.%s", prefix, key) : pstrdup(key);
 }
 
 void
@@ -27,7 +29,8 @@ ow_member_closed(JsonbContainer *obj, const char *const *allowed, const char *pr
 	const char *unknown = owj_unknown_key(obj, allowed);
 
 	if (unknown)
-		ow_validation_error(ow_field_name(prefix, unknown), "%s has unknown member \"%s\"", prefix, unknown);
+		ow_validation_error(ow_field_name(prefix, unknown), "%s has unknown member \"%s\"",
+							prefix ? prefix : "options", unknown);
 }
 
 /* A string member; minlen/maxlen in characters (maxlen 0: unbounded). */

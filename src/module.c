@@ -63,6 +63,7 @@ _PG_init(void)
 
 	ow_define_caller_settings();
 	ow_define_limit_settings();
+	ow_define_kind_settings();
 	ow_define_approval_settings();
 	ow_define_idempotency_settings();
 	ow_define_keyring_settings();

@@ -10,8 +10,8 @@
  *	                 ids, jsonschema, members, kinds
  *	  2. plumbing    spi, rowstore, caller, worker, wakeup, notify
  *	  3. store       eventlog, open_interrupts
- *	  4. domain      runs, interrupts, approvals, idempotency, outcomes,
- *	                 deadlines
+ *	  4. domain      runs, conversations, approvals, idempotency,
+ *	                 outcomes, deadlines, forks, interrupts
  *	  5. entry points readers, flowdrop, inbox, resolve, keyring, tokens,
  *	                 lowconf, timeout_worker, dbworker, launcher, ddl,
  *	                 monitor, postgrest
@@ -62,7 +62,8 @@ typedef enum OwError
 	OW_RUN_STATE_CONFLICT,		/* 409 */
 	OW_RUN_TERMINAL,			/* 409 */
 	OW_INTERRUPT_EXPIRED,		/* 410 */
-	OW_CAPABILITY_REQUIRED		/* 422 */
+	OW_CAPABILITY_REQUIRED,		/* 422 */
+	OW_FORK_POINT_INVALID		/* 422 */
 } OwError;
 
 /* ----------
@@ -78,7 +79,7 @@ typedef enum OwStat
 	OW_STAT_REFUSED				/* + the OwError: a refusal was raised */
 } OwStat;
 
-#define OW_STATS (OW_STAT_REFUSED + OW_CAPABILITY_REQUIRED + 1)
+#define OW_STATS (OW_STAT_REFUSED + OW_FORK_POINT_INVALID + 1)
 
 extern Size ow_stats_shmem_size(void);
 extern void ow_stats_shmem_init(void);
@@ -255,6 +256,9 @@ extern void ow_member_schema(JsonbContainer *obj, const char *prefix, const char
  */
 extern Jsonb *ow_check_request(Jsonb *request, const char *key, char **kind_out, int64 *timeout_ms);
 extern const char *ow_waiting_status(const char *kind);
+extern bool ow_credential_interrupts;
+extern bool ow_credential_capability(bool *schema_lacks);
+extern void ow_define_kind_settings(void);
 
 /* ==========
  * 2. Plumbing: statements, who is calling, the workers, notifications.
@@ -451,6 +455,7 @@ extern bool ow_has_scope(const OwCaller *c);
 extern bool ow_request_headers_untampered(void);
 extern void ow_check_scope(const OwCaller *c);
 extern void ow_host_subject(OwSubject *s, const char *tenant);
+extern void ow_credential_host_subject(OwSubject *s, const char *tenant);
 extern void ow_token_subject(OwSubject *s, const char *tenant, const char *principal);
 extern void owj_subject(OwJson *j, const char *key, const OwSubject *s);
 extern void owj_legacy_subject(OwJson *j, const char *key, const char *id, const char *tenant);
@@ -597,7 +602,9 @@ typedef struct OwRun
 {
 	char	   *tenant;
 	char	   *run_id;
-	char	   *root_run_id;	/* root of the replay chain: keys are unique under it */
+	char	   *root_run_id;	/* the run itself: its keys are unique under it */
+	char	   *key_root;		/* keys derive from it: a replay fork's chain root, else the run */
+	char	   *fork_of;		/* the source of a fork, else NULL */
 	char	   *workflow_id;
 	char	   *status;
 	char	   *current_node_id;
@@ -618,6 +625,8 @@ extern void ow_lock_run_id(OwRun *run, const char *tenant, const char *run_id);
 extern bool ow_try_lock_run_id(OwRun *run, const char *tenant, const char *run_id);
 extern uint64 ow_run_exec(OwQuery *q, OwRun *run, const char *node_id, bool read_only, long count);
 extern int64 ow_append(OwRun *run, const char *type, const char *node_id, Jsonb *payload);
+extern int64 ow_append_caused(OwRun *run, const char *type, const char *node_id, Jsonb *payload,
+							  int64 cause_seq);
 extern int64 ow_append_pair(OwRun *run, const char *node_id, const char *type1, Jsonb *payload1,
 							const char *type2, Jsonb *payload2);
 extern void ow_save_run(OwRun *run);
@@ -626,6 +635,7 @@ extern int64 ow_append_in(OwDirect *d, OwRun *run, const char *node_id, int n,
 extern void ow_save_run_in(OwDirect *d, OwRun *run);
 extern int64 ow_duration_ms(OwRun *run);
 extern Jsonb *ow_event_payload(const char *type, Jsonb *payload, const char *tenant);
+extern Jsonb *ow_resolved_event(const char *tenant, const char *run_id, int64 seq);
 
 /*
  * open_interrupts.c: openwop.open_interrupts (0.6.0 on), the interrupts
@@ -639,7 +649,8 @@ extern void ow_expire_open_interrupt(const char *tenant, const char *interrupt_i
 extern void ow_close_run_interrupts(OwRun *run);
 
 /* ==========
- * 4. Domain: runs, interrupts, approvals, idempotency, outcomes, deadlines.
+ * 4. Domain: runs, conversations, approvals, idempotency, outcomes,
+ * deadlines, forks, interrupts.
  * ==========
  */
 
@@ -664,6 +675,7 @@ typedef enum OwTerminal
 	OW_CANCEL
 } OwTerminal;
 
+extern void ow_check_configurable(JsonbValue *cv);
 extern void ow_latest_exec(OwRun *run, const char *node_id, OwExec *ex);
 extern bool ow_exec_is_open(const OwExec *ex);
 extern void ow_node_not_found(OwRun *run, const char *node_id, const char *why) pg_attribute_noreturn();
@@ -675,12 +687,31 @@ extern int64 ow_end_run(OwRun *run, OwTerminal how, Jsonb *value, const char *fa
 						const char *reason, const char *principal);
 
 /* ----------
- * interrupts.c: suspending a node on an interrupt (and its API,
- * interrupt()): the re-entry key and the envelopes.
+ * conversations.c: the conversation kinds over openwop.conversations
+ * (0.8.0 on): tenant-unique ids, monotonic turns, nothing after close.
  * ----------
  */
-extern Jsonb *ow_suspend(OwRun *run, const char *node_id, OwExec *ex, int32 ordinal,
-						 Jsonb *request, MemoryContext resultctx);
+/* A step of a conversation, as ow_conversation_raise checked and recorded it. */
+typedef struct OwConversation
+{
+	char	   *conversation_id;
+	bool		start;			/* conversation.start */
+	bool		close;			/* conversation.close */
+	char	   *reason;			/* a close's data.reason, or NULL */
+	int32		turn_index;		/* an exchange's turn; -1 otherwise */
+	bool		derived;		/* the host derived it (the request had none) */
+	int64		last_turn_index;	/* the latest turn before this step; -1: none */
+	int32		turn_count;		/* turns completed before this step */
+} OwConversation;
+
+extern bool ow_conversations_table(void);
+extern Jsonb *ow_conversation_raise(OwRun *run, const char *kind, Jsonb *payload,
+									const char *interrupt_id, OwConversation *c);
+extern void ow_conversation_announce(OwRun *run, const char *node_id, const OwConversation *c,
+									 int64 suspended_seq);
+extern void ow_conversation_answered(OwRun *run, const char *kind, const char *interrupt_id,
+									 const char *node_id, Jsonb *payload, Jsonb *value,
+									 int64 resolved_seq);
 
 /* ----------
  * approvals.c: approval gates: eligibility, votes and their tally (and
@@ -742,6 +773,7 @@ typedef struct OwResolution
 	const char *reason;			/* e.g. timeout, quorum-reject, or NULL */
 	const OwSubject *resolver;	/* who decided; NULL: the host (deadlines) */
 	Jsonb	   *eligibility;	/* recorded eligibility decision, or NULL */
+	Jsonb	   *recorded;		/* a replay fork's inherited interrupt.resolved: its members are recorded as they are */
 	const char *fail_code;		/* fail closed with this code, or NULL */
 	const char *fail_message;
 	bool		other_known;	/* other_kind/other_node were read under the lock */
@@ -752,6 +784,7 @@ typedef struct OwResolution
 	ItemPointerData open_tid;	/* its row in openwop.open_interrupts, if known */
 } OwResolution;
 
+extern void ow_fail_disposition(OwResolution *r);
 extern int64 ow_record_resolution(OwRun *run, OwResolution *r);
 
 /* ----------
@@ -774,6 +807,26 @@ extern void ow_apply_deadline(OwRun *run, const OwDeadline *d, bool late);
 
 extern int	ow_sweep_deadlines(int max, void (*begin) (void), void (*end) (void), MemoryContext cxt,
 							   TimestampTz *next, char *turn);
+
+/* ----------
+ * forks.c: forks of a run (and its API, fork_run()): the copied prefix,
+ * the state folded from it, and the recorded resolutions a replay fork
+ * derives from its chain instead of deciding again.
+ * ----------
+ */
+extern void ow_refuse_other_kind(const char *key, const char *stored_kind, const char *asked_kind)
+			pg_attribute_noreturn();
+extern bool ow_derive_recorded(OwRun *run, const char *node_id, const OwExec *ex, int32 ordinal,
+							   const char *key, const char *kind, char **interrupt_id, int64 *seq);
+extern bool ow_forks_table(void);
+
+/* ----------
+ * interrupts.c: suspending a node on an interrupt (and its API,
+ * interrupt()): the re-entry key and the envelopes.
+ * ----------
+ */
+extern Jsonb *ow_suspend(OwRun *run, const char *node_id, OwExec *ex, int32 ordinal,
+						 Jsonb *request, MemoryContext resultctx);
 
 /* ==========
  * 5. Entry points: the rest of the SQL API and the timeout worker.

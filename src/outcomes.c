@@ -57,6 +57,36 @@ fail_closed(OwRun *run, const char *node_id, const char *code, const char *messa
 	ow_end_run(run, OW_FAIL, error, node_id, NULL, NULL);
 }
 
+/*
+ * The disposition of a resolution, from what it records: a declined
+ * credential and a rejected approval (by vote or timeout) fail closed.
+ * Every path that records one, deciding or deriving, sets it here.
+ */
+void
+ow_fail_disposition(OwResolution *r)
+{
+	JsonbValue *outcome;
+
+	r->fail_code = NULL;
+	r->fail_message = NULL;
+	if (strcmp(r->kind, "credential") == 0)
+	{
+		outcome = r->resume_value ? owj_get(r->resume_value, "outcome") : NULL;
+		if (outcome == NULL || outcome->type != jbvString ||
+			strcmp(owj_string(outcome), "authorized") != 0)
+		{
+			r->fail_code = "connector_auth_declined";
+			r->fail_message = "the credential request was declined";
+		}
+	}
+	else if (r->decision && strcmp(r->decision, "rejected") == 0)
+	{
+		r->fail_code = "approval_rejected";
+		r->fail_message = r->action && strcmp(r->action, "timeout") == 0
+			? "the approval timed out" : "the approval was rejected";
+	}
+}
+
 /* The run's most recently raised pending interrupt, if any: what holds it. */
 static void
 held_by(OwRun *run, char **kind, char **node_id)
@@ -291,6 +321,26 @@ record_direct(OwRun *run, OwResolution *r, Jsonb *resolved, Jsonb *resumed, Json
 }
 
 /*
+ * A replay fork's derived interrupt.resolved: the members its chain
+ * recorded, as they are, under this run's node and interrupt ids; and who
+ * resolved it as recorded (else by_default).
+ */
+static Jsonb *
+recorded_payload(const OwResolution *r, Jsonb *by_default, Jsonb **resolved_by)
+{
+	static const char *const ids[] = {"nodeId", "interruptId", NULL};
+	JsonbValue *by = owj_get(r->recorded, "resolvedBy");
+	OwJson		j;
+
+	owj_begin(&j);
+	owj_str(&j, "nodeId", r->node_id);
+	owj_str(&j, "interruptId", r->interrupt_id);
+	owj_members_except(&j, r->recorded, ids);
+	*resolved_by = by ? owj_to_jsonb(by) : by_default;
+	return owj_end(&j);
+}
+
+/*
  * Record the resolution r of a pending interrupt in the locked run, all in
  * the caller's transaction.  Returns the sequence of interrupt.resolved.
  * The caller saves the run unless r->saved says it was written already.
@@ -352,6 +402,8 @@ ow_record_resolution(OwRun *run, OwResolution *r)
 	/* the events, then the claim: the run lock makes it the only one */
 	r->saved = false;
 	resolved_by = ow_subject_jsonb(r->resolver);
+	if (r->recorded)
+		resolved = recorded_payload(r, resolved_by, &resolved_by);
 	if (record_direct(run, r, resolved, resumed, resolved_by, &seq))
 	{
 		if (r->saved)

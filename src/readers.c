@@ -192,7 +192,13 @@ ow_run_snapshot(PG_FUNCTION_ARGS)
 
 PG_FUNCTION_INFO_V1(ow_capabilities);
 /*
- * openwop.capabilities() → jsonb: the interrupt facet as advertised.
+ * openwop.capabilities() → jsonb: the interrupt facet as advertised; the
+ * replay family's modes once the schema has fork_run() (0.8.0 on);
+ * conversationPrimitive, a family with no facets
+ * whose presence is the claim ({}), once the schema has the conversations
+ * (0.8.0 on); and oauth.credentialInterrupt while
+ * openwop.credential_interrupts is on and the schema has
+ * confirm_credential() (0.8.0 on).
  */
 Datum
 ow_capabilities(PG_FUNCTION_ARGS)
@@ -205,6 +211,25 @@ ow_capabilities(PG_FUNCTION_ARGS)
 	owj_str_array(&j, "refKinds", list_make3("principal", "group", "role"));
 	owj_bool(&j, "callbackDelivery", false);
 	owj_end_object(&j);
+	/* forkRun (forks.c), once the schema has it */
+	if (ow_forks_table())
+	{
+		owj_begin_object(&j, "replay");
+		owj_str_array(&j, "modes", list_make2("replay", "branch"));
+		owj_end_object(&j);
+	}
+	if (ow_conversations_table())
+	{
+		owj_begin_object(&j, "conversationPrimitive");
+		owj_end_object(&j);
+	}
+	/* presence is the claim: the facet is there only while it holds */
+	if (ow_credential_capability(NULL))
+	{
+		owj_begin_object(&j, "oauth");
+		owj_bool(&j, "credentialInterrupt", true);
+		owj_end_object(&j);
+	}
 	PG_RETURN_JSONB_P(owj_end(&j));
 }
 

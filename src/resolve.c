@@ -28,6 +28,7 @@
 PG_FUNCTION_INFO_V1(ow_resolve_interrupt);
 
 #define RUN_ENDPOINT "resolveInterruptByRun"
+#define CONFIRM_ENDPOINT "confirmCredential"
 
 /*
  * The pending interrupt of a locked run, named by node (find_pending) or by
@@ -242,7 +243,8 @@ node_had_interrupt(OwRun *run, const char *node_id)
 	args[1] = CStringGetTextDatum(run->root_run_id);
 	args[2] = CStringGetTextDatum(run->run_id);
 	args[3] = CStringGetTextDatum(node_id);
-	return ow_exec(&q, args, NULL, true, 1) > 0;
+	/* not read-only: see what committed while this call waited for the run lock */
+	return ow_exec(&q, args, NULL, false, 1) > 0;
 }
 
 static void
@@ -511,6 +513,30 @@ check_clarification_answers(JsonbContainer *data, Jsonb *value)
 }
 
 /*
+ * A conversation's answer: a start or a close takes none (JSON null or
+ * {}); a turn's must match the exchange's outcomeSchema, when it has one
+ * (refused as a failing resumeSchema is).
+ */
+static void
+check_conversation_answer(const char *kind, JsonbContainer *data, Jsonb *value)
+{
+	JsonbValue	root;
+	JsonbValue *schema;
+	char	   *errors;
+
+	if (strcmp(kind, "conversation.exchange") != 0)
+	{
+		owj_root(value, &root);
+		if (root.type != jbvNull && !(JB_ROOT_IS_OBJECT(value) && JB_ROOT_COUNT(value) == 0))
+			resume_error("resumeValue", NULL, "a %s takes no resume value: send null or {}", kind);
+		return;
+	}
+	schema = owj_get_container(data, "outcomeSchema");
+	if (schema && !ow_schema_validate(owj_to_jsonb(schema), value, &errors))
+		resume_error("resumeValue", errors, "resumeValue does not match the turn's outcomeSchema");
+}
+
+/*
  * An approval answer as recorded: the caller's members, with decidedBy
  * (the principal) and decidedAt (the host's clock) filled by the host.
  */
@@ -608,12 +634,13 @@ late_answer(OwRun *run, OwPending *p, MemoryContext resultctx)
  * Resolve the pending interrupt p of the locked run, answering as the
  * subject who (login: its SQL login, for role refs; else InvalidOid):
  * eligibility, resume validation, the vote tally for approvals, then the
- * record.  Shared by the run-scoped and the token surfaces.  Returns the
- * response, built in resultctx.
+ * record.  host_confirmed: the host's grant callback vouches that a
+ * credential now resolves (confirm_credential()).  Returns the response,
+ * built in resultctx.
  */
-Jsonb *
-ow_resolve_locked(OwRun *run, OwPending *p, Jsonb *value, const OwSubject *who,
-				  Oid login, MemoryContext resultctx)
+static Jsonb *
+resolve_locked(OwRun *run, OwPending *p, Jsonb *value, const OwSubject *who,
+			   Oid login, bool host_confirmed, MemoryContext resultctx)
 {
 	JsonbValue *rs;
 	JsonbContainer *data;
@@ -621,6 +648,7 @@ ow_resolve_locked(OwRun *run, OwPending *p, Jsonb *value, const OwSubject *who,
 	OwJson		j;
 	int64		resolved_seq;
 	bool		is_override = false;
+	bool		conversation = false;
 	MemoryContext old;
 
 	if (p->overdue)
@@ -657,16 +685,30 @@ ow_resolve_locked(OwRun *run, OwPending *p, Jsonb *value, const OwSubject *who,
 	}
 	if (strcmp(p->kind, "clarification") == 0)
 		check_clarification_answers(data, value);
+	else if (strncmp(p->kind, "conversation.", 13) == 0)
+	{
+		check_conversation_answer(p->kind, data, value);
+		conversation = true;
+	}
 	/* the deadline passed while the answer was checked: it is a late answer after all */
 	if (p->has_deadline && GetCurrentTimestamp() >= p->expires_at)
 		return late_answer(run, p, resultctx);
 	if (strcmp(p->kind, "credential") == 0)
 	{
-		if (strcmp(owj_string(owj_get(value, "outcome")), "authorized") == 0)
-			resume_error("resumeValue",
-						 NULL, "outcome \"authorized\" is refused: no credential resolves on this host");
-		r.fail_code = "connector_auth_declined";
-		r.fail_message = "the credential request was declined";
+		/*
+		 * A caller's word is never enough (it would hand the run a credential
+		 * nobody holds); only the host's grant callback confirms, through
+		 * confirm_credential().
+		 */
+		JsonbValue *outcome = owj_get(value, "outcome");
+
+		/* the pinned resumeSchema made outcome a string; a hand-edited row need not have */
+		if (outcome == NULL || outcome->type != jbvString)
+			resume_error("resumeValue", NULL, "a credential's resumeValue is {outcome: \"authorized\" | \"declined\"}");
+		if (!host_confirmed && strcmp(owj_string(outcome), "authorized") == 0)
+			resume_error("resumeValue", NULL,
+						 "outcome \"authorized\" is refused: only the host confirms a credential, with confirm_credential()");
+		ow_fail_disposition(&r);
 	}
 	else if (strcmp(p->kind, "approval") == 0)
 	{
@@ -692,15 +734,18 @@ ow_resolve_locked(OwRun *run, OwPending *p, Jsonb *value, const OwSubject *who,
 		r.decision = v.decision;
 		r.action = v.action;
 		r.reason = v.reason;
-		if (v.decision && strcmp(v.decision, "rejected") == 0)
-		{
-			r.fail_code = "approval_rejected";
-			r.fail_message = "the approval was rejected";
-		}
+		ow_fail_disposition(&r);
 	}
 
 	/* the claim: the run lock makes this the only resolution of the interrupt */
 	resolved_seq = ow_record_resolution(run, &r);
+	if (conversation)
+	{
+		/* its step is done (a turn completes): appended after the run row was written */
+		ow_conversation_answered(run, p->kind, p->interrupt_id, p->node_id, p->payload, value,
+								 resolved_seq);
+		r.saved = false;
+	}
 	if (!r.saved)
 		ow_save_run(run);
 	ow_count_decision(OW_STAT_RESOLVED);
@@ -720,6 +765,73 @@ ow_resolve_locked(OwRun *run, OwPending *p, Jsonb *value, const OwSubject *who,
 }
 
 /*
+ * Resolve the pending interrupt p of the locked run, answering as the
+ * subject who (login: its SQL login, for role refs; else InvalidOid):
+ * shared by the run-scoped and the token surfaces.
+ */
+Jsonb *
+ow_resolve_locked(OwRun *run, OwPending *p, Jsonb *value, const OwSubject *who,
+				  Oid login, MemoryContext resultctx)
+{
+	return resolve_locked(run, p, value, who, login, false, resultctx);
+}
+
+/*
+ * The run id, node id and (argument idem_arg) Idempotency-Key of a
+ * run-scoped resolve, the first two known not to be null: the node id and
+ * the key checked.
+ */
+static void
+run_node_args(FunctionCallInfo fcinfo, int idem_arg, char **run_input, char **node_id,
+			  char **idem_key)
+{
+	*run_input = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	*node_id = text_to_cstring(PG_GETARG_TEXT_PP(1));
+	*idem_key = PG_ARGISNULL(idem_arg) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(idem_arg));
+	if (!ow_valid_author_id(*node_id))
+		ow_validation_error("nodeId", "\"%s\" is not a valid node id", ow_echo(*node_id));
+	if (*idem_key)
+		ow_check_idempotency_key(*idem_key);
+}
+
+/*
+ * Claim idem_key for a run-scoped request {runId, nodeId, resumeValue?}:
+ * the stored response of an earlier one with the same key, or NULL.
+ */
+static Jsonb *
+claim_run_request(OwCall *call, const char *endpoint, const char *idem_key,
+				  const char *run_id, const char *node_id, Jsonb *value)
+{
+	OwJson		j;
+
+	owj_begin(&j);
+	owj_str(&j, "runId", run_id);
+	owj_str(&j, "nodeId", node_id);
+	if (value)
+		owj_jsonb(&j, "resumeValue", value);
+	return ow_idempotency_claim(call->caller.subject.tenant, endpoint, idem_key, owj_end(&j),
+								&call->caller.subject, call->callerctx);
+}
+
+/*
+ * Lock run_id and find the pending interrupt of node_id.  A node that never
+ * raised an interrupt is unknown to the resolve surface: 404 before any
+ * terminal check, even on an ended run.  One that did is resolved or
+ * invalidated: 409.
+ */
+static void
+lock_pending(OwRun *run, const char *tenant, const char *run_id, const char *node_id,
+			 const OwSubject *who, OwPending *p)
+{
+	ow_lock_run_id(run, tenant, run_id);
+	if (find_pending(run, node_id, who, p))
+		return;
+	if (node_had_interrupt(run, node_id))
+		already_resolved(run, node_id);
+	ow_node_not_found(run, node_id, "has no interrupt");
+}
+
+/*
  * openwop.resolve_interrupt(run_id, node_id, resume_value, idempotency_key)
  */
 Datum
@@ -734,7 +846,6 @@ ow_resolve_interrupt(PG_FUNCTION_ARGS)
 	OwCall		call;
 	OwRun		run;
 	OwPending	p;
-	OwJson		j;
 	Jsonb	   *result;
 
 	ow_refuse_read_only("resolve_interrupt()");
@@ -745,14 +856,8 @@ ow_resolve_interrupt(PG_FUNCTION_ARGS)
 	if (PG_ARGISNULL(2))
 		ow_validation_error("resumeValue", "resume_value is required");
 	ow_check_json_arg(fcinfo, 2, "resumeValue", true);
-	run_input = text_to_cstring(PG_GETARG_TEXT_PP(0));
-	node_id = text_to_cstring(PG_GETARG_TEXT_PP(1));
 	value = PG_GETARG_JSONB_P(2);
-	idem_key = PG_ARGISNULL(3) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(3));
-	if (!ow_valid_author_id(node_id))
-		ow_validation_error("nodeId", "\"%s\" is not a valid node id", ow_echo(node_id));
-	if (idem_key)
-		ow_check_idempotency_key(idem_key);
+	run_node_args(fcinfo, 3, &run_input, &node_id, &idem_key);
 
 	ow_caller(&call.caller);
 	ow_check_scope(&call.caller);
@@ -760,31 +865,69 @@ ow_resolve_interrupt(PG_FUNCTION_ARGS)
 	run_id = ow_normalize_run_id(run_input, tenant);
 
 	ow_call_enter(&call);
-	if (idem_key)
-	{
-		owj_begin(&j);
-		owj_str(&j, "runId", run_id);
-		owj_str(&j, "nodeId", node_id);
-		owj_jsonb(&j, "resumeValue", value);
-		result = ow_idempotency_claim(tenant, RUN_ENDPOINT, idem_key, owj_end(&j),
-									  &call.caller.subject, call.callerctx);
-		if (result)
-			return ow_resolve_respond(&call, NULL, NULL, NULL, result);
-	}
-
-	ow_lock_run_id(&run, tenant, run_id);
-	if (!find_pending(&run, node_id, &call.caller.subject, &p))
-	{
-		/*
-		 * A node that never raised an interrupt is unknown to the resolve
-		 * surface: 404 before any terminal check, even on an ended run.  One
-		 * that did is resolved or invalidated: 409.
-		 */
-		if (node_had_interrupt(&run, node_id))
-			already_resolved(&run, node_id);
-		ow_node_not_found(&run, node_id, "has no interrupt");
-	}
+	if (idem_key &&
+		(result = claim_run_request(&call, RUN_ENDPOINT, idem_key, run_id, node_id, value)) != NULL)
+		return ow_resolve_respond(&call, NULL, NULL, NULL, result);
+	lock_pending(&run, tenant, run_id, node_id, &call.caller.subject, &p);
 	result = ow_resolve_locked(&run, &p, value, &call.caller.subject, call.caller.login,
 							   call.callerctx);
 	return ow_resolve_respond(&call, tenant, RUN_ENDPOINT, idem_key, result);
+}
+
+PG_FUNCTION_INFO_V1(ow_confirm_credential);
+/*
+ * openwop.confirm_credential(run_id, node_id, idempotency_key): the host's
+ * OAuth callback, once its token request succeeded, resolves the credential
+ * interrupt of node_id with {outcome: "authorized"} as the host.  EXECUTE is
+ * granted to nobody: a DBA grants it to the callback's login alone, as
+ * anyone who may call it can hand a run a credential.
+ */
+Datum
+ow_confirm_credential(PG_FUNCTION_ARGS)
+{
+	char	   *run_input;
+	char	   *node_id;
+	char	   *idem_key;
+	char	   *tenant;
+	char	   *run_id;
+	OwCall		call;
+	OwRun		run;
+	OwPending	p;
+	OwSubject	host;
+	Jsonb	   *result;
+
+	ow_refuse_read_only("confirm_credential()");
+	if (PG_ARGISNULL(0))
+		ow_validation_error("runId", "run_id must not be null");
+	if (PG_ARGISNULL(1))
+		ow_validation_error("nodeId", "node_id must not be null");
+	run_node_args(fcinfo, 2, &run_input, &node_id, &idem_key);
+
+	/* the privilege is the grant: the callback's login need not be an approver */
+	ow_caller(&call.caller);
+	tenant = call.caller.subject.tenant;
+	run_id = ow_normalize_run_id(run_input, tenant);
+
+	ow_call_enter(&call);
+	if (idem_key &&
+		(result = claim_run_request(&call, CONFIRM_ENDPOINT, idem_key, run_id, node_id, NULL)) != NULL)
+		return ow_resolve_respond(&call, NULL, NULL, NULL, result);
+	lock_pending(&run, tenant, run_id, node_id, &call.caller.subject, &p);
+	if (strcmp(p.kind, "credential") != 0)
+	{
+		OwDetails	d;
+
+		ow_details_init(&d);
+		ow_details_str(&d, "runId", run.run_id);
+		ow_details_str(&d, "nodeId", node_id);
+		ow_details_str(&d, "kind", p.kind);
+		ow_raise(OW_RUN_STATE_CONFLICT, &d,
+				 "Only a credential interrupt is confirmed; answer this one with resolve_interrupt().",
+				 "node \"%s\" waits on a %s interrupt, not a credential", ow_echo(node_id), p.kind);
+	}
+	ow_credential_host_subject(&host, run.tenant);
+	result = resolve_locked(&run, &p, DatumGetJsonbP(DirectFunctionCall1(jsonb_in,
+																		  CStringGetDatum("{\"outcome\": \"authorized\"}"))),
+							&host, InvalidOid, true, call.callerctx);
+	return ow_resolve_respond(&call, tenant, CONFIRM_ENDPOINT, idem_key, result);
 }

@@ -425,11 +425,12 @@ valid_extension_key(const char *s, int len)
 }
 
 /*
- * configurable: version 1, then the schema (the first error's path is the
- * field, all errors in details.errors), then the extensions keys.
+ * configurable (create_run, and a branch's overlay): version 1, then the
+ * schema (the first error's path is the field, all errors in
+ * details.errors), then the extensions keys.
  */
-static void
-validate_configurable(JsonbValue *cv)
+void
+ow_check_configurable(JsonbValue *cv)
 {
 	JsonbValue *version;
 	JsonbValue *ext;
@@ -604,7 +605,7 @@ ow_create_run(PG_FUNCTION_ARGS)
 
 	configurable = owj_get(options, "configurable");
 	if (configurable)
-		validate_configurable(configurable);
+		ow_check_configurable(configurable);
 	definition = owj_get(options, "definition");
 	if (definition)
 		validate_definition(definition);
@@ -636,6 +637,8 @@ ow_create_run(PG_FUNCTION_ARGS)
 	run->tenant = tenant;
 	run->run_id = run_id;
 	run->root_run_id = run_id;
+	run->key_root = run_id;
+	run->fork_of = NULL;
 	run->workflow_id = workflow_id;
 	run->status = "running";
 	run->current_node_id = NULL;
@@ -1226,7 +1229,8 @@ refuse_after_refine(OwRun *run, const char *node_id, const OwExec *ex)
 	args[1] = CStringGetTextDatum(run->run_id);
 	args[2] = CStringGetTextDatum(node_id);
 	args[3] = Int32GetDatum(ex->visit);
-	if (ow_exec(&q, args, NULL, true, 1) == 1)
+	/* not read-only: a refine committed while this call waited for the run lock counts */
+	if (ow_exec(&q, args, NULL, false, 1) == 1)
 	{
 		char	   *action = ow_col_text(0, 1);
 

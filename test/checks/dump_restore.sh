@@ -24,9 +24,15 @@ SELECT openwop.create_run('dump', '{"runId": "acme/dump-run-00000002"}');
 SELECT openwop.cancel_run('acme/dump-run-00000002', 'done');
 SELECT openwop.add_signing_key('k-dump');
 SELECT openwop.interrupt('acme/dump-run-00000001', 'b', '{"kind": "custom", "data": {"customKind": "x"}}');
+-- a conversation, with one turn pending
+SELECT openwop.create_run('dump', '{"runId": "acme/dump-run-00000003"}');
+SELECT openwop.start_node('acme/dump-run-00000003', 'talk');
+SELECT openwop.interrupt('acme/dump-run-00000003', 'talk', '{"kind": "conversation.start", "data": {"conversationId": "dump-c1"}}');
+SELECT openwop.resolve_interrupt('acme/dump-run-00000003', 'talk', 'null');
+SELECT openwop.interrupt('acme/dump-run-00000003', 'talk', '{"kind": "conversation.exchange", "data": {"conversationId": "dump-c1", "prompt": "?"}}', 1);
 SQL
 token=$(psql -X -A -t -v ON_ERROR_STOP=1 -d $src -c "SET openwop.tenant = 'acme'" \
-	-c "SELECT openwop.mint_interrupt_token(interrupt_id) FROM openwop.interrupts" | tail -n 1)
+	-c "SELECT openwop.mint_interrupt_token(interrupt_id) FROM openwop.interrupts WHERE run_id = 'acme/dump-run-00000001'" | tail -n 1)
 
 fingerprint() {
 	psql -X -A -t -v ON_ERROR_STOP=1 -d "$1" <<'SQL'
@@ -34,7 +40,8 @@ SET openwop.tenant = 'acme';
 SELECT md5(string_agg(e::text, '|' ORDER BY e::text)) FROM (
   SELECT row(r.*)::text AS e FROM openwop.runs r
   UNION ALL SELECT row(x.*)::text FROM openwop.node_executions x
-  UNION ALL SELECT row(v.*)::text FROM openwop.events v) s;
+  UNION ALL SELECT row(v.*)::text FROM openwop.events v
+  UNION ALL SELECT row(c.*)::text FROM openwop.conversations c) s;
 SQL
 }
 
@@ -63,4 +70,14 @@ next=$(psql -X -A -t -v ON_ERROR_STOP=1 -d $dst -c "SET openwop.tenant = 'acme'"
 	-c "SELECT openwop.resolve_interrupt('acme/dump-run-00000001', 'b', '{}') ->> 'sequence'" | tail -n 1)
 echo "next sequence after restore: $next"
 [ "$next" = 6 ]
+
+# the restored conversation goes on: its pending turn completes, and its id stays taken
+[ "$(psql -X -A -t -v ON_ERROR_STOP=1 -d $dst -c "SET openwop.tenant = 'acme'" \
+	-c "SELECT openwop.resolve_interrupt('acme/dump-run-00000003', 'talk', '\"yes\"') ->> 'status'" | tail -n 1)" = resolved ]
+[ "$(psql -X -A -t -v ON_ERROR_STOP=1 -d $dst -c "SELECT turn_count FROM openwop.conversations WHERE conversation_id = 'dump-c1'")" = 1 ]
+taken=$(psql -X -A -t -d $dst -c "SET openwop.tenant = 'acme'" \
+	-c "SELECT openwop.interrupt('acme/dump-run-00000001', 'b', '{\"kind\": \"conversation.start\", \"data\": {\"conversationId\": \"dump-c1\"}}', 1)" 2>&1 |
+	grep -o 'run_state_conflict: conversation "dump-c1" already exists' | head -n 1 || true)
+[ -n "$taken" ]
+echo "the restored conversation keeps its turns and its id"
 echo "dump and restore keep every row"

@@ -76,6 +76,7 @@ while IFS= read -r call; do
 	n=$((n + 1))
 done <<SQL
 openwop.create_run('standby', '{"runId": "acme/standby-run-000003"}')
+openwop.fork_run('acme/standby-run-000001', '{"mode": "replay"}')
 openwop.start_node('acme/standby-run-000001', 'other')
 openwop.complete_node('acme/standby-run-000001', 'gate')
 openwop.fail_node('acme/standby-run-000001', 'gate', '{"code": "x", "message": "y"}')

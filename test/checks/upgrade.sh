@@ -145,6 +145,14 @@ SELECT openwop.create_run('up', '{"runId": "acme/upgrade-all-run-02"}');
 SELECT openwop.start_node('acme/upgrade-all-run-02', 'quorum');
 SELECT openwop.interrupt('acme/upgrade-all-run-02', 'quorum', '{"kind": "approval", "data": {"artifactId": "a", "artifactType": "doc", "title": "T", "actions": ["accept", "reject"], "requiredApprovals": 2}}');
 SELECT openwop.resolve_interrupt('acme/upgrade-all-run-02', 'quorum', '{"action": "accept"}');
+-- a run in a conversation (0.8.0 on): opened, one turn answered, the next asked
+SELECT openwop.create_run('up', '{"runId": "acme/upgrade-all-run-05"}');
+SELECT openwop.start_node('acme/upgrade-all-run-05', 'talk');
+SELECT openwop.interrupt('acme/upgrade-all-run-05', 'talk', '{"kind": "conversation.start", "data": {"conversationId": "upgrade-c1"}}');
+SELECT openwop.resolve_interrupt('acme/upgrade-all-run-05', 'talk', 'null');
+SELECT openwop.interrupt('acme/upgrade-all-run-05', 'talk', '{"kind": "conversation.exchange", "data": {"conversationId": "upgrade-c1", "prompt": "?"}}', 1);
+SELECT openwop.resolve_interrupt('acme/upgrade-all-run-05', 'talk', '"yes"');
+SELECT openwop.interrupt('acme/upgrade-all-run-05', 'talk', '{"kind": "conversation.exchange", "data": {"conversationId": "upgrade-c1", "prompt": "?"}}', 2);
 -- a run waiting for an external event with a deadline, and a cancelled one
 SELECT openwop.create_run('up', '{"runId": "acme/upgrade-all-run-03"}');
 SELECT openwop.start_node('acme/upgrade-all-run-03', 'wait');
@@ -156,7 +164,7 @@ qa() { psql -X -A -t -q -v ON_ERROR_STOP=1 -d "$1" -c "SET openwop.tenant = 'acm
 # a table's columns in database $1, in order
 columns() { psql -X -A -t -q -v ON_ERROR_STOP=1 -d "$1" -c "SELECT string_agg(quote_ident(column_name), ', ' ORDER BY ordinal_position)
                                                      FROM information_schema.columns WHERE table_schema = 'openwop' AND table_name = '$2'"; }
-tables="runs node_executions events interrupts open_interrupts votes idempotency_keys"
+tables="runs node_executions events interrupts open_interrupts votes idempotency_keys conversations"
 # a second approver, to decide the quorum gate the first voted on
 psql -X -q -v ON_ERROR_STOP=1 -d postgres -c "DROP ROLE IF EXISTS openwop_upgrade_second" -c "CREATE ROLE openwop_upgrade_second LOGIN PASSWORD '${PGPASSWORD:-unused}'" \
 	-c "ALTER ROLE openwop_upgrade_second SET openwop.bound_tenant = 'acme'" -c "GRANT openwop_approver TO openwop_upgrade_second" >/dev/null
@@ -167,10 +175,14 @@ for v in $released; do
 	createdb $d
 	make_login_approver $d
 	psql -X -q -v ON_ERROR_STOP=1 -d $d -c "CREATE EXTENSION openwop_interrupt VERSION '$v'" >/dev/null
+	# a release before the conversations (0.8.0) never held the conversation run
+	conversations=$(columns $d conversations)
 	for t in $tables; do
 		cols=$(columns $d $t)
 		[ -n "$cols" ] || continue   # a table of a later release
-		psql -X -q -v ON_ERROR_STOP=1 -d $src -c "\copy (SELECT $cols FROM openwop.$t) TO STDOUT" |
+		only=
+		[ -n "$conversations" ] || [[ " $cols," != *" run_id,"* ]] || only="WHERE run_id <> 'acme/upgrade-all-run-05'"
+		psql -X -q -v ON_ERROR_STOP=1 -d $src -c "\copy (SELECT $cols FROM openwop.$t $only) TO STDOUT" |
 			psql -X -q -v ON_ERROR_STOP=1 -d $d -c "\copy openwop.$t ($cols) FROM STDIN"
 	done
 	psql -X -q -v ON_ERROR_STOP=1 -d $d -c "ALTER EXTENSION openwop_interrupt UPDATE" >/dev/null
@@ -185,6 +197,16 @@ for v in $released; do
 	[ "$(qa $d "SELECT openwop.interrupt('acme/upgrade-all-run-01', 'gate', '{\"kind\": \"approval\", \"data\": {\"artifactId\": \"a\", \"artifactType\": \"doc\", \"title\": \"T\", \"actions\": [\"accept\"]}}') ->> 'status'")" = resolved ]
 	[ "$(qa $d "SELECT openwop.resolve_interrupt('acme/upgrade-all-run-01', 'gate', '{\"action\": \"accept\"}', 'upgrade-all-key-000000000001') ->> 'idempotentReplay'")" = true ]
 	[ "$(qa $d "SELECT count(*) FROM openwop.open_interrupts WHERE run_id = 'acme/upgrade-all-run-03' AND expires_at IS NOT NULL")" = 1 ]
+	# conversations: on a release that had them they carry on; on one before they begin
+	if [ -n "$conversations" ]; then
+		[ "$(qa $d "SELECT openwop.resolve_interrupt('acme/upgrade-all-run-05', 'talk', '\"again\"') ->> 'status'")" = resolved ]
+		[ "$(qa $d "SELECT turn_count FROM openwop.conversations WHERE conversation_id = 'upgrade-c1'")" = 2 ]
+	else
+		qa $d "SELECT openwop.create_run('up', '{\"runId\": \"acme/upgrade-conv-run-01\"}')" >/dev/null
+		qa $d "SELECT openwop.start_node('acme/upgrade-conv-run-01', 'talk')" >/dev/null
+		[ "$(qa $d "SELECT openwop.interrupt('acme/upgrade-conv-run-01', 'talk', '{\"kind\": \"conversation.start\", \"data\": {\"conversationId\": \"upgrade-c2\"}}') ->> 'status'")" = interrupted ]
+	fi
+	[ "$(qa $d "SELECT openwop.capabilities() -> 'conversationPrimitive'")" = "{}" ]
 	psql -X -q -v ON_ERROR_STOP=1 -d $d -c "REVOKE ALL ON SCHEMA openwop FROM openwop_upgrade_second" \
 		-c "REVOKE ALL ON ALL FUNCTIONS IN SCHEMA openwop FROM openwop_upgrade_second" >/dev/null
 	catalog $d >"$out/updated-$v"

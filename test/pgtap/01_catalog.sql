@@ -7,6 +7,7 @@ SELECT has_schema('openwop');
 SELECT has_table('openwop', 'runs', 'runs table');
 SELECT has_table('openwop', 'node_executions', 'node_executions table');
 SELECT has_table('openwop', 'events', 'events table');
+SELECT has_table('openwop', 'conversations', 'conversations table');
 
 -- every key includes the tenant (Citus-ready)
 SELECT col_is_pk('openwop', 'runs', ARRAY['tenant', 'run_id'], 'runs key includes the tenant');
@@ -14,6 +15,8 @@ SELECT col_is_pk('openwop', 'node_executions', ARRAY['tenant', 'run_id', 'node_i
                  'node_executions key includes the tenant and the visit index');
 SELECT col_is_pk('openwop', 'events', ARRAY['tenant', 'run_id', 'sequence'],
                  'events key is the per-run sequence, with the tenant');
+SELECT col_is_pk('openwop', 'conversations', ARRAY['tenant', 'conversation_id'],
+                 'conversations key is the conversation id, unique in its tenant');
 SELECT is_empty($$
   SELECT conname FROM pg_constraint c JOIN pg_class t ON t.oid = c.conrelid
    WHERE t.relnamespace = 'openwop'::regnamespace AND c.contype IN ('p', 'u')
@@ -101,7 +104,7 @@ SELECT set_eq($$
   SELECT unnest(extconfig)::regclass::text FROM pg_extension WHERE extname = 'openwop_interrupt'
 $$, ARRAY['openwop.runs', 'openwop.node_executions', 'openwop.events',
         'openwop.interrupts', 'openwop.idempotency_keys', 'openwop.votes', 'openwop.group_members',
-        'openwop.open_interrupts'],
+        'openwop.open_interrupts', 'openwop.conversations', 'openwop.forks'],
   'every table holding user data is registered with pg_extension_config_dump');
 
 -- the extension is not relocatable and not trusted

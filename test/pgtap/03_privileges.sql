@@ -33,6 +33,10 @@ SELECT is(openwop.run_snapshot('acme/priv-run-0000001') #>> '{owner,subject,subj
           'the principal of a SQL session is its login, whatever role it has SET');
 SELECT throws_ok($$ SELECT * FROM openwop.runs $$, '42501', NULL, 'it cannot read the runs table');
 SELECT throws_ok($$ SELECT * FROM openwop.events $$, '42501', NULL, 'it cannot read the event log directly');
+SELECT throws_ok($$ SELECT * FROM openwop.conversations $$, '42501', NULL, 'it cannot read the conversations');
+SELECT throws_ok($$ INSERT INTO openwop.conversations (tenant, conversation_id, run_id)
+                    VALUES ('acme', 'hijacked', 'acme/priv-run-0000001') $$, '42501', NULL,
+                 'it cannot take a conversation id behind the API');
 SELECT throws_ok($$ INSERT INTO openwop.events (tenant, run_id, sequence, type, payload)
                     VALUES ('acme', 'acme/priv-run-0000001', 99, 'run.completed', '{}') $$,
                  '42501', NULL, 'it cannot forge an event');

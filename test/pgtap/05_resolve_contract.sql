@@ -48,8 +48,8 @@ SELECT is(pg_temp.bad_request('v12', '{"kind": "credential", "data": {"provider"
           'validation_error request.resumeSchema', 'credential: any resumeSchema but the pinned one is refused');
 SELECT is(pg_temp.bad_request('v13', '{"kind": "conversation.exchange", "data": {"conversationId": "c1"}}'),
           'validation_error data.prompt', 'conversation.exchange: prompt is required');
-SELECT is(pg_temp.bad_request('v14', '{"kind": "conversation.start", "data": {"conversationId": "c1"}}'),
-          'capability_required ', 'conversation kinds need conversationPrimitive, which is not advertised (422)');
+SELECT is(pg_temp.bad_request('v14', '{"kind": "conversation.start", "data": {"conversationId": "c1", "turnIndex": 0}}'),
+          'validation_error data.turnIndex', 'conversation.start: turnIndex is an exchange''s member, refused on a start (the conversation kinds: 31_conversations.sql)');
 SELECT is(pg_temp.bad_request('v15', '{"kind": "approval", "data": {"artifactId": "a", "artifactType": "d", "title": "t", "actions": ["accept"]}, "timeoutMs": -1}'),
           'validation_error request.timeoutMs', 'a negative timeoutMs is refused');
 SELECT is(pg_temp.bad_request('v16', '{"kind": "approval", "data": {"artifactId": "a", "artifactType": "d", "title": "t", "actions": ["accept"]}, "key": "mine"}'),

@@ -261,8 +261,10 @@ SELECT is(pg_temp.types('acme/gaps-idem-00000001'),
 
 -- 6. capabilities() as the README documents it
 SELECT is(openwop.capabilities(),
-          '{"interrupt": {"tokenAlgs": ["hs256"], "refKinds": ["principal", "group", "role"], "callbackDelivery": false}}',
-          'capabilities() returns the interrupt facet under "interrupt", as the README documents');
+          '{"interrupt": {"tokenAlgs": ["hs256"], "refKinds": ["principal", "group", "role"], "callbackDelivery": false},
+            "replay": {"modes": ["replay", "branch"]},
+            "conversationPrimitive": {}, "oauth": {"credentialInterrupt": true}}',
+          'capabilities() returns the interrupt facet under "interrupt", the replay modes under "replay", the conversationPrimitive family and oauth.credentialInterrupt, as the README documents');
 
 SELECT * FROM finish();
 ROLLBACK;

@@ -46,6 +46,12 @@ INSERT INTO arg SELECT 'json', quote_nullable(v) || '::jsonb' FROM unnest(ARRAY[
   '{"code": "x", "message": "y", "retryable": false}', '{"runId": "acme/sweep-run-00000001"}', '{"runId": "acme/sweep-new-00000001"}',
   '{"configurable": {"run": {"escalationThreshold": 2}}}', '{"definition": {"nodes": [{"id": "a"}], "edges": [{"from": "a", "to": "b"}]}}',
   repeat('[', 500) || repeat(']', 500)]) v;
+INSERT INTO arg SELECT 'fork', quote_nullable(v) || '::jsonb' FROM unnest(ARRAY[NULL, '{}', '[]', '"replay"',
+  '{"mode": "replay"}', '{"mode": "branch"}', '{"mode": "branch", "fromSeq": 3}', '{"mode": "replay", "fromSeq": 4}',
+  '{"mode": "replay", "fromSeq": 5}', '{"mode": "replay", "fromSeq": -1}', '{"mode": "replay", "fromSeq": 1.5}',
+  '{"mode": "replay", "fromSeq": 99999999999999999999}', '{"mode": "fork"}', '{"mode": "replay", "extra": 1}',
+  '{"mode": "replay", "runOptionsOverlay": {"metadata": {}}}', '{"mode": "branch", "fromSeq": 1, "runOptionsOverlay": {"configurable": {"version": 2}}}',
+  '{"mode": "branch", "fromSeq": 1, "runOptionsOverlay": {"tags": []}}', '{"mode": "branch", "fromSeq": 2, "runOptionsOverlay": {"metadata": 1}}']) v;
 INSERT INTO arg SELECT 'int', quote_nullable(v) || '::integer' FROM unnest(ARRAY[NULL, -1, 0, 1, 2147483647]) v;
 INSERT INTO arg SELECT 'float', quote_nullable(v) || '::float8' FROM unnest(ARRAY[NULL, 'NaN', '-Infinity', '-1', '0.1', '0.9']) v;
 INSERT INTO arg SELECT 'key', quote_nullable(v) || '::text' FROM unnest(ARRAY[NULL, '', 'short', repeat('k', 22), repeat('k', 200),
@@ -74,7 +80,7 @@ INSERT INTO fn VALUES
   ('inspect_interrupt', '{token}'), ('resolve_interrupt_by_token', '{token,json,key}'), ('verify_interrupt_token', '{token}'),
   ('add_signing_key', '{text,bytea}'), ('retire_signing_key', '{text}'), ('json_schema_errors', '{json,json}'),
   ('sweep', '{int}'), ('capabilities', '{}'), ('current_caller', '{}'),
-  ('flowdrop_interrupt', '{iid}'), ('flowdrop_interrupts', '{iids}');
+  ('flowdrop_interrupt', '{iid}'), ('flowdrop_interrupts', '{iids}'), ('fork_run', '{run,fork}');
 
 -- the calls: the cross product of each function's candidate arguments
 CREATE FUNCTION pg_temp.calls(f fn) RETURNS SETOF text LANGUAGE plpgsql AS $$

@@ -84,5 +84,38 @@ SELECT is((SELECT count(*)::int FROM openwop.open_interrupts WHERE run_id = 'acm
 UPDATE openwop.interrupts SET expires_at = now() - interval '1 second' WHERE run_id = 'acme/old-schema-gate-0005';
 SELECT is(openwop.sweep(10), 1, '... and a deadline of one raised before the update is applied after it');
 
+-- schema 0.7.0 (no openwop.conversations) with the new library: no
+-- conversations there, and none advertised; the update to 0.8.0 brings them
+ALTER EXTENSION openwop_interrupt UPDATE TO '0.7.0';
+DO $$ BEGIN PERFORM openwop.create_run('old-schema', '{"runId": "acme/old-schema-conv-0001"}');
+  PERFORM openwop.start_node('acme/old-schema-conv-0001', 'talk'); END $$;
+SELECT is(pg_temp.refusal($$ SELECT openwop.interrupt('acme/old-schema-conv-0001', 'talk',
+                                 '{"kind": "conversation.start", "data": {"conversationId": "c1"}}') $$),
+          '{"sqlstate": "PT422", "code": "capability_required", "details": {"requiredCapability": "conversationPrimitive"}}',
+          'old_schema_refuses_conversations: on schema 0.7.0 a conversation kind is 422 capability_required');
+SELECT is(pg_temp.types('acme/old-schema-conv-0001'), 'run.started,node.started', '... appending nothing');
+SELECT is(openwop.capabilities() ? 'conversationPrimitive', false, '... and capabilities() does not advertise conversationPrimitive there');
+-- nor oauth.credentialInterrupt: schema 0.7.0 has no confirm_credential(), so no credential could ever be confirmed
+SELECT is(openwop.capabilities() ? 'oauth', false,
+          'old_schema_no_oauth: on schema 0.7.0 capabilities() does not advertise oauth.credentialInterrupt (nothing there can confirm a credential)');
+DO $$ BEGIN PERFORM openwop.start_node('acme/old-schema-conv-0001', 'cred'); END $$;
+SELECT is(pg_temp.refusal($$ SELECT openwop.interrupt('acme/old-schema-conv-0001', 'cred',
+                                 '{"kind": "credential", "data": {"provider": "gh", "scopes": ["repo"], "reason": "missing",
+                                   "connectUrl": "https://host.example/connect/1"}}') $$),
+          '{"sqlstate": "PT422", "code": "capability_required", "details": {"requiredCapability": "oauth.credentialInterrupt"}}',
+          '... and a credential request is 422 capability_required there, not a node suspended for ever');
+-- nor replay: schema 0.7.0 has no fork_run()
+SELECT is(openwop.capabilities() ? 'replay', false,
+          'old_schema_no_replay: on schema 0.7.0 capabilities() does not advertise replay.modes (there is no fork_run())');
+ALTER EXTENSION openwop_interrupt UPDATE TO '0.8.0';
+SELECT is(openwop.capabilities() -> 'conversationPrimitive', '{}', 'updated_schema_has_conversations: after the update to 0.8.0 it is advertised');
+SELECT is(openwop.capabilities() -> 'replay', '{"modes": ["replay", "branch"]}', '... and so are the replay modes');
+SELECT is(openwop.capabilities() -> 'oauth', '{"credentialInterrupt": true}', '... and so is oauth.credentialInterrupt');
+SELECT is(openwop.interrupt('acme/old-schema-conv-0001', 'cred', '{"kind": "credential", "data": {"provider": "gh", "scopes": ["repo"],
+            "reason": "missing", "connectUrl": "https://host.example/connect/1"}}') ->> 'status',
+          'interrupted', '... and the same credential request suspends its node');
+SELECT is(openwop.interrupt('acme/old-schema-conv-0001', 'talk', '{"kind": "conversation.start", "data": {"conversationId": "c1"}}') ->> 'status',
+          'interrupted', '... and the same conversation.start opens its conversation');
+
 SELECT * FROM finish();
 ROLLBACK;

@@ -261,8 +261,6 @@ DO $$ BEGIN
   PERFORM openwop.create_run('restructure', '{"runId": "acme/rv17-ended-run-00001"}');
   PERFORM openwop.cancel_run('acme/rv17-ended-run-00001');
   PERFORM openwop.resolve_interrupt('acme/rv17-gate-run-00003', 'gate', '{"action": "accept"}', 'rv17-mismatch-key-00000001');
-  PERFORM openwop.create_run('restructure', '{"runId": "acme/rv17-conv-run-000001"}');
-  PERFORM openwop.start_node('acme/rv17-conv-run-000001', 'conv');
 END $$;
 CREATE TEMP TABLE inspect3 AS SELECT openwop.mint_interrupt_token((SELECT iid FROM g WHERE name = 'acme3'), 'inspect') AS token;
 CREATE TEMP TABLE codes (code text, sqlstate text, sql text);
@@ -278,7 +276,8 @@ INSERT INTO codes VALUES
   ('interrupt_already_resolved', 'PT409', $$ SELECT openwop.resolve_interrupt('acme/rv17-gate-run-00001', 'gate', '{"action": "accept"}') $$),
   ('run_state_conflict', 'PT409', $$ SELECT openwop.create_run('restructure', '{"runId": "acme/rv17-shared-run-0001"}') $$),
   ('run_terminal', 'PT409', $$ SELECT openwop.start_node('acme/rv17-ended-run-00001', 'n') $$),
-  ('capability_required', 'PT422', $$ SELECT openwop.interrupt('acme/rv17-conv-run-000001', 'conv', '{"kind": "conversation.start", "data": {"conversationId": "c"}}') $$);
+  ('capability_required', 'PT422', $$ DO $x$ BEGIN UPDATE openwop.signing_keys SET state = 'retired', retired_at = now(), verify_until = now() WHERE state = 'active';
+                                         PERFORM openwop.mint_interrupt_token((SELECT iid FROM g WHERE name = 'acme3'), 'inspect'); END $x$ $$);
 SELECT is(pg_temp.refusal(sql) - 'details', jsonb_build_object('sqlstate', sqlstate, 'code', code),
           format('%s is SQLSTATE %s', code, sqlstate)) FROM codes ORDER BY sqlstate, code;
 -- interrupt_expired: a token that outlived its lifetime

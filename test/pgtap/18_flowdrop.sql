@@ -55,6 +55,20 @@ DO $$ BEGIN
   PERFORM openwop.record_agent_decision('acme/fd-lowconf-00000001', 'agent', 'triage', 0.2, '{"route": "b"}');
 END $$;
 INSERT INTO iid SELECT 'low-confidence', interrupt_id FROM openwop.interrupts WHERE run_id = 'acme/fd-lowconf-00000001';
+-- the conversation kinds: a start, and a turn and a close of conversations already opened
+INSERT INTO iid VALUES ('conversation.start', pg_temp.raise('acme/fd-conv-start-000001', '{"kind": "conversation.start",
+     "data": {"conversationId": "fd-c1", "title": "Support", "initialPrompt": "How can we help?"}}'));
+DO $$ DECLARE k text; BEGIN
+  FOREACH k IN ARRAY ARRAY['exchange', 'close'] LOOP
+    PERFORM pg_temp.raise('acme/fd-conv-' || k || '-0000001', jsonb_build_object('kind', 'conversation.start',
+              'data', jsonb_build_object('conversationId', 'fd-' || k)));
+    PERFORM openwop.resolve_interrupt('acme/fd-conv-' || k || '-0000001', 'work', 'null');
+    INSERT INTO iid VALUES ('conversation.' || k, openwop.interrupt('acme/fd-conv-' || k || '-0000001', 'work',
+              jsonb_build_object('kind', 'conversation.' || k, 'data', jsonb_build_object('conversationId', 'fd-' || k)
+                || CASE k WHEN 'exchange' THEN '{"prompt": "Which order?"}'::jsonb ELSE '{"reason": "goal-reached"}' END), 1)
+              #>> '{metadata,interrupt,id}');
+  END LOOP;
+END $$;
 
 /* ------------------------------------------------------------------
  * INT-22: 24 keys, in order, every one present
@@ -121,6 +135,10 @@ SELECT is(pg_temp.entry(id) -> 'context' ->> 'agentId', 'triage', 'context of a 
   FROM iid WHERE name = 'low-confidence';
 SELECT is(pg_temp.entry(id) -> 'jobId', '"acme/fd-lowconf-00000001#agent#0"', '... raised by the agent''s node execution')
   FROM iid WHERE name = 'low-confidence';
+SELECT is(jsonb_object_agg(name, pg_temp.entry(id) -> 'message'),
+          '{"conversation.start": "How can we help?", "conversation.exchange": "Which order?", "conversation.close": null}',
+          'message of the conversation kinds: a start''s initialPrompt, a turn''s prompt, none for a close (its reason is a code)')
+  FROM iid WHERE name LIKE 'conversation.%';
 SELECT is((SELECT array_agg(DISTINCT pg_temp.entry(id) ->> 'direction') FROM iid), '{outward}',
           'direction: every interrupt of this host asks someone outside the run (outward)');
 
@@ -462,8 +480,8 @@ SELECT ok(openwop.flowdrop_interrupt(id) IS NOT NULL, 'an entry is read') FROM i
 SELECT is(pg_temp.scans_since(scans), '{0,1,0,1}',
           'the single entry is one indexed read: one probe of the interrupt''s key and one of its run''s, no table scanned') FROM before;
 UPDATE before SET scans = pg_temp.scans();
-SELECT is(json_array_length(openwop.flowdrop_interrupts(a)), 6, 'six entries are read') FROM ids;
-SELECT is(pg_temp.scans_since(scans), '{0,6,0,6}',
+SELECT is(json_array_length(openwop.flowdrop_interrupts(a)), 9, 'nine entries (one per kind) are read') FROM ids;
+SELECT is(pg_temp.scans_since(scans), '{0,9,0,9}',
           '... by one statement: one probe of each key per id, no table scanned') FROM before;
 
 /* ------------------------------------------------------------------

@@ -25,6 +25,7 @@ SELECT is((SELECT r ->> 'sqlstate' || ' ' || (r ->> 'code') FROM pg_temp.refusal
           'read_only_refused: ' || fn || ' in a read-only transaction')
   FROM (VALUES
     ('create_run()', $$openwop.create_run('ro', '{"runId": "acme/read-only-run-00002"}')$$),
+    ('fork_run()', $$openwop.fork_run('acme/read-only-run-00001', '{"mode": "replay"}')$$),
     ('start_node()', $$openwop.start_node('acme/read-only-run-00001', 'other')$$),
     ('complete_node()', $$openwop.complete_node('acme/read-only-run-00001', 'gate')$$),
     ('fail_node()', $$openwop.fail_node('acme/read-only-run-00001', 'gate', '{"code": "x", "message": "y"}')$$),
