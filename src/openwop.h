@@ -772,6 +772,7 @@ typedef struct OwResolution
 	const char *action;			/* approval action, or NULL */
 	const char *reason;			/* e.g. timeout, quorum-reject, or NULL */
 	const OwSubject *resolver;	/* who decided; NULL: the host (deadlines) */
+	const OwSubject *confirmed_by;	/* the login that confirmed a credential, or NULL */
 	Jsonb	   *eligibility;	/* recorded eligibility decision, or NULL */
 	Jsonb	   *recorded;		/* a replay fork's inherited interrupt.resolved: its members are recorded as they are */
 	const char *fail_code;		/* fail closed with this code, or NULL */

@@ -387,6 +387,9 @@ ow_record_resolution(OwRun *run, OwResolution *r)
 	}
 	if (r->eligibility)
 		owj_jsonb(&j, "openwop-eligibility", r->eligibility);
+	/* the host resolved it; who vouched for the credential is history too */
+	if (r->confirmed_by)
+		owj_subject(&j, "openwop-confirmedBy", r->confirmed_by);
 	resolved = owj_end(&j);
 	if (!r->fail_code)
 	{

@@ -634,13 +634,14 @@ late_answer(OwRun *run, OwPending *p, MemoryContext resultctx)
  * Resolve the pending interrupt p of the locked run, answering as the
  * subject who (login: its SQL login, for role refs; else InvalidOid):
  * eligibility, resume validation, the vote tally for approvals, then the
- * record.  host_confirmed: the host's grant callback vouches that a
- * credential now resolves (confirm_credential()).  Returns the response,
- * built in resultctx.
+ * record.  confirmed_by: the login of the host's grant callback, which
+ * vouches that a credential now resolves (confirm_credential()), recorded
+ * beside the host as resolver; else NULL.  Returns the response, built in
+ * resultctx.
  */
 static Jsonb *
 resolve_locked(OwRun *run, OwPending *p, Jsonb *value, const OwSubject *who,
-			   Oid login, bool host_confirmed, MemoryContext resultctx)
+			   Oid login, const OwSubject *confirmed_by, MemoryContext resultctx)
 {
 	JsonbValue *rs;
 	JsonbContainer *data;
@@ -661,6 +662,7 @@ resolve_locked(OwRun *run, OwPending *p, Jsonb *value, const OwSubject *who,
 	r.visit = p->visit;
 	r.resume_value = value;
 	r.resolver = who;
+	r.confirmed_by = confirmed_by;
 	r.other_known = true;
 	r.other_kind = p->other_kind;
 	r.other_node = p->other_node;
@@ -705,7 +707,7 @@ resolve_locked(OwRun *run, OwPending *p, Jsonb *value, const OwSubject *who,
 		/* the pinned resumeSchema made outcome a string; a hand-edited row need not have */
 		if (outcome == NULL || outcome->type != jbvString)
 			resume_error("resumeValue", NULL, "a credential's resumeValue is {outcome: \"authorized\" | \"declined\"}");
-		if (!host_confirmed && strcmp(owj_string(outcome), "authorized") == 0)
+		if (confirmed_by == NULL && strcmp(owj_string(outcome), "authorized") == 0)
 			resume_error("resumeValue", NULL,
 						 "outcome \"authorized\" is refused: only the host confirms a credential, with confirm_credential()");
 		ow_fail_disposition(&r);
@@ -773,7 +775,7 @@ Jsonb *
 ow_resolve_locked(OwRun *run, OwPending *p, Jsonb *value, const OwSubject *who,
 				  Oid login, MemoryContext resultctx)
 {
-	return resolve_locked(run, p, value, who, login, false, resultctx);
+	return resolve_locked(run, p, value, who, login, NULL, resultctx);
 }
 
 /*
@@ -928,6 +930,6 @@ ow_confirm_credential(PG_FUNCTION_ARGS)
 	ow_credential_host_subject(&host, run.tenant);
 	result = resolve_locked(&run, &p, DatumGetJsonbP(DirectFunctionCall1(jsonb_in,
 																		  CStringGetDatum("{\"outcome\": \"authorized\"}"))),
-							&host, InvalidOid, true, call.callerctx);
+							&host, InvalidOid, &call.caller.subject, call.callerctx);
 	return ow_resolve_respond(&call, tenant, CONFIRM_ENDPOINT, idem_key, result);
 }

@@ -70,6 +70,9 @@ SELECT is((SELECT payload -> 'resumeValue' FROM openwop.events
 SELECT is((SELECT payload -> 'resolvedBy' ->> 'subjectId' FROM openwop.events
             WHERE run_id = 'acme/credential-run-00000001' AND type = 'interrupt.resolved'),
           'credential', 'confirm_credential: resolvedBy is the host''s subject');
+SELECT is((SELECT payload -> 'openwop-confirmedBy' ->> 'subjectId' FROM openwop.events
+            WHERE run_id = 'acme/credential-run-00000001' AND type = 'interrupt.resolved'),
+          'openwop_tap_oauth_callback', 'confirm_credential: the login that confirmed is recorded beside the host (openwop-confirmedBy)');
 SELECT is((SELECT array_agg(type ORDER BY sequence) FROM openwop.events
             WHERE run_id = 'acme/credential-run-00000001' AND sequence > 3),
           ARRAY['interrupt.resolved', 'node.resumed'], 'confirm_credential: interrupt.resolved then node.resumed, no failure');
@@ -139,6 +142,9 @@ SELECT is((SELECT count(*)::int FROM openwop.events
 SELECT pg_temp.suspended('acme/credential-run-00000004');
 SELECT is(openwop.resolve_interrupt('acme/credential-run-00000004', 'cred', '{"outcome": "declined"}') ->> 'runStatus',
           'failed', 'a caller''s declined fails the node and, with no routing edge, the run');
+SELECT is((SELECT count(*)::int FROM openwop.events
+            WHERE run_id = 'acme/credential-run-00000004' AND payload ? 'openwop-confirmedBy'), 0,
+          'a caller''s answer records no openwop-confirmedBy');
 
 -- read-only: refused before anything
 SELECT pg_temp.suspended('acme/credential-run-00000005');
