@@ -24,10 +24,8 @@
 
 #include "openwop.h"
 
-#include "catalog/namespace.h"
 #include "catalog/pg_type.h"
 #include "utils/builtins.h"
-#include "utils/lsyscache.h"
 
 /*
  * Does the schema have openwop.conversations (0.8.0 on)?  Until a database
@@ -37,9 +35,7 @@
 bool
 ow_conversations_table(void)
 {
-	Oid			nsp = get_namespace_oid("openwop", true);
-
-	return OidIsValid(nsp) && OidIsValid(get_relname_relid("conversations", nsp));
+	return ow_schema_has_table("conversations");
 }
 
 /* A refusal about conversation c of the locked run: 409, or 404 when it is not the run's. */

@@ -42,11 +42,9 @@
 
 #include "openwop.h"
 
-#include "catalog/namespace.h"
 #include "catalog/pg_type.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
-#include "utils/lsyscache.h"
 
 PG_FUNCTION_INFO_V1(ow_fork_run);
 
@@ -834,7 +832,5 @@ ow_fork_run(PG_FUNCTION_ARGS)
 bool
 ow_forks_table(void)
 {
-	Oid			nsp = get_namespace_oid("openwop", true);
-
-	return OidIsValid(nsp) && OidIsValid(get_relname_relid("forks", nsp));
+	return ow_schema_has_table("forks");
 }

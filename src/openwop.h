@@ -392,6 +392,7 @@ extern bool ow_insert_new(OwDirect *d, OwTableId t, TupleTableSlot *row);
 extern void ow_update(OwDirect *d, OwTableId t, TupleTableSlot *old, TupleTableSlot *row);
 extern void ow_delete(OwDirect *d, OwTableId t, TupleTableSlot *old);
 extern bool ow_open_interrupts_table(void);
+extern bool ow_schema_has_table(const char *name);
 extern bool ow_direct_insert(OwTableId t, int n, const OwColumn *cols, const Datum *values,
 							 const bool *nulls, ItemPointer tid);
 extern bool ow_direct_update(OwTableId t, OwIndexId idx, const Datum *keys, int n,

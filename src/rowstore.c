@@ -889,12 +889,22 @@ ow_delete(OwDirect *d, OwTableId t, TupleTableSlot *old)
 bool
 ow_open_interrupts_table(void)
 {
-	Oid			nsp;
-
 	if (cache.valid)
 		return true;			/* the cache is filled only on a schema that has it */
-	nsp = get_namespace_oid("openwop", true);
-	return OidIsValid(nsp) && OidIsValid(get_relname_relid("open_interrupts", nsp));
+	return ow_schema_has_table("open_interrupts");
+}
+
+/*
+ * Does schema openwop have table name?  A newer library runs on a schema a
+ * database has not updated yet: what a later version added is used, and
+ * advertised, only where its table exists.
+ */
+bool
+ow_schema_has_table(const char *name)
+{
+	Oid			nsp = get_namespace_oid("openwop", true);
+
+	return OidIsValid(nsp) && OidIsValid(get_relname_relid(name, nsp));
 }
 
 /* Replace old, a row of t read by this operation, with row. */
