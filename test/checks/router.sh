@@ -89,9 +89,10 @@ SQL
 done
 
 # ---- the shards: what docs/scale-out.md tells the shard DBA to do
-for i in 0 1 2 3; do
-	on "${shard_port[$i]}" postgres postgres -c "CREATE DATABASE ${shard_db[$i]}" >/dev/null
-	on "${shard_port[$i]}" "${shard_db[$i]}" postgres >/dev/null <<'SQL'
+# new_shard PORT DB: a shard database
+new_shard() {
+	on "$1" postgres postgres -c "CREATE DATABASE $2" >/dev/null
+	on "$1" "$2" postgres >/dev/null <<'SQL'
 CREATE EXTENSION openwop_interrupt;
 GRANT USAGE ON SCHEMA openwop, openwop_forward TO openwop_router;
 -- the forwarding functions, and the openwop functions they call
@@ -120,7 +121,8 @@ GRANT SELECT ON openwop.pending_interrupts TO a1, a2, a3, mallory;
 GRANT USAGE ON SCHEMA openwop, openwop_forward TO acme_forwarder;
 GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA openwop, openwop_forward TO acme_forwarder;
 SQL
-done
+}
+for i in 0 1 2 3; do new_shard "${shard_port[$i]}" "${shard_db[$i]}"; done
 
 # ---- the router: what docs/scale-out.md tells the router's DBA to do
 on $A postgres postgres -c "CREATE DATABASE router" >/dev/null
@@ -316,6 +318,16 @@ SQL
 		{ echo "a JWT request through the router: the shard saw $caller" >&2; exit 1; }
 	echo "tenant $t (shard $(shard_of "$t")): the demo workflow, quorum, veto, a token minted and resolved, the inbox and a JWT request through the router"
 done
+
+# a call through the router is a transaction of its own on the shard: the
+# router's ROLLBACK does not undo it (docs/scale-out.md, "Transactions")
+rt engine acme >/dev/null <<'SQL'
+BEGIN;
+SELECT openwop.create_run('autocommit', '{"runId": "acme/rolled-back-here-0001"}');
+ROLLBACK;
+SQL
+[ "$(rt engine acme -c "SELECT openwop.run_snapshot('acme/rolled-back-here-0001') ->> 'status'")" = running ]
+echo "a router transaction rolled back leaves the shard's call committed (each call is its own transaction there)"
 
 # ---- 4. concurrent load through the router
 # per tenant: 20 one-vote gates and 10 two-of-three gates, which three
@@ -550,4 +562,40 @@ for t in $tenants; do
 	[ "$via" = "$direct" ] || { echo "tenant $t: the inbox through the router [$via], on its shard [$direct]" >&2; exit 1; }
 done
 echo "the inbox through the router is the shard's, tenant by tenant"
+
+# ---- 8. a tenant's rows moved to another shard database, as docs/scale-out.md says
+# acme is the only tenant of its shard here: its rows go to a new database
+# (the signing keys with them), the partition is pointed there, and the
+# router finds acme's runs, inbox and new work in the new place only
+s=$(shard_of acme)
+inbox=$(rt a1 acme -c "SELECT string_agg(interrupt_id, ',' ORDER BY requested_at, interrupt_id) FROM openwop.pending_interrupts")
+new_shard $B shard_new
+tables=$(sh "$s" postgres acme -c "SELECT string_agg(c.table_name, ' ' ORDER BY c.table_name)
+           FROM information_schema.columns c JOIN pg_tables p ON p.schemaname = c.table_schema AND p.tablename = c.table_name
+          WHERE c.table_schema = 'openwop' AND c.column_name = 'tenant'")
+for table in $tables; do
+	sh "$s" postgres acme -c "\\copy (SELECT * FROM openwop.$table WHERE tenant = 'acme') TO STDOUT" |
+		on $B shard_new postgres -c "\\copy openwop.$table FROM STDIN"
+done
+sh "$s" postgres acme -c "\\copy openwop.signing_keys TO STDOUT" | on $B shard_new postgres -c "TRUNCATE openwop.signing_keys" -c "\\copy openwop.signing_keys FROM STDIN"
+{
+	echo "BEGIN;"
+	echo "ALTER TABLE openwop.events DISABLE TRIGGER events_append_only_row;"
+	for table in $tables; do echo "DELETE FROM openwop.$table WHERE tenant = 'acme';"; done
+	echo "ALTER TABLE openwop.events ENABLE ALWAYS TRIGGER events_append_only_row;"
+	echo "COMMIT;"
+} | sh "$s" postgres acme >/dev/null
+on $A router postgres -c "ALTER SERVER openwop OPTIONS (SET p$s 'host=$work port=$B dbname=shard_new')" >/dev/null
+[ "$(rt a1 acme -c "SELECT openwop.run_snapshot('acme/demo-expense-00000001') ->> 'status'")" = completed ]
+[ "$(rt a1 acme -c "SELECT count(*) FROM openwop.events('acme/demo-expense-00000001')")" = 12 ]
+[ "$(rt a1 acme -c "SELECT string_agg(interrupt_id, ',' ORDER BY requested_at, interrupt_id) FROM openwop.pending_interrupts")" = "$inbox" ]
+rt engine acme >/dev/null <<'SQL'
+SELECT openwop.create_run('moved', '{"runId": "acme/after-the-move-000001"}');
+SELECT openwop.start_node('acme/after-the-move-000001', 'gate');
+SELECT openwop.interrupt('acme/after-the-move-000001', 'gate', '{"kind": "approval", "data": {"artifactId": "a", "artifactType": "doc", "title": "T", "actions": ["accept"]}}');
+SQL
+[ "$(rt a1 acme -c "SELECT openwop.resolve_interrupt('acme/after-the-move-000001', 'gate', '{\"action\": \"accept\"}') ->> 'decision'")" = granted ]
+[ "$(on $B shard_new postgres -c "SELECT count(*) FROM openwop.runs WHERE run_id = 'acme/after-the-move-000001'")" = 1 ]
+[ "$(sh "$s" postgres acme -c "SELECT count(*) FROM openwop.runs")" = 0 ]
+echo "acme's rows moved to a new shard database: through the router its runs, events and inbox are there, and its new work too"
 echo "router checks passed"
