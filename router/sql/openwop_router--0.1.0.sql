@@ -159,14 +159,22 @@ COMMENT ON FUNCTION openwop_router.route_all(jsonb) IS
 
 /*
  * A shard's error as the shard raised it: PL/Proxy's prefixes taken off the
- * message, detail and hint of an error it re-raised; any other error (the
- * router's own, a shard that cannot be reached) is raised as it was.
+ * message, detail and hint of an error it re-raised.  A shard PL/Proxy
+ * could not reach, or lost the connection to, is 08006 (PL/Proxy says
+ * XX000, an internal error: PostgREST would answer 500), its message in the
+ * detail.  Any other error (the router's own) is raised as it was.
  */
 CREATE FUNCTION openwop_router.reraise(e_state text, e_message text, e_detail text, e_hint text)
     RETURNS void LANGUAGE plpgsql
     SET search_path = pg_catalog AS $$
 BEGIN
-    IF e_message ~ '^openwop_router\.[a-z_]+\([0-9]+\): \[[^]]*\] REMOTE ERROR: ' THEN
+    IF e_message ~ '^PL/Proxy function openwop_router\.[a-z_]+\([0-9]+\): (\[[^]]*\] PQ[A-Za-z]+: |connect timeout to: |query timeout)' THEN
+        e_state := '08006';
+        e_detail := e_message;
+        e_message := 'shard_unavailable: a shard database cannot be reached'
+                     || COALESCE(' (' || substring(e_message FROM '\): \[([^]]*)\]') || ')', '');
+        e_hint := 'The call may have been applied there if the connection broke after it was sent: retry it with the same Idempotency-Key, or read the state back.';
+    ELSIF e_message ~ '^openwop_router\.[a-z_]+\([0-9]+\): \[[^]]*\] REMOTE ERROR: ' THEN
         e_message := regexp_replace(e_message, '^openwop_router\.[a-z_]+\([0-9]+\): \[[^]]*\] REMOTE ERROR: ', '');
         e_detail := regexp_replace(e_detail, '^Remote detail: ', '');
         e_hint := regexp_replace(e_hint, '^Remote hint: ', '');
@@ -183,7 +191,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION openwop_router.reraise(text, text, text, text) IS
-  'Raises an error again with PL/Proxy''s "openwop_router.F(n): [db] REMOTE ERROR: ", "Remote detail: " and "Remote hint: " taken off: the SQLSTATE, message, detail and hint a shard raised.';
+  'Raises an error again with PL/Proxy''s "openwop_router.F(n): [db] REMOTE ERROR: ", "Remote detail: " and "Remote hint: " taken off: the SQLSTATE, message, detail and hint a shard raised; a shard that cannot be reached as 08006 shard_unavailable.';
 
 /* ------------------------------------------------------------------------
  * The functions routed by tenant.  Each is a pair: openwop_router.F, the

@@ -598,4 +598,14 @@ SQL
 [ "$(on $B shard_new postgres -c "SELECT count(*) FROM openwop.runs WHERE run_id = 'acme/after-the-move-000001'")" = 1 ]
 [ "$(sh "$s" postgres acme -c "SELECT count(*) FROM openwop.runs")" = 0 ]
 echo "acme's rows moved to a new shard database: through the router its runs, events and inbox are there, and its new work too"
+
+# ---- 9. a shard down: its tenants' calls fail, the others' do not; a fan-out fails
+as_pg "$PGBIN/pg_ctl -D $work/b -m fast stop" >/dev/null
+[ "$(rt engine delta -c "SELECT openwop.run_snapshot('delta/demo-expense-00000001') ->> 'status'")" = completed ]
+[ "$(rt engine gamma -c "SELECT openwop.run_snapshot('gamma/demo-expense-00000001') ->> 'status'")" = completed ]
+down=$(rt engine beta -v VERBOSITY=verbose -c "SELECT openwop.run_snapshot('beta/demo-expense-00000001')" 2>&1 || true)
+grep -q '^ERROR:  08006: shard_unavailable' <<<"$down" || { echo "a call for a tenant of a stopped shard: $down" >&2; exit 1; }
+down=$(rt a1 delta -v VERBOSITY=verbose -c "SELECT count(*) FROM openwop.pending_interrupts" 2>&1 || true)
+grep -q '^ERROR:  08006: shard_unavailable' <<<"$down" || { echo "the inbox with a shard stopped: $down" >&2; exit 1; }
+echo "with shards 2 and 3 stopped: their tenants' calls fail (08006 shard_unavailable), the other tenants' are served, a fan-out fails"
 echo "router checks passed"
