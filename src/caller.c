@@ -24,6 +24,15 @@
  * hooks below).
  * Superuser status never makes claims count.
  *
+ * A shard behind a router (PL/Proxy, docs/scale-out.md) hears every call
+ * from the router's login.  A session whose login is a real member of the
+ * role named by openwop.forwarding_role is a forwarder: when it sets
+ * openwop.forwarded_caller (the identity the router decided for its own
+ * caller, in the form openwop_router_caller() returns), that is the caller,
+ * checked member by member and held to the forwarder's own bound tenant.
+ * The setting has the hooks of request.jwt.claims, and a session that is
+ * not a forwarder may not set it at all.
+ *
  * The tenant is bound by the DBA: openwop.bound_tenant, a superuser-only
  * setting given to a login with ALTER ROLE ... SET, names the one tenant the
  * login acts in, or "*" for the few roles that serve many tenants (their
@@ -41,6 +50,7 @@
 #include "openwop.h"
 
 #include "access/htup_details.h"
+#include "access/parallel.h"
 #include "access/xact.h"
 #include "access/xlog.h"
 #include "catalog/namespace.h"
@@ -76,6 +86,9 @@ static char *ow_bound_tenant = NULL;
 
 /* The role whose members hold approvals:respond in SQL sessions. */
 static char *ow_approver_role = NULL;
+
+/* Logins that are members of this role may speak for another caller (openwop.forwarded_caller). */
+static char *ow_forwarding_role = NULL;
 
 /* ----------
  * Subjects (OpenWOP identity, "The Subject is the owner")
@@ -210,6 +223,13 @@ static char *ow_jwt_claims_setting = NULL;
 static char *ow_request_headers_setting = NULL;
 
 /*
+ * openwop.forwarded_caller, the caller a forwarder speaks for ("Forwarded
+ * callers" below), has the same hooks, and one more: only a forwarder's
+ * session may set it.
+ */
+static char *ow_forwarded_caller_setting = NULL;
+
+/*
  * Each as last set by code running as itself (not a SECURITY DEFINER
  * function, not a security-restricted operation); NULL if unknown.  A
  * RESET inside such code skips the check hook, so a reader compares the
@@ -217,6 +237,7 @@ static char *ow_request_headers_setting = NULL;
  */
 static char *ow_jwt_claims_trusted = NULL;
 static char *ow_request_headers_trusted = NULL;
+static char *ow_forwarded_caller_trusted = NULL;
 
 /* How many triggers deep this backend is (pg_trigger_depth()). */
 static int
@@ -308,6 +329,55 @@ assign_request_headers(const char *newval, void *extra)
 	assign_request_setting(&ow_request_headers_trusted, newval);
 }
 
+/*
+ * Is this a forwarder's session: does the login really belong to the role
+ * named by openwop.forwarding_role (superuser status does not count)?
+ */
+static bool
+forwarding_session(void)
+{
+	Oid			role;
+
+	if (ow_forwarding_role == NULL || ow_forwarding_role[0] == '\0')
+		return false;
+	role = get_role_oid(ow_forwarding_role, true);
+	return OidIsValid(role) && is_member_of_role_nosuper(GetSessionUserId(), role);
+}
+
+/*
+ * openwop.forwarded_caller: a request setting, that only a forwarder's
+ * session may set.  The membership is read where the catalogs can be
+ * (in a transaction; not while a parallel worker copies its leader's
+ * settings, which the leader's own check admitted); whoever reads the
+ * setting asks again (ow_caller), as forwarding_role may have changed.
+ */
+static bool
+check_forwarded_caller(char **newval, void **extra, GucSource source)
+{
+	if (!check_request_setting("openwop.forwarded_caller", newval, source))
+		return false;
+	if (**newval == '\0' || !IsTransactionState() || IsParallelWorker() || forwarding_session())
+		return true;
+	GUC_check_errcode(ERRCODE_INSUFFICIENT_PRIVILEGE);
+	GUC_check_errmsg("openwop.forwarded_caller can only be set by a member of the role named by openwop.forwarding_role");
+	GUC_check_errdetail("A forwarded caller is believed only from a router's login; any other session is the caller itself.");
+	GUC_check_errhint("A DBA grants the role named by openwop.forwarding_role to the router's login.");
+	return false;
+}
+
+static void
+assign_forwarded_caller(const char *newval, void *extra)
+{
+	assign_request_setting(&ow_forwarded_caller_trusted, newval);
+}
+
+/* Is the forwarded caller the one last set by code running as itself? */
+static bool
+forwarded_caller_untampered(void)
+{
+	return request_setting_untampered(ow_forwarded_caller_setting, ow_forwarded_caller_trusted);
+}
+
 /* Are the current claims the ones last set by code running as itself? */
 static bool
 claims_untampered(void)
@@ -393,6 +463,18 @@ unresolvable(const char *key, const char *value, const char *why)
 			 "the caller resolves to no subject: %s", why);
 }
 
+/*
+ * Does issuer name this host's own subjects, which no JWT may claim?  URNs
+ * compare case-insensitively; urn:openwop: is OpenWOP's own (legacy
+ * subjects).
+ */
+static bool
+host_issuer(const char *issuer)
+{
+	return pg_strncasecmp(issuer, "urn:openwop-interrupt", strlen("urn:openwop-interrupt")) == 0 ||
+		pg_strncasecmp(issuer, "urn:openwop:", strlen("urn:openwop:")) == 0;
+}
+
 /* The subject of a request session's claims: (iss, sub), or anonymous. */
 static void
 claims_subject(Jsonb *claims, const char *tenant, OwSubject *s)
@@ -413,9 +495,7 @@ claims_subject(Jsonb *claims, const char *tenant, OwSubject *s)
 		if (iss->type != jbvString || !ow_valid_issuer(owj_string(iss)))
 			unresolvable("claim", "iss", "the iss claim must be a string of 1 to 1024 characters without white space");
 		issuer = owj_string(iss);
-		/* URNs compare case-insensitively; urn:openwop: is OpenWOP's own (legacy subjects) */
-		if (pg_strncasecmp(issuer, "urn:openwop-interrupt", strlen("urn:openwop-interrupt")) == 0 ||
-			pg_strncasecmp(issuer, "urn:openwop:", strlen("urn:openwop:")) == 0)
+		if (host_issuer(issuer))
 			unresolvable("claim", "iss", "issuers under urn:openwop-interrupt and urn:openwop: name this host's own subjects");
 	}
 	set_subject(s, issuer, owj_string(sub), tenant, "oauth2", "user");
@@ -524,6 +604,147 @@ caller_tenant(Jsonb *claims, Oid login)
 }
 
 /* ----------
+ * Forwarded callers
+ * ----------
+ */
+
+#define FORWARDED "openwop.forwarded_caller"
+
+/*
+ * The most a forwarded caller may take, in bytes: its longest members (an
+ * issuer of 1024 characters, a subjectId of 256, a tenant of 128) fit with
+ * every character escaped as JSON at its longest.
+ */
+#define OW_FORWARDED_CALLER_MAX 16384
+
+/* The members of a forwarded caller, every one required. */
+static const char *const forwarded_members[] = {"issuer", "subjectId", "tenant", "lane", "kind", "scopes", NULL};
+
+/* The lanes and kinds of the callers ow_caller decides (a login, a JWT subject, an anonymous request). */
+static const char *const forwarded_lanes[] = {"session", "oauth2", "anonymous", NULL};
+static const char *const forwarded_kinds[] = {"user", "anonymous", NULL};
+
+/* The entry of list equal to s (s is one of them). */
+static const char *
+listed(const char *const *list, const char *s)
+{
+	while (strcmp(*list, s) != 0)
+		list++;
+	return *list;
+}
+
+static void forwarded_invalid(const char *member, const char *why) pg_attribute_noreturn();
+
+/* 400 validation_error, details.field "openwop.forwarded_caller.<member>". */
+static void
+forwarded_invalid(const char *member, const char *why)
+{
+	ow_validation_error(ow_field_name(FORWARDED, member), "%s.%s %s", FORWARDED, member, why);
+}
+
+/*
+ * Refuse a forwarded tenant the forwarder's login could not act in itself:
+ * a login bound to one tenant forwards that tenant only, a login bound to
+ * "*" (or a superuser) any, an unbound login openwop.default_tenant only.
+ */
+static void
+check_forwarded_tenant(const char *tenant, Oid forwarder)
+{
+	const char *bound = ow_bound_tenant ? ow_bound_tenant : "";
+
+	if (bound[0] != '\0' && strcmp(bound, "*") != 0)
+	{
+		if (strcmp(tenant, bound) != 0)
+			tenant_refused(tenant, FORWARDED, bound, "the forwarding login is bound to another tenant");
+	}
+	else if (!may_choose_tenant(forwarder) && strcmp(tenant, ow_default_tenant) != 0)
+		tenant_refused(tenant, FORWARDED, ow_default_tenant,
+					   "only a forwarding login bound to \"*\" forwards any tenant");
+}
+
+/*
+ * The caller a forwarder speaks for: openwop.forwarded_caller, the closed
+ * object {issuer, subjectId, tenant, lane, kind, scopes} ow_router_caller
+ * writes.  Each member is checked by the grammar of its kind: a subject
+ * ow_caller could have decided itself (a login: issuer
+ * urn:openwop-interrupt:session, lane session; a JWT subject: lane oauth2,
+ * an issuer of its own or urn:openwop-interrupt:jwt; an anonymous request),
+ * scopes this host knows (approvals:respond; none for an anonymous caller),
+ * and a tenant the forwarder's login may act in.  Nothing of the
+ * forwarder's own session (claims, openwop.tenant, roles) counts.
+ */
+static void
+forwarded_caller(OwCaller *c)
+{
+	const char *raw = ow_forwarded_caller_setting;
+	JsonLexContext *lex;
+	Jsonb	   *fc;
+	JsonbContainer *o;
+	JsonbValue *scopes;
+	char	   *issuer;
+	char	   *subject_id;
+	char	   *tenant;
+	const char *lane;
+	const char *kind;
+	int			n;
+	int			i;
+
+	if (strlen(raw) > OW_FORWARDED_CALLER_MAX)
+		ow_validation_error(FORWARDED, "%s is longer than %d bytes", FORWARDED, OW_FORWARDED_CALLER_MAX);
+	/* strings de-escaped as jsonb will, so \u0000 is refused here and not there */
+	lex = makeJsonLexContextCstringLen(pstrdup(raw), strlen(raw), GetDatabaseEncoding(), true);
+	if (pg_parse_json(lex, &nullSemAction) != JSON_SUCCESS ||
+		!JB_ROOT_IS_OBJECT((fc = DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(raw))))))
+		ow_validation_error(FORWARDED, "%s is not a JSON object", FORWARDED);
+	o = &fc->root;
+
+	ow_member_closed(o, forwarded_members, FORWARDED);
+	issuer = ow_member_str(o, FORWARDED, "issuer", true, 0, 0);
+	subject_id = ow_member_str(o, FORWARDED, "subjectId", true, 0, 0);
+	tenant = ow_member_str(o, FORWARDED, "tenant", true, 0, 0);
+	ow_member_enum(o, FORWARDED, "lane", true, forwarded_lanes);
+	ow_member_enum(o, FORWARDED, "kind", true, forwarded_kinds);
+	lane = listed(forwarded_lanes, ow_member_str(o, FORWARDED, "lane", true, 0, 0));
+	kind = listed(forwarded_kinds, ow_member_str(o, FORWARDED, "kind", true, 0, 0));
+	scopes = ow_member_str_array(o, FORWARDED, "scopes", true, 1, true, false);
+	n = JsonContainerSize(scopes->val.binary.data);
+	for (i = 0; i < n; i++)
+		if (strcmp(owj_string(getIthJsonbValueFromContainer(scopes->val.binary.data, i)), OW_SCOPE) != 0)
+			forwarded_invalid("scopes", psprintf("names a scope this host does not know (it knows %s)", OW_SCOPE));
+
+	if (!ow_valid_issuer(issuer))
+		forwarded_invalid("issuer", "must be 1 to 1024 characters without white space");
+	if (!ow_valid_subject_id(subject_id))
+		forwarded_invalid("subjectId", "must be 1 to 256 characters without white space or \"/\"");
+	check_tenant_grammar(tenant, FORWARDED);
+	if (strcmp(lane, "session") == 0)
+	{
+		if (strcmp(issuer, OW_ISSUER_SESSION) != 0)
+			forwarded_invalid("issuer", "of a login's subject (lane session) must be " OW_ISSUER_SESSION);
+	}
+	else if (strcmp(lane, "oauth2") == 0)
+	{
+		if (strcmp(issuer, OW_ISSUER_JWT) != 0 && host_issuer(issuer))
+			forwarded_invalid("issuer", "of a JWT subject (lane oauth2) may not be under urn:openwop-interrupt or urn:openwop: but " OW_ISSUER_JWT);
+	}
+	else
+	{
+		if (strcmp(issuer, OW_ISSUER_ANON) != 0 || strcmp(subject_id, "anonymous") != 0)
+			forwarded_invalid("lane", "anonymous is the subject anonymous of issuer " OW_ISSUER_ANON " only");
+		if (n > 0)
+			forwarded_invalid("scopes", "of an anonymous caller must be empty");
+	}
+	if ((strcmp(lane, "anonymous") == 0) != (strcmp(kind, "anonymous") == 0))
+		forwarded_invalid("kind", "must be anonymous for the lane anonymous, and user for the others");
+
+	check_forwarded_tenant(tenant, GetSessionUserId());
+	set_subject(&c->subject, issuer, subject_id, tenant, lane, kind);
+	c->login = InvalidOid;
+	c->forwarded_by = GetUserNameFromId(GetSessionUserId(), false);
+	c->forwarded_scope = n > 0;
+}
+
+/* ----------
  * The caller
  * ----------
  */
@@ -536,6 +757,7 @@ caller_tenant(Jsonb *claims, Oid login)
 void
 ow_caller(OwCaller *c)
 {
+	bool		forwarder;
 	bool		request;
 
 	if (!ow_preloaded)
@@ -548,11 +770,29 @@ ow_caller(OwCaller *c)
 		no_identity_here("a security-restricted operation");
 	if (InLocalUserIdChange())
 		no_identity_here("a SECURITY DEFINER function");
+	forwarder = forwarding_session();
+	if (forwarder && !forwarded_caller_untampered())
+		no_identity_here("a call whose forwarded caller was changed by a SECURITY DEFINER function or a security-restricted operation");
 	request = request_session();
 
 	memset(c, 0, sizeof(*c));
 	c->login = GetSessionUserId();
-	if (request)
+	if (ow_forwarded_caller_setting != NULL && ow_forwarded_caller_setting[0] != '\0')
+	{
+		/* never ignored: a session that may not forward is refused, not itself */
+		if (!forwarder)
+		{
+			OwDetails	d;
+
+			ow_details_init(&d);
+			ow_details_str(&d, "setting", FORWARDED);
+			ow_raise(OW_FORBIDDEN, &d,
+					 "A DBA grants the role named by openwop.forwarding_role to the router's login; any other session calls as itself, with openwop.forwarded_caller empty.",
+					 "this session's login may not speak for another caller: it is not a member of openwop.forwarding_role");
+		}
+		forwarded_caller(c);
+	}
+	else if (request)
 	{
 		if (!claims_untampered())
 			no_identity_here("a request whose claims were changed by a SECURITY DEFINER function or a security-restricted operation");
@@ -594,8 +834,8 @@ ow_require_every_tenant(const OwCaller *c, const char *what)
 {
 	OwDetails	d;
 
-	/* a request session speaks for its JWT subject, never for every tenant */
-	if (c->claims == NULL && may_choose_tenant(GetSessionUserId()))
+	/* a request session speaks for its JWT subject, a forwarder for its caller: never for every tenant */
+	if (c->claims == NULL && c->forwarded_by == NULL && may_choose_tenant(GetSessionUserId()))
 		return;
 	ow_details_init(&d);
 	ow_details_str(&d, "tenant", "*");
@@ -609,13 +849,16 @@ ow_require_every_tenant(const OwCaller *c, const char *what)
  * Does the caller hold approvals:respond?  A request session only through
  * its "scope" claim (space-separated string or array), whatever role the
  * JWT maps to; a login through real membership of openwop.approver_role
- * (superuser status does not count).
+ * (superuser status does not count); a forwarded caller through the scopes
+ * the router decided for it.
  */
 bool
 ow_has_scope(const OwCaller *c)
 {
 	Oid			role;
 
+	if (c->forwarded_by)
+		return c->forwarded_scope;
 	if (c->claims)
 	{
 		JsonbValue *scope = owj_get(c->claims, "scope");
@@ -661,11 +904,55 @@ ow_check_scope(const OwCaller *c)
 		return;
 	ow_details_init(&d);
 	ow_details_str(&d, "requiredScope", OW_SCOPE);
-	ow_raise(OW_FORBIDDEN, &d,
-			 c->claims
-			 ? psprintf("Put %s in the JWT scope claim.", OW_SCOPE)
-			 : psprintf("Grant the role %s to the login.", ow_approver_role),
-			 "resolving an interrupt needs the %s scope", OW_SCOPE);
+	ow_raise(OW_FORBIDDEN, &d, ow_scope_hint(c), "resolving an interrupt needs the %s scope", OW_SCOPE);
+}
+
+/* How caller c would come to hold approvals:respond (the hint of a refusal). */
+const char *
+ow_scope_hint(const OwCaller *c)
+{
+	if (c->forwarded_by)
+		return psprintf("The router decides a forwarded caller's scopes: there, put %s in the JWT scope claim, or grant the caller's login the role named by openwop.approver_role.", OW_SCOPE);
+	if (c->claims)
+		return psprintf("Put %s in the JWT scope claim.", OW_SCOPE);
+	return psprintf("Grant the role %s to the login.", ow_approver_role);
+}
+
+/* ----------
+ * The router's caller
+ * ----------
+ */
+
+/*
+ * caller as a forwarded caller, {issuer, subjectId, tenant, lane, kind,
+ * scopes}: what openwop.forwarded_caller takes.
+ */
+static Jsonb *
+forwarded_form(const OwCaller *c)
+{
+	OwJson		j;
+
+	owj_begin(&j);
+	subject_members(&j, &c->subject);
+	owj_str_array(&j, "scopes", ow_has_scope(c) ? list_make1(OW_SCOPE) : NIL);
+	return owj_end(&j);
+}
+
+PG_FUNCTION_INFO_V1(ow_router_caller);
+/*
+ * ow_router_caller() → jsonb: the calling session's caller, decided as
+ * every API function decides it (and refused where they refuse), in the
+ * form a shard's openwop.forwarded_caller takes.  A router database
+ * (openwop_router) binds it as openwop_router.caller() without the
+ * openwop_interrupt schema: it reads no table.
+ */
+Datum
+ow_router_caller(PG_FUNCTION_ARGS)
+{
+	OwCaller	c;
+
+	ow_caller(&c);
+	PG_RETURN_JSONB_P(forwarded_form(&c));
 }
 
 /* ----------
@@ -824,6 +1111,24 @@ ow_define_caller_settings(void)
 							   PGC_SUSET,
 							   GUC_NO_RESET_ALL,
 							   check_bound_tenant, NULL, NULL);
+
+	DefineCustomStringVariable("openwop.forwarding_role",
+							   "Role whose member logins may speak for another caller through openwop.forwarded_caller.",
+							   "Set it to a role granted to the router's login (openwop_router). Only sessions whose login is a real member of it (superuser status does not count) forward a caller; the forwarded tenant must also be one the login's own openwop.bound_tenant allows. Empty: no session does.",
+							   &ow_forwarding_role,
+							   "",
+							   PGC_SUSET,
+							   0,
+							   NULL, NULL, NULL);
+
+	DefineCustomStringVariable("openwop.forwarded_caller",
+							   "The caller a forwarding router's call is for, as JSON.",
+							   "The router sets it per call (openwop_forward.*); openwop believes it only in sessions of openwop.forwarding_role and refuses it in any other.",
+							   &ow_forwarded_caller_setting,
+							   "",
+							   PGC_USERSET,
+							   GUC_NO_SHOW_ALL | GUC_NOT_IN_SAMPLE,
+							   check_forwarded_caller, assign_forwarded_caller, NULL);
 
 	DefineCustomStringVariable("openwop.approver_role",
 							   "Role whose members hold the approvals:respond scope in SQL sessions.",

@@ -97,8 +97,8 @@ check_reader(const OwCaller *c)
 
 	if (ow_has_scope(c) || may_read_event_logs())
 		return;
-	if (c->claims)
-		hint = psprintf("Put %s in the JWT scope claim.", OW_SCOPE);
+	if (c->claims || c->forwarded_by)
+		hint = ow_scope_hint(c);
 	else
 		hint = "Grant the login the role named by openwop.approver_role, or grant its role EXECUTE on openwop.events(text, bigint, integer).";
 	ow_details_init(&d);

@@ -404,8 +404,8 @@ extern bool ow_direct_update(OwTableId t, OwIndexId idx, const Datum *keys, int 
  * approvals:respond scope), the switch to the extension owner around
  * table access, and the call bracket of an API function.  Settings: openwop.tenant, openwop.default_tenant,
  * openwop.tenant_claim, openwop.jwt_session_role, openwop.bound_tenant,
- * openwop.approver_role, and request.jwt.claims and request.headers
- * themselves.
+ * openwop.approver_role, openwop.forwarding_role, openwop.forwarded_caller,
+ * and request.jwt.claims and request.headers themselves.
  * ----------
  */
 
@@ -443,6 +443,8 @@ typedef struct OwCaller
 	OwSubject	subject;		/* who, in which tenant (subject.tenant) */
 	Oid			login;			/* session_user of a SQL session, else InvalidOid */
 	Jsonb	   *claims;			/* verified claims of a request session, else NULL */
+	char	   *forwarded_by;	/* login of the forwarder that speaks for it, else NULL */
+	bool		forwarded_scope;	/* a forwarded caller holds approvals:respond */
 } OwCaller;
 
 /* The scope an approver's caller must hold to resolve. */
@@ -455,6 +457,7 @@ extern void ow_require_every_tenant(const OwCaller *c, const char *what);
 extern bool ow_has_scope(const OwCaller *c);
 extern bool ow_request_headers_untampered(void);
 extern void ow_check_scope(const OwCaller *c);
+extern const char *ow_scope_hint(const OwCaller *c);
 extern void ow_host_subject(OwSubject *s, const char *tenant);
 extern void ow_credential_host_subject(OwSubject *s, const char *tenant);
 extern void ow_token_subject(OwSubject *s, const char *tenant, const char *principal);

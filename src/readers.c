@@ -236,8 +236,9 @@ ow_capabilities(PG_FUNCTION_ARGS)
 PG_FUNCTION_INFO_V1(ow_current_caller);
 /*
  * openwop.current_caller() → jsonb: who this session is to openwop,
- * {subject, tenant, source, scopes}, for a DBA setting up roles, bindings
- * and PostgREST.  It reads no table, so it needs no call bracket.
+ * {subject, tenant, source, scopes}, and forwardedBy (the forwarder's
+ * login) for a forwarded caller, for a DBA setting up roles, bindings,
+ * PostgREST and routers.  It reads no table, so it needs no call bracket.
  */
 Datum
 ow_current_caller(PG_FUNCTION_ARGS)
@@ -249,7 +250,10 @@ ow_current_caller(PG_FUNCTION_ARGS)
 	owj_begin(&j);
 	owj_subject(&j, "subject", &c.subject);
 	owj_str(&j, "tenant", c.subject.tenant);
-	owj_str(&j, "source", c.claims ? "request.jwt.claims" : "session_user");
+	owj_str(&j, "source", c.forwarded_by ? "openwop.forwarded_caller" :
+			c.claims ? "request.jwt.claims" : "session_user");
 	owj_str_array(&j, "scopes", ow_has_scope(&c) ? list_make1(OW_SCOPE) : NIL);
+	if (c.forwarded_by)
+		owj_str(&j, "forwardedBy", c.forwarded_by);
 	PG_RETURN_JSONB_P(owj_end(&j));
 }

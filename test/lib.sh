@@ -13,6 +13,8 @@ ensure_packages() {
 	[ -f /usr/lib/postgresql/$PGVER/lib/pgxs/src/makefiles/pgxs.mk ] && [ -f /usr/include/postgresql/$PGVER/server/postgres.h ] || want+=(postgresql-server-dev-$PGVER)
 	# JSON Schema "pattern" is PCRE2 (the runtime library is always on Debian)
 	[ -f /usr/include/pcre2.h ] || want+=(libpcre2-dev)
+	# the router (router/, docs/scale-out.md): its check and its benchmark
+	[ -f /usr/share/postgresql/$PGVER/extension/plproxy.control ] || want+=(postgresql-$PGVER-plproxy)
 	if [ "${1:-}" = test ]; then
 		[ -f /usr/share/postgresql/$PGVER/extension/pgtap.control ] || want+=(postgresql-$PGVER-pgtap)
 		command -v pg_prove >/dev/null 2>&1 || want+=(libtap-parser-sourcehandler-pgtap-perl)
@@ -54,6 +56,7 @@ build_and_install() {
 		return 1
 	fi
 	make -s PG_CONFIG="$PG_CONFIG" install >/dev/null
+	make -s -C router PG_CONFIG="$PG_CONFIG" install >/dev/null
 }
 
 # Checks: make the test login a SQL approver (a member of the role named by
@@ -129,8 +132,9 @@ hold_renamed() {
 # clusters' data directories and unix sockets go under one private
 # directory, THROWAWAY, so no port is shared with anything; they run as the
 # postgres user (as_pg).  throwaway_end stops whatever still runs under it
-# (a server already killed is fine) and removes it.
-PGBIN=/usr/lib/postgresql/$PGVER/bin
+# (a server already killed is fine) and removes it.  OW_PGBIN runs them
+# from another installation of PostgreSQL 15 (a private copy).
+PGBIN=${OW_PGBIN:-/usr/lib/postgresql/$PGVER/bin}
 as_pg() { su postgres -c "$*"; }
 throwaway_begin() {
 	THROWAWAY=$(mktemp -d)

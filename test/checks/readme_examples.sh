@@ -46,7 +46,8 @@ drop_roles() {
 cleanup() {
 	dropdb --if-exists "$db" >/dev/null 2>&1 || true
 	drop_roles || true
-	psql -X -q -d postgres -c "ALTER SYSTEM RESET openwop.jwt_session_role" -c "SELECT pg_reload_conf()" >/dev/null 2>&1 || true
+	psql -X -q -d postgres -c "ALTER SYSTEM RESET openwop.jwt_session_role" -c "ALTER SYSTEM RESET openwop.forwarding_role" \
+		-c "SELECT pg_reload_conf()" >/dev/null 2>&1 || true
 	# the checks after this one find the test login an approver, as before
 	make_login_approver postgres || true
 	rm -rf "$out"

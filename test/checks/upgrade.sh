@@ -96,27 +96,28 @@ catalog() {
 	psql -X -A -t -q -v ON_ERROR_STOP=1 -d "$1" <<'SQL'
 SELECT 'column ' || table_name || '.' || column_name || ' ' || ordinal_position || ' ' || data_type || ' '
        || coalesce(collation_name, '-') || ' ' || is_nullable || ' ' || coalesce(column_default, '-')
-  FROM information_schema.columns WHERE table_schema IN ('openwop', 'openwop_api') ORDER BY 1;
-SELECT 'index ' || indexdef FROM pg_indexes WHERE schemaname IN ('openwop', 'openwop_api') ORDER BY 1;
+  FROM information_schema.columns WHERE table_schema IN ('openwop', 'openwop_api', 'openwop_forward') ORDER BY 1;
+SELECT 'index ' || indexdef FROM pg_indexes WHERE schemaname IN ('openwop', 'openwop_api', 'openwop_forward') ORDER BY 1;
 SELECT 'constraint ' || conrelid::regclass || ' ' || conname || ' ' || pg_get_constraintdef(oid)
-  FROM pg_constraint WHERE connamespace::regnamespace::text IN ('openwop', 'openwop_api') ORDER BY 1;
-SELECT 'function ' || p.oid::regprocedure || ' ' || pg_get_function_result(p.oid) || ' ' || p.provolatile::text || ' '
-       || p.prosecdef::text || ' ' || p.prosrc || ' ' || coalesce(p.proacl::text, '-') || ' ' || coalesce(obj_description(p.oid, 'pg_proc'), '-')
-  FROM pg_proc p WHERE p.pronamespace::regnamespace::text IN ('openwop', 'openwop_api') ORDER BY 1;
+  FROM pg_constraint WHERE connamespace::regnamespace::text IN ('openwop', 'openwop_api', 'openwop_forward') ORDER BY 1;
+SELECT 'function ' || p.oid::regprocedure || ' (' || pg_get_function_arguments(p.oid) || ') ' || pg_get_function_result(p.oid) || ' ' || p.provolatile::text || ' '
+       || p.prosecdef::text || ' ' || coalesce(pg_get_function_sqlbody(p.oid), p.prosrc) || ' ' || coalesce(array_to_string(p.proconfig, ','), '-') || ' '
+       || coalesce(p.proacl::text, '-') || ' ' || coalesce(obj_description(p.oid, 'pg_proc'), '-')
+  FROM pg_proc p WHERE p.pronamespace::regnamespace::text IN ('openwop', 'openwop_api', 'openwop_forward') ORDER BY 1;
 SELECT 'trigger ' || tgrelid::regclass || ' ' || tgname || ' ' || tgenabled::text || ' ' || pg_get_triggerdef(oid)
   FROM pg_trigger WHERE NOT tgisinternal AND tgrelid::regclass::text LIKE 'openwop.%' ORDER BY 1;
 SELECT 'table ' || c.oid::regclass || ' ' || c.relkind::text || ' ' || coalesce(c.relacl::text, '-') || ' '
        || coalesce(array_to_string(c.reloptions, ','), '-') || ' ' || coalesce(obj_description(c.oid, 'pg_class'), '-')
-  FROM pg_class c WHERE c.relnamespace::regnamespace::text IN ('openwop', 'openwop_api') ORDER BY 1;
+  FROM pg_class c WHERE c.relnamespace::regnamespace::text IN ('openwop', 'openwop_api', 'openwop_forward') ORDER BY 1;
 SELECT 'comment ' || c.oid::regclass || '.' || a.attname || ' ' || coalesce(col_description(c.oid, a.attnum), '-')
   FROM pg_class c JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
- WHERE c.relnamespace::regnamespace::text IN ('openwop', 'openwop_api') AND c.relkind IN ('r', 'v') ORDER BY 1;
+ WHERE c.relnamespace::regnamespace::text IN ('openwop', 'openwop_api', 'openwop_forward') AND c.relkind IN ('r', 'v') ORDER BY 1;
 SELECT 'view ' || c.oid::regclass || ' ' || pg_get_viewdef(c.oid)
-  FROM pg_class c WHERE c.relnamespace::regnamespace::text IN ('openwop', 'openwop_api') AND c.relkind = 'v' ORDER BY 1;
+  FROM pg_class c WHERE c.relnamespace::regnamespace::text IN ('openwop', 'openwop_api', 'openwop_forward') AND c.relkind = 'v' ORDER BY 1;
 SELECT 'dumped ' || string_agg(x::regclass::text, ',' ORDER BY x::regclass::text)
   FROM pg_extension e, unnest(e.extconfig) x WHERE e.extname = 'openwop_interrupt';
 SELECT 'schema ' || n.nspname || ' ' || coalesce(n.nspacl::text, '-') || ' ' || coalesce(obj_description(n.oid, 'pg_namespace'), '-')
-  FROM pg_namespace n WHERE n.nspname IN ('openwop', 'openwop_api') ORDER BY 1;
+  FROM pg_namespace n WHERE n.nspname IN ('openwop', 'openwop_api', 'openwop_forward') ORDER BY 1;
 SQL
 }
 catalog $up >"$out/updated"
