@@ -55,8 +55,8 @@ build_and_install() {
 		echo "build failed" >&2
 		return 1
 	fi
+	# installs openwop_router too (its files are in the Makefile's DATA)
 	make -s PG_CONFIG="$PG_CONFIG" install >/dev/null
-	make -s -C router PG_CONFIG="$PG_CONFIG" install >/dev/null
 }
 
 # Checks: make the test login a SQL approver (a member of the role named by

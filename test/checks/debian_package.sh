@@ -56,6 +56,9 @@ apt-get install -y -qq "$deb" >"$work/apt.log" 2>&1 || { cat "$work/apt.log" >&2
 [ "$(dpkg-query -W -f '${Status}' "$pkg")" = "install ok installed" ]
 dpkg -L "$pkg" | grep -q "/usr/lib/postgresql/$PGVER/lib/openwop_interrupt.so$"
 dpkg -L "$pkg" | grep -q "/usr/share/postgresql/$PGVER/extension/openwop_interrupt--$version.sql$"
+# the router extension ships in the same package
+dpkg -L "$pkg" | grep -q "/usr/share/postgresql/$PGVER/extension/openwop_router.control$"
+dpkg -L "$pkg" | grep -q "/usr/share/postgresql/$PGVER/extension/openwop_router--[0-9.]*.sql$"
 if ! (cd "$src" && clean_env sh debian/tests/installcheck) >"$work/installcheck.log" 2>&1; then
 	tail -n 60 "$work/installcheck.log" >&2
 	echo "the installcheck against the installed package failed" >&2
