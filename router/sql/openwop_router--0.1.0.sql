@@ -98,16 +98,24 @@ COMMENT ON FUNCTION openwop_router.route(jsonb, text) IS
  * unpadded base64url of JSON whose "i" is the interrupt id, "<tenant>/...".
  * A kid may hold dots, so the payload is the segment before the last.
  * NULL for anything else.  It only chooses where a token goes; a token
- * routed wrongly is one the shard refuses.
+ * routed wrongly is one the shard refuses.  A token longer than a shard
+ * takes (4096 bytes, OW_TOKEN_MAX_LEN) is not read at all: the router does
+ * no more work on an unverified token than the shard that refuses it, and
+ * the shard's refusal (401 interrupt_token_invalid) is the answer, not an
+ * error of the decoding here (54001 for claims nested deep).
  */
 CREATE FUNCTION openwop_router.token_tenant(token text)
     RETURNS text LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
     SET search_path = pg_catalog AS $$
 DECLARE
-    payload text := substring(token FROM '\.([A-Za-z0-9_-]+)\.[^.]*$');
+    payload text;
     id text;
 BEGIN
-    IF token IS NULL OR token NOT LIKE 'ow2.%' OR payload IS NULL THEN
+    IF token IS NULL OR octet_length(token) > 4096 OR token NOT LIKE 'ow2.%' THEN
+        RETURN NULL;
+    END IF;
+    payload := substring(token FROM '\.([A-Za-z0-9_-]+)\.[^.]*$');
+    IF payload IS NULL THEN
         RETURN NULL;
     END IF;
     BEGIN
@@ -123,7 +131,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION openwop_router.token_tenant(text) IS
-  'The tenant of the interrupt id a token names (its payload''s "i"), unverified; NULL when the token is not readable so.';
+  'The tenant of the interrupt id a token names (its payload''s "i"), unverified; NULL when the token is not readable so, or longer than a shard takes (4096 bytes).';
 
 CREATE FUNCTION openwop_router.route_token(caller jsonb, token text)
     RETURNS integer LANGUAGE plpgsql STABLE AS $$
@@ -915,7 +923,7 @@ COMMENT ON FUNCTION openwop.retire_signing_key(text) IS
 CREATE FUNCTION openwop_router.add_group_member(group_ref text, principal text, tenant text)
     RETURNS boolean LANGUAGE plproxy VOLATILE AS $$
     CLUSTER 'openwop';
-    RUN ON hashtext(tenant);
+    RUN ON pg_catalog.hashtext(tenant);
     SELECT openwop.add_group_member(group_ref, principal, tenant);
 $$;
 COMMENT ON FUNCTION openwop_router.add_group_member(text, text, text) IS
@@ -940,7 +948,7 @@ COMMENT ON FUNCTION openwop.add_group_member(text, text, text) IS
 CREATE FUNCTION openwop_router.remove_group_member(group_ref text, principal text, tenant text)
     RETURNS boolean LANGUAGE plproxy VOLATILE AS $$
     CLUSTER 'openwop';
-    RUN ON hashtext(tenant);
+    RUN ON pg_catalog.hashtext(tenant);
     SELECT openwop.remove_group_member(group_ref, principal, tenant);
 $$;
 COMMENT ON FUNCTION openwop_router.remove_group_member(text, text, text) IS
