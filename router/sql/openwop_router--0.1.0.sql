@@ -155,16 +155,6 @@ $$;
 COMMENT ON FUNCTION openwop_router.partitions() IS
   'The number of partitions of PL/Proxy cluster openwop: the options p0, p1, ... of SERVER openwop.';
 
-CREATE FUNCTION openwop_router.route_all(caller jsonb)
-    RETURNS SETOF integer LANGUAGE plpgsql STABLE AS $$
-BEGIN
-    PERFORM openwop_router.checked_tenant(caller);
-    RETURN QUERY SELECT pg_catalog.generate_series(0, openwop_router.partitions() OPERATOR(pg_catalog.-) 1);
-END
-$$;
-COMMENT ON FUNCTION openwop_router.route_all(jsonb) IS
-  'PL/Proxy RUN ON for calls that every shard answers: 0 .. partitions - 1, one hash per partition. Refuses a caller that is not openwop_router.caller() (42501), which RUN ON ALL could not.';
-
 /*
  * A shard's error as the shard raised it: PL/Proxy's prefixes taken off the
  * message, detail and hint of an error it re-raised.  A shard PL/Proxy
@@ -840,12 +830,61 @@ $$;
 COMMENT ON FUNCTION openwop.flowdrop_interrupts(text[]) IS
   'Router: openwop.flowdrop_interrupts on the shard of the caller''s tenant (openwop_router.flowdrop_interrupts), as the caller.';
 
+/*
+ * The inbox: the pending interrupts the caller may decide now, from the
+ * shard of the caller's tenant.  A shard's openwop.pending_interrupts shows
+ * a caller its own tenant's interrupts only, and they are all on that
+ * tenant's shard: asking every shard would only add a query per shard to
+ * each read, fail every tenant's inbox while any shard is down, and show
+ * the stale copy of a tenant's rows that a move or a doubling leaves on its
+ * old shard until it is deleted (docs/scale-out.md).  No LIMIT reaches the
+ * shard: a page read here reads the caller's whole inbox there.
+ */
+CREATE FUNCTION openwop_router.pending_interrupts(caller jsonb,
+    OUT interrupt_id text, OUT run_id text, OUT node_id text, OUT kind text, OUT title text,
+    OUT request jsonb, OUT resume_schema jsonb, OUT requested_at timestamptz, OUT expires_at timestamptz,
+    OUT required_approvals integer, OUT accepts integer, OUT rejects integer, OUT voters integer,
+    OUT my_vote text, OUT my_vote_at timestamptz)
+    RETURNS SETOF record LANGUAGE plproxy VOLATILE AS $$
+    CLUSTER 'openwop';
+    RUN ON openwop_router.route(caller);
+    TARGET openwop_forward.pending_interrupts;
+$$;
+COMMENT ON FUNCTION openwop_router.pending_interrupts(jsonb) IS
+  'openwop_forward.pending_interrupts on the shard of the caller''s tenant: the rows of openwop.pending_interrupts there for the caller; caller must be openwop_router.caller().';
+
+CREATE FUNCTION openwop_router.inbox(
+    OUT interrupt_id text, OUT run_id text, OUT node_id text, OUT kind text, OUT title text,
+    OUT request jsonb, OUT resume_schema jsonb, OUT requested_at timestamptz, OUT expires_at timestamptz,
+    OUT required_approvals integer, OUT accepts integer, OUT rejects integer, OUT voters integer,
+    OUT my_vote text, OUT my_vote_at timestamptz)
+    RETURNS SETOF record LANGUAGE plpgsql STABLE AS $$
+DECLARE
+    e_state text; e_message text; e_detail text; e_hint text;
+BEGIN
+    RETURN QUERY SELECT * FROM openwop_router.pending_interrupts(openwop_router.caller());
+EXCEPTION WHEN OTHERS THEN
+    GET STACKED DIAGNOSTICS e_state = RETURNED_SQLSTATE, e_message = MESSAGE_TEXT,
+                            e_detail = PG_EXCEPTION_DETAIL, e_hint = PG_EXCEPTION_HINT;
+    PERFORM openwop_router.reraise(e_state, e_message, e_detail, e_hint);
+END
+$$;
+COMMENT ON FUNCTION openwop_router.inbox() IS
+  'The rows of view openwop.pending_interrupts, from the shard of the caller''s tenant, for this session''s caller.';
+
+CREATE VIEW openwop.pending_interrupts WITH (security_barrier) AS
+SELECT interrupt_id, run_id, node_id, kind, title, request, resume_schema, requested_at, expires_at,
+       required_approvals, accepts, rejects, voters, my_vote, my_vote_at
+  FROM openwop_router.inbox()
+ ORDER BY requested_at, interrupt_id;
+COMMENT ON VIEW openwop.pending_interrupts IS
+  'Router: the inbox, as openwop.pending_interrupts on the shard of the caller''s tenant shows it to the caller, oldest request first. A page reads the caller''s whole inbox on its shard: no LIMIT reaches the shard.';
 
 /* ------------------------------------------------------------------------
  * Calls that every shard answers: administration (the same keys must be on
  * every shard, each shard its tenants' deadlines) and the reads that span
- * tenants or may (the inbox; monitoring).  PL/Proxy sends them to every
- * partition at once, each in a transaction of its own there: when one
+ * tenants (monitoring).  PL/Proxy sends them to every partition at once,
+ * each in a transaction of its own there: when one
  * shard refuses or cannot be reached, its error is raised here, and what
  * the other shards did stays done (docs/scale-out.md, "When a shard
  * fails").
@@ -1020,52 +1059,6 @@ $$;
 COMMENT ON FUNCTION openwop.stats_reset(boolean) IS
   'Router: openwop.stats_reset on every shard database (with all_databases, every database of every shard''s server).';
 
-/*
- * The inbox: the pending interrupts the caller may decide now.  Every
- * shard evaluates its own openwop.pending_interrupts for the forwarded
- * caller (whose rows are all on its tenant''s shard), and the router puts
- * them in the inbox order.  No LIMIT reaches the shards: a page read here
- * reads the caller's whole inbox there.
- */
-CREATE FUNCTION openwop_router.pending_interrupts(caller jsonb,
-    OUT interrupt_id text, OUT run_id text, OUT node_id text, OUT kind text, OUT title text,
-    OUT request jsonb, OUT resume_schema jsonb, OUT requested_at timestamptz, OUT expires_at timestamptz,
-    OUT required_approvals integer, OUT accepts integer, OUT rejects integer, OUT voters integer,
-    OUT my_vote text, OUT my_vote_at timestamptz)
-    RETURNS SETOF record LANGUAGE plproxy VOLATILE AS $$
-    CLUSTER 'openwop';
-    RUN ON openwop_router.route_all(caller);
-    TARGET openwop_forward.pending_interrupts;
-$$;
-COMMENT ON FUNCTION openwop_router.pending_interrupts(jsonb) IS
-  'openwop_forward.pending_interrupts on every shard: the rows of openwop.pending_interrupts there for the caller; caller must be openwop_router.caller().';
-
-CREATE FUNCTION openwop_router.inbox(
-    OUT interrupt_id text, OUT run_id text, OUT node_id text, OUT kind text, OUT title text,
-    OUT request jsonb, OUT resume_schema jsonb, OUT requested_at timestamptz, OUT expires_at timestamptz,
-    OUT required_approvals integer, OUT accepts integer, OUT rejects integer, OUT voters integer,
-    OUT my_vote text, OUT my_vote_at timestamptz)
-    RETURNS SETOF record LANGUAGE plpgsql STABLE AS $$
-DECLARE
-    e_state text; e_message text; e_detail text; e_hint text;
-BEGIN
-    RETURN QUERY SELECT * FROM openwop_router.pending_interrupts(openwop_router.caller());
-EXCEPTION WHEN OTHERS THEN
-    GET STACKED DIAGNOSTICS e_state = RETURNED_SQLSTATE, e_message = MESSAGE_TEXT,
-                            e_detail = PG_EXCEPTION_DETAIL, e_hint = PG_EXCEPTION_HINT;
-    PERFORM openwop_router.reraise(e_state, e_message, e_detail, e_hint);
-END
-$$;
-COMMENT ON FUNCTION openwop_router.inbox() IS
-  'The rows of view openwop.pending_interrupts, from every shard, for this session''s caller.';
-
-CREATE VIEW openwop.pending_interrupts WITH (security_barrier) AS
-SELECT interrupt_id, run_id, node_id, kind, title, request, resume_schema, requested_at, expires_at,
-       required_approvals, accepts, rejects, voters, my_vote, my_vote_at
-  FROM openwop_router.inbox()
- ORDER BY requested_at, interrupt_id;
-COMMENT ON VIEW openwop.pending_interrupts IS
-  'Router: the inbox, as openwop.pending_interrupts on the shards shows it to the caller (its tenant''s shard has every row), oldest request first. A page reads the caller''s whole inbox on its shard: no LIMIT reaches the shards.';
 
 /*
  * Monitoring, from every shard, as the shard login the calling role is
