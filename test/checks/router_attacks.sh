@@ -8,7 +8,9 @@
 # - a token's unverified payload decides only where it goes: no work on the
 #   router beyond the shards' own bound (a token is at most 4096 bytes there),
 #   and a malformed one is refused as the shard refuses it;
-# - an error of the router names no shard server (host, port, socket, login);
+# - a shard that cannot be reached is 08006 with JSON details, for the
+#   monitoring views too, and its error names no shard server (host, port,
+#   socket, login);
 # - the inbox is its tenant's shard's: a stale copy of a tenant's rows on
 #   another shard (a move or a doubling in progress) is not in it, and it is
 #   served while another shard is down;
@@ -279,6 +281,10 @@ check "shard_unavailable_detail_is_json: the detail is the JSON details of the c
 	"$(sed -n 's/^DETAIL:  //p' <<<"$down" | cut -c1)" "{"
 check "shard_unavailable_names_no_server: no socket, host, port or login of a shard in the error" \
 	"$(grep -cE "$work|\\.s\\.PGSQL|port $B|openwop_router\"" <<<"$down" || true)" 0
+
+mon=$(refusal rt postgres delta -c "SELECT count(*) FROM openwop.pending_summary")
+check "monitoring_shard_unavailable_is_08006: pending_summary with cluster B stopped" \
+	"$(grep -c '^ERROR:  08006: shard_unavailable' <<<"$mon" || true) $(grep -cE "$work|\\.s\\.PGSQL" <<<"$mon" || true)" "1 0"
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
