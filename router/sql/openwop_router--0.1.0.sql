@@ -159,16 +159,25 @@ COMMENT ON FUNCTION openwop_router.partitions() IS
  * A shard's error as the shard raised it: PL/Proxy's prefixes taken off the
  * message, detail and hint of an error it re-raised.  A shard PL/Proxy
  * could not reach, or lost the connection to, is 08006 (PL/Proxy says
- * XX000, an internal error: PostgREST would answer 500), its message in the
- * detail.  Any other error (the router's own) is raised as it was.
+ * XX000, an internal error: PostgREST would answer 500) with the JSON
+ * details of the error contract, {"database": <the shard database>}.
+ * PL/Proxy's own message goes to the router's server log only: libpq's
+ * words name the shard's host and port or socket, its login and what its
+ * pg_hba.conf refused, none of which is the caller's to read (whatever
+ * its client_min_messages: the LOG is raised under this function's own).
+ * (openwop_router.F itself raises PL/Proxy's error as it is: a role that
+ * may call openwop.F may call it directly and read it; PostgREST exposes
+ * schema openwop only.)  Any other error (the router's own) is raised as
+ * it was.
  */
 CREATE FUNCTION openwop_router.reraise(e_state text, e_message text, e_detail text, e_hint text)
     RETURNS void LANGUAGE plpgsql
-    SET search_path = pg_catalog AS $$
+    SET search_path = pg_catalog SET client_min_messages = warning AS $$
 BEGIN
     IF e_message ~ '^PL/Proxy function openwop_router\.[a-z_]+\([0-9]+\): (\[[^]]*\] PQ[A-Za-z]+: |connect timeout to: |query timeout)' THEN
+        RAISE LOG 'openwop_router: %', e_message;
         e_state := '08006';
-        e_detail := e_message;
+        e_detail := jsonb_build_object('database', substring(e_message FROM '\): \[([^]]*)\]'))::text;
         e_message := 'shard_unavailable: a shard database cannot be reached'
                      || COALESCE(' (' || substring(e_message FROM '\): \[([^]]*)\]') || ')', '');
         e_hint := 'The call may have been applied there if the connection broke after it was sent: retry it with the same Idempotency-Key, or read the state back.';
@@ -189,7 +198,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION openwop_router.reraise(text, text, text, text) IS
-  'Raises an error again with PL/Proxy''s "openwop_router.F(n): [db] REMOTE ERROR: ", "Remote detail: " and "Remote hint: " taken off: the SQLSTATE, message, detail and hint a shard raised; a shard that cannot be reached as 08006 shard_unavailable.';
+  'Raises an error again with PL/Proxy''s "openwop_router.F(n): [db] REMOTE ERROR: ", "Remote detail: " and "Remote hint: " taken off: the SQLSTATE, message, detail and hint a shard raised; a shard that cannot be reached as 08006 shard_unavailable, details {"database": ...}, PL/Proxy''s message in the server log.';
 
 /* ------------------------------------------------------------------------
  * The functions routed by tenant.  Each is a pair: openwop_router.F, the
