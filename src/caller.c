@@ -28,7 +28,7 @@
  * from the router's login.  A session whose login is a real member of the
  * role named by openwop.forwarding_role is a forwarder: when it sets
  * openwop.forwarded_caller (the identity the router decided for its own
- * caller, in the form openwop_router_caller() returns), that is the caller,
+ * caller, in the form ow_router_caller() returns), that is the caller,
  * checked member by member and held to the forwarder's own bound tenant.
  * The setting has the hooks of request.jwt.claims, and a session that is
  * not a forwarder may not set it at all.

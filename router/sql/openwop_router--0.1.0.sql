@@ -98,16 +98,24 @@ COMMENT ON FUNCTION openwop_router.route(jsonb, text) IS
  * unpadded base64url of JSON whose "i" is the interrupt id, "<tenant>/...".
  * A kid may hold dots, so the payload is the segment before the last.
  * NULL for anything else.  It only chooses where a token goes; a token
- * routed wrongly is one the shard refuses.
+ * routed wrongly is one the shard refuses.  A token longer than a shard
+ * takes (4096 bytes, OW_TOKEN_MAX_LEN) is not read at all: the router does
+ * no more work on an unverified token than the shard that refuses it, and
+ * the shard's refusal (401 interrupt_token_invalid) is the answer, not an
+ * error of the decoding here (54001 for claims nested deep).
  */
 CREATE FUNCTION openwop_router.token_tenant(token text)
     RETURNS text LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
     SET search_path = pg_catalog AS $$
 DECLARE
-    payload text := substring(token FROM '\.([A-Za-z0-9_-]+)\.[^.]*$');
+    payload text;
     id text;
 BEGIN
-    IF token IS NULL OR token NOT LIKE 'ow2.%' OR payload IS NULL THEN
+    IF token IS NULL OR octet_length(token) > 4096 OR token NOT LIKE 'ow2.%' THEN
+        RETURN NULL;
+    END IF;
+    payload := substring(token FROM '\.([A-Za-z0-9_-]+)\.[^.]*$');
+    IF payload IS NULL THEN
         RETURN NULL;
     END IF;
     BEGIN
@@ -123,7 +131,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION openwop_router.token_tenant(text) IS
-  'The tenant of the interrupt id a token names (its payload''s "i"), unverified; NULL when the token is not readable so.';
+  'The tenant of the interrupt id a token names (its payload''s "i"), unverified; NULL when the token is not readable so, or longer than a shard takes (4096 bytes).';
 
 CREATE FUNCTION openwop_router.route_token(caller jsonb, token text)
     RETURNS integer LANGUAGE plpgsql STABLE AS $$
@@ -147,30 +155,29 @@ $$;
 COMMENT ON FUNCTION openwop_router.partitions() IS
   'The number of partitions of PL/Proxy cluster openwop: the options p0, p1, ... of SERVER openwop.';
 
-CREATE FUNCTION openwop_router.route_all(caller jsonb)
-    RETURNS SETOF integer LANGUAGE plpgsql STABLE AS $$
-BEGIN
-    PERFORM openwop_router.checked_tenant(caller);
-    RETURN QUERY SELECT pg_catalog.generate_series(0, openwop_router.partitions() OPERATOR(pg_catalog.-) 1);
-END
-$$;
-COMMENT ON FUNCTION openwop_router.route_all(jsonb) IS
-  'PL/Proxy RUN ON for calls that every shard answers: 0 .. partitions - 1, one hash per partition. Refuses a caller that is not openwop_router.caller() (42501), which RUN ON ALL could not.';
-
 /*
  * A shard's error as the shard raised it: PL/Proxy's prefixes taken off the
  * message, detail and hint of an error it re-raised.  A shard PL/Proxy
  * could not reach, or lost the connection to, is 08006 (PL/Proxy says
- * XX000, an internal error: PostgREST would answer 500), its message in the
- * detail.  Any other error (the router's own) is raised as it was.
+ * XX000, an internal error: PostgREST would answer 500) with the JSON
+ * details of the error contract, {"database": <the shard database>}.
+ * PL/Proxy's own message goes to the router's server log only: libpq's
+ * words name the shard's host and port or socket, its login and what its
+ * pg_hba.conf refused, none of which is the caller's to read (whatever
+ * its client_min_messages: the LOG is raised under this function's own).
+ * (openwop_router.F itself raises PL/Proxy's error as it is: a role that
+ * may call openwop.F may call it directly and read it; PostgREST exposes
+ * schema openwop only.)  Any other error (the router's own) is raised as
+ * it was.
  */
 CREATE FUNCTION openwop_router.reraise(e_state text, e_message text, e_detail text, e_hint text)
     RETURNS void LANGUAGE plpgsql
-    SET search_path = pg_catalog AS $$
+    SET search_path = pg_catalog SET client_min_messages = warning AS $$
 BEGIN
     IF e_message ~ '^PL/Proxy function openwop_router\.[a-z_]+\([0-9]+\): (\[[^]]*\] PQ[A-Za-z]+: |connect timeout to: |query timeout)' THEN
+        RAISE LOG 'openwop_router: %', e_message;
         e_state := '08006';
-        e_detail := e_message;
+        e_detail := jsonb_build_object('database', substring(e_message FROM '\): \[([^]]*)\]'))::text;
         e_message := 'shard_unavailable: a shard database cannot be reached'
                      || COALESCE(' (' || substring(e_message FROM '\): \[([^]]*)\]') || ')', '');
         e_hint := 'The call may have been applied there if the connection broke after it was sent: retry it with the same Idempotency-Key, or read the state back.';
@@ -191,7 +198,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION openwop_router.reraise(text, text, text, text) IS
-  'Raises an error again with PL/Proxy''s "openwop_router.F(n): [db] REMOTE ERROR: ", "Remote detail: " and "Remote hint: " taken off: the SQLSTATE, message, detail and hint a shard raised; a shard that cannot be reached as 08006 shard_unavailable.';
+  'Raises an error again with PL/Proxy''s "openwop_router.F(n): [db] REMOTE ERROR: ", "Remote detail: " and "Remote hint: " taken off: the SQLSTATE, message, detail and hint a shard raised; a shard that cannot be reached as 08006 shard_unavailable, details {"database": ...}, PL/Proxy''s message in the server log.';
 
 /* ------------------------------------------------------------------------
  * The functions routed by tenant.  Each is a pair: openwop_router.F, the
@@ -832,12 +839,61 @@ $$;
 COMMENT ON FUNCTION openwop.flowdrop_interrupts(text[]) IS
   'Router: openwop.flowdrop_interrupts on the shard of the caller''s tenant (openwop_router.flowdrop_interrupts), as the caller.';
 
+/*
+ * The inbox: the pending interrupts the caller may decide now, from the
+ * shard of the caller's tenant.  A shard's openwop.pending_interrupts shows
+ * a caller its own tenant's interrupts only, and they are all on that
+ * tenant's shard: asking every shard would only add a query per shard to
+ * each read, fail every tenant's inbox while any shard is down, and show
+ * the stale copy of a tenant's rows that a move or a doubling leaves on its
+ * old shard until it is deleted (docs/scale-out.md).  No LIMIT reaches the
+ * shard: a page read here reads the caller's whole inbox there.
+ */
+CREATE FUNCTION openwop_router.pending_interrupts(caller jsonb,
+    OUT interrupt_id text, OUT run_id text, OUT node_id text, OUT kind text, OUT title text,
+    OUT request jsonb, OUT resume_schema jsonb, OUT requested_at timestamptz, OUT expires_at timestamptz,
+    OUT required_approvals integer, OUT accepts integer, OUT rejects integer, OUT voters integer,
+    OUT my_vote text, OUT my_vote_at timestamptz)
+    RETURNS SETOF record LANGUAGE plproxy VOLATILE AS $$
+    CLUSTER 'openwop';
+    RUN ON openwop_router.route(caller);
+    TARGET openwop_forward.pending_interrupts;
+$$;
+COMMENT ON FUNCTION openwop_router.pending_interrupts(jsonb) IS
+  'openwop_forward.pending_interrupts on the shard of the caller''s tenant: the rows of openwop.pending_interrupts there for the caller; caller must be openwop_router.caller().';
+
+CREATE FUNCTION openwop_router.inbox(
+    OUT interrupt_id text, OUT run_id text, OUT node_id text, OUT kind text, OUT title text,
+    OUT request jsonb, OUT resume_schema jsonb, OUT requested_at timestamptz, OUT expires_at timestamptz,
+    OUT required_approvals integer, OUT accepts integer, OUT rejects integer, OUT voters integer,
+    OUT my_vote text, OUT my_vote_at timestamptz)
+    RETURNS SETOF record LANGUAGE plpgsql STABLE AS $$
+DECLARE
+    e_state text; e_message text; e_detail text; e_hint text;
+BEGIN
+    RETURN QUERY SELECT * FROM openwop_router.pending_interrupts(openwop_router.caller());
+EXCEPTION WHEN OTHERS THEN
+    GET STACKED DIAGNOSTICS e_state = RETURNED_SQLSTATE, e_message = MESSAGE_TEXT,
+                            e_detail = PG_EXCEPTION_DETAIL, e_hint = PG_EXCEPTION_HINT;
+    PERFORM openwop_router.reraise(e_state, e_message, e_detail, e_hint);
+END
+$$;
+COMMENT ON FUNCTION openwop_router.inbox() IS
+  'The rows of view openwop.pending_interrupts, from the shard of the caller''s tenant, for this session''s caller.';
+
+CREATE VIEW openwop.pending_interrupts WITH (security_barrier) AS
+SELECT interrupt_id, run_id, node_id, kind, title, request, resume_schema, requested_at, expires_at,
+       required_approvals, accepts, rejects, voters, my_vote, my_vote_at
+  FROM openwop_router.inbox()
+ ORDER BY requested_at, interrupt_id;
+COMMENT ON VIEW openwop.pending_interrupts IS
+  'Router: the inbox, as openwop.pending_interrupts on the shard of the caller''s tenant shows it to the caller, oldest request first. A page reads the caller''s whole inbox on its shard: no LIMIT reaches the shard.';
 
 /* ------------------------------------------------------------------------
  * Calls that every shard answers: administration (the same keys must be on
  * every shard, each shard its tenants' deadlines) and the reads that span
- * tenants or may (the inbox; monitoring).  PL/Proxy sends them to every
- * partition at once, each in a transaction of its own there: when one
+ * tenants (monitoring).  PL/Proxy sends them to every partition at once,
+ * each in a transaction of its own there: when one
  * shard refuses or cannot be reached, its error is raised here, and what
  * the other shards did stays done (docs/scale-out.md, "When a shard
  * fails").
@@ -915,7 +971,7 @@ COMMENT ON FUNCTION openwop.retire_signing_key(text) IS
 CREATE FUNCTION openwop_router.add_group_member(group_ref text, principal text, tenant text)
     RETURNS boolean LANGUAGE plproxy VOLATILE AS $$
     CLUSTER 'openwop';
-    RUN ON hashtext(tenant);
+    RUN ON pg_catalog.hashtext(tenant);
     SELECT openwop.add_group_member(group_ref, principal, tenant);
 $$;
 COMMENT ON FUNCTION openwop_router.add_group_member(text, text, text) IS
@@ -940,7 +996,7 @@ COMMENT ON FUNCTION openwop.add_group_member(text, text, text) IS
 CREATE FUNCTION openwop_router.remove_group_member(group_ref text, principal text, tenant text)
     RETURNS boolean LANGUAGE plproxy VOLATILE AS $$
     CLUSTER 'openwop';
-    RUN ON hashtext(tenant);
+    RUN ON pg_catalog.hashtext(tenant);
     SELECT openwop.remove_group_member(group_ref, principal, tenant);
 $$;
 COMMENT ON FUNCTION openwop_router.remove_group_member(text, text, text) IS
@@ -1012,52 +1068,6 @@ $$;
 COMMENT ON FUNCTION openwop.stats_reset(boolean) IS
   'Router: openwop.stats_reset on every shard database (with all_databases, every database of every shard''s server).';
 
-/*
- * The inbox: the pending interrupts the caller may decide now.  Every
- * shard evaluates its own openwop.pending_interrupts for the forwarded
- * caller (whose rows are all on its tenant''s shard), and the router puts
- * them in the inbox order.  No LIMIT reaches the shards: a page read here
- * reads the caller's whole inbox there.
- */
-CREATE FUNCTION openwop_router.pending_interrupts(caller jsonb,
-    OUT interrupt_id text, OUT run_id text, OUT node_id text, OUT kind text, OUT title text,
-    OUT request jsonb, OUT resume_schema jsonb, OUT requested_at timestamptz, OUT expires_at timestamptz,
-    OUT required_approvals integer, OUT accepts integer, OUT rejects integer, OUT voters integer,
-    OUT my_vote text, OUT my_vote_at timestamptz)
-    RETURNS SETOF record LANGUAGE plproxy VOLATILE AS $$
-    CLUSTER 'openwop';
-    RUN ON openwop_router.route_all(caller);
-    TARGET openwop_forward.pending_interrupts;
-$$;
-COMMENT ON FUNCTION openwop_router.pending_interrupts(jsonb) IS
-  'openwop_forward.pending_interrupts on every shard: the rows of openwop.pending_interrupts there for the caller; caller must be openwop_router.caller().';
-
-CREATE FUNCTION openwop_router.inbox(
-    OUT interrupt_id text, OUT run_id text, OUT node_id text, OUT kind text, OUT title text,
-    OUT request jsonb, OUT resume_schema jsonb, OUT requested_at timestamptz, OUT expires_at timestamptz,
-    OUT required_approvals integer, OUT accepts integer, OUT rejects integer, OUT voters integer,
-    OUT my_vote text, OUT my_vote_at timestamptz)
-    RETURNS SETOF record LANGUAGE plpgsql STABLE AS $$
-DECLARE
-    e_state text; e_message text; e_detail text; e_hint text;
-BEGIN
-    RETURN QUERY SELECT * FROM openwop_router.pending_interrupts(openwop_router.caller());
-EXCEPTION WHEN OTHERS THEN
-    GET STACKED DIAGNOSTICS e_state = RETURNED_SQLSTATE, e_message = MESSAGE_TEXT,
-                            e_detail = PG_EXCEPTION_DETAIL, e_hint = PG_EXCEPTION_HINT;
-    PERFORM openwop_router.reraise(e_state, e_message, e_detail, e_hint);
-END
-$$;
-COMMENT ON FUNCTION openwop_router.inbox() IS
-  'The rows of view openwop.pending_interrupts, from every shard, for this session''s caller.';
-
-CREATE VIEW openwop.pending_interrupts WITH (security_barrier) AS
-SELECT interrupt_id, run_id, node_id, kind, title, request, resume_schema, requested_at, expires_at,
-       required_approvals, accepts, rejects, voters, my_vote, my_vote_at
-  FROM openwop_router.inbox()
- ORDER BY requested_at, interrupt_id;
-COMMENT ON VIEW openwop.pending_interrupts IS
-  'Router: the inbox, as openwop.pending_interrupts on the shards shows it to the caller (its tenant''s shard has every row), oldest request first. A page reads the caller''s whole inbox on its shard: no LIMIT reaches the shards.';
 
 /*
  * Monitoring, from every shard, as the shard login the calling role is

@@ -148,6 +148,15 @@ SELECT is(pg_temp.routed('may_decide', pg_temp.fwd('alice'),
             format('%L, %L, %L, %L', 'acme', (pg_temp.gate_of('acme/fwd-run-000000001')).interrupt_id, 'approval',
                    (pg_temp.gate_of('acme/fwd-run-000000001')).payload)), 'true', '... may_decide says so');
 SELECT is(pg_temp.routed('inbox_voter', pg_temp.fwd('alice')), '"alice"', '... under her own subjectId');
+SELECT is(pg_temp.routed('inbox_voter', pg_temp.fwd('bob')), '"bob"',
+          'inbox_caller_per_call: the next call of the transaction, for another caller, is that caller''s (the inbox keeps no caller across calls)');
+SELECT is(pg_temp.as_forwarder('tap_fwd_router', '*', format('SELECT jsonb_build_array(openwop_forward.inbox_voter(%L), openwop_forward.inbox_voter(%L))',
+                                                            pg_temp.fwd('alice'), pg_temp.fwd('bob'))),
+          '["alice", "bob"]', '... nor across calls in one statement');
+SELECT is(pg_temp.as_forwarder('tap_fwd_router', '*', format('SELECT jsonb_build_array(openwop_forward.may_decide(%L, %L, %L, %L, %L), openwop_forward.may_decide(%L, %L, %L, %L, %L))',
+            pg_temp.fwd('alice'), 'acme', (pg_temp.gate_of('acme/fwd-run-000000001')).interrupt_id, 'approval', (pg_temp.gate_of('acme/fwd-run-000000001')).payload,
+            pg_temp.fwd('alice', 'acme', false), 'acme', (pg_temp.gate_of('acme/fwd-run-000000001')).interrupt_id, 'approval', (pg_temp.gate_of('acme/fwd-run-000000001')).payload)),
+          '[true, false]', '... may_decide neither');
 SELECT is(pg_temp.routed('inbox_tenant', pg_temp.fwd('viewer', 'acme', false)), NULL, '... and a caller without the scope has no inbox');
 SELECT is(pg_temp.routed('resolve_interrupt', pg_temp.fwd('alice'),
             $$'acme/fwd-run-000000001', 'gate', '{"action": "accept"}', 'fwd-key-alice-000000000001'$$) ->> 'status', 'pending',
