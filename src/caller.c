@@ -55,8 +55,11 @@
 #include "access/xlog.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_class.h"
+#include "catalog/pg_type.h"
 #include "common/jsonapi.h"
 #include "mb/pg_wchar.h"
+#include "nodes/value.h"
+#include "parser/parse_func.h"
 #include "miscadmin.h"
 #include "tcop/pquery.h"
 #include "utils/acl.h"
@@ -89,6 +92,9 @@ static char *ow_approver_role = NULL;
 
 /* Logins that are members of this role may speak for another caller (openwop.forwarded_caller). */
 static char *ow_forwarding_role = NULL;
+
+/* Roles with the privileges of this role may mint resolve tokens (defined in tokens.c's settings). */
+char	   *ow_token_issuer_role = NULL;
 
 /* ----------
  * Subjects (OpenWOP identity, "The Subject is the owner")
@@ -618,7 +624,11 @@ caller_tenant(Jsonb *claims, Oid login)
 #define OW_FORWARDED_CALLER_MAX 16384
 
 /* The members of a forwarded caller, every one required. */
-static const char *const forwarded_members[] = {"issuer", "subjectId", "tenant", "lane", "kind", "scopes", NULL};
+static const char *const forwarded_members[] = {"issuer", "subjectId", "tenant", "lane", "kind", "scopes",
+"privileges", NULL};
+
+/* The privileges a router may forward ("privileges", optional), as OW_PRIV_* bits in that order. */
+static const char *const forwarded_privileges[] = {"mintResolveTokens", "readEventLogs", NULL};
 
 /* The lanes and kinds of the callers ow_caller decides (a login, a JWT subject, an anonymous request). */
 static const char *const forwarded_lanes[] = {"session", "oauth2", "anonymous", NULL};
@@ -664,13 +674,16 @@ check_forwarded_tenant(const char *tenant, Oid forwarder)
 
 /*
  * The caller a forwarder speaks for: openwop.forwarded_caller, the closed
- * object {issuer, subjectId, tenant, lane, kind, scopes} ow_router_caller
- * writes.  Each member is checked by the grammar of its kind: a subject
+ * object {issuer, subjectId, tenant, lane, kind, scopes, privileges?}
+ * ow_router_caller writes.  Each member is checked by the grammar of its
+ * kind: a subject
  * ow_caller could have decided itself (a login: issuer
  * urn:openwop-interrupt:session, lane session; a JWT subject: lane oauth2,
  * an issuer of its own or urn:openwop-interrupt:jwt; an anonymous request),
  * scopes this host knows (approvals:respond; none for an anonymous caller),
- * and a tenant the forwarder's login may act in.  Nothing of the
+ * the privileges the router's grants gave it (mintResolveTokens,
+ * readEventLogs; none for an anonymous caller), and a tenant the
+ * forwarder's login may act in.  Nothing of the
  * forwarder's own session (claims, openwop.tenant, roles) counts.
  */
 static void
@@ -681,6 +694,8 @@ forwarded_caller(OwCaller *c)
 	Jsonb	   *fc;
 	JsonbContainer *o;
 	JsonbValue *scopes;
+	JsonbValue *privileges;
+	uint32		granted = 0;
 	char	   *issuer;
 	char	   *subject_id;
 	char	   *tenant;
@@ -707,6 +722,18 @@ forwarded_caller(OwCaller *c)
 	lane = listed(forwarded_lanes, ow_member_str(o, FORWARDED, "lane", true, 0, 0));
 	kind = listed(forwarded_kinds, ow_member_str(o, FORWARDED, "kind", true, 0, 0));
 	scopes = ow_member_str_array(o, FORWARDED, "scopes", true, 1, true, false);
+	privileges = ow_member_str_array(o, FORWARDED, "privileges", false, 1, true, false);
+	for (i = 0; privileges && i < (int) JsonContainerSize(privileges->val.binary.data); i++)
+	{
+		const char *p = owj_string(getIthJsonbValueFromContainer(privileges->val.binary.data, i));
+		int			k;
+
+		for (k = 0; forwarded_privileges[k] && strcmp(forwarded_privileges[k], p) != 0; k++)
+			;
+		if (forwarded_privileges[k] == NULL)
+			forwarded_invalid("privileges", "names a privilege this host does not know (it knows mintResolveTokens and readEventLogs)");
+		granted |= 1 << k;
+	}
 	n = JsonContainerSize(scopes->val.binary.data);
 	for (i = 0; i < n; i++)
 		if (strcmp(owj_string(getIthJsonbValueFromContainer(scopes->val.binary.data, i)), OW_SCOPE) != 0)
@@ -733,6 +760,8 @@ forwarded_caller(OwCaller *c)
 			forwarded_invalid("lane", "anonymous is the subject anonymous of issuer " OW_ISSUER_ANON " only");
 		if (n > 0)
 			forwarded_invalid("scopes", "of an anonymous caller must be empty");
+		if (granted != 0)
+			forwarded_invalid("privileges", "of an anonymous caller must be empty");
 	}
 	if ((strcmp(lane, "anonymous") == 0) != (strcmp(kind, "anonymous") == 0))
 		forwarded_invalid("kind", "must be anonymous for the lane anonymous, and user for the others");
@@ -742,6 +771,7 @@ forwarded_caller(OwCaller *c)
 	c->login = InvalidOid;
 	c->forwarded_by = GetUserNameFromId(GetSessionUserId(), false);
 	c->forwarded_scope = n > 0;
+	c->forwarded_privileges = granted;
 }
 
 /* ----------
@@ -918,6 +948,34 @@ ow_scope_hint(const OwCaller *c)
 	return psprintf("Grant the role %s to the login.", ow_approver_role);
 }
 
+/*
+ * Does the current role have the privileges of openwop.token_issuer_role
+ * (a superuser's always has)?  Owners are asked for by the caller
+ * (ow_is_admin), which needs this database's extension.
+ */
+bool
+ow_role_issues_tokens(void)
+{
+	Oid			role = get_role_oid(ow_token_issuer_role, true);
+
+	return OidIsValid(role) && has_privs_of_role(GetUserId(), role);
+}
+
+/*
+ * May the current role read runs' event logs: EXECUTE on
+ * openwop.events(text, bigint, integer) in this database (in a router
+ * database, the router's)?
+ */
+bool
+ow_role_reads_event_logs(void)
+{
+	Oid			argtypes[3] = {TEXTOID, INT8OID, INT4OID};
+	Oid			events = LookupFuncName(list_make2(makeString("openwop"), makeString("events")),
+										3, argtypes, true);
+
+	return OidIsValid(events) && pg_proc_aclcheck(events, GetUserId(), ACL_EXECUTE) == ACLCHECK_OK;
+}
+
 /* ----------
  * The router's caller
  * ----------
@@ -935,6 +993,16 @@ forwarded_form(const OwCaller *c)
 	owj_begin(&j);
 	subject_members(&j, &c->subject);
 	owj_str_array(&j, "scopes", ow_has_scope(c) ? list_make1(OW_SCOPE) : NIL);
+	if (c->subject.kind == NULL || strcmp(c->subject.kind, "anonymous") != 0)
+	{
+		List	   *granted = NIL;
+
+		if (ow_role_issues_tokens())
+			granted = lappend(granted, (char *) forwarded_privileges[0]);
+		if (ow_role_reads_event_logs())
+			granted = lappend(granted, (char *) forwarded_privileges[1]);
+		owj_str_array(&j, "privileges", granted);
+	}
 	return owj_end(&j);
 }
 

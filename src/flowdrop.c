@@ -21,8 +21,6 @@
 #include "access/detoast.h"
 #include "catalog/pg_type.h"
 #include "miscadmin.h"
-#include "nodes/value.h"
-#include "parser/parse_func.h"
 #include "utils/acl.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
@@ -72,17 +70,6 @@ enum
  * ----------
  */
 
-/* May the calling role read runs' event logs (EXECUTE on openwop.events())? */
-static bool
-may_read_event_logs(void)
-{
-	Oid			argtypes[3] = {TEXTOID, INT8OID, INT4OID};
-	Oid			events = LookupFuncName(list_make2(makeString("openwop"), makeString("events")),
-										3, argtypes, true);
-
-	return OidIsValid(events) && pg_proc_aclcheck(events, GetUserId(), ACL_EXECUTE) == ACLCHECK_OK;
-}
-
 /*
  * An entry shows the request, its answer and who gave it: readable by
  * approvers (approvals:respond) and by roles that may read the event log,
@@ -95,7 +82,10 @@ check_reader(const OwCaller *c)
 	const char *hint;
 	OwDetails	d;
 
-	if (ow_has_scope(c) || may_read_event_logs())
+	/* a forwarded caller reads event logs only when its router says it may */
+	if (ow_has_scope(c) ||
+		((c->forwarded_by == NULL || (c->forwarded_privileges & OW_PRIV_READ_EVENT_LOGS)) &&
+		 ow_role_reads_event_logs()))
 		return;
 	if (c->claims || c->forwarded_by)
 		hint = ow_scope_hint(c);

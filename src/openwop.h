@@ -445,7 +445,20 @@ typedef struct OwCaller
 	Jsonb	   *claims;			/* verified claims of a request session, else NULL */
 	char	   *forwarded_by;	/* login of the forwarder that speaks for it, else NULL */
 	bool		forwarded_scope;	/* a forwarded caller holds approvals:respond */
+	uint32		forwarded_privileges;	/* OW_PRIV_* the router granted a forwarded caller */
 } OwCaller;
+
+/*
+ * Two privileges that are grants on a single server, which a router decides
+ * for its own caller and forwards (a forwarded caller does not inherit them
+ * from the router's login): minting resolve tokens (openwop.token_issuer_role)
+ * and reading event logs (EXECUTE on openwop.events()).
+ */
+#define OW_PRIV_MINT_RESOLVE_TOKENS 0x01
+#define OW_PRIV_READ_EVENT_LOGS 0x02
+extern char *ow_token_issuer_role;
+extern bool ow_role_issues_tokens(void);
+extern bool ow_role_reads_event_logs(void);
 
 /* The scope an approver's caller must hold to resolve. */
 #define OW_SCOPE "approvals:respond"

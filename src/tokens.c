@@ -41,7 +41,6 @@ PG_FUNCTION_INFO_V1(ow_verify_interrupt_token);
 PG_FUNCTION_INFO_V1(ow_resolve_interrupt_by_token);
 
 /* The role whose members may mint resolve tokens (issue credentials). */
-static char *ow_token_issuer_role = NULL;
 
 /* Default lifetime of a token, in seconds (capped by openwop.token_max_ttl). */
 static int	ow_token_ttl = 1800;
@@ -400,17 +399,24 @@ ow_resolve_interrupt_by_token(PG_FUNCTION_ARGS)
  * owner and superusers.
  */
 static void
-require_issuer(void)
+require_issuer(const OwCaller *c)
 {
-	Oid			role = get_role_oid(ow_token_issuer_role, true);
 	OwDetails	d;
 
-	if ((OidIsValid(role) && has_privs_of_role(GetUserId(), role)) || ow_is_admin())
+	/*
+	 * A forwarded caller mints only when its router made it an issuer, and
+	 * the router's login must be one here too: the login's own grant speaks
+	 * for no one it forwards.
+	 */
+	if ((c->forwarded_by == NULL || (c->forwarded_privileges & OW_PRIV_MINT_RESOLVE_TOKENS)) &&
+		(ow_role_issues_tokens() || ow_is_admin()))
 		return;
 	ow_details_init(&d);
 	ow_details_str(&d, "intent", "resolve");
 	ow_raise(OW_FORBIDDEN, &d,
-			 psprintf("Grant the role %s to the service that sends approval links.", ow_token_issuer_role),
+			 c->forwarded_by
+			 ? psprintf("On the router, grant the caller's role the role named by openwop.token_issuer_role there; the router's login must hold %s here.", ow_token_issuer_role)
+			 : psprintf("Grant the role %s to the service that sends approval links.", ow_token_issuer_role),
 			 "minting a resolve token needs the privileges of role %s", ow_token_issuer_role);
 }
 
@@ -481,7 +487,7 @@ ow_mint_interrupt_token(PG_FUNCTION_ARGS)
 	if (strcmp(intent, "resolve") != 0 && strcmp(intent, "inspect") != 0)
 		ow_validation_error("intent", "intent must be resolve or inspect, not \"%s\"", ow_echo(intent));
 	if (strcmp(intent, "resolve") == 0)
-		require_issuer();
+		require_issuer(&call.caller);
 	if (PG_ARGISNULL(2))
 		ttl_ms = (int64) ow_token_ttl * 1000;
 	else

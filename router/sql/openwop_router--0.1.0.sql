@@ -170,6 +170,25 @@ COMMENT ON FUNCTION openwop_router.partitions() IS
  * schema openwop only.)  Any other error (the router's own) is raised as
  * it was.
  */
+/*
+ * A function that changes a shard refuses to run in a read-only
+ * transaction of the router, as the shard refuses it in one of its own:
+ * the shard's call runs in a transaction of its own, which the router's
+ * READ ONLY does not reach.
+ */
+CREATE FUNCTION openwop_router.require_writable(function_name text)
+    RETURNS void LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog AS $$
+BEGIN
+    IF current_setting('transaction_read_only') = 'on' THEN
+        RAISE EXCEPTION USING ERRCODE = '25006',
+            MESSAGE = format('cannot execute %s in a read-only transaction', function_name);
+    END IF;
+END
+$$;
+COMMENT ON FUNCTION openwop_router.require_writable(text) IS
+  'Refuses (25006, the shard''s message) a call of function_name, which changes a shard, in a read-only transaction of the router.';
+
 CREATE FUNCTION openwop_router.reraise(e_state text, e_message text, e_detail text, e_hint text)
     RETURNS void LANGUAGE plpgsql
     SET search_path = pg_catalog SET client_min_messages = warning AS $$
@@ -229,6 +248,7 @@ CREATE FUNCTION openwop.create_run(workflow_id text, options jsonb DEFAULT '{}')
 DECLARE
     e_state text; e_message text; e_detail text; e_hint text;
 BEGIN
+    PERFORM openwop_router.require_writable('create_run()');
     RETURN openwop_router.create_run(openwop_router.caller(), workflow_id, options);
 EXCEPTION WHEN OTHERS THEN
     GET STACKED DIAGNOSTICS e_state = RETURNED_SQLSTATE, e_message = MESSAGE_TEXT,
@@ -253,6 +273,7 @@ CREATE FUNCTION openwop.start_node(run_id text, node_id text, type_id text DEFAU
 DECLARE
     e_state text; e_message text; e_detail text; e_hint text;
 BEGIN
+    PERFORM openwop_router.require_writable('start_node()');
     RETURN openwop_router.start_node(openwop_router.caller(), run_id, node_id, type_id);
 EXCEPTION WHEN OTHERS THEN
     GET STACKED DIAGNOSTICS e_state = RETURNED_SQLSTATE, e_message = MESSAGE_TEXT,
@@ -277,6 +298,7 @@ CREATE FUNCTION openwop.complete_node(run_id text, node_id text, outputs jsonb D
 DECLARE
     e_state text; e_message text; e_detail text; e_hint text;
 BEGIN
+    PERFORM openwop_router.require_writable('complete_node()');
     RETURN openwop_router.complete_node(openwop_router.caller(), run_id, node_id, outputs);
 EXCEPTION WHEN OTHERS THEN
     GET STACKED DIAGNOSTICS e_state = RETURNED_SQLSTATE, e_message = MESSAGE_TEXT,
@@ -301,6 +323,7 @@ CREATE FUNCTION openwop.fail_node(run_id text, node_id text, error jsonb)
 DECLARE
     e_state text; e_message text; e_detail text; e_hint text;
 BEGIN
+    PERFORM openwop_router.require_writable('fail_node()');
     RETURN openwop_router.fail_node(openwop_router.caller(), run_id, node_id, error);
 EXCEPTION WHEN OTHERS THEN
     GET STACKED DIAGNOSTICS e_state = RETURNED_SQLSTATE, e_message = MESSAGE_TEXT,
@@ -325,6 +348,7 @@ CREATE FUNCTION openwop.complete_run(run_id text, outputs jsonb DEFAULT '{}')
 DECLARE
     e_state text; e_message text; e_detail text; e_hint text;
 BEGIN
+    PERFORM openwop_router.require_writable('complete_run()');
     RETURN openwop_router.complete_run(openwop_router.caller(), run_id, outputs);
 EXCEPTION WHEN OTHERS THEN
     GET STACKED DIAGNOSTICS e_state = RETURNED_SQLSTATE, e_message = MESSAGE_TEXT,
@@ -349,6 +373,7 @@ CREATE FUNCTION openwop.fail_run(run_id text, error jsonb, failed_node_id text D
 DECLARE
     e_state text; e_message text; e_detail text; e_hint text;
 BEGIN
+    PERFORM openwop_router.require_writable('fail_run()');
     RETURN openwop_router.fail_run(openwop_router.caller(), run_id, error, failed_node_id);
 EXCEPTION WHEN OTHERS THEN
     GET STACKED DIAGNOSTICS e_state = RETURNED_SQLSTATE, e_message = MESSAGE_TEXT,
@@ -373,6 +398,7 @@ CREATE FUNCTION openwop.cancel_run(run_id text, reason text DEFAULT NULL)
 DECLARE
     e_state text; e_message text; e_detail text; e_hint text;
 BEGIN
+    PERFORM openwop_router.require_writable('cancel_run()');
     RETURN openwop_router.cancel_run(openwop_router.caller(), run_id, reason);
 EXCEPTION WHEN OTHERS THEN
     GET STACKED DIAGNOSTICS e_state = RETURNED_SQLSTATE, e_message = MESSAGE_TEXT,
@@ -445,6 +471,7 @@ CREATE FUNCTION openwop.fork_run(run_id text, options jsonb)
 DECLARE
     e_state text; e_message text; e_detail text; e_hint text;
 BEGIN
+    PERFORM openwop_router.require_writable('fork_run()');
     RETURN openwop_router.fork_run(openwop_router.caller(), run_id, options);
 EXCEPTION WHEN OTHERS THEN
     GET STACKED DIAGNOSTICS e_state = RETURNED_SQLSTATE, e_message = MESSAGE_TEXT,
@@ -493,6 +520,7 @@ CREATE FUNCTION openwop.interrupt(run_id text, node_id text, request jsonb, ordi
 DECLARE
     e_state text; e_message text; e_detail text; e_hint text;
 BEGIN
+    PERFORM openwop_router.require_writable('interrupt()');
     RETURN openwop_router.interrupt(openwop_router.caller(), run_id, node_id, request, ordinal);
 EXCEPTION WHEN OTHERS THEN
     GET STACKED DIAGNOSTICS e_state = RETURNED_SQLSTATE, e_message = MESSAGE_TEXT,
@@ -517,6 +545,7 @@ CREATE FUNCTION openwop.resolve_interrupt(run_id text, node_id text, resume_valu
 DECLARE
     e_state text; e_message text; e_detail text; e_hint text;
 BEGIN
+    PERFORM openwop_router.require_writable('resolve_interrupt()');
     RETURN openwop_router.resolve_interrupt(openwop_router.caller(), run_id, node_id, resume_value, idempotency_key);
 EXCEPTION WHEN OTHERS THEN
     GET STACKED DIAGNOSTICS e_state = RETURNED_SQLSTATE, e_message = MESSAGE_TEXT,
@@ -541,6 +570,7 @@ CREATE FUNCTION openwop.confirm_credential(run_id text, node_id text, idempotenc
 DECLARE
     e_state text; e_message text; e_detail text; e_hint text;
 BEGIN
+    PERFORM openwop_router.require_writable('confirm_credential()');
     RETURN openwop_router.confirm_credential(openwop_router.caller(), run_id, node_id, idempotency_key);
 EXCEPTION WHEN OTHERS THEN
     GET STACKED DIAGNOSTICS e_state = RETURNED_SQLSTATE, e_message = MESSAGE_TEXT,
@@ -565,6 +595,7 @@ CREATE FUNCTION openwop.record_agent_decision(run_id text, node_id text, agent_i
 DECLARE
     e_state text; e_message text; e_detail text; e_hint text;
 BEGIN
+    PERFORM openwop_router.require_writable('record_agent_decision()');
     RETURN openwop_router.record_agent_decision(openwop_router.caller(), run_id, node_id, agent_id, confidence, decision);
 EXCEPTION WHEN OTHERS THEN
     GET STACKED DIAGNOSTICS e_state = RETURNED_SQLSTATE, e_message = MESSAGE_TEXT,
@@ -637,6 +668,7 @@ CREATE FUNCTION openwop.mint_interrupt_token(interrupt_id text, intent text DEFA
 DECLARE
     e_state text; e_message text; e_detail text; e_hint text;
 BEGIN
+    PERFORM openwop_router.require_writable('mint_interrupt_token()');
     RETURN openwop_router.mint_interrupt_token(openwop_router.caller(), interrupt_id, intent, ttl, principal);
 EXCEPTION WHEN OTHERS THEN
     GET STACKED DIAGNOSTICS e_state = RETURNED_SQLSTATE, e_message = MESSAGE_TEXT,
@@ -709,6 +741,7 @@ CREATE FUNCTION openwop.resolve_interrupt_by_token(token text, resume_value json
 DECLARE
     e_state text; e_message text; e_detail text; e_hint text;
 BEGIN
+    PERFORM openwop_router.require_writable('resolve_interrupt_by_token()');
     RETURN openwop_router.resolve_interrupt_by_token(openwop_router.caller(), token, resume_value, idempotency_key);
 EXCEPTION WHEN OTHERS THEN
     GET STACKED DIAGNOSTICS e_state = RETURNED_SQLSTATE, e_message = MESSAGE_TEXT,
@@ -932,6 +965,7 @@ DECLARE
     added text[];
     e_state text; e_message text; e_detail text; e_hint text;
 BEGIN
+    PERFORM openwop_router.require_writable('add_signing_key()');
     added := ARRAY(SELECT openwop_router.add_signing_key(kid, COALESCE(secret, openwop_router.new_secret())));
     RETURN added[1];
 EXCEPTION WHEN OTHERS THEN
@@ -957,6 +991,7 @@ CREATE FUNCTION openwop.retire_signing_key(kid text)
 DECLARE
     e_state text; e_message text; e_detail text; e_hint text;
 BEGIN
+    PERFORM openwop_router.require_writable('retire_signing_key()');
     PERFORM openwop_router.retire_signing_key(kid);
 EXCEPTION WHEN OTHERS THEN
     GET STACKED DIAGNOSTICS e_state = RETURNED_SQLSTATE, e_message = MESSAGE_TEXT,
@@ -982,6 +1017,7 @@ CREATE FUNCTION openwop.add_group_member(group_ref text, principal text, tenant 
 DECLARE
     e_state text; e_message text; e_detail text; e_hint text;
 BEGIN
+    PERFORM openwop_router.require_writable('add_group_member()');
     RETURN openwop_router.add_group_member(group_ref, principal,
                                            COALESCE(tenant, openwop_router.caller() OPERATOR(pg_catalog.->>) 'tenant'));
 EXCEPTION WHEN OTHERS THEN
@@ -1007,6 +1043,7 @@ CREATE FUNCTION openwop.remove_group_member(group_ref text, principal text, tena
 DECLARE
     e_state text; e_message text; e_detail text; e_hint text;
 BEGIN
+    PERFORM openwop_router.require_writable('remove_group_member()');
     RETURN openwop_router.remove_group_member(group_ref, principal,
                                               COALESCE(tenant, openwop_router.caller() OPERATOR(pg_catalog.->>) 'tenant'));
 EXCEPTION WHEN OTHERS THEN
@@ -1033,6 +1070,7 @@ DECLARE
     changed integer;
     e_state text; e_message text; e_detail text; e_hint text;
 BEGIN
+    PERFORM openwop_router.require_writable('sweep()');
     SELECT pg_catalog.int4(pg_catalog.sum(n)) INTO changed FROM openwop_router.sweep(max) n;
     RETURN changed;
 EXCEPTION WHEN OTHERS THEN
@@ -1077,7 +1115,7 @@ COMMENT ON FUNCTION openwop.stats_reset(boolean) IS
  * shard's own row is taken, so shards that share a server are not counted
  * twice).
  */
-CREATE FUNCTION openwop_router.pending_summary(
+CREATE FUNCTION openwop_router.pending_summary_all(
     OUT tenant text, OUT kind text, OUT pending bigint, OUT oldest_requested_at timestamptz,
     OUT oldest_age interval, OUT next_deadline timestamptz, OUT due_within_5_minutes bigint,
     OUT due_within_1_hour bigint, OUT overdue bigint)
@@ -1086,10 +1124,10 @@ CREATE FUNCTION openwop_router.pending_summary(
     RUN ON ALL;
     SELECT * FROM openwop.pending_summary;
 $$;
-COMMENT ON FUNCTION openwop_router.pending_summary() IS
+COMMENT ON FUNCTION openwop_router.pending_summary_all() IS
   'openwop.pending_summary of every shard.';
 
-CREATE FUNCTION openwop_router.workers(
+CREATE FUNCTION openwop_router.workers_all(
     OUT role text, OUT database text, OUT pid integer, OUT started timestamptz,
     OUT last_timeout_pass timestamptz, OUT last_relay timestamptz, OUT relay_lag interval,
     OUT relayed bigint, OUT settled bigint, OUT timeout_passes bigint, OUT errors bigint,
@@ -1099,18 +1137,76 @@ CREATE FUNCTION openwop_router.workers(
     RUN ON ALL;
     SELECT * FROM openwop.workers WHERE database OPERATOR(pg_catalog.=) pg_catalog.current_database();
 $$;
-COMMENT ON FUNCTION openwop_router.workers() IS
+COMMENT ON FUNCTION openwop_router.workers_all() IS
   'The database worker of each shard database (openwop.workers there, its own row).';
 
-CREATE FUNCTION openwop_router.stats(
+CREATE FUNCTION openwop_router.stats_all(
     OUT database text, OUT event text, OUT code text, OUT count bigint, OUT since timestamptz)
     RETURNS SETOF record LANGUAGE plproxy VOLATILE AS $$
     CLUSTER 'openwop';
     RUN ON ALL;
     SELECT * FROM openwop.stats WHERE database OPERATOR(pg_catalog.=) pg_catalog.current_database();
 $$;
-COMMENT ON FUNCTION openwop_router.stats() IS
+COMMENT ON FUNCTION openwop_router.stats_all() IS
   'The counters of each shard database (openwop.stats there, its own rows).';
+
+/*
+ * The three read through PL/Proxy, its errors as every routed call's: a
+ * shard that cannot be reached is 08006 shard_unavailable, not PL/Proxy's
+ * message naming the shard's server (openwop_router.reraise).
+ */
+CREATE FUNCTION openwop_router.pending_summary(
+    OUT tenant text, OUT kind text, OUT pending bigint, OUT oldest_requested_at timestamptz,
+    OUT oldest_age interval, OUT next_deadline timestamptz, OUT due_within_5_minutes bigint,
+    OUT due_within_1_hour bigint, OUT overdue bigint)
+    RETURNS SETOF record LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+    e_state text; e_message text; e_detail text; e_hint text;
+BEGIN
+    RETURN QUERY SELECT * FROM openwop_router.pending_summary_all();
+EXCEPTION WHEN OTHERS THEN
+    GET STACKED DIAGNOSTICS e_state = RETURNED_SQLSTATE, e_message = MESSAGE_TEXT,
+                            e_detail = PG_EXCEPTION_DETAIL, e_hint = PG_EXCEPTION_HINT;
+    PERFORM openwop_router.reraise(e_state, e_message, e_detail, e_hint);
+END
+$$;
+COMMENT ON FUNCTION openwop_router.pending_summary() IS
+  'The rows of openwop_router.pending_summary_all(), with a shard''s failure raised as every routed call''s (08006 shard_unavailable).';
+
+CREATE FUNCTION openwop_router.workers(
+    OUT role text, OUT database text, OUT pid integer, OUT started timestamptz,
+    OUT last_timeout_pass timestamptz, OUT last_relay timestamptz, OUT relay_lag interval,
+    OUT relayed bigint, OUT settled bigint, OUT timeout_passes bigint, OUT errors bigint,
+    OUT last_error text, OUT last_error_at timestamptz, OUT serving boolean)
+    RETURNS SETOF record LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+    e_state text; e_message text; e_detail text; e_hint text;
+BEGIN
+    RETURN QUERY SELECT * FROM openwop_router.workers_all();
+EXCEPTION WHEN OTHERS THEN
+    GET STACKED DIAGNOSTICS e_state = RETURNED_SQLSTATE, e_message = MESSAGE_TEXT,
+                            e_detail = PG_EXCEPTION_DETAIL, e_hint = PG_EXCEPTION_HINT;
+    PERFORM openwop_router.reraise(e_state, e_message, e_detail, e_hint);
+END
+$$;
+COMMENT ON FUNCTION openwop_router.workers() IS
+  'The rows of openwop_router.workers_all(), with a shard''s failure raised as every routed call''s (08006 shard_unavailable).';
+
+CREATE FUNCTION openwop_router.stats(
+    OUT database text, OUT event text, OUT code text, OUT count bigint, OUT since timestamptz)
+    RETURNS SETOF record LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+    e_state text; e_message text; e_detail text; e_hint text;
+BEGIN
+    RETURN QUERY SELECT * FROM openwop_router.stats_all();
+EXCEPTION WHEN OTHERS THEN
+    GET STACKED DIAGNOSTICS e_state = RETURNED_SQLSTATE, e_message = MESSAGE_TEXT,
+                            e_detail = PG_EXCEPTION_DETAIL, e_hint = PG_EXCEPTION_HINT;
+    PERFORM openwop_router.reraise(e_state, e_message, e_detail, e_hint);
+END
+$$;
+COMMENT ON FUNCTION openwop_router.stats() IS
+  'The rows of openwop_router.stats_all(), with a shard''s failure raised as every routed call''s (08006 shard_unavailable).';
 
 CREATE VIEW openwop.pending_summary AS
 SELECT tenant, kind, pending, oldest_requested_at, oldest_age, next_deadline,
@@ -1210,11 +1306,15 @@ REVOKE ALL ON FUNCTION
     openwop_router.inbox(),
     openwop_router.pending_summary(),
     openwop_router.workers(),
-    openwop_router.stats()
+    openwop_router.stats(),
+    openwop_router.pending_summary_all(),
+    openwop_router.workers_all(),
+    openwop_router.stats_all()
 FROM PUBLIC;
 REVOKE ALL ON openwop.pending_interrupts, openwop.pending_summary, openwop.workers, openwop.stats FROM PUBLIC;
 
 /* Monitoring, as on a shard: pg_monitor reads the three views (with a user mapping and USAGE on SERVER openwop). */
 GRANT USAGE ON SCHEMA openwop, openwop_router TO pg_monitor;
-GRANT EXECUTE ON FUNCTION openwop_router.pending_summary(), openwop_router.workers(), openwop_router.stats() TO pg_monitor;
+GRANT EXECUTE ON FUNCTION openwop_router.pending_summary(), openwop_router.workers(), openwop_router.stats(),
+                          openwop_router.pending_summary_all(), openwop_router.workers_all(), openwop_router.stats_all() TO pg_monitor;
 GRANT SELECT ON openwop.pending_summary, openwop.workers, openwop.stats TO pg_monitor;

@@ -163,7 +163,7 @@ resend() {
 	local out
 	out=$(sq -c "SELECT openwop.resolve_interrupt('$1', 'gate', '{\"action\": \"accept\"}', 'failover-key-${1#acme/failover-}-000000')" 2>&1) ||
 		{ echo "the resend of $1 failed: $out" >&2; return 1; }
-	echo "$out" | grep -q '"status": "resolved"' || { echo "the resend of $1 answered: $out" >&2; return 1; }
+	grep -q '"status": "resolved"' <<<"$out" || { echo "the resend of $1 answered: $out" >&2; return 1; }
 	[ "$(sq -c "SELECT count(*) FROM openwop.events('$1') e WHERE e ->> 'type' = 'interrupt.resolved'")" = 1 ] ||
 		{ echo "$1 is not resolved once after its resend" >&2; return 1; }
 	echo "$out"
@@ -173,14 +173,14 @@ while read -r _ _ run; do
 	grep -q "^ok resolve $run$" "$work"/client*.log && continue
 	out=$(resend "$run")
 	retried=$((retried + 1))
-	echo "$out" | grep -q '"idempotentReplay": true' && replayed=$((replayed + 1))
+	grep -q '"idempotentReplay": true' <<<"$out" && replayed=$((replayed + 1))
 done < <(cat "$work"/client*.log | grep '^attempt resolve')
 echo "$retried resolves without an answer, retried on the new primary with their keys: each resolved once ($replayed answered with the stored response, marked as a replay; the rest processed now)"
 # an acknowledged resolve sent again with its key (its answer lost on the way back): the stored response, a replay
 n=0
 while read -r _ _ run; do
 	out=$(resend "$run")
-	echo "$out" | grep -q '"idempotentReplay": true' || { echo "the resend of acknowledged $run was not a replay: $out" >&2; exit 1; }
+	grep -q '"idempotentReplay": true' <<<"$out" || { echo "the resend of acknowledged $run was not a replay: $out" >&2; exit 1; }
 	n=$((n + 1))
 done < <(cat "$work"/client*.log | grep '^ok resolve')
 [ "$n" -ge 1 ]

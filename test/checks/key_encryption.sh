@@ -67,15 +67,15 @@ psql -X -q -d postgres -c "ALTER SYSTEM SET openwop.key_encryption_key_file = 'o
 sleep 1
 # a new backend under the other passphrase: a clear error that names the key, not the passphrase
 out=$(try "SELECT openwop.inspect_interrupt('$token')")
-echo "$out" | grep -q 'signing key "k-kek-a" cannot be decrypted with the passphrase in openwop.key_encryption_key_file'
+grep -q 'signing key "k-kek-a" cannot be decrypted with the passphrase in openwop.key_encryption_key_file' <<<"$out"
 # files others can read, or that are not the server's, are refused without being read
 for f in openwop_kek_open openwop_kek_root; do
 	psql -X -q -d postgres -c "ALTER SYSTEM SET openwop.key_encryption_key_file = '$f'" -c "SELECT pg_reload_conf()" >/dev/null
 	sleep 1
 	# the caller is told the key cannot be decrypted; why (the file) goes to the server log only
 	out=$(try "SELECT openwop.inspect_interrupt('$token')")
-	echo "$out" | grep -q 'signing key "k-kek-a" cannot be decrypted'
-	! echo "$out" | grep -q 'must be a file owned'
+	grep -q 'signing key "k-kek-a" cannot be decrypted' <<<"$out"
+	! grep -q 'must be a file owned' <<<"$out"
 	grep -q "key-encryption key file \"$f\" must be a file owned by the database server's user and readable by it alone" "$log"
 done
 psql -X -q -d postgres -c "ALTER SYSTEM SET openwop.key_encryption_key_file = 'openwop_kek_a'" -c "SELECT pg_reload_conf()" >/dev/null

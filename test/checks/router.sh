@@ -74,6 +74,7 @@ CREATE ROLE openwop_token_issuer NOLOGIN;
 GRANT openwop_token_issuer TO openwop_router;
 CREATE ROLE engine LOGIN;                              -- drives runs in any tenant
 ALTER ROLE engine SET openwop.bound_tenant = '*';
+GRANT openwop_token_issuer TO engine;                  -- and mints resolve tokens (decided on the router)
 CREATE ROLE a1 LOGIN IN ROLE openwop_approver;         -- approvers in any tenant
 CREATE ROLE a2 LOGIN IN ROLE openwop_approver;
 CREATE ROLE a3 LOGIN IN ROLE openwop_approver;

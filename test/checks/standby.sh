@@ -66,7 +66,7 @@ refused() {   # refused SQL: run on the standby, must fail with 25006 and name t
 		-c "SET openwop.tenant = 'acme'" -c "$1" 2>&1); then
 		echo "the standby ran: $1" >&2; return 1
 	fi
-	echo "$out" | grep -q '^ERROR:  25006: .* cannot run on a standby' && echo "$out" | grep -q '^HINT:  Call .* on the primary' ||
+	grep -q '^ERROR:  25006: .* cannot run on a standby' <<<"$out" && grep -q '^HINT:  Call .* on the primary' <<<"$out" ||
 		{ echo "not the standby refusal for: $1" >&2; echo "$out" >&2; return 1; }
 }
 n=0

@@ -433,13 +433,17 @@ SELECT is(pg_temp.as_forwarder('tap_fwd_router', '*', $$ SELECT to_jsonb(set_con
  * ------------------------------------------------------------------ */
 
 CREATE FUNCTION pg_temp.router_caller() RETURNS jsonb AS '$libdir/openwop_interrupt', 'ow_router_caller' LANGUAGE C;
-SELECT is(pg_temp.router_caller(),
+SELECT is(pg_temp.router_caller() - 'privileges',
           jsonb_build_object('issuer', 'urn:openwop-interrupt:session', 'subjectId', current_user, 'tenant', 'acme',
                              'lane', 'session', 'kind', 'user', 'scopes', '["approvals:respond"]'::jsonb),
           'router_caller_is_the_session_caller: a SQL login''s subject, its tenant and its scope, in the forwarded form');
 SELECT is(pg_temp.as_request('{"sub": "cfo@example.org", "iss": "https://idp.example.org", "tenant": "acme", "scope": "openid approvals:respond"}',
-                             'SELECT pg_temp.router_caller()'),
+                             'SELECT pg_temp.router_caller()') - 'privileges',
           pg_temp.fwd('cfo@example.org'), '... a request session''s JWT subject, tenant and scope claim');
+SELECT is(pg_temp.router_caller() -> 'privileges', '["readEventLogs"]',
+          'router_caller_privileges: what this database''s grants give the role (EXECUTE on openwop.events(); no openwop.token_issuer_role here)');
+SELECT is(pg_temp.as_request('{"tenant": "acme"}', 'SELECT pg_temp.router_caller()') -> 'privileges', NULL,
+          '... none for an anonymous request');
 SELECT is(pg_temp.as_request('{"tenant": "acme"}', 'SELECT pg_temp.router_caller()') #>> '{lane}', 'anonymous',
           '... an anonymous request''s');
 SELECT is(pg_temp.routed('current_caller', pg_temp.as_request('{"sub": "cfo@example.org", "iss": "https://idp.example.org", "tenant": "acme"}',

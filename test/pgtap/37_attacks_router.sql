@@ -77,5 +77,23 @@ SELECT is(pg_temp.code(pg_temp.routed('flowdrop_interrupts', pg_temp.fwd('viewer
 SELECT is(pg_temp.routed('flowdrop_interrupt', pg_temp.fwd('alice', true), quote_literal(:'gate')) ->> 'id',
           :'gate', 'forwarded_approver_reads_flowdrop_entries: with approvals:respond it does, as on a single server');
 
+/* ------------------------------------------------------------------
+ * What the router forwards: privileges it decided for its own caller
+ * ------------------------------------------------------------------ */
+
+SELECT is(pg_temp.code(pg_temp.routed('mint_interrupt_token',
+            pg_temp.fwd('linker', false) || '{"privileges": ["mintResolveTokens"]}',
+            format('%L, %L, NULL, %L', :'gate', 'resolve', 'alice'))),
+          'ok', 'forwarded_issuer_mints_resolve_tokens: a caller the router made an issuer mints, the router''s login being one here');
+SELECT is(pg_temp.routed('flowdrop_interrupt', pg_temp.fwd('viewer', false) || '{"privileges": ["readEventLogs"]}',
+            quote_literal(:'gate')) ->> 'id',
+          :'gate', 'forwarded_reader_reads_flowdrop_entries: a caller the router lets read event logs reads entries');
+SELECT is(pg_temp.code(pg_temp.routed('run_snapshot', pg_temp.fwd('viewer', false) || '{"privileges": ["superuser"]}', quote_literal('acme/r37-only-alice-00001'))),
+          'PT400 validation_error', 'forwarded_privileges_closed: a privilege this host does not know is refused');
+SELECT is(pg_temp.code(pg_temp.routed('run_snapshot',
+            '{"issuer": "urn:openwop-interrupt:anon-surface", "subjectId": "anonymous", "tenant": "acme", "lane": "anonymous",
+              "kind": "anonymous", "scopes": [], "privileges": ["readEventLogs"]}', quote_literal('acme/r37-only-alice-00001'))),
+          'PT400 validation_error', 'forwarded_anonymous_has_no_privileges: an anonymous caller is forwarded with none');
+
 SELECT * FROM finish();
 ROLLBACK;
