@@ -33,14 +33,7 @@ throwaway_begin
 work=$THROWAWAY
 trap throwaway_end EXIT
 read -r A B <<<"${ROUTER_ATTACKS_PORTS:-5831 5832}"
-opts="-k $work -c listen_addresses='' -c shared_preload_libraries=openwop_interrupt -c fsync=off"
-opts="$opts -c openwop.forwarding_role=openwop_forwarder -c openwop.jwt_session_role=authenticator -c max_connections=60"
-shard_port=($A $A $B $B)
-shard_db=(shard0 shard1 shard2 shard3)
-
-on() { local port=$1 db=$2 user=$3; shift 3; psql -X -A -t -q -v ON_ERROR_STOP=1 -h "$work" -p "$port" -U "$user" -d "$db" "$@"; }
-rt() { local user=$1 tenant=$2; shift 2; PGOPTIONS="-c openwop.tenant=$tenant -c client_min_messages=warning" on $A router "$user" "$@"; }
-sh() { local i=$1 user=$2 tenant=$3; shift 3; PGOPTIONS="-c openwop.tenant=$tenant" on "${shard_port[$i]}" "${shard_db[$i]}" "$user" "$@"; }
+. "$(dirname "$0")/../router_lib.sh"
 # the ERROR and DETAIL lines (verbose: with the SQLSTATE) of what CMD prints
 refusal() { "$@" -v VERBOSITY=verbose 2>&1 | grep -E '^(ERROR|DETAIL):' || true; }
 
@@ -59,11 +52,7 @@ check() {
 }
 
 # ---- the clusters, roles, shards and router (as router.sh, plus the attackers)
-for c in a b; do
-	as_pg "$PGBIN/initdb -D $work/$c -A trust --encoding=UTF8 --locale=C.UTF-8" >/dev/null
-done
-as_pg "$PGBIN/pg_ctl -D $work/a -l $work/a.log -o \"-p $A $opts\" -w start" >/dev/null
-as_pg "$PGBIN/pg_ctl -D $work/b -l $work/b.log -o \"-p $B $opts\" -w start" >/dev/null
+router_clusters_start 60
 for port in $A $B; do
 	on $port postgres postgres >/dev/null <<'SQL'
 CREATE ROLE openwop_forwarder NOLOGIN;
@@ -87,26 +76,7 @@ ALTER ROLE viewer SET openwop.bound_tenant = 'acme';
 SQL
 done
 for i in 0 1 2 3; do
-	on "${shard_port[$i]}" postgres postgres -c "CREATE DATABASE ${shard_db[$i]}" >/dev/null
-	on "${shard_port[$i]}" "${shard_db[$i]}" postgres >/dev/null <<'SQL'
-CREATE EXTENSION openwop_interrupt;
-GRANT USAGE ON SCHEMA openwop, openwop_forward TO openwop_router;
-GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA openwop_forward TO openwop_router;
-DO $$
-DECLARE f regprocedure;
-BEGIN
-  FOR f IN SELECT p.oid FROM pg_proc p
-            WHERE p.pronamespace = 'openwop'::regnamespace
-              AND p.proname IN (SELECT proname FROM pg_proc WHERE pronamespace = 'openwop_forward'::regnamespace)
-  LOOP
-    EXECUTE format('GRANT EXECUTE ON FUNCTION %s TO openwop_router', f);
-  END LOOP;
-END $$;
-GRANT EXECUTE ON FUNCTION openwop.inbox_waiting(text) TO openwop_router;
-GRANT SELECT ON openwop.pending_interrupts TO openwop_router;
-GRANT EXECUTE ON FUNCTION openwop.add_signing_key(text, bytea), openwop.retire_signing_key(text),
-    openwop.add_group_member(text, text, text), openwop.remove_group_member(text, text, text),
-    openwop.stats_reset(boolean) TO openwop_router;
+	router_new_shard "${shard_port[$i]}" "${shard_db[$i]}" <<'SQL'
 -- the same callers directly, for the comparisons
 GRANT USAGE ON SCHEMA openwop TO engine, a1, mallory, linker, viewer;
 GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA openwop TO engine, a1, mallory;
@@ -115,18 +85,7 @@ GRANT EXECUTE ON FUNCTION openwop.flowdrop_interrupt(text) TO viewer;
 GRANT SELECT ON openwop.pending_interrupts TO a1, mallory;
 SQL
 done
-on $A postgres postgres -c "CREATE DATABASE router" >/dev/null
-on $A router postgres >/dev/null <<SQL
-CREATE EXTENSION plproxy;
-CREATE EXTENSION openwop_router;
-CREATE SERVER openwop FOREIGN DATA WRAPPER plproxy OPTIONS (
-    connection_lifetime '1800',
-    p0 'host=$work port=$A dbname=shard0',
-    p1 'host=$work port=$A dbname=shard1',
-    p2 'host=$work port=$B dbname=shard2',
-    p3 'host=$work port=$B dbname=shard3');
-CREATE USER MAPPING FOR PUBLIC SERVER openwop OPTIONS (user 'openwop_router');
-CREATE USER MAPPING FOR postgres SERVER openwop OPTIONS (user 'postgres');
+router_new_router <<SQL
 GRANT USAGE ON FOREIGN SERVER openwop TO engine, a1, mallory, eve, linker, viewer;
 GRANT USAGE ON SCHEMA openwop, openwop_router TO engine, a1, mallory, eve, linker, viewer;
 GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA openwop, openwop_router TO engine, a1, mallory, eve;
