@@ -45,8 +45,7 @@ fi
 sql() { psql -X -q -A -t -v ON_ERROR_STOP=1 "$@"; }
 say() { SAID="$*"; printf '%s  %s\n' "$(date +%T)" "$*" >&2; }
 SAID=""
-# the machine's CPU in use, stolen by the host, and in all, in clock ticks: "busy steal total"
-machine_ticks() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8, $9, $2 + $3 + $4 + $5 + $6 + $7 + $8 + $9 }' /proc/stat; }
+. "$here/lib.sh"    # machine_ticks, steady_tps
 tps() { sed -n 's/^tps = \([0-9.]*\) .*/\1/p' | tail -n 1; }
 # record FIGURE CLIENTS VALUE UNIT BASELINE BASELINE_VALUE TARGET_KIND TARGET [WAL BASE_WAL FPI BASE_FPI]
 record() {
@@ -108,25 +107,6 @@ measure() {
 			split(m, f, " "); gsub(/"/, "\"\"", what)
 			printf "\"%s\",%s,%s,%s,%.0f,%.0f,%.1f,%s\n", what, f[1], f[2], f[3], b * 1e6 / hz / n, st * 1e6 / hz / n,
 			       (all > 0) ? st * 100 / all : 0, th ? "yes" : "no" }' >>"$out/rounds.csv"
-}
-# steady_tps DIR: transactions per second from the pgbench logs in DIR, over
-# the window in which every client has finished its first $WARM
-# transactions and none has finished its last; nothing if that window is empty
-WARM=20
-steady_tps() {
-	cat "$1"/tx.* | awk -v k=$WARM '
-		{ c = $1; t = $5 * 1000000 + $6; n[c]++; at[NR] = t
-		  if (n[c] == k) kth[c] = t
-		  if (!(c in last) || t > last[c]) last[c] = t }
-		END {
-			for (c in n) {
-				w = (c in kth) ? kth[c] : last[c]
-				if (start == "" || w > start) start = w
-				if (end == "" || last[c] < end) end = last[c]
-			}
-			for (i = 1; i <= NR; i++) if (at[i] > start && at[i] <= end) m++
-			if (end > start && m > 0) printf "%.3f\n", m * 1000000 / (end - start)
-		}'
 }
 # the C figures assume the notify relay: this database's worker (the library
 # preloaded), which starts within seconds of CREATE EXTENSION
