@@ -15,7 +15,10 @@ sh() { local i=$1 user=$2 tenant=$3; shift 3; PGOPTIONS="-c openwop.tenant=$tena
 
 # router_clusters_start MAX_CONNECTIONS: clusters A (the router's, shards 0
 # and 1) and B (shards 2 and 3), the library preloaded, forwarders the
-# members of openwop_forwarder
+# members of openwop_forwarder; in each, the roles the setup itself needs:
+# the router's login openwop_router (a forwarder bound to *, a token
+# issuer for minting through the router), openwop_approver and
+# openwop_token_issuer
 router_clusters_start() {
 	local c opts="-k $work -c listen_addresses='' -c shared_preload_libraries=openwop_interrupt -c fsync=off"
 	opts="$opts -c openwop.forwarding_role=openwop_forwarder -c openwop.jwt_session_role=authenticator -c max_connections=$1"
@@ -24,6 +27,16 @@ router_clusters_start() {
 	done
 	as_pg "$PGBIN/pg_ctl -D $work/a -l $work/a.log -o \"-p $A $opts\" -w start" >/dev/null
 	as_pg "$PGBIN/pg_ctl -D $work/b -l $work/b.log -o \"-p $B $opts\" -w start" >/dev/null
+	for c in $A $B; do
+		on $c postgres postgres >/dev/null <<'SQL'
+CREATE ROLE openwop_forwarder NOLOGIN;
+CREATE ROLE openwop_router LOGIN IN ROLE openwop_forwarder;
+ALTER ROLE openwop_router SET openwop.bound_tenant = '*';
+CREATE ROLE openwop_approver NOLOGIN;
+CREATE ROLE openwop_token_issuer NOLOGIN;
+GRANT openwop_token_issuer TO openwop_router;
+SQL
+	done
 }
 
 # router_new_shard PORT DB < SQL: a shard database whose extension the

@@ -46,19 +46,13 @@ shard_of() { on $A router postgres -c "SELECT hashtext('$1') & 3"; }
 # ---- the clusters
 router_clusters_start 80
 
-# roles, in each cluster: the router's login (a forwarder bound to *), a
-# forwarder bound to one tenant, and the callers, who exist on both sides
-# so that a call can be made through the router and directly alike
+# roles, in each cluster (besides router_clusters_start's): a forwarder
+# bound to one tenant, and the callers, who exist on both sides so that a
+# call can be made through the router and directly alike
 for port in $A $B; do
 	on $port postgres postgres >/dev/null <<'SQL'
-CREATE ROLE openwop_forwarder NOLOGIN;
-CREATE ROLE openwop_router LOGIN IN ROLE openwop_forwarder;
-ALTER ROLE openwop_router SET openwop.bound_tenant = '*';
 CREATE ROLE acme_forwarder LOGIN IN ROLE openwop_forwarder;
 ALTER ROLE acme_forwarder SET openwop.bound_tenant = 'acme';
-CREATE ROLE openwop_approver NOLOGIN;
-CREATE ROLE openwop_token_issuer NOLOGIN;
-GRANT openwop_token_issuer TO openwop_router;
 CREATE ROLE engine LOGIN;                              -- drives runs in any tenant
 ALTER ROLE engine SET openwop.bound_tenant = '*';
 GRANT openwop_token_issuer TO engine;                  -- and mints resolve tokens (decided on the router)

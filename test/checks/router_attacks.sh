@@ -55,12 +55,6 @@ check() {
 router_clusters_start 60
 for port in $A $B; do
 	on $port postgres postgres >/dev/null <<'SQL'
-CREATE ROLE openwop_forwarder NOLOGIN;
-CREATE ROLE openwop_router LOGIN IN ROLE openwop_forwarder;
-ALTER ROLE openwop_router SET openwop.bound_tenant = '*';
-CREATE ROLE openwop_approver NOLOGIN;
-CREATE ROLE openwop_token_issuer NOLOGIN;
-GRANT openwop_token_issuer TO openwop_router;           -- minting through the router (docs/scale-out.md)
 CREATE ROLE engine LOGIN;
 ALTER ROLE engine SET openwop.bound_tenant = '*';
 CREATE ROLE a1 LOGIN IN ROLE openwop_approver;
