@@ -20,10 +20,12 @@ echo "measurement,tps,wal_bytes_per_txn,fpi_per_txn,machine_cpu_us_per_txn,steal
 # phase of this kind of VM steals 30-60%, an ordinary minute under 3%), at
 # most EXTRA times per section; the figures are the medians of the rounds
 # taken unthrottled, or of all of them when none was.  BENCH_STEAL_MAX and
-# BENCH_EXTRA override the two (BENCH_STEAL_MAX=-1 takes every round as throttled).
+# BENCH_EXTRA override the two (BENCH_STEAL_MAX=-1 takes every round as
+# throttled); BENCH_BLOCKS the throughput section's blocks (below).
 STEAL_MAX=${BENCH_STEAL_MAX:-10}
 if [ "$mode" = quick ]; then
 	SCALE=10 DUR=2 REPS=1 EXTRA=${BENCH_EXTRA:-0}
+	BLOCKS=${BENCH_BLOCKS:-1} DUR_B=2 # throughput: blocks per implementation and client count, pgbench -N seconds each
 	T1=1000 T8=300 T32=80           # transactions per client, resolve figures
 	C1=120 C8=40                    # cycles per client
 	M=200                           # interrupts raced over by 32 clients
@@ -33,7 +35,8 @@ if [ "$mode" = quick ]; then
 	CPU_N=2000                      # resolves per implementation, backend CPU figure
 else
 	SCALE=50 DUR=20 REPS=3 EXTRA=${BENCH_EXTRA:-3}
-	T1=12000 T8=3000 T32=750
+	BLOCKS=${BENCH_BLOCKS:-4} DUR_B=3
+	T1=12000 T8=3000 T32=1000
 	C1=1500 C8=500
 	M=1500
 	PAIRS=5 PAIR_N=16000 PAIR_DUR=5
@@ -47,10 +50,20 @@ say() { SAID="$*"; printf '%s  %s\n' "$(date +%T)" "$*" >&2; }
 SAID=""
 . "$here/lib.sh"    # machine_ticks, steady_tps
 tps() { sed -n 's/^tps = \([0-9.]*\) .*/\1/p' | tail -n 1; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", a / b }'; }
+# the median of numbers, one per line: with an even count the mean of the
+# middle two (with two rounds kept, the lower one would be the figure)
+median() { sort -g | awk 'NF { r[++n] = $1 } END { print (n % 2) ? r[(n + 1) / 2] : (r[n / 2] + r[n / 2 + 1]) / 2 }'; }
+# the median row of rows "value ...", by value (the lower middle one of an even count)
+median_row() { sort -g | awk 'NF { r[++n] = $0 } END { print r[int((n + 1) / 2)] }'; }
 # record FIGURE CLIENTS VALUE UNIT BASELINE BASELINE_VALUE TARGET_KIND TARGET [WAL BASE_WAL FPI BASE_FPI]
+# the ratio is VALUE / BASELINE_VALUE, or $RATIO when set (a median of
+# paired ratios, which the two medians' quotient is not)
 record() {
 	local ratio=NULL met=NULL
-	if [ "$3" != NULL ] && [ "$6" != NULL ] && [ "$6" != 0 ]; then
+	if [ -n "${RATIO:-}" ]; then
+		ratio=$RATIO
+	elif [ "$3" != NULL ] && [ "$6" != NULL ] && [ "$6" != 0 ]; then
 		ratio=$(awk -v a="$3" -v b="$6" 'BEGIN { printf "%.3f", a / b }')
 	fi
 	case "$7" in
@@ -209,7 +222,7 @@ report() {
 		echo "kernel: $(uname -r)"
 		echo "postgres: $(sql -c 'SHOW server_version')"
 		echo "settings: fsync=$(sql -c 'SHOW fsync'), synchronous_commit=$(sql -c 'SHOW synchronous_commit'), shared_buffers=$(sql -c 'SHOW shared_buffers'), wal_level=$(sql -c 'SHOW wal_level')"
-		echo "mode: $mode (pgbench -N for $DUR s per client count, median of $REPS)"
+		echo "mode: $mode (throughput: $BLOCKS interleaved blocks per implementation and client count, pgbench -N $DUR_B s each; medians of $REPS rounds)"
 		echo "date: $(date -u +%Y-%m-%dT%H:%MZ)"
 	} >"$out/machine.txt"
 	cat "$out/machine.txt"
@@ -237,69 +250,98 @@ fi
 # ---------------------------------------------------------------- throughput
 # each round: pgbench -N, the extension, the PL/pgSQL alternative, and the
 # same alternative without its pg_notify (what it costs besides the NOTIFY)
-declare -A NB CX PL PQ NBTPS CXTPS CXWAL CXFPI R
-# Rounds outside, client counts inside: a round measures 1, 8 and 32 clients
-# within minutes of each other, so the 32-against-8 ratio is taken within
-# each round (median of the rounds) and not across a quarter of an hour.
-# A round in which the host throttled the VM is kept apart and taken again
-# (STEAL_MAX, above); its figures count only when no round was unthrottled.
+declare -A RND RAT R S
+# Rounds outside, client counts inside, and within a client count the four
+# measured in $BLOCKS short blocks each, interleaved: pgbench -N, C,
+# PL/pgSQL, PL/pgSQL without pg_notify, then the same backwards, and so on
+# (the first order alternating between rounds too).  The machine's speed
+# moves within minutes by more than the ratios are about (two unthrottled
+# rounds of one run read the extension at 1.60x and 0.77x the PL/pgSQL
+# function at 1 client, the host slower for both in the second), so each
+# ratio is taken within a round from interleaved blocks, the extension and
+# its baseline seconds apart, and the figure is the median of the rounds'
+# ratios; a ratio of two medians taken from different rounds measures the
+# drift.  A round in which the host throttled the VM in any block is kept
+# apart and taken again (STEAL_MAX, above); its figures count only when no
+# round was unthrottled.  An implementation's rate in a round is the mean of
+# its blocks' steady rates (each block its own pgbench run, its warm-up cut
+# by steady_tps), and so are its WAL figures.
 assert_relay
-SCALING="" SCALING_HOT=""
-for c in 1 8 32; do NB[$c]="" CX[$c]="" PL[$c]="" PQ[$c]="" NB[h$c]="" CX[h$c]="" PL[h$c]="" PQ[h$c]=""; done
 kept=0 rep=0
 while [ $kept -lt $REPS ] && [ $rep -lt $((REPS + EXTRA)) ]; do
 	rep=$((rep + 1)) hot=0 R=()
 	for c in 1 8 32; do
 		case $c in 1) t=$T1 ;; 8) t=$T8 ;; 32) t=$T32 ;; esac
-		say "throughput, $c clients, round $rep: pgbench -N"
+		tb=$((t / BLOCKS))
+		# the gates of every block, each implementation its own, then one settle
+		next_tag; gcx=$tag; next_tag; gpl=$tag; next_tag; gpq=$tag
+		sql -c "CALL bench.make_gates($gcx, $c, $((tb * BLOCKS)))" -c "CALL plbench.make_gates($gpl, $c, $((tb * BLOCKS)))" \
+			-c "CALL plbench.make_gates($gpq, $c, $((tb * BLOCKS)))"
 		settle
-		measure -N -c $c -j 2 -T $DUR; R[nb$c]=$MEASURED hot=$((hot | THROTTLED))
-		next_tag; sql -c "CALL bench.make_gates($tag, $c, $t)"; settle
-		say "throughput, $c clients, round $rep: resolve (C), $((c * t)) interrupts"
-		measure -n -f "$here/scripts/resolve.pgb" -D impl=openwop -D tag=$tag -D n=0 -c $c -j 2 -t $t
-		R[cx$c]=$MEASURED hot=$((hot | THROTTLED))
-		next_tag; sql -c "CALL plbench.make_gates($tag, $c, $t)"; settle
-		say "throughput, $c clients, round $rep: resolve (PL/pgSQL), $((c * t)) interrupts"
-		measure -n -f "$here/scripts/resolve.pgb" -D impl=plbench -D tag=$tag -D n=0 -c $c -j 2 -t $t
-		R[pl$c]=$MEASURED hot=$((hot | THROTTLED))
-		next_tag; sql -c "CALL plbench.make_gates($tag, $c, $t)"; settle
-		say "throughput, $c clients, round $rep: resolve (PL/pgSQL without pg_notify)"
-		PGOPTIONS="-c plbench.notify=off" measure -n -f "$here/scripts/resolve.pgb" -D impl=plbench -D tag=$tag -D n=0 -c $c -j 2 -t $t
-		R[pq$c]=$MEASURED hot=$((hot | THROTTLED))
+		S=()
+		for b in $(seq 1 $BLOCKS); do
+			off=$(((b - 1) * tb))
+			for impl in $( [ $(((rep + b) % 2)) = 0 ] && echo "nb cx pl pq" || echo "pq pl cx nb"); do
+				case $impl in
+				nb)
+					say "throughput, $c clients, round $rep, block $b: pgbench -N"
+					measure -N -c $c -j 2 -T $DUR_B ;;
+				cx)
+					say "throughput, $c clients, round $rep, block $b: resolve (C), $((c * tb)) interrupts"
+					measure -n -f "$here/scripts/resolve.pgb" -D impl=openwop -D tag=$gcx -D n=$off -c $c -j 2 -t $tb ;;
+				pl)
+					say "throughput, $c clients, round $rep, block $b: resolve (PL/pgSQL), $((c * tb)) interrupts"
+					measure -n -f "$here/scripts/resolve.pgb" -D impl=plbench -D tag=$gpl -D n=$off -c $c -j 2 -t $tb ;;
+				pq)
+					say "throughput, $c clients, round $rep, block $b: resolve (PL/pgSQL without pg_notify)"
+					PGOPTIONS="-c plbench.notify=off" measure -n -f "$here/scripts/resolve.pgb" -D impl=plbench -D tag=$gpq -D n=$off -c $c -j 2 -t $tb ;;
+				esac
+				S[$impl]+="$MEASURED"$'\n' hot=$((hot | THROTTLED))
+			done
+		done
+		for impl in nb cx pl pq; do
+			R[$impl$c]=$(printf '%s' "${S[$impl]}" | awk 'NF { n++; t += $1; w += $2; f += $3 } END { printf "%.3f %.0f %.2f\n", t / n, w / n, f / n }')
+		done
 	done
-	ratio=$(awk -v a="${R[cx32]%% *}" -v b="${R[cx8]%% *}" 'BEGIN { printf "%.4f", a / b }')
+	k=$( [ $hot = 0 ] && echo kept || echo hot)
 	if [ $hot = 0 ]; then
-		kept=$((kept + 1)) k="" SCALING+="$ratio"$'\n'
+		kept=$((kept + 1))
 	else
-		k=h SCALING_HOT+="$ratio"$'\n'
 		say "throughput, round $rep: the host stole more than $STEAL_MAX% of the machine during it; kept apart"
 	fi
+	RAT[$k,scaling]+="$(ratio "${R[cx32]%% *}" "${R[cx8]%% *}") "
 	for c in 1 8 32; do
-		NB[$k$c]+="${R[nb$c]}"$'\n' CX[$k$c]+="${R[cx$c]}"$'\n' PL[$k$c]+="${R[pl$c]}"$'\n' PQ[$k$c]+="${R[pq$c]}"$'\n'
+		for impl in nb cx pl pq; do RND[$k,$impl$c]+="${R[$impl$c]}"$'\n'; done
+		RAT[$k,cxnb$c]+="$(ratio "${R[cx$c]%% *}" "${R[nb$c]%% *}") "
+		RAT[$k,cxpl$c]+="$(ratio "${R[cx$c]%% *}" "${R[pl$c]%% *}") "
+		RAT[$k,cxpq$c]+="$(ratio "${R[cx$c]%% *}" "${R[pq$c]%% *}") "
+		RAT[$k,plnb$c]+="$(ratio "${R[pl$c]%% *}" "${R[nb$c]%% *}") "
 	done
 done
 record "throughput rounds kept apart: the host stole > $STEAL_MAX% of the machine" 0 $((rep - kept)) rounds \
 	"rounds taken" $rep none -
+k=kept
 if [ $kept = 0 ]; then
 	say "throughput: every round was throttled; the figures below are theirs"
-	for c in 1 8 32; do NB[$c]=${NB[h$c]} CX[$c]=${CX[h$c]} PL[$c]=${PL[h$c]} PQ[$c]=${PQ[h$c]}; done
-	SCALING=$SCALING_HOT
+	k=hot
 fi
+SCALING=${RAT[$k,scaling]}
 for c in 1 8 32; do
-	# the median round by throughput, with its WAL figures
-	read -r nb nbw nbf <<<"$(printf '%s' "${NB[$c]}" | sort -g | awk '{ r[NR] = $0 } END { print r[int((NR + 1) / 2)] }')"
-	read -r cx cxw cxf <<<"$(printf '%s' "${CX[$c]}" | sort -g | awk '{ r[NR] = $0 } END { print r[int((NR + 1) / 2)] }')"
-	read -r pl plw plf <<<"$(printf '%s' "${PL[$c]}" | sort -g | awk '{ r[NR] = $0 } END { print r[int((NR + 1) / 2)] }')"
-	read -r pq pqw pqf <<<"$(printf '%s' "${PQ[$c]}" | sort -g | awk '{ r[NR] = $0 } END { print r[int((NR + 1) / 2)] }')"
-	NBTPS[$c]=$nb
-	CXTPS[$c]=$cx CXWAL[$c]=$cxw CXFPI[$c]=$cxf
-	case $c in
-	1) record "resolve/s" $c "$cx" tps "pgbench -N" "$nb" min 1.0 "$cxw" "$nbw" "$cxf" "$nbf" ;;
-	*) record "resolve/s" $c "$cx" tps "pgbench -N" "$nb" min 0.9 "$cxw" "$nbw" "$cxf" "$nbf" ;;
-	esac
-	record "resolve/s vs PL/pgSQL" $c "$cx" tps "PL/pgSQL resolve" "$pl" text "wide margin" "$cxw" "$plw" "$cxf" "$plf"
-	record "resolve/s vs PL/pgSQL without NOTIFY" $c "$cx" tps "PL/pgSQL resolve without pg_notify" "$pq" min 1.0 "$cxw" "$pqw" "$cxf" "$pqf"
-	record "PL/pgSQL resolve/s" $c "$pl" tps "pgbench -N" "$nb" none - "$plw" "$nbw" "$plf" "$nbf"
+	# each implementation's median round by throughput, with its WAL figures;
+	# the ratios are the medians of the rounds' own (above), each round's listed
+	read -r nb nbw nbf <<<"$(printf '%s' "${RND[$k,nb$c]}" | median_row)"
+	read -r cx cxw cxf <<<"$(printf '%s' "${RND[$k,cx$c]}" | median_row)"
+	read -r pl plw plf <<<"$(printf '%s' "${RND[$k,pl$c]}" | median_row)"
+	read -r pq pqw pqf <<<"$(printf '%s' "${RND[$k,pq$c]}" | median_row)"
+	case $c in 1) min=1.0 ;; *) min=0.9 ;; esac
+	RATIO=$(printf '%s\n' ${RAT[$k,cxnb$c]} | median) \
+		record "resolve/s" $c "$cx" tps "pgbench -N (ratio: median of rounds ${RAT[$k,cxnb$c]% })" "$nb" min $min "$cxw" "$nbw" "$cxf" "$nbf"
+	RATIO=$(printf '%s\n' ${RAT[$k,cxpl$c]} | median) \
+		record "resolve/s vs PL/pgSQL" $c "$cx" tps "PL/pgSQL resolve (ratio: median of rounds ${RAT[$k,cxpl$c]% })" "$pl" text "wide margin" "$cxw" "$plw" "$cxf" "$plf"
+	RATIO=$(printf '%s\n' ${RAT[$k,cxpq$c]} | median) \
+		record "resolve/s vs PL/pgSQL without NOTIFY" $c "$cx" tps "PL/pgSQL resolve without pg_notify (ratio: median of rounds ${RAT[$k,cxpq$c]% })" "$pq" min 1.0 "$cxw" "$pqw" "$cxf" "$pqf"
+	RATIO=$(printf '%s\n' ${RAT[$k,plnb$c]} | median) \
+		record "PL/pgSQL resolve/s" $c "$pl" tps "pgbench -N (ratio: median of rounds ${RAT[$k,plnb$c]% })" "$nb" none - "$plw" "$nbw" "$plf" "$nbf"
 done
 
 # ---------------------------------------------------------------- 32 clients against 8
@@ -329,7 +371,7 @@ pair_ratio() {   # pair_ratio resolve|pgbench: sets PAIRED to the median of $PAI
 		done
 		ratios+="$(awk -v a="$r32" -v b="$r8" 'BEGIN { printf "%.4f", a / b }') "
 	done
-	PAIRED=$(printf '%s\n' $ratios | sort -g | awk '{ r[NR] = $1 } END { print r[int((NR + 1) / 2)] }')
+	PAIRED=$(printf '%s\n' $ratios | median)
 	PAIR_LIST=${ratios% }
 }
 pair_ratio resolve; scaling=$PAIRED scaling_pairs=$PAIR_LIST
@@ -338,7 +380,7 @@ record "resolve/s at 32 clients / at 8, back to back (median of $PAIRS pairs: $s
 	"1.0 (as many at 32 as at 8)" 1 min 1.0
 [ $PAIR_DUR = 0 ] || record "pgbench -N at 32 clients / at 8, back to back (median of $PAIRS pairs: $nb_pairs)" 32 "$nb_scaling" "x" NULL NULL none -
 # the same ratio within each throughput round above, for comparison
-scaling=$(printf '%s' "$SCALING" | sort -g | awk 'NF { r[++n] = $1 } END { print r[int((n + 1) / 2)] }')
+scaling=$(printf '%s\n' $SCALING | median)
 record "resolve/s at 32 clients / at 8, same round (median of rounds)" 32 "$scaling" "x" NULL NULL none -
 
 # ---------------------------------------------------------------- backend CPU per resolve
@@ -355,7 +397,6 @@ for rep in $(seq 1 $REPS); do
 		if [ "$impl" = openwop ]; then CPUC+="$us"$'\n'; else CPUP+="$us"$'\n'; fi
 	done
 done
-median() { sort -g | awk 'NF { r[++n] = $1 } END { print r[int((n + 1) / 2)] }'; }
 record "backend CPU per resolve (one backend, commits out)" 1 "$(printf '%s' "$CPUC" | median)" "µs CPU" \
 	"PL/pgSQL resolve without pg_notify" "$(printf '%s' "$CPUP" | median)" max 1.0
 
@@ -390,12 +431,14 @@ for c in 1 8; do
 	record "whole-cycle rounds kept apart, $c clients: the host stole > $STEAL_MAX% of the machine" 0 $((r - kept)) rounds \
 		"rounds taken" $r none -
 	[ $kept -gt 0 ] || rounds=$hot_rounds
-	# the median round by the commits ratio, with its figures
-	read -r _ cyc cnb cycw cycf <<<"$(printf '%s' "$rounds" | sort -g | awk 'NF { r[++n] = $0 } END { print r[int((n + 1) / 2)] }')"
+	# the median round by the commits ratio, with its figures; the ratio is
+	# the median of the rounds' (with an even count, the mean of the middle two)
+	read -r _ cyc cnb cycw cycf <<<"$(printf '%s' "$rounds" | median_row)"
 	record "whole runs/s (6 commits each)" $c "$cyc" "runs/s" "pgbench -N (same round)" "$cnb" none - "$cycw" NULL "$cycf" NULL
 	if [ $c = 8 ]; then
-		record "whole-run commits/s (6 per run)" $c "$(awk -v r="$cyc" 'BEGIN { printf "%.1f", r * 6 }')" "commits/s" \
-			"pgbench -N (same round)" "$cnb" min 0.9
+		RATIO=$(printf '%s' "$rounds" | median) \
+			record "whole-run commits/s (6 per run)" $c "$(awk -v r="$cyc" 'BEGIN { printf "%.1f", r * 6 }')" "commits/s" \
+			"pgbench -N (same round; ratio: median of rounds $(printf '%s' "$rounds" | awk 'NF { printf "%s%s", s, $1; s = " " }'))" "$cnb" min 0.9
 	fi
 done
 
