@@ -261,11 +261,14 @@ declare -A RND RAT R S
 # ratio is taken within a round from interleaved blocks, the extension and
 # its baseline seconds apart, and the figure is the median of the rounds'
 # ratios; a ratio of two medians taken from different rounds measures the
-# drift.  A round in which the host throttled the VM in any block is kept
-# apart and taken again (STEAL_MAX, above); its figures count only when no
-# round was unthrottled.  An implementation's rate in a round is the mean of
-# its blocks' steady rates (each block its own pgbench run, its warm-up cut
-# by steady_tps), and so are its WAL figures.
+# drift.  An implementation's rate in a round is the mean of the steady
+# rates of its blocks the host did not throttle (STEAL_MAX, above; each
+# block its own pgbench run, its warm-up cut by steady_tps), and so are its
+# WAL figures.  A round in which every block of some implementation at some
+# client count was throttled is kept apart and taken again; its figures
+# count only when no round was unthrottled.  (Throttling comes in phases of
+# seconds to minutes: a rule that kept apart any round with one throttled
+# block kept apart every round of a run taken in a throttled hour.)
 assert_relay
 kept=0 rep=0
 while [ $kept -lt $REPS ] && [ $rep -lt $((REPS + EXTRA)) ]; do
@@ -296,10 +299,12 @@ while [ $kept -lt $REPS ] && [ $rep -lt $((REPS + EXTRA)) ]; do
 					say "throughput, $c clients, round $rep, block $b: resolve (PL/pgSQL without pg_notify)"
 					PGOPTIONS="-c plbench.notify=off" measure -n -f "$here/scripts/resolve.pgb" -D impl=plbench -D tag=$gpq -D n=$off -c $c -j 2 -t $tb ;;
 				esac
-				S[$impl]+="$MEASURED"$'\n' hot=$((hot | THROTTLED))
+				S[all,$impl]+="$MEASURED"$'\n'
+				[ $THROTTLED = 1 ] || S[$impl]+="$MEASURED"$'\n'
 			done
 		done
 		for impl in nb cx pl pq; do
+			[ -n "${S[$impl]:-}" ] || { S[$impl]=${S[all,$impl]} hot=1; }
 			R[$impl$c]=$(printf '%s' "${S[$impl]}" | awk 'NF { n++; t += $1; w += $2; f += $3 } END { printf "%.3f %.0f %.2f\n", t / n, w / n, f / n }')
 		done
 	done
