@@ -174,6 +174,7 @@ derive(OwRun *run, const char *interrupt_id, const char *node_id, int32 visit, c
 	r.recorded = recorded;
 	ItemPointerSetInvalid(&r.tid);
 	ItemPointerSetInvalid(&r.open_tid);
+	ItemPointerSetInvalid(&r.exec_tid);
 	ow_fail_disposition(&r);
 	seq = ow_record_resolution(run, &r);
 	if (!r.saved)
@@ -223,6 +224,7 @@ ow_derive_recorded(OwRun *run, const char *node_id, const OwExec *ex, int32 ordi
 	Inherited	in;
 	Jsonb	   *recorded;
 	Datum		args[10];
+	ItemPointerData no_tid;
 
 	if (!inherited(run, key, node_id, ex->visit, ordinal, &in) || strcmp(in.status, "resolved") != 0 ||
 		in.resolved_seq < 0)
@@ -244,8 +246,10 @@ ow_derive_recorded(OwRun *run, const char *node_id, const OwExec *ex, int32 ordi
 	args[8] = JsonbPGetDatum(in.payload);
 	args[9] = Int64GetDatum(run->next_sequence);
 	(void) ow_exec(&insert, args, NULL, false, 0);
+	/* written by statements: no row hints (the record that follows claims it by its indexes) */
+	ItemPointerSetInvalid(&no_tid);
 	ow_open_interrupt(run, *interrupt_id, node_id, ex->visit, in.kind, in.payload,
-					  run->next_sequence, false, 0);
+					  run->next_sequence, false, 0, &no_tid, &no_tid);
 	args[3] = Int32GetDatum(ex->visit);
 	args[4] = CStringGetTextDatum(*interrupt_id);
 	args[2] = CStringGetTextDatum(node_id);

@@ -346,11 +346,11 @@ resolved_envelope(OwRun *run, const char *interrupt_id, int64 resolved_seq, Memo
 
 /*
  * The interrupt row without a statement (rowstore.c), from insert_interrupt's
- * twelve parameters and what its column defaults give: false when the
- * statement must run instead.
+ * twelve parameters and what its column defaults give, at *tid: false when
+ * the statement must run instead.
  */
 static bool
-insert_direct(const Datum *args, const char *nulls)
+insert_direct(const Datum *args, const char *nulls, ItemPointer tid)
 {
 	static const OwColumn cols[] = {INT_TENANT, INT_INTERRUPT_ID, INT_RUN_ID, INT_ROOT_RUN_ID,
 		INT_NODE_ID, INT_VISIT, INT_ORDINAL, INT_KEY, INT_KIND, INT_PAYLOAD, INT_REQUESTED_SEQUENCE,
@@ -368,19 +368,22 @@ insert_direct(const Datum *args, const char *nulls)
 	isnull[12] = false;
 	values[13] = TimestampTzGetDatum(GetCurrentTransactionStartTimestamp());
 	isnull[13] = false;
-	return ow_direct_insert(OW_INTERRUPTS, 14, cols, values, isnull, NULL);
+	return ow_direct_insert(OW_INTERRUPTS, 14, cols, values, isnull, tid);
 }
 
-/* suspend_exec without a statement: false when the statement must run instead. */
+/*
+ * suspend_exec without a statement, the execution's new version at *tid:
+ * false when the statement must run instead.
+ */
 static bool
-suspend_direct(const Datum *args)
+suspend_direct(const Datum *args, ItemPointer tid)
 {
 	static const OwColumn cols[] = {EXEC_STATUS, EXEC_INTERRUPT_ID};
 	Datum		values[2] = {CStringGetTextDatum("interrupted"), args[4]};
 	bool		updated;
 
 	if (!ow_direct_update(OW_NODE_EXECUTIONS, OW_NODE_EXECUTIONS_PKEY, args, 2, cols, values, NULL,
-						  &updated))
+						  &updated, tid))
 		return false;
 	if (!updated)
 		elog(ERROR, "could not suspend an execution of run %s", TextDatumGetCString(args[1]));
@@ -432,6 +435,8 @@ ow_suspend(OwRun *run, const char *node_id, OwExec *ex, int32 ordinal, Jsonb *re
 	OwJson		j;
 	bool		conversation;
 	OwConversation conv;
+	ItemPointerData interrupt_tid;	/* where the rows went, for the resolve: unknown through SQL */
+	ItemPointerData execution_tid;
 
 	/* a new interrupt: validate fully before writing anything */
 	payload = ow_check_request(request, key, &kind, &timeout_ms);
@@ -478,7 +483,9 @@ ow_suspend(OwRun *run, const char *node_id, OwExec *ex, int32 ordinal, Jsonb *re
 	else
 		args[11] = TimestampTzGetDatum(TimestampTzPlusMilliseconds(GetCurrentTransactionStartTimestamp(),
 																	timeout_ms));
-	if (insert_direct(args, nulls))
+	ItemPointerSetInvalid(&interrupt_tid);
+	ItemPointerSetInvalid(&execution_tid);
+	if (insert_direct(args, nulls, &interrupt_tid))
 	{
 		/* the row holds what was given: the answer is built from it (INT-2) */
 		stored_id = interrupt_id;
@@ -500,11 +507,12 @@ ow_suspend(OwRun *run, const char *node_id, OwExec *ex, int32 ordinal, Jsonb *re
 	args[2] = CStringGetTextDatum(node_id);
 	args[3] = Int32GetDatum(ex->visit);
 	args[4] = CStringGetTextDatum(stored_id);
-	if (!suspend_direct(args) && ow_exec(&suspend_exec, args, NULL, false, 0) != 1)
+	if (!suspend_direct(args, &execution_tid) && ow_exec(&suspend_exec, args, NULL, false, 0) != 1)
 		elog(ERROR, "could not suspend execution of node \"%s\"", node_id);
 
 	ow_open_interrupt(run, stored_id, node_id, ex->visit, kind, payload, req_seq, nulls[11] != 'n',
-					  nulls[11] != 'n' ? DatumGetTimestampTz(args[11]) : 0);
+					  nulls[11] != 'n' ? DatumGetTimestampTz(args[11]) : 0, &interrupt_tid,
+					  &execution_tid);
 	if (conversation)
 		ow_conversation_announce(run, node_id, &conv, req_seq + 1);
 	run->status = (char *) ow_waiting_status(kind);

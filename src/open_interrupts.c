@@ -42,12 +42,14 @@ open_exec(OwQuery *q, const char *tenant, const char *id)
 /*
  * Interrupt interrupt_id, just raised by node_id (visit) of the locked run
  * with requested_seq, is open: pending, with deadline expires_at when
- * has_deadline.
+ * has_deadline.  interrupt_tid and execution_tid say where the raise wrote
+ * its row and its node execution's (invalid: unknown); the direct insert
+ * keeps them for the resolve (outcomes.c), the statement leaves them NULL.
  */
 void
 ow_open_interrupt(OwRun *run, const char *interrupt_id, const char *node_id, int32 visit,
 				  const char *kind, Jsonb *payload, int64 requested_seq, bool has_deadline,
-				  TimestampTz expires_at)
+				  TimestampTz expires_at, ItemPointer interrupt_tid, ItemPointer execution_tid)
 {
 	static OwQuery insert = {"INSERT INTO openwop.open_interrupts"
 		" (tenant, interrupt_id, run_id, node_id, visit, kind, payload, status, requested_sequence,"
@@ -57,9 +59,9 @@ ow_open_interrupt(OwRun *run, const char *interrupt_id, const char *node_id, int
 	TIMESTAMPTZOID}, SPI_OK_INSERT};
 	static const OwColumn cols[] = {OPEN_TENANT, OPEN_INTERRUPT_ID, OPEN_RUN_ID, OPEN_NODE_ID,
 		OPEN_VISIT, OPEN_KIND, OPEN_PAYLOAD, OPEN_REQUESTED_SEQUENCE, OPEN_CREATED_AT,
-	OPEN_EXPIRES_AT, OPEN_STATUS};
-	Datum		values[11];
-	bool		nulls[11] = {false};
+	OPEN_EXPIRES_AT, OPEN_STATUS, OPEN_INTERRUPT_TID, OPEN_EXECUTION_TID};
+	Datum		values[13];
+	bool		nulls[13] = {false};
 	char		spi_nulls[10];
 
 	values[0] = CStringGetTextDatum(run->tenant);
@@ -74,7 +76,12 @@ ow_open_interrupt(OwRun *run, const char *interrupt_id, const char *node_id, int
 	values[9] = TimestampTzGetDatum(expires_at);
 	nulls[9] = !has_deadline;
 	values[10] = CStringGetTextDatum("pending");
-	if (ow_direct_insert(OW_OPEN_INTERRUPTS, 11, cols, values, nulls, NULL) ||
+	values[11] = PointerGetDatum(interrupt_tid);
+	nulls[11] = !ItemPointerIsValid(interrupt_tid);
+	values[12] = PointerGetDatum(execution_tid);
+	nulls[12] = !ItemPointerIsValid(execution_tid);
+	/* the hints only where the schema has them (0.10.0 on) */
+	if (ow_direct_insert(OW_OPEN_INTERRUPTS, ow_row_hints() ? 13 : 11, cols, values, nulls, NULL) ||
 		!ow_open_interrupts_table())
 		return;
 	memset(spi_nulls, ' ', sizeof(spi_nulls));

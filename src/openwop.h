@@ -341,7 +341,8 @@ typedef enum OwColumn
 	EXEC_OUTPUTS, EXEC_ERROR, EXEC_INTERRUPT_ID, EXEC_ENDED_SEQUENCE, EXEC_STARTED_AT, EXEC_ENDED_AT,
 	GM_TENANT, GM_PRINCIPAL, GM_GROUP_REF,
 	OPEN_TENANT, OPEN_INTERRUPT_ID, OPEN_RUN_ID, OPEN_NODE_ID, OPEN_VISIT, OPEN_KIND, OPEN_PAYLOAD,
-	OPEN_STATUS, OPEN_REQUESTED_SEQUENCE, OPEN_CREATED_AT, OPEN_EXPIRES_AT,
+	OPEN_STATUS, OPEN_REQUESTED_SEQUENCE, OPEN_CREATED_AT, OPEN_EXPIRES_AT, OPEN_INTERRUPT_TID,
+	OPEN_EXECUTION_TID,
 	OW_COLUMN_COUNT
 } OwColumn;
 
@@ -378,6 +379,8 @@ extern void ow_scan_begin_below(OwDirect *d, OwScan *s, OwIndexId idx, int nkeys
 extern bool ow_scan_next(OwScan *s);
 extern void ow_scan_end(OwScan *s);
 extern bool ow_fetch_tid(OwDirect *d, OwTableId t, ItemPointer tid, TupleTableSlot **slot);
+extern bool ow_fetch_hint(OwDirect *d, OwTableId t, ItemPointer tid, TupleTableSlot **slot);
+extern bool ow_row_hints(void);
 extern bool ow_lock_row(OwDirect *d, OwTableId t, TupleTableSlot *slot, bool skip_locked);
 extern Datum ow_get(TupleTableSlot *slot, OwColumn c, bool *isnull);
 extern char *ow_get_text(TupleTableSlot *slot, OwColumn c);
@@ -397,7 +400,7 @@ extern bool ow_direct_insert(OwTableId t, int n, const OwColumn *cols, const Dat
 							 const bool *nulls, ItemPointer tid);
 extern bool ow_direct_update(OwTableId t, OwIndexId idx, const Datum *keys, int n,
 							 const OwColumn *cols, const Datum *values, const bool *nulls,
-							 bool *updated);
+							 bool *updated, ItemPointer tid);
 
 /* ----------
  * caller.c: who is calling (a Subject in a tenant, with or without the
@@ -660,7 +663,8 @@ extern Jsonb *ow_resolved_event(const char *tenant, const char *run_id, int64 se
  */
 extern void ow_open_interrupt(OwRun *run, const char *interrupt_id, const char *node_id,
 							  int32 visit, const char *kind, Jsonb *payload, int64 requested_seq,
-							  bool has_deadline, TimestampTz expires_at);
+							  bool has_deadline, TimestampTz expires_at, ItemPointer interrupt_tid,
+							  ItemPointer execution_tid);
 extern void ow_close_interrupt(const char *tenant, const char *interrupt_id);
 extern void ow_expire_open_interrupt(const char *tenant, const char *interrupt_id);
 extern void ow_close_run_interrupts(OwRun *run);
@@ -800,6 +804,7 @@ typedef struct OwResolution
 	bool		saved;			/* out: the run row was written with the record */
 	ItemPointerData tid;		/* the interrupt's row version read under the lock, if known */
 	ItemPointerData open_tid;	/* its row in openwop.open_interrupts, if known */
+	ItemPointerData exec_tid;	/* where the raise wrote its node execution's row, if known */
 } OwResolution;
 
 extern void ow_fail_disposition(OwResolution *r);
@@ -876,8 +881,9 @@ typedef struct OwPending
 	char	   *other_node;
 	List	   *groups;			/* the answering subject's groups in the tenant */
 	bool		groups_read;	/* groups holds them (else eligibility looks up those it asks about) */
-	ItemPointerData tid;		/* the row version read, when read directly */
+	ItemPointerData tid;		/* where the raise wrote its row, when read directly */
 	ItemPointerData open_tid;	/* its row in openwop.open_interrupts, when read directly */
+	ItemPointerData exec_tid;	/* where the raise wrote its node execution's row, when read directly */
 } OwPending;
 
 extern Jsonb *ow_resolve_locked(OwRun *run, OwPending *p, Jsonb *value, const OwSubject *who,

@@ -203,6 +203,31 @@ claim_sql(OwRun *run, OwResolution *r, int64 seq, Jsonb *resolved_by)
 	(void) ow_exec(&resume, args, NULL, false, 0);
 }
 
+/* Is row the execution of r's node and visit in run? */
+static bool
+exec_of(TupleTableSlot *row, OwRun *run, OwResolution *r)
+{
+	bool		isnull;
+
+	return ow_get_text_is(row, EXEC_TENANT, run->tenant) &&
+		ow_get_text_is(row, EXEC_RUN_ID, run->run_id) &&
+		ow_get_text_is(row, EXEC_NODE_ID, r->node_id) &&
+		DatumGetInt32(ow_get(row, EXEC_VISIT, &isnull)) == r->visit && !isnull;
+}
+
+/* The execution in slot returns from interrupted to pending (INT-3), if interrupted. */
+static void
+resume_exec(OwDirect *d, TupleTableSlot *slot)
+{
+	TupleTableSlot *row;
+
+	if (!ow_get_text_is(slot, EXEC_STATUS, "interrupted"))
+		return;
+	row = ow_changed_row(d, OW_NODE_EXECUTIONS, slot);
+	ow_set_text(row, EXEC_STATUS, "pending");
+	ow_update(d, OW_NODE_EXECUTIONS, slot, row);
+}
+
 /*
  * The claim without a statement (rowstore.c), in the direct operation d:
  * interrupt r becomes resolved with sequence seq and is no longer open,
@@ -217,10 +242,15 @@ claim_in(OwDirect *d, OwRun *run, OwResolution *r, int64 seq, Jsonb *resolved_by
 	TupleTableSlot *row;
 	bool		claimed = false;
 
-	/* the version read under the run lock, unless something changed it since */
+	/*
+	 * The version the raise wrote, unless something changed or moved it
+	 * since (then, or if it is another row now, its index says where it is)
+	 */
 	keys[0] = CStringGetTextDatum(run->tenant);
 	keys[1] = CStringGetTextDatum(r->interrupt_id);
-	if (!ow_fetch_tid(d, OW_INTERRUPTS, &r->tid, &old))
+	if (!ow_fetch_hint(d, OW_INTERRUPTS, &r->tid, &old) ||
+		!ow_get_text_is(old, INT_TENANT, run->tenant) ||
+		!ow_get_text_is(old, INT_INTERRUPT_ID, r->interrupt_id))
 	{
 		ow_scan_begin(d, &s, OW_INTERRUPTS_PKEY, 2, keys);
 		old = ow_scan_next(&s) ? s.slot : NULL;
@@ -257,17 +287,19 @@ claim_in(OwDirect *d, OwRun *run, OwResolution *r, int64 seq, Jsonb *resolved_by
 		elog(ERROR, "interrupt \"%s\" is not open", r->interrupt_id);
 	ow_delete(d, OW_OPEN_INTERRUPTS, old);
 
-	keys[1] = CStringGetTextDatum(run->run_id);
-	keys[2] = CStringGetTextDatum(r->node_id);
-	keys[3] = Int32GetDatum(r->visit);
-	ow_scan_begin(d, &s, OW_NODE_EXECUTIONS_PKEY, 4, keys);
-	if (ow_scan_next(&s) && ow_get_text_is(s.slot, EXEC_STATUS, "interrupted"))
+	/* its execution: where the raise wrote it, else where its index says */
+	if (ow_fetch_hint(d, OW_NODE_EXECUTIONS, &r->exec_tid, &old) && exec_of(old, run, r))
+		resume_exec(d, old);
+	else
 	{
-		row = ow_changed_row(d, OW_NODE_EXECUTIONS, s.slot);
-		ow_set_text(row, EXEC_STATUS, "pending");
-		ow_update(d, OW_NODE_EXECUTIONS, s.slot, row);
+		keys[1] = CStringGetTextDatum(run->run_id);
+		keys[2] = CStringGetTextDatum(r->node_id);
+		keys[3] = Int32GetDatum(r->visit);
+		ow_scan_begin(d, &s, OW_NODE_EXECUTIONS_PKEY, 4, keys);
+		if (ow_scan_next(&s))
+			resume_exec(d, s.slot);
+		ow_scan_end(&s);
 	}
-	ow_scan_end(&s);
 }
 
 /* The tables a claim reads, updates and deletes from. */

@@ -114,6 +114,7 @@ read_pending(OwQuery *q, OwRun *run, const char *match, const OwSubject *who, Ow
 	p->groups_read = true;
 	ItemPointerSetInvalid(&p->tid);
 	ItemPointerSetInvalid(&p->open_tid);
+	ItemPointerSetInvalid(&p->exec_tid);
 	groups = ow_col_datum(0, 9, &isnull);
 	if (!isnull)
 	{
@@ -129,7 +130,23 @@ read_pending(OwQuery *q, OwRun *run, const char *match, const OwSubject *who, Ow
 	return true;
 }
 
-/* Open row r as the pending interrupt p (what read_pending reads). */
+/* Where the raise wrote a row, as open row r keeps it (c), or invalid. */
+static void
+tid_hint(TupleTableSlot *r, OwColumn c, ItemPointer tid)
+{
+	bool		isnull = true;
+	Datum		d = ow_row_hints() ? ow_get(r, c, &isnull) : (Datum) 0;
+
+	if (isnull)
+		ItemPointerSetInvalid(tid);
+	else
+		ItemPointerCopy((ItemPointer) DatumGetPointer(d), tid);
+}
+
+/*
+ * Open row r as the pending interrupt p (what read_pending reads), with
+ * where the raise wrote the interrupt's row and its execution's.
+ */
 static void
 pending_of(TupleTableSlot *r, OwPending *p)
 {
@@ -146,6 +163,8 @@ pending_of(TupleTableSlot *r, OwPending *p)
 	p->expires_at = isnull ? 0 : DatumGetTimestampTz(expires);
 	p->overdue = p->has_deadline && p->expires_at <= GetCurrentTimestamp();
 	p->open_tid = r->tts_tid;
+	tid_hint(r, OPEN_INTERRUPT_TID, &p->tid);
+	tid_hint(r, OPEN_EXECUTION_TID, &p->exec_tid);
 }
 
 /*
@@ -173,6 +192,7 @@ read_pending_direct(OwRun *run, bool by_id, const char *match, OwPending *p, boo
 	p->groups = NIL;
 	p->groups_read = false;
 	ItemPointerSetInvalid(&p->tid);
+	ItemPointerSetInvalid(&p->exec_tid);
 	keys[0] = CStringGetTextDatum(run->tenant);
 	keys[1] = CStringGetTextDatum(run->run_id);
 	ow_scan_begin(&d, &s, OW_OPEN_PENDING, 2, keys);
@@ -668,6 +688,7 @@ resolve_locked(OwRun *run, OwPending *p, Jsonb *value, const OwSubject *who,
 	r.other_node = p->other_node;
 	r.tid = p->tid;
 	r.open_tid = p->open_tid;
+	r.exec_tid = p->exec_tid;
 
 	/* who may decide, then what they may say */
 	if (strcmp(p->kind, "approval") == 0)

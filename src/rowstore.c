@@ -55,6 +55,7 @@
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
 #include "nodes/value.h"
+#include "storage/bufmgr.h"
 #include "storage/lmgr.h"
 #include "parser/parse_func.h"
 #include "utils/builtins.h"
@@ -157,6 +158,8 @@ static const OwColumnDef columns[OW_COLUMN_COUNT] = {
 	[OPEN_REQUESTED_SEQUENCE] = {OW_OPEN_INTERRUPTS, "requested_sequence", INT8OID},
 	[OPEN_CREATED_AT] = {OW_OPEN_INTERRUPTS, "created_at", TIMESTAMPTZOID},
 	[OPEN_EXPIRES_AT] = {OW_OPEN_INTERRUPTS, "expires_at", TIMESTAMPTZOID},
+	[OPEN_INTERRUPT_TID] = {OW_OPEN_INTERRUPTS, "interrupt_tid", TIDOID},
+	[OPEN_EXECUTION_TID] = {OW_OPEN_INTERRUPTS, "execution_tid", TIDOID},
 };
 
 /*
@@ -325,6 +328,12 @@ fill_cache(void)
 		Oid			collation;
 
 		cache.attnums[i] = get_attnum(cache.relids[columns[i].table], columns[i].name);
+		/* a schema before 0.10.0 has no row hints: the rest works without them */
+		if (cache.attnums[i] <= 0 && (i == OPEN_INTERRUPT_TID || i == OPEN_EXECUTION_TID))
+		{
+			cache.attnums[i] = InvalidAttrNumber;
+			continue;
+		}
 		if (cache.attnums[i] <= 0)
 			return false;
 		/* a column retyped (another type, a domain, a length) gets the statements' coercion */
@@ -654,6 +663,32 @@ ow_fetch_tid(OwDirect *d, OwTableId t, ItemPointer tid, TupleTableSlot **slot)
 	return table_tuple_fetch_row_version(d->rel[t], tid, d->snapshot, *slot);
 }
 
+/* Does the open row keep its row hints (a schema of 0.10.0 on, the direct path usable)? */
+bool
+ow_row_hints(void)
+{
+	if (!cache.valid && !fill_cache())
+		return false;
+	return cache.attnums[OPEN_INTERRUPT_TID] != InvalidAttrNumber &&
+		cache.attnums[OPEN_EXECUTION_TID] != InvalidAttrNumber;
+}
+
+/*
+ * ow_fetch_tid for a tid an earlier transaction stored as a hint (the open
+ * row's interrupt_tid, execution_tid): VACUUM FULL, CLUSTER or a restore
+ * may have moved the row, even past the end of the table now, so a block
+ * beyond it is not read; the caller checks the row's keys, as the version
+ * there may be another row's.
+ */
+bool
+ow_fetch_hint(OwDirect *d, OwTableId t, ItemPointer tid, TupleTableSlot **slot)
+{
+	if (!ItemPointerIsValid(tid) ||
+		ItemPointerGetBlockNumber(tid) >= RelationGetNumberOfBlocks(d->rel[t]))
+		return false;
+	return ow_fetch_tid(d, t, tid, slot);
+}
+
 /*
  * Lock the row in slot FOR UPDATE (or SKIP LOCKED), as a statement would:
  * in READ COMMITTED the latest version is locked and put in slot; in
@@ -942,12 +977,13 @@ ow_direct_insert(OwTableId t, int n, const OwColumn *cols, const Datum *values, 
 
 /*
  * Set n columns of the row of t whose key in index idx is keys (all the
- * index's key columns): *updated says whether there was one.  False when
- * the statement must run instead.
+ * index's key columns): *updated says whether there was one, and tid (if
+ * not NULL) where the new version went.  False when the statement must
+ * run instead.
  */
 bool
 ow_direct_update(OwTableId t, OwIndexId idx, const Datum *keys, int n, const OwColumn *cols,
-				 const Datum *values, const bool *nulls, bool *updated)
+				 const Datum *values, const bool *nulls, bool *updated, ItemPointer tid)
 {
 	OwDirect	d;
 	OwScan		s;
@@ -965,6 +1001,8 @@ ow_direct_update(OwTableId t, OwIndexId idx, const Datum *keys, int n, const OwC
 		for (i = 0; i < n; i++)
 			ow_set(row, cols[i], values[i], nulls && nulls[i]);
 		ow_update(&d, t, s.slot, row);
+		if (tid)
+			*tid = row->tts_tid;
 	}
 	ow_direct_end(&d);
 	return true;

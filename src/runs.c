@@ -740,7 +740,7 @@ change_exec_direct(const Datum *args, int n, const OwColumn *cols, const Datum *
 	bool		updated;
 
 	if (!ow_direct_update(OW_NODE_EXECUTIONS, OW_NODE_EXECUTIONS_PKEY, args, n, cols, values, nulls,
-						  &updated))
+						  &updated, NULL))
 		return false;
 	if (!updated)
 		elog(ERROR, "could not change an execution of run \"%s\"", TextDatumGetCString(args[1]));
