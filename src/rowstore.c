@@ -677,13 +677,16 @@ ow_row_hints(void)
  * ow_fetch_tid for a tid an earlier transaction stored as a hint (the open
  * row's interrupt_tid, execution_tid): VACUUM FULL, CLUSTER or a restore
  * may have moved the row, even past the end of the table now, so a block
- * beyond it is not read; the caller checks the row's keys, as the version
- * there may be another row's.
+ * beyond it is not read (nor one of a table of another access method,
+ * whose tids may mean something else); the caller checks the row's keys,
+ * as the version there may be another row's.  Under SERIALIZABLE a hint
+ * that names another row predicate-locks that row, as a statement reading
+ * it would: at worst a spurious, retryable serialization failure.
  */
 bool
 ow_fetch_hint(OwDirect *d, OwTableId t, ItemPointer tid, TupleTableSlot **slot)
 {
-	if (!ItemPointerIsValid(tid) ||
+	if (!ItemPointerIsValid(tid) || d->rel[t]->rd_rel->relam != HEAP_TABLE_AM_OID ||
 		ItemPointerGetBlockNumber(tid) >= RelationGetNumberOfBlocks(d->rel[t]))
 		return false;
 	return ow_fetch_tid(d, t, tid, slot);
@@ -817,6 +820,9 @@ ow_changed_row(OwDirect *d, OwTableId t, TupleTableSlot *old)
 void
 ow_set(TupleTableSlot *row, OwColumn c, Datum value, bool isnull)
 {
+	/* a row hint the schema does not have (dropped since the caller looked) */
+	if (unlikely(cache.attnums[c] == InvalidAttrNumber))
+		return;
 	row->tts_values[cache.attnums[c] - 1] = value;
 	row->tts_isnull[cache.attnums[c] - 1] = isnull;
 }

@@ -38,6 +38,53 @@ SELECT is(openwop.resolve_interrupt('acme/rowhints-000-hint-1', 'gate', '{"actio
           'row_hints_resolve: a resolve by the hints');
 SELECT is(pg_temp.claimed('hint-1'), 1::bigint, 'row_hints_resolve_claims: its interrupt, event and execution as by the indexes');
 
+-- the hints are what the resolve reads: no probe of either index
+CREATE FUNCTION pg_temp.probes() RETURNS bigint LANGUAGE sql AS $$
+  SELECT pg_stat_get_xact_numscans('openwop.interrupts_pkey'::regclass)
+       + pg_stat_get_xact_numscans('openwop.node_executions_pkey'::regclass)
+$$;
+DO $$ BEGIN PERFORM pg_temp.gate('acme/rowhints-000-used'); END $$;
+CREATE TEMP TABLE probes_before AS SELECT pg_temp.probes() AS n;
+SELECT is(openwop.resolve_interrupt('acme/rowhints-000-used', 'gate', '{"action": "accept"}') ->> 'status', 'resolved',
+          'row_hints_used_resolves: resolved by its hints');
+SELECT is(pg_temp.probes() - (SELECT n FROM probes_before), 0::bigint,
+          'row_hints_used: the claim probed neither interrupts_pkey nor node_executions_pkey');
+DO $$ BEGIN PERFORM pg_temp.gate('acme/rowhints-000-probed'); END $$;
+UPDATE openwop.open_interrupts SET interrupt_tid = NULL, execution_tid = NULL WHERE run_id = 'acme/rowhints-000-probed';
+UPDATE probes_before SET n = pg_temp.probes();
+SELECT is(openwop.resolve_interrupt('acme/rowhints-000-probed', 'gate', '{"action": "accept"}') ->> 'status', 'resolved',
+          'row_hints_probed_resolves: resolved without hints');
+SELECT is(pg_temp.probes() - (SELECT n FROM probes_before), 2::bigint,
+          'row_hints_probed: without hints the claim probes each index once');
+
+-- forged hints: gate A's naming gate B's live rows, and another tenant's
+DO $$ BEGIN PERFORM pg_temp.gate('acme/rowhints-000-forged-a'); PERFORM pg_temp.gate('acme/rowhints-000-forged-b'); END $$;
+SET LOCAL openwop.tenant = 'umbrella';
+DO $$ BEGIN PERFORM pg_temp.gate('umbrella/rowhints-000-forged-c'); END $$;
+SET LOCAL openwop.tenant = 'acme';
+UPDATE openwop.open_interrupts o
+   SET interrupt_tid = (SELECT ctid FROM openwop.interrupts WHERE run_id = 'acme/rowhints-000-forged-b'),
+       execution_tid = (SELECT ctid FROM openwop.node_executions WHERE run_id = 'acme/rowhints-000-forged-b')
+ WHERE o.run_id = 'acme/rowhints-000-forged-a';
+SELECT is(openwop.resolve_interrupt('acme/rowhints-000-forged-a', 'gate', '{"action": "accept"}') ->> 'status', 'resolved',
+          'row_hints_forged_resolves: a gate whose hints name another gate''s rows resolves');
+SELECT is(pg_temp.claimed('forged-a'), 1::bigint, 'row_hints_forged_claims: it claimed its own rows');
+SELECT is((SELECT i.status || '/' || x.status FROM openwop.interrupts i
+             JOIN openwop.node_executions x ON x.tenant = i.tenant AND x.run_id = i.run_id AND x.node_id = i.node_id
+            WHERE i.run_id = 'acme/rowhints-000-forged-b'), 'pending/interrupted',
+          'row_hints_forged_other_untouched: the gate its hints named is still pending and interrupted');
+UPDATE openwop.open_interrupts o
+   SET interrupt_tid = (SELECT ctid FROM openwop.interrupts WHERE run_id = 'umbrella/rowhints-000-forged-c'),
+       execution_tid = (SELECT ctid FROM openwop.node_executions WHERE run_id = 'umbrella/rowhints-000-forged-c')
+ WHERE o.run_id = 'acme/rowhints-000-forged-b';
+SELECT is(openwop.resolve_interrupt('acme/rowhints-000-forged-b', 'gate', '{"action": "accept"}') ->> 'status', 'resolved',
+          'row_hints_forged_tenant_resolves: a gate whose hints name another tenant''s rows resolves');
+SELECT is(pg_temp.claimed('forged-b'), 1::bigint, 'row_hints_forged_tenant_claims: it claimed its own rows');
+SELECT is((SELECT i.status || '/' || x.status FROM openwop.interrupts i
+             JOIN openwop.node_executions x ON x.tenant = i.tenant AND x.run_id = i.run_id AND x.node_id = i.node_id
+            WHERE i.run_id = 'umbrella/rowhints-000-forged-c'), 'pending/interrupted',
+          'row_hints_forged_tenant_untouched: the other tenant''s gate is still pending and interrupted');
+
 -- CLUSTER moves every row: a hint then names another gate's row, or none
 DO $$ BEGIN PERFORM pg_temp.gate('acme/rowhints-000-moved-' || g) FROM generate_series(1, 60) g; END $$;
 CLUSTER openwop.interrupts USING interrupts_pkey;
