@@ -40,6 +40,7 @@
 #include "openwop.h"
 
 #include "access/genam.h"
+#include "access/heapam.h"
 #include "access/relscan.h"
 #include "access/sysattr.h"
 #include "access/table.h"
@@ -682,13 +683,24 @@ ow_row_hints(void)
  * as the version there may be another row's.  Under SERIALIZABLE a hint
  * that names another row predicate-locks that row, as a statement reading
  * it would: at worst a spurious, retryable serialization failure.
+ *
+ * The page is pruned first, as an index scan prunes each heap page it
+ * reaches: a fetch by tid does not, and without it the claim that follows
+ * found no room for the resolved version beside the old one in one claim
+ * of five, so it was no HOT update and wrote both unique indexes of
+ * interrupts (and their full-page images) anew.
  */
 bool
 ow_fetch_hint(OwDirect *d, OwTableId t, ItemPointer tid, TupleTableSlot **slot)
 {
+	Buffer		buf;
+
 	if (!ItemPointerIsValid(tid) || d->rel[t]->rd_rel->relam != HEAP_TABLE_AM_OID ||
 		ItemPointerGetBlockNumber(tid) >= RelationGetNumberOfBlocks(d->rel[t]))
 		return false;
+	buf = ReadBuffer(d->rel[t], ItemPointerGetBlockNumber(tid));
+	heap_page_prune_opt(d->rel[t], buf);
+	ReleaseBuffer(buf);
 	return ow_fetch_tid(d, t, tid, slot);
 }
 
