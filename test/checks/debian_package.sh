@@ -54,11 +54,15 @@ echo "lintian: no errors ($(grep -c '^W:' "$work/lintian.log" || true) warnings)
 export DEBIAN_FRONTEND=noninteractive
 apt-get install -y -qq "$deb" >"$work/apt.log" 2>&1 || { cat "$work/apt.log" >&2; exit 1; }
 [ "$(dpkg-query -W -f '${Status}' "$pkg")" = "install ok installed" ]
-dpkg -L "$pkg" | grep -q "/usr/lib/postgresql/$PGVER/lib/openwop_interrupt.so$"
-dpkg -L "$pkg" | grep -q "/usr/share/postgresql/$PGVER/extension/openwop_interrupt--$version.sql$"
+# the file list read from a file: grep -q in a pipe leaves dpkg writing to a
+# closed pipe once the list outgrows one write, and pipefail fails the check
+dpkg -L "$pkg" >"$work/files"
+has() { grep -q "$1" "$work/files" || { echo "the package lacks $1" >&2; exit 1; }; }
+has "/usr/lib/postgresql/$PGVER/lib/openwop_interrupt.so$"
+has "/usr/share/postgresql/$PGVER/extension/openwop_interrupt--$version.sql$"
 # the router extension ships in the same package
-dpkg -L "$pkg" | grep -q "/usr/share/postgresql/$PGVER/extension/openwop_router.control$"
-dpkg -L "$pkg" | grep -q "/usr/share/postgresql/$PGVER/extension/openwop_router--[0-9.]*.sql$"
+has "/usr/share/postgresql/$PGVER/extension/openwop_router.control$"
+has "/usr/share/postgresql/$PGVER/extension/openwop_router--[0-9.]*.sql$"
 if ! (cd "$src" && clean_env sh debian/tests/installcheck) >"$work/installcheck.log" 2>&1; then
 	tail -n 60 "$work/installcheck.log" >&2
 	echo "the installcheck against the installed package failed" >&2
