@@ -324,13 +324,14 @@ ow_approval_eligibility(OwRun *run, JsonbContainer *data, const OwSubject *who, 
 				 "principal \"%s\" is not an eligible approver of this interrupt", who->subject_id);
 	}
 
+	/* in jsonb's key order (see json.c) */
 	owj_begin(&j);
-	owj_str(&j, "principal", who->subject_id);
-	owj_subject(&j, "subject", who);
-	owj_str_array(&j, "matched", e.matched);
-	owj_str_array(&j, "groups", e.groups);
 	owj_str_array(&j, "roles", e.roles);
+	owj_str_array(&j, "groups", e.groups);
+	owj_str_array(&j, "matched", e.matched);
+	owj_subject(&j, "subject", who);
 	owj_bool(&j, "override", e.is_override);
+	owj_str(&j, "principal", who->subject_id);
 	return owj_end(&j);
 }
 

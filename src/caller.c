@@ -140,14 +140,15 @@ ow_token_subject(OwSubject *s, const char *tenant, const char *principal)
 		set_subject(s, OW_ISSUER_ANON, OW_TOKEN_PRINCIPAL, tenant, "anonymous", "anonymous");
 }
 
+/* in jsonb's key order (see json.c) */
 static void
 subject_members(OwJson *j, const OwSubject *s)
 {
-	owj_str(j, "issuer", s->issuer);
-	owj_str(j, "subjectId", s->subject_id);
-	owj_str(j, "tenant", s->tenant);
-	owj_str(j, "lane", s->lane);
 	owj_str(j, "kind", s->kind);
+	owj_str(j, "lane", s->lane);
+	owj_str(j, "issuer", s->issuer);
+	owj_str(j, "tenant", s->tenant);
+	owj_str(j, "subjectId", s->subject_id);
 }
 
 /* The Subject object {issuer, subjectId, tenant, lane, kind} under key. */

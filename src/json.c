@@ -6,6 +6,13 @@
  * Payloads are pushed straight into a JsonbParseState: no JSON text is
  * printed and parsed again, and a caller's jsonb value is embedded as is.
  *
+ * An object's members are sorted when it ends, into jsonb's key order:
+ * shorter keys first, keys of one length bytewise.  The hot paths push
+ * their keys in that order already ("in jsonb's key order" where they do):
+ * the sort then only confirms the order, where members pushed out of
+ * order cost it swaps of 72-byte pairs (the sort was a twentieth of a
+ * resolve's CPU, measured).  The order pushed never changes the value.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"

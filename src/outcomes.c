@@ -389,25 +389,26 @@ ow_record_resolution(OwRun *run, OwResolution *r)
 	Jsonb	   *resolved_by;
 	OwSubject	host;
 
-	owj_begin(&j);
-	owj_str(&j, "nodeId", r->node_id);
-	owj_str(&j, "interruptId", r->interrupt_id);
-	owj_str(&j, "kind", r->kind);
-	if (r->resume_value)
-		owj_jsonb(&j, "resumeValue", r->resume_value);
 	/* the resolver, or the host when it decided (deadlines) */
 	if (r->resolver == NULL)
 	{
 		ow_host_subject(&host, run->tenant);
 		r->resolver = &host;
 	}
-	owj_subject(&j, "resolvedBy", r->resolver);
-	if (r->decision)
-		owj_str(&j, "decision", r->decision);
+	/* in jsonb's key order (see json.c) */
+	owj_begin(&j);
+	owj_str(&j, "kind", r->kind);
 	if (r->action)
 		owj_str(&j, "action", r->action);
+	owj_str(&j, "nodeId", r->node_id);
 	if (r->reason)
 		owj_str(&j, "reason", r->reason);
+	if (r->decision)
+		owj_str(&j, "decision", r->decision);
+	owj_subject(&j, "resolvedBy", r->resolver);
+	owj_str(&j, "interruptId", r->interrupt_id);
+	if (r->resume_value)
+		owj_jsonb(&j, "resumeValue", r->resume_value);
 	if (r->resume_value && r->action)
 	{
 		JsonbValue *v;
@@ -417,11 +418,11 @@ ow_record_resolution(OwRun *run, OwResolution *r)
 		if ((v = owj_get(r->resume_value, "editedArtifactData")) != NULL)
 			owj_value(&j, "editedArtifactData", v);
 	}
-	if (r->eligibility)
-		owj_jsonb(&j, "openwop-eligibility", r->eligibility);
 	/* the host resolved it; who vouched for the credential is history too */
 	if (r->confirmed_by)
 		owj_subject(&j, "openwop-confirmedBy", r->confirmed_by);
+	if (r->eligibility)
+		owj_jsonb(&j, "openwop-eligibility", r->eligibility);
 	resolved = owj_end(&j);
 	if (!r->fail_code)
 	{

@@ -568,8 +568,8 @@ stamped_answer(Jsonb *value, const OwSubject *who)
 
 	owj_begin(&j);
 	owj_members_except(&j, value, filled);
-	owj_str(&j, "decidedBy", who->subject_id);
 	owj_str(&j, "decidedAt", owj_iso8601(GetCurrentTimestamp()));
+	owj_str(&j, "decidedBy", who->subject_id);
 	return owj_end(&j);
 }
 
@@ -590,29 +590,63 @@ ow_resolve_respond(OwCall *call, const char *tenant, const char *endpoint, const
 }
 
 /*
- * Start a resolve's response in resultctx with what every response holds:
- * {status, runId, nodeId, interruptId, ...}.  Returns the context that
- * response_end goes back to.
+ * What a resolve's response says besides {status, runId, nodeId,
+ * interruptId}, which every response holds: each member NULL (or the
+ * sequence 0) when absent.
  */
-static MemoryContext
-response_begin(OwJson *j, MemoryContext resultctx, const char *status, OwRun *run,
-			   const OwPending *p)
+typedef struct Response
+{
+	const char *kind;
+	const char *action;
+	const char *reason;
+	const OwVote *tally;		/* a vote: the tally, and whether it counted */
+	bool		counted;
+	const char *decision;
+	int64		sequence;		/* of interrupt.resolved (never event 0) */
+	const char *run_status;
+	const OwSubject *resolved_by;
+} Response;
+
+/* The response, built in resultctx, its keys pushed in jsonb's key order (see json.c). */
+static Jsonb *
+response(MemoryContext resultctx, const char *status, OwRun *run, const OwPending *p,
+		 const Response *r)
 {
 	MemoryContext old = MemoryContextSwitchTo(resultctx);
+	OwJson		j;
+	Jsonb	   *result;
 
-	owj_begin(j);
-	owj_str(j, "status", status);
-	owj_str(j, "runId", run->run_id);
-	owj_str(j, "nodeId", p->node_id);
-	owj_str(j, "interruptId", p->interrupt_id);
-	return old;
-}
-
-static Jsonb *
-response_end(OwJson *j, MemoryContext old)
-{
-	Jsonb	   *result = owj_end(j);
-
+	owj_begin(&j);
+	if (r->kind)
+		owj_str(&j, "kind", r->kind);
+	owj_str(&j, "runId", run->run_id);
+	if (r->tally)
+	{
+		owj_begin_object(&j, "tally");
+		owj_int(&j, "voters", r->tally->voters);
+		owj_int(&j, "accepts", r->tally->accepts);
+		owj_int(&j, "rejects", r->tally->rejects);
+		owj_int(&j, "requiredApprovals", r->tally->required);
+		owj_end_object(&j);
+	}
+	if (r->action)
+		owj_str(&j, "action", r->action);
+	owj_str(&j, "nodeId", p->node_id);
+	if (r->reason)
+		owj_str(&j, "reason", r->reason);
+	owj_str(&j, "status", status);
+	if (r->tally)
+		owj_bool(&j, "counted", r->counted);
+	if (r->decision)
+		owj_str(&j, "decision", r->decision);
+	if (r->sequence)
+		owj_int(&j, "sequence", r->sequence);
+	if (r->run_status)
+		owj_str(&j, "runStatus", r->run_status);
+	if (r->resolved_by)
+		owj_subject(&j, "resolvedBy", r->resolved_by);
+	owj_str(&j, "interruptId", p->interrupt_id);
+	result = owj_end(&j);
 	MemoryContextSwitchTo(old);
 	return result;
 }
@@ -628,8 +662,7 @@ static Jsonb *
 late_answer(OwRun *run, OwPending *p, MemoryContext resultctx)
 {
 	OwDeadline	d;
-	OwJson		j;
-	MemoryContext old;
+	Response	resp = {0};
 
 	d.interrupt_id = p->interrupt_id;
 	d.node_id = p->node_id;
@@ -638,16 +671,15 @@ late_answer(OwRun *run, OwPending *p, MemoryContext resultctx)
 	d.expired = false;
 	ow_apply_deadline(run, &d, true);
 
-	old = response_begin(&j, resultctx, "expired", run, p);
-	owj_str(&j, "kind", p->kind);
+	resp.kind = p->kind;
 	if (strcmp(p->kind, "approval") == 0)
 	{
-		owj_str(&j, "decision", "rejected");
-		owj_str(&j, "action", "timeout");
-		owj_str(&j, "reason", "timeout");
+		resp.decision = "rejected";
+		resp.action = "timeout";
+		resp.reason = "timeout";
 	}
-	owj_str(&j, "runStatus", run->status);
-	return response_end(&j, old);
+	resp.run_status = run->status;
+	return response(resultctx, "expired", run, p, &resp);
 }
 
 /*
@@ -666,11 +698,10 @@ resolve_locked(OwRun *run, OwPending *p, Jsonb *value, const OwSubject *who,
 	JsonbValue *rs;
 	JsonbContainer *data;
 	OwResolution r = {0};
-	OwJson		j;
+	Response	resp = {0};
 	int64		resolved_seq;
 	bool		is_override = false;
 	bool		conversation = false;
-	MemoryContext old;
 
 	if (p->overdue)
 		return late_answer(run, p, resultctx);
@@ -743,16 +774,10 @@ resolve_locked(OwRun *run, OwPending *p, Jsonb *value, const OwSubject *who,
 		{
 			/* counted (or an ask, recorded): the gate stays suspended, nothing appended */
 			ow_count_decision(OW_STAT_VOTED);
-			old = response_begin(&j, resultctx, "pending", run, p);
-			owj_str(&j, "action", r.action);
-			owj_bool(&j, "counted", strcmp(r.action, "ask") != 0);
-			owj_begin_object(&j, "tally");
-			owj_int(&j, "accepts", v.accepts);
-			owj_int(&j, "rejects", v.rejects);
-			owj_int(&j, "requiredApprovals", v.required);
-			owj_int(&j, "voters", v.voters);
-			owj_end_object(&j);
-			return response_end(&j, old);
+			resp.action = r.action;
+			resp.counted = strcmp(r.action, "ask") != 0;
+			resp.tally = &v;
+			return response(resultctx, "pending", run, p, &resp);
 		}
 		r.decision = v.decision;
 		r.action = v.action;
@@ -773,18 +798,14 @@ resolve_locked(OwRun *run, OwPending *p, Jsonb *value, const OwSubject *who,
 		ow_save_run(run);
 	ow_count_decision(OW_STAT_RESOLVED);
 
-	old = response_begin(&j, resultctx, "resolved", run, p);
-	owj_str(&j, "kind", p->kind);
-	if (r.decision)
-		owj_str(&j, "decision", r.decision);
-	if (r.action)
-		owj_str(&j, "action", r.action);
-	if (r.reason)
-		owj_str(&j, "reason", r.reason);
-	owj_subject(&j, "resolvedBy", who);
-	owj_str(&j, "runStatus", run->status);
-	owj_int(&j, "sequence", resolved_seq);
-	return response_end(&j, old);
+	resp.kind = p->kind;
+	resp.decision = r.decision;
+	resp.action = r.action;
+	resp.reason = r.reason;
+	resp.resolved_by = who;
+	resp.run_status = run->status;
+	resp.sequence = resolved_seq;
+	return response(resultctx, "resolved", run, p, &resp);
 }
 
 /*
