@@ -64,7 +64,7 @@ const pg = require('pg');
 
 const mode = process.argv[2] || 'quick';
 const P = mode === 'full'
-  ? { rounds: 3, resolve1: 800, resolve8: 200, done1: 300, done8: 60, race: 300 }
+  ? { rounds: 3, resolve1: 2400, resolve8: 400, done1: 300, done8: 60, race: 300 }
   : { rounds: 1, resolve1: 200, resolve8: 40, done1: 60, done8: 15, race: 60 };
 const DBOS_DB = 'dbos_bench';
 const TOPIC = 'decision';        // what the waiting side waits for
