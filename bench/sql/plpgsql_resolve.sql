@@ -104,12 +104,14 @@ END $$;
 -- process's CPU clock (ticks of 1/hz s).  impl: openwop (the extension,
 -- its notifications queued as usual) or plbench (the PL/pgSQL
 -- alternative, without its pg_notify).
--- The gates are taken n / 50 apart, so that no two of one transaction
--- share a page: taken in order, the fifty would update the rows of a few
--- pages together, each page would fill with versions that no commit has
--- yet made prunable, and updates would not be HOT that under load (a
--- commit per resolve) are: measured, half the extension's claims and two
--- thirds of the PL/pgSQL function's run updates.
+-- The gates are taken n / 50 apart (200 in the full run, 40 in the quick
+-- one), so that the fifty of one transaction fall on different pages (in
+-- the quick run a few may share one).  Taken in order, the fifty would
+-- update the rows of a few pages together, each page would fill with
+-- versions that no commit has yet made prunable, and updates would not be
+-- HOT that under load (a commit per resolve) are: measured, half the
+-- extension's claims and two thirds of the PL/pgSQL function's run
+-- updates.
 CREATE PROCEDURE bench.cpu_per_resolve(impl text, tag int, n int, hz int, INOUT us numeric DEFAULT NULL)
 LANGUAGE plpgsql AS $$
 DECLARE
