@@ -271,9 +271,10 @@ declare -A RND RAT R RA S
 # block kept apart every round of a run taken in a throttled hour.)  In such
 # a round a ratio compares like with like: the two implementations' blocks
 # the host did not throttle when both have some, else all the blocks of
-# both (at 06:00 on 2026-12-02, with every round throttled, an extension
-# whose blocks were all throttled was set against its baseline's one
-# unthrottled block: 0.45x and 0.44x in two rounds, 1.02x pooled).
+# both (in the run of 05:57 on 2026-12-02, every round throttled, an
+# extension whose blocks were all throttled was set against its baseline's
+# one unthrottled block: 0.45x and 0.44x in two rounds, 1.02x pooled).
+
 # the mean of blocks "tps wal fpi", one per line
 block_mean() { awk 'NF { n++; t += $1; w += $2; f += $3 } END { printf "%.3f %.0f %.2f\n", t / n, w / n, f / n }'; }
 # like_ratio A B: A's rate over B's in this round, like with like (above)
