@@ -121,6 +121,12 @@ ow_database_worker_main(Datum arg)
 		ow_slot_ending(slot, generation, OW_END_ABSENT);
 		proc_exit(0);
 	}
+	if (ow_database_is_unserved_copy())
+	{
+		/* a role with CREATEDB copied it: served once the DBA says so */
+		ow_slot_ending(slot, generation, OW_END_COPY);
+		proc_exit(0);
+	}
 	StartTransactionCommand();
 	dbname = MemoryContextStrdup(cxt, get_database_name(MyDatabaseId));
 	CommitTransactionCommand();

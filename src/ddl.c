@@ -18,6 +18,11 @@
  * go).  Only a statement that did create or drop the extension tells the
  * launcher anything: anyone may run one that fails.
  *
+ * A copy of a database (CREATE DATABASE ... TEMPLATE, which any role with
+ * CREATEDB may run on a database it owns) carries the extension but is
+ * not served until a superuser or the extension's owner runs
+ * openwop.serve_database() in it, which tells the launcher at commit too.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -25,6 +30,7 @@
 #include "openwop.h"
 
 #include "access/xact.h"
+#include "catalog/pg_type.h"
 #include "commands/dbcommands.h"
 #include "commands/extension.h"
 #include "commands/defrem.h"
@@ -32,6 +38,7 @@
 #include "nodes/parsenodes.h"
 #include "tcop/utility.h"
 #include "utils/acl.h"
+#include "utils/jsonb.h"
 
 #define PAUSE_WAIT_MS 10000L
 
@@ -39,6 +46,7 @@ static ProcessUtility_hook_type prev_process_utility = NULL;
 static bool paused = false;		/* this transaction paused a database */
 static bool created = false;	/* this transaction created the extension */
 static bool dropped = false;	/* ... dropped it */
+static bool served = false;		/* ... ran serve_database() */
 static bool callback_registered = false;
 
 static void
@@ -47,8 +55,8 @@ ddl_xact_callback(XactEvent event, void *arg)
 	switch (event)
 	{
 		case XACT_EVENT_COMMIT:
-			if (created)
-				ow_request_launch(MyDatabaseId);
+			if (created || served)
+				ow_request_launch(MyDatabaseId, true);
 			if (dropped)
 				ow_request_recheck(MyDatabaseId);
 			/* FALLTHROUGH */
@@ -58,7 +66,7 @@ ddl_xact_callback(XactEvent event, void *arg)
 		case XACT_EVENT_PARALLEL_ABORT:
 			if (paused)
 				ow_unpause_mine();
-			paused = created = dropped = false;
+			paused = created = dropped = served = false;
 			break;
 		default:
 			break;
@@ -219,4 +227,40 @@ ow_install_ddl_hook(void)
 {
 	prev_process_utility = ProcessUtility_hook;
 	ProcessUtility_hook = ow_process_utility;
+}
+
+PG_FUNCTION_INFO_V1(ow_serve_database);
+/*
+ * openwop.serve_database() → jsonb {database, changed}: this database is
+ * to be served (a copy of another is not, until a superuser or the
+ * extension's owner says so).  Records its oid in
+ * openwop.served_database; at commit the launcher starts its worker.
+ */
+Datum
+ow_serve_database(PG_FUNCTION_ARGS)
+{
+	static OwQuery q = {"UPDATE openwop.served_database"
+		"   SET database_oid = $1, served_by = pg_catalog.session_user(), served_at = pg_catalog.now()"
+		" WHERE database_oid OPERATOR(pg_catalog.<>) $1", 1, {OIDOID}, SPI_OK_UPDATE};
+	OwCall		call;
+	Datum		args[1];
+	bool		changed;
+	OwJson		j;
+	Jsonb	   *result;
+
+	ow_refuse_read_only("serve_database()");
+	ow_require_admin("choose the databases the workers serve");
+	/* administration: the caller is a role with the owner's privileges, no Subject */
+	ow_call_enter(&call);
+	args[0] = ObjectIdGetDatum(MyDatabaseId);
+	changed = ow_exec(&q, args, NULL, false, 0) > 0;
+	ow_call_end(&call);
+	register_callback();
+	served = true;
+	owj_begin(&j);
+	owj_bool(&j, "changed", changed);
+	owj_str(&j, "database", get_database_name(MyDatabaseId));
+	result = owj_end(&j);
+	ow_call_finish(&call);
+	PG_RETURN_JSONB_P(result);
 }

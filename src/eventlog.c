@@ -465,22 +465,12 @@ ow_duration_ms(OwRun *run)
 Datum
 ow_events_append_only(PG_FUNCTION_ARGS)
 {
-	TriggerData *trigdata = (TriggerData *) fcinfo->context;
-	const char *op;
-
-	if (!CALLED_AS_TRIGGER(fcinfo))
-		ereport(ERROR,
-				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
-				 errmsg("openwop.events_append_only() must be called as a trigger")));
-
-	if (TRIGGER_FIRED_BY_UPDATE(trigdata->tg_event))
-		op = "UPDATE";
-	else if (TRIGGER_FIRED_BY_DELETE(trigdata->tg_event))
-		op = "DELETE";
-	else if (TRIGGER_FIRED_BY_TRUNCATE(trigdata->tg_event))
-		op = "TRUNCATE";
-	else
-		op = "INSERT";			/* not bound to INSERT; refuse anyway */
+	TriggerData *trigdata = ow_trigger_data(fcinfo, "openwop.events_append_only()", "events",
+											OW_TRIGGER_BEFORE | OW_TRIGGER_ROW | OW_TRIGGER_STATEMENT |
+											OW_TRIGGER_UPDATE | OW_TRIGGER_DELETE |
+											OW_TRIGGER_TRUNCATE);
+	const char *op = TRIGGER_FIRED_BY_UPDATE(trigdata->tg_event) ? "UPDATE" :
+		TRIGGER_FIRED_BY_DELETE(trigdata->tg_event) ? "DELETE" : "TRUNCATE";
 
 	ereport(ERROR,
 			(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),

@@ -8,10 +8,18 @@
  * Every LAUNCHER_NAP_MS, or when woken (a CREATE EXTENSION committed, a
  * pause ended, one of its workers started or stopped), it reads
  * pg_database.  A database it has not seen is probed: a worker starts
- * there, and leaves at once, saying so, when the extension is absent; such
- * a database is probed again only when CREATE EXTENSION commits there (the
- * DDL hook tells the launcher, also of one it could not take in at once) or
- * when the launcher restarts.  A worker that ends without saying why
+ * there, and leaves at once, saying so, when the extension is absent or
+ * the database is a copy (CREATE DATABASE ... TEMPLATE) that the DBA has
+ * not said to serve (openwop.serve_database()).  Such a database is probed
+ * again when CREATE EXTENSION or serve_database() commits there (the DDL
+ * hook tells the launcher; a request that comes while a probe is under way
+ * is kept for when it ends, so none is lost), when a session finds its
+ * database unserved (at most once a minute for a copy), or when the
+ * launcher restarts.  At most MAX_PROBES probes run at once, databases
+ * known to have the extension are started first, and of the rest those a
+ * superuser owns: a role with CREATEDB that makes many databases gets them
+ * probed one after another, never a worker each.  A worker that ends
+ * without saying why
  * (an error, a crash, a refused connection) is restarted after a wait that
  * doubles from a second up to BACKOFF_MAX_MS; that, a database named in
  * openwop.databases that does not exist, and a worker that cannot be
@@ -58,12 +66,16 @@ PGDLLEXPORT void ow_launcher_main(Datum arg);
 #define HEALTHY_MS 10000L		/* a worker up this long ends a back-off */
 #define CONNECT_MS 30000L		/* a worker not connected by then is stopped */
 #define MAX_REQUESTS_TAKEN 64
+#define MAX_PROBES 2			/* probes under way at once */
+#define PROBE_AGAIN_MS 1000L	/* a database is probed again at most this often */
+#define COPY_PROBE_AGAIN_MS 60000L	/* ... a copy, unless the DBA asks */
 
 typedef enum DbState
 {
 	DB_NEW,						/* not probed yet, or to be probed again */
 	DB_RUNNING,					/* a worker was started (it may be a probe) */
 	DB_ABSENT,					/* the extension was not there */
+	DB_COPY,					/* it was, in a copy not yet served */
 	DB_FAILING					/* its worker ended without saying why */
 } DbState;
 
@@ -79,6 +91,11 @@ typedef struct DbEntry
 	bool		timed_out;		/* its worker was stopped for not connecting */
 	bool		seen;			/* in this pass's pg_database */
 	bool		eligible;
+	bool		known;			/* has the extension: not probed first */
+	bool		requested;		/* asked for while a probe was under way */
+	bool		asked;			/* by a session that found it unserved */
+	bool		dba_owned;		/* owned by a superuser: probed before others */
+	TimestampTz probed;			/* when its last worker was started */
 	char		name[NAMEDATALEN];
 } DbEntry;
 
@@ -118,8 +135,10 @@ restriction(bool *bad)
 }
 
 static void
-fail(DbEntry *e, TimestampTz now, const char *what, const char *hint)
+fail(DbEntry *e, TimestampTz now, OwUnserved why, const char *what, const char *hint)
 {
+	ow_note_unserved(e->dboid, why);
+	e->known = true;			/* only a database with the extension fails */
 	e->state = DB_FAILING;
 	e->backoff_ms = e->backoff_ms == 0 ? BACKOFF_FIRST_MS : Min(e->backoff_ms * 2, BACKOFF_MAX_MS);
 	e->next_try = TimestampTzPlusMilliseconds(now, e->backoff_ms);
@@ -135,10 +154,46 @@ fail(DbEntry *e, TimestampTz now, const char *what, const char *hint)
 static void
 served(DbEntry *e)
 {
+	ow_note_unserved(e->dboid, OW_UNSERVED_NONE);
 	if (e->complained)
 		ereport(LOG, (errmsg("openwop serves database \"%s\" again", e->name)));
 	e->complained = false;
 	e->backoff_ms = 0;
+}
+
+/*
+ * A probe found nothing to serve (end): the database waits for a request,
+ * unless one came while the probe was under way.
+ */
+static void
+nothing_to_serve(DbEntry *e, TimestampTz now, OwSlotEnd end)
+{
+	if (end == OW_END_COPY)
+	{
+		if (!e->known)
+			ereport(LOG,
+					(errmsg("openwop does not serve database \"%s\": it is a copy of another database", e->name),
+					 errdetail("CREATE DATABASE ... TEMPLATE copied the extension; a copy gets a worker once a superuser or the extension's owner says so."),
+					 errhint("Run SELECT openwop.serve_database() in it to have it served.")));
+		ow_note_unserved(e->dboid, OW_UNSERVED_COPY);
+		e->known = true;
+		e->complained = false;
+		e->backoff_ms = 0;
+		e->state = DB_COPY;
+	}
+	else
+	{
+		if (e->complained)
+			served(e);
+		ow_note_unserved(e->dboid, OW_UNSERVED_NONE);
+		e->known = false;
+		e->asked = false;
+		e->state = DB_ABSENT;
+	}
+	e->next_try = DT_NOEND;		/* until a request */
+	if (e->requested)
+		e->next_try = TimestampTzPlusMilliseconds(e->probed, PROBE_AGAIN_MS);
+	e->requested = false;
 }
 
 /* Has the worker of e stopped?  Then free its slot and learn why. */
@@ -147,6 +202,7 @@ poll_worker(DbEntry *e, TimestampTz now)
 {
 	pid_t		pid;
 	TimestampTz started;
+	bool		serving;
 	OwSlotEnd	end;
 
 	if (e->state != DB_RUNNING)
@@ -154,9 +210,19 @@ poll_worker(DbEntry *e, TimestampTz now)
 	if (e->handle != NULL && GetBackgroundWorkerPid(e->handle, &pid) != BGWH_STOPPED)
 	{
 		/* up a while: a back-off it was in is over */
-		if (ow_slot_pid(e->slot, &started) != 0)
+		if (ow_slot_pid(e->slot, &started, &serving) != 0)
 		{
-			if (e->complained && TimestampDifferenceExceeds(started, now, HEALTHY_MS))
+			if (serving && !e->known && e->asked)
+				ereport(LOG,
+						(errmsg("openwop serves database \"%s\", which a session found unserved", e->name),
+						 errdetail("The launcher had not been told that the extension was created there (CREATE EXTENSION in a prepared transaction tells it nothing).")));
+			if (serving)
+			{
+				e->known = true;
+				e->requested = false;
+				e->asked = false;
+			}
+			if (e->complained && serving && TimestampDifferenceExceeds(started, now, HEALTHY_MS))
 				served(e);
 		}
 
@@ -174,7 +240,7 @@ poll_worker(DbEntry *e, TimestampTz now)
 		}
 		return;
 	}
-	if (e->handle == NULL && ow_slot_pid(e->slot, &started) != 0)
+	if (e->handle == NULL && ow_slot_pid(e->slot, &started, &serving) != 0)
 		return;					/* adopted from a launcher before us: still attached */
 	if (e->handle)
 		pfree(e->handle);
@@ -184,10 +250,8 @@ poll_worker(DbEntry *e, TimestampTz now)
 	switch (end)
 	{
 		case OW_END_ABSENT:
-			e->state = DB_ABSENT;
-			e->next_try = DT_NOEND;	/* until CREATE EXTENSION there */
-			if (e->complained)
-				served(e);
+		case OW_END_COPY:
+			nothing_to_serve(e, now, end);
 			break;
 		case OW_END_STOPPED:
 			e->state = DB_NEW;
@@ -195,10 +259,12 @@ poll_worker(DbEntry *e, TimestampTz now)
 			break;
 		case OW_END_NONE:
 			if (e->timed_out)
-				fail(e, now, psprintf("its worker did not connect within %ld s", CONNECT_MS / 1000),
+				fail(e, now, OW_UNSERVED_NOT_CONNECTED,
+					 psprintf("its worker did not connect within %ld s", CONNECT_MS / 1000),
 					 "A session may hold the database locked: see pg_locks.");
 			else
-				fail(e, now, "its worker exited before it said why (see the lines above)", NULL);
+				fail(e, now, OW_UNSERVED_FAILING,
+					 "its worker exited before it said why (see the lines above)", NULL);
 			break;
 	}
 	e->timed_out = false;
@@ -239,7 +305,8 @@ start_worker(DbEntry *e, TimestampTz now)
 		return;					/* paused by DDL: the launcher is woken when it ends */
 	if (slot == -2)
 	{
-		fail(e, now, psprintf("every one of the %d slots of openwop.max_databases is in use", ow_max_databases),
+		fail(e, now, OW_UNSERVED_NO_SLOT,
+			 psprintf("every one of the %d slots of openwop.max_databases is in use", ow_max_databases),
 			 "Raise openwop.max_databases (server start).");
 		return;
 	}
@@ -250,13 +317,14 @@ start_worker(DbEntry *e, TimestampTz now)
 	{
 		(void) ow_slot_release(slot);
 		e->handle = NULL;
-		fail(e, now, "no background worker slot is free",
+		fail(e, now, OW_UNSERVED_NO_WORKER, "no background worker slot is free",
 			 "Raise max_worker_processes (server start): the launcher and each served database take one.");
 		return;
 	}
 	e->slot = slot;
 	e->state = DB_RUNNING;
 	e->timed_out = false;
+	e->probed = now;
 }
 
 /* Every database of pg_database into the hash, marked seen and eligible or not. */
@@ -293,8 +361,13 @@ read_databases(List *names)
 			e->backoff_ms = 0;
 			e->complained = false;
 			e->timed_out = false;
+			e->known = false;
+			e->requested = false;
+			e->asked = false;
+			e->probed = 0;
 		}
 		e->seen = true;
+		e->dba_owned = superuser_arg(db->datdba);
 		strlcpy(e->name, NameStr(db->datname), NAMEDATALEN);
 		e->eligible = db->datallowconn && !db->datistemplate && !database_is_invalid_form(db) &&
 			(names == NIL || named_before(names, e->name));
@@ -342,6 +415,41 @@ check_named(List *names)
 	missing_named = still;
 }
 
+/*
+ * A request for e: probe it again now (a copy that the DBA did not ask for
+ * at most every COPY_PROBE_AGAIN_MS), or, while its worker is under way,
+ * once that ends with nothing to serve.
+ */
+static void
+take_request(DbEntry *e, bool admin)
+{
+	if (e->state == DB_ABSENT && !admin)
+		e->asked = true;
+	if (e->state == DB_ABSENT || (e->state == DB_COPY && admin))
+		e->next_try = TimestampTzPlusMilliseconds(e->probed, PROBE_AGAIN_MS);
+	else if (e->state == DB_COPY)
+		e->next_try = TimestampTzPlusMilliseconds(e->probed, COPY_PROBE_AGAIN_MS);
+	else if (e->state == DB_RUNNING)
+		e->requested = true;
+}
+
+/*
+ * Who is started first: databases known to have the extension, then of
+ * the rest (probes) those a superuser owns, each in order of oid.
+ */
+static int
+start_order(const void *a, const void *b)
+{
+	const DbEntry *x = *(DbEntry *const *) a;
+	const DbEntry *y = *(DbEntry *const *) b;
+
+	if (x->known != y->known)
+		return x->known ? -1 : 1;
+	if (x->dba_owned != y->dba_owned)
+		return x->dba_owned ? -1 : 1;
+	return x->dboid < y->dboid ? -1 : x->dboid > y->dboid;
+}
+
 /* One pass; returns how long to sleep, in ms. */
 static long
 launcher_pass(void)
@@ -349,7 +457,7 @@ launcher_pass(void)
 	static bool bad_logged = false;
 	TimestampTz now = GetCurrentTimestamp();
 	TimestampTz wake = TimestampTzPlusMilliseconds(now, LAUNCHER_NAP_MS);
-	Oid			requested[MAX_REQUESTS_TAKEN];
+	OwRequest	requested[MAX_REQUESTS_TAKEN];
 	bool		all;
 	int			n;
 	int			i;
@@ -359,6 +467,9 @@ launcher_pass(void)
 	DbEntry    *e;
 	Oid		   *counted;
 	int			ncounted;
+	DbEntry   **due;
+	int			ndue = 0;
+	int			probing = 0;
 
 	if (bad && !bad_logged)
 		ereport(LOG,
@@ -366,16 +477,16 @@ launcher_pass(void)
 				 errdetail("The workers serve every database until it is corrected.")));
 	bad_logged = bad;
 
-	/* CREATE EXTENSION committed there: probe again now */
+	/* CREATE EXTENSION or serve_database() committed there, or a session asks */
 	n = ow_take_requests(requested, MAX_REQUESTS_TAKEN, &all);
 	hash_seq_init(&seq, dbs);
 	while ((e = hash_seq_search(&seq)) != NULL)
 	{
-		if (e->state == DB_ABSENT && all)
-			e->next_try = 0;
+		if (all)
+			take_request(e, false);
 		for (i = 0; i < n; i++)
-			if (e->dboid == requested[i] && e->state == DB_ABSENT)
-				e->next_try = 0;
+			if (e->dboid == requested[i].dboid)
+				take_request(e, requested[i].admin);
 	}
 
 	/*
@@ -394,6 +505,7 @@ launcher_pass(void)
 			ow_stats_forget(counted[i]);
 	}
 
+	due = palloc(sizeof(DbEntry *) * hash_get_num_entries(dbs));
 	hash_seq_init(&seq, dbs);
 	while ((e = hash_seq_search(&seq)) != NULL)
 	{
@@ -402,10 +514,13 @@ launcher_pass(void)
 		{
 			if (!e->seen || !e->eligible)
 				(void) ow_slot_stop(e->slot);	/* dropped meanwhile, or no longer to be served */
+			else if (!e->known)
+				probing++;
 			continue;
 		}
 		if (!e->seen)
 		{
+			ow_note_unserved(e->dboid, OW_UNSERVED_NONE);
 			(void) hash_search(dbs, &e->dboid, HASH_REMOVE, NULL);
 			continue;
 		}
@@ -416,7 +531,22 @@ launcher_pass(void)
 			wake = Min(wake, e->next_try);
 			continue;
 		}
+		due[ndue++] = e;
+	}
+
+	/* start what is due, known databases first; MAX_PROBES probes at a time */
+	qsort(due, ndue, sizeof(DbEntry *), start_order);
+	for (i = 0; i < ndue; i++)
+	{
+		e = due[i];
+		if (!e->known && probing >= MAX_PROBES)
+		{
+			wake = Min(wake, TimestampTzPlusMilliseconds(now, PROBE_AGAIN_MS));
+			continue;			/* a probe that ends wakes the launcher */
+		}
 		start_worker(e, now);
+		if (e->state == DB_RUNNING && !e->known)
+			probing++;
 		if (e->state == DB_FAILING)
 			wake = Min(wake, e->next_try);
 	}
@@ -450,6 +580,11 @@ adopt_workers(void)
 		e->backoff_ms = 0;
 		e->complained = false;
 		e->timed_out = false;
+		e->known = false;
+		e->requested = false;
+		e->asked = false;
+		e->dba_owned = false;
+		e->probed = 0;
 		e->name[0] = '\0';
 	}
 }

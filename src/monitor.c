@@ -17,12 +17,81 @@
 #include "miscadmin.h"
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
+#include "utils/varlena.h"
 
 PG_FUNCTION_INFO_V1(ow_worker_status);
 PG_FUNCTION_INFO_V1(ow_stats);
 PG_FUNCTION_INFO_V1(ow_stats_reset_all);
 
-#define NCOLS 14
+#define NCOLS 15			/* 14 before 0.11.0, which has no reason */
+
+/* What the launcher said of a database it does not serve, in words. */
+static const char *
+unserved_words(OwUnserved why)
+{
+	switch (why)
+	{
+		case OW_UNSERVED_COPY:
+			return "a copy of another database: served once a superuser or the extension's owner runs SELECT openwop.serve_database() in it";
+		case OW_UNSERVED_NO_SLOT:
+			return "every slot of openwop.max_databases is in use";
+		case OW_UNSERVED_NO_WORKER:
+			return "no background worker slot is free (max_worker_processes)";
+		case OW_UNSERVED_FAILING:
+			return "its worker exited; it is started again with back-off (see the server log)";
+		case OW_UNSERVED_NOT_CONNECTED:
+			return "its worker did not connect in time: a session may hold the database locked";
+		case OW_UNSERVED_NONE:
+			break;
+	}
+	return NULL;
+}
+
+/*
+ * Why no worker serves this database, which has the extension; *since
+ * when the launcher said so (0: it did not).  A database with no word
+ * from the launcher and no other reason asks it to look again: a request
+ * lost along the way is made anew whenever someone looks.
+ */
+static const char *
+why_unserved_here(TimestampTz *since)
+{
+	bool		recorded;
+	Oid			served;
+	bool		bad;
+	char	   *names;
+	List	   *list = NIL;
+	OwUnserved	why;
+
+	*since = 0;
+	if (!ow_registry_ready())
+		return "the library is not in shared_preload_libraries: openwop.sweep() applies deadlines";
+	if (!MyDatabaseId || !ow_launcher_running())
+		return "the launcher is not running (see the server log)";
+	names = pstrdup(ow_databases_setting());
+	bad = names[0] != '\0' && !SplitIdentifierString(names, ',', &list);
+	if (!bad && list != NIL)
+	{
+		ListCell   *lc;
+		bool		listed = false;
+		char	   *mine = get_database_name(MyDatabaseId);
+
+		foreach(lc, list)
+			listed = listed || strcmp((char *) lfirst(lc), mine) == 0;
+		if (!listed)
+			return "not listed in openwop.databases";
+	}
+	served = ow_served_database(&recorded);
+	if (recorded && served != MyDatabaseId)
+		return unserved_words(OW_UNSERVED_COPY);
+	if (ow_database_paused(MyDatabaseId))
+		return "paused while DDL on the database runs";
+	why = ow_unserved_reason(MyDatabaseId, since);
+	if (why != OW_UNSERVED_NONE && why != OW_UNSERVED_COPY)
+		return unserved_words(why);
+	ow_request_launch(MyDatabaseId, false);
+	return "not served yet: the launcher has been asked to start its worker";
+}
 
 static Datum
 ts_or_null(TimestampTz t, bool *isnull)
@@ -34,16 +103,22 @@ ts_or_null(TimestampTz t, bool *isnull)
 /*
  * openwop.worker_status() → SETOF (role, database, pid, started, last_pass,
  * last_relay, relay_lag, relayed, settled, timeout_passes, errors,
- * last_error, last_error_at, serving)
+ * last_error, last_error_at, serving, reason): the launcher, every
+ * database worker of the server, and, when none serves this database,
+ * a row for it that says why (reason; last_error_at: since when the
+ * launcher said so).  The SQL of 0.10.0 and before has no reason column,
+ * and no such row.
  */
 Datum
 ow_worker_status(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	OwSlot	   *slots;
-	int		   *index;
+	OwSlot	   *slots = NULL;
+	int		   *index = NULL;
 	int			n = 0;
 	int			i;
+	int			ncols;
+	bool		mine = false;
 	int			launcher_pid = 0;
 	TimestampTz launcher_started = 0;
 	TimestampTz launcher_pass = 0;
@@ -51,12 +126,15 @@ ow_worker_status(PG_FUNCTION_ARGS)
 	bool		nulls[NCOLS];
 
 	InitMaterializedSRF(fcinfo, 0);
-	if (!ow_registry_ready())
-		PG_RETURN_VOID();		/* not preloaded: no workers */
+	ncols = rsinfo->setDesc->natts;
+	memset(nulls, true, sizeof(nulls));
 
-	slots = palloc(sizeof(OwSlot) * ow_max_databases);
-	index = palloc(sizeof(int) * ow_max_databases);
-	n = ow_registry_snapshot(slots, index, &launcher_pid, &launcher_started, &launcher_pass);
+	if (ow_registry_ready())
+	{
+		slots = palloc(sizeof(OwSlot) * ow_max_databases);
+		index = palloc(sizeof(int) * ow_max_databases);
+		n = ow_registry_snapshot(slots, index, &launcher_pid, &launcher_started, &launcher_pass);
+	}
 
 	if (launcher_pid != 0)
 	{
@@ -98,6 +176,28 @@ ow_worker_status(PG_FUNCTION_ARGS)
 		values[12] = ts_or_null(s->last_error_at, &nulls[12]);
 		/* attached and serving: a probe of a database without the extension is not */
 		values[13] = BoolGetDatum(s->pid != 0 && s->serving);
+		nulls[14] = true;
+		if (s->dboid == MyDatabaseId)
+			mine = true;
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+
+	/* this database has the extension (the view is its): no worker, and why */
+	if (!mine && ncols > 14)
+	{
+		TimestampTz since;
+		const char *why = why_unserved_here(&since);
+
+		memset(nulls, true, sizeof(nulls));
+		values[0] = CStringGetTextDatum("database worker");
+		nulls[0] = false;
+		values[1] = CStringGetTextDatum(get_database_name(MyDatabaseId));
+		nulls[1] = false;
+		values[12] = ts_or_null(since, &nulls[12]);
+		values[13] = BoolGetDatum(false);
+		nulls[13] = false;
+		values[14] = CStringGetTextDatum(why);
+		nulls[14] = false;
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 	PG_RETURN_VOID();

@@ -147,41 +147,51 @@ ow_interrupts_keep_open(PG_FUNCTION_ARGS)
 	static const char *const columns[] = {"tenant", "interrupt_id", "tenant", "interrupt_id",
 		"run_id", "node_id", "visit", "kind", "payload", "status", "requested_sequence",
 	"created_at", "expires_at"};
-	TriggerData *trigdata = (TriggerData *) fcinfo->context;
-	TupleDesc	desc;
-	HeapTuple	old;
-	HeapTuple	new;
+	TriggerData *trigdata = ow_trigger_data(fcinfo, "openwop.interrupts_keep_open()", "interrupts",
+											OW_TRIGGER_AFTER | OW_TRIGGER_ROW |
+											OW_TRIGGER_UPDATE | OW_TRIGGER_DELETE);
+	TupleDesc	desc = RelationGetDescr(trigdata->tg_relation);
+	HeapTuple	old = trigdata->tg_trigtuple;
+	HeapTuple	new = TRIGGER_FIRED_BY_UPDATE(trigdata->tg_event) ? trigdata->tg_newtuple : NULL;
+	int			attnums[13];
 	Datum		args[13];
 	char		nulls[13];
 	bool		isnull;
 	bool		open;
 	int			i;
 
-	if (!CALLED_AS_TRIGGER(fcinfo) || !TRIGGER_FIRED_FOR_ROW(trigdata->tg_event) ||
-		!TRIGGER_FIRED_AFTER(trigdata->tg_event))
-		ereport(ERROR,
-				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
-				 errmsg("openwop.interrupts_keep_open() must be called as an AFTER ROW trigger")));
-	desc = RelationGetDescr(trigdata->tg_relation);
-	old = trigdata->tg_trigtuple;
-	new = TRIGGER_FIRED_BY_UPDATE(trigdata->tg_event) ? trigdata->tg_newtuple : NULL;
+	/* every column it reads, looked up before anything is read */
+	for (i = 0; i < 13; i++)
+		attnums[i] = ow_trigger_column(trigdata, "openwop.interrupts_keep_open()", columns[i]);
 	SPI_connect();
 	open = false;
 	if (new)
 	{
-		char	   *status = TextDatumGetCString(heap_getattr(new, SPI_fnumber(desc, "status"), desc, &isnull));
+		Datum		status = heap_getattr(new, attnums[9], desc, &isnull);
 
-		(void) heap_getattr(new, SPI_fnumber(desc, "resolved_sequence"), desc, &isnull);
-		open = strcmp(status, "pending") == 0 || (strcmp(status, "expired") == 0 && isnull);
+		/* a status is NOT NULL; a NULL one is no open interrupt */
+		open = !isnull && strcmp(TextDatumGetCString(status), "pending") == 0;
+		if (!isnull && !open && strcmp(TextDatumGetCString(status), "expired") == 0)
+		{
+			(void) heap_getattr(new, ow_trigger_column(trigdata, "openwop.interrupts_keep_open()",
+													   "resolved_sequence"), desc, &isnull);
+			open = isnull;
+		}
 	}
 	if (!open)
-		ow_close_interrupt(TextDatumGetCString(heap_getattr(old, SPI_fnumber(desc, "tenant"), desc, &isnull)),
-						   TextDatumGetCString(heap_getattr(old, SPI_fnumber(desc, "interrupt_id"), desc, &isnull)));
+	{
+		Datum		tenant = heap_getattr(old, attnums[0], desc, &isnull);
+		bool		id_null;
+		Datum		id = heap_getattr(old, attnums[1], desc, &id_null);
+
+		if (!isnull && !id_null)
+			ow_close_interrupt(TextDatumGetCString(tenant), TextDatumGetCString(id));
+	}
 	else if (ow_open_interrupts_table())
 	{
 		for (i = 0; i < 13; i++)
 		{
-			args[i] = heap_getattr(i < 2 ? old : new, SPI_fnumber(desc, columns[i]), desc, &isnull);
+			args[i] = heap_getattr(i < 2 ? old : new, attnums[i], desc, &isnull);
 			nulls[i] = isnull ? 'n' : ' ';
 		}
 		(void) ow_exec(&update, args, nulls, false, 0);

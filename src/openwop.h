@@ -293,6 +293,25 @@ extern bool ow_col_bool(uint64 row, int col);
 extern Jsonb *ow_col_jsonb(uint64 row, int col);
 extern ErrorData *ow_try_subtransaction(void (*fn) (void *), void *arg);
 
+/*
+ * The one check of how a trigger function of the extension was fired: as
+ * a trigger, at the timing, level and events given (TRIGGER_EVENT_* bits
+ * as in commands/trigger.h), on table openwop.<table>.  A trigger function
+ * is reachable by any role with EXECUTE on it and a table of its own to
+ * attach it to; anything else is refused (39P01).
+ */
+#define OW_TRIGGER_ROW			0x01
+#define OW_TRIGGER_STATEMENT	0x02
+#define OW_TRIGGER_BEFORE		0x04
+#define OW_TRIGGER_AFTER		0x08
+#define OW_TRIGGER_INSERT		0x10
+#define OW_TRIGGER_UPDATE		0x20
+#define OW_TRIGGER_DELETE		0x40
+#define OW_TRIGGER_TRUNCATE		0x80
+extern struct TriggerData *ow_trigger_data(FunctionCallInfo fcinfo, const char *function,
+										   const char *table, int allowed);
+extern int	ow_trigger_column(struct TriggerData *trigdata, const char *function, const char *column);
+
 /* ----------
  * rowstore.c: direct row access for the hot paths (probes, row locks,
  * inserts, updates) without a statement, used while the tables are plain
@@ -526,8 +545,27 @@ typedef enum OwSlotEnd
 {
 	OW_END_NONE = 0,			/* not said: an error or a crash */
 	OW_END_ABSENT,				/* the extension is not in its database */
+	OW_END_COPY,				/* it is, in a copy not yet served (serve_database()) */
 	OW_END_STOPPED				/* asked to leave */
 } OwSlotEnd;
+
+/* Why the launcher serves no worker in a database that has the extension. */
+typedef enum OwUnserved
+{
+	OW_UNSERVED_NONE = 0,
+	OW_UNSERVED_COPY,			/* a copy of another database, not yet served */
+	OW_UNSERVED_NO_SLOT,		/* openwop.max_databases reached */
+	OW_UNSERVED_NO_WORKER,		/* max_worker_processes reached */
+	OW_UNSERVED_FAILING,		/* its worker exited: started again with back-off */
+	OW_UNSERVED_NOT_CONNECTED	/* its worker did not connect in time */
+} OwUnserved;
+
+/* A request to the launcher to look at a database again. */
+typedef struct OwRequest
+{
+	Oid			dboid;
+	bool		admin;			/* the DBA's: CREATE EXTENSION or serve_database() */
+} OwRequest;
 
 typedef struct OwSlot
 {
@@ -563,7 +601,7 @@ extern bool ow_registry_ready(void);
 /* any backend */
 extern int	ow_slot_of_my_database(void);
 extern void ow_slot_wake(int slot, bool deadline);
-extern void ow_request_launch(Oid dboid);
+extern void ow_request_launch(Oid dboid, bool admin);
 extern void ow_request_recheck(Oid dboid);
 extern bool ow_pause_database(Oid dboid, long wait_ms);
 extern void ow_unpause_mine(void);
@@ -572,12 +610,13 @@ extern void ow_register_launcher(void);
 extern void ow_launcher_attach(void);
 extern void ow_launcher_detach(void);
 extern void ow_launcher_passed(void);
-extern int	ow_take_requests(Oid *oids, int n, bool *all);
+extern int	ow_take_requests(OwRequest *out, int n, bool *all);
+extern void ow_note_unserved(Oid dboid, OwUnserved why);
 extern int	ow_slot_claim(Oid dboid, const char *dbname);
 extern OwSlotEnd ow_slot_release(int slot);
 extern Oid	ow_slot_stop(int slot);
 extern bool ow_database_paused(Oid dboid);
-extern int	ow_slot_pid(int slot, TimestampTz *started);
+extern int	ow_slot_pid(int slot, TimestampTz *started, bool *serving);
 extern TimestampTz ow_slot_claimed(int slot);
 struct BackgroundWorkerHandle;
 extern bool ow_start_database_worker(int slot, struct BackgroundWorkerHandle **handle);
@@ -589,6 +628,8 @@ extern void ow_slot_ending(int slot, uint32 generation, OwSlotEnd end);
 extern void ow_slot_flags(int slot, bool *stop, bool *recheck, bool *deadline);
 extern void ow_slot_record(int slot, bool timeout_pass, int64 done, const char *error);
 /* the status view */
+extern OwUnserved ow_unserved_reason(Oid dboid, TimestampTz *since);
+extern bool ow_launcher_running(void);
 extern int	ow_registry_snapshot(OwSlot *out, int *index, int *launcher_pid,
 								 TimestampTz *launcher_started, TimestampTz *launcher_pass);
 
@@ -935,6 +976,8 @@ extern Datum ow_resolve_interrupt_by_token(PG_FUNCTION_ARGS);
 extern void ow_define_low_confidence_settings(void);
 extern void ow_define_timeout_worker_settings(void);
 extern bool ow_extension_installed(void);
+extern Oid	ow_served_database(bool *recorded);
+extern bool ow_database_is_unserved_copy(void);
 extern long ow_timeout_pass(int64 *done);
 
 /* ----------

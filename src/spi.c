@@ -4,7 +4,8 @@
  *	  The one way this extension runs a statement: an OwQuery, prepared on
  *	  first use and kept for the life of the backend, executed with its
  *	  parameters and checked against the result it must give; readers of
- *	  the rows it returned; and subtransactions that hand an error back.
+ *	  the rows it returned; subtransactions that hand an error back; and
+ *	  the check of how a trigger function was fired.
  *
  *-------------------------------------------------------------------------
  */
@@ -13,7 +14,11 @@
 #include "openwop.h"
 
 #include "access/xact.h"
+#include "catalog/namespace.h"
 #include "catalog/pg_type.h"
+#include "commands/trigger.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
 #include "utils/guc.h"
 #include "utils/resowner.h"
 
@@ -161,4 +166,89 @@ ow_try_subtransaction(void (*fn) (void *), void *arg)
 	MemoryContextSwitchTo(oldcxt);
 	CurrentResourceOwner = oldowner;
 	return edata;
+}
+
+/* What a trigger function was fired for, in words, for the refusal. */
+static const char *
+fired_as(TriggerEvent event)
+{
+	const char *timing = TRIGGER_FIRED_BEFORE(event) ? "BEFORE" :
+		TRIGGER_FIRED_AFTER(event) ? "AFTER" : "INSTEAD OF";
+	const char *op = TRIGGER_FIRED_BY_INSERT(event) ? "INSERT" :
+		TRIGGER_FIRED_BY_UPDATE(event) ? "UPDATE" :
+		TRIGGER_FIRED_BY_DELETE(event) ? "DELETE" : "TRUNCATE";
+
+	return psprintf("%s %s FOR EACH %s", timing, op,
+					TRIGGER_FIRED_FOR_ROW(event) ? "ROW" : "STATEMENT");
+}
+
+/*
+ * The TriggerData of a trigger function fired as the extension binds it,
+ * refused otherwise: not as a trigger, at another timing, level or event,
+ * or on any table but openwop.<table> (a TEMP table of that name, a view,
+ * a foreign or partitioned table a caller attached it to).  The install
+ * script binds each function once; anyone with EXECUTE on it may bind it
+ * anywhere else, and a trigger trusts the shape of the rows it is given.
+ */
+struct TriggerData *
+ow_trigger_data(FunctionCallInfo fcinfo, const char *function, const char *table, int allowed)
+{
+	TriggerData *trigdata;
+	TriggerEvent event;
+	Relation	rel;
+	int			mask = 0;
+
+	if (!CALLED_AS_TRIGGER(fcinfo))
+		ereport(ERROR,
+				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+				 errmsg("%s was not called by the trigger manager", function),
+				 errhint("It is a trigger function of table openwop.%s.", table)));
+	trigdata = (TriggerData *) fcinfo->context;
+	event = trigdata->tg_event;
+	rel = trigdata->tg_relation;
+	if (rel == NULL || rel->rd_rel->relkind != RELKIND_RELATION ||
+		RelationGetNamespace(rel) != get_namespace_oid("openwop", true) ||
+		strcmp(RelationGetRelationName(rel), table) != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+				 errmsg("%s fires on table openwop.%s only", function, table),
+				 rel ? errdetail("It was fired on %s.%s.",
+								 get_namespace_name(RelationGetNamespace(rel)),
+								 RelationGetRelationName(rel)) : 0));
+	mask |= TRIGGER_FIRED_FOR_ROW(event) ? OW_TRIGGER_ROW : OW_TRIGGER_STATEMENT;
+	mask |= TRIGGER_FIRED_BEFORE(event) ? OW_TRIGGER_BEFORE :
+		TRIGGER_FIRED_AFTER(event) ? OW_TRIGGER_AFTER : 0;
+	mask |= TRIGGER_FIRED_BY_INSERT(event) ? OW_TRIGGER_INSERT :
+		TRIGGER_FIRED_BY_UPDATE(event) ? OW_TRIGGER_UPDATE :
+		TRIGGER_FIRED_BY_DELETE(event) ? OW_TRIGGER_DELETE :
+		TRIGGER_FIRED_BY_TRUNCATE(event) ? OW_TRIGGER_TRUNCATE : 0;
+	/* one of each group present, and every one allowed */
+	if ((mask & (OW_TRIGGER_BEFORE | OW_TRIGGER_AFTER)) == 0 ||
+		(mask & (OW_TRIGGER_INSERT | OW_TRIGGER_UPDATE | OW_TRIGGER_DELETE | OW_TRIGGER_TRUNCATE)) == 0 ||
+		(mask & (OW_TRIGGER_ROW | OW_TRIGGER_STATEMENT) & allowed) == 0 ||
+		(mask & (OW_TRIGGER_BEFORE | OW_TRIGGER_AFTER) & allowed) == 0 ||
+		(mask & (OW_TRIGGER_INSERT | OW_TRIGGER_UPDATE | OW_TRIGGER_DELETE | OW_TRIGGER_TRUNCATE) & allowed) == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+				 errmsg("%s cannot be fired %s", function, fired_as(event)),
+				 errhint("The install script binds it to openwop.%s; do not bind it again.", table)));
+	return trigdata;
+}
+
+/*
+ * The attribute number of column in the trigger's table, refused when the
+ * table has no such column (a DBA dropped it): a trigger that read past
+ * its tuple descriptor would read garbage.
+ */
+int
+ow_trigger_column(struct TriggerData *trigdata, const char *function, const char *column)
+{
+	int			attnum = SPI_fnumber(RelationGetDescr(trigdata->tg_relation), column);
+
+	if (attnum <= 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+				 errmsg("%s needs column \"%s\" of table openwop.%s", function, column,
+						RelationGetRelationName(trigdata->tg_relation))));
+	return attnum;
 }

@@ -22,6 +22,8 @@
 #include "openwop.h"
 
 #include "access/xact.h"
+#include "catalog/namespace.h"
+#include "utils/lsyscache.h"
 #include "commands/extension.h"
 #include "pgstat.h"
 #include "utils/memutils.h"
@@ -104,6 +106,55 @@ ow_extension_installed(void)
 	found = OidIsValid(get_extension_oid("openwop_interrupt", true));
 	CommitTransactionCommand();
 	return found;
+}
+
+/*
+ * The database the extension was created in, or the DBA last said to
+ * serve (openwop.served_database, 0.11.0 on): a database whose oid is not
+ * the one recorded is a copy (CREATE DATABASE ... TEMPLATE copies the
+ * row).  *recorded is false on an older schema, which records nothing
+ * (and whose copies are served as before).  In a transaction, with a
+ * snapshot; read without privileges (the monitoring view's reader has
+ * none on the table).
+ */
+Oid
+ow_served_database(bool *recorded)
+{
+	static OwQuery q = {"SELECT database_oid FROM openwop.served_database", 0, {0}, SPI_OK_SELECT};
+	Oid			nsp = get_namespace_oid("openwop", true);
+	Oid			dboid = InvalidOid;
+	OwPriv		priv;
+
+	*recorded = OidIsValid(nsp) && OidIsValid(get_relname_relid("served_database", nsp));
+	if (!*recorded)
+		return InvalidOid;
+	SPI_connect();
+	ow_become_owner(&priv);
+	if (ow_exec(&q, NULL, NULL, true, 1) == 1)
+	{
+		bool		isnull;
+		Datum		d = ow_col_datum(0, 1, &isnull);
+
+		dboid = isnull ? InvalidOid : DatumGetObjectId(d);
+	}
+	ow_restore_user(&priv);
+	SPI_finish();
+	return dboid;
+}
+
+/* Is the worker's database a copy the DBA has not said to serve?  Outside a transaction. */
+bool
+ow_database_is_unserved_copy(void)
+{
+	bool		recorded;
+	Oid			dboid;
+
+	StartTransactionCommand();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	dboid = ow_served_database(&recorded);
+	PopActiveSnapshot();
+	CommitTransactionCommand();
+	return recorded && dboid != MyDatabaseId;
 }
 
 /*

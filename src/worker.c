@@ -27,6 +27,15 @@
 
 #define PAUSES_PER_BACKEND 4
 #define MAX_REQUESTS 64
+#define MAX_UNSERVED 32
+
+/* A database with the extension that the launcher does not serve, and why. */
+typedef struct Unserved
+{
+	Oid			dboid;			/* InvalidOid: free */
+	OwUnserved	why;
+	TimestampTz since;
+} Unserved;
 
 typedef struct Registry
 {
@@ -36,9 +45,10 @@ typedef struct Registry
 	TimestampTz launcher_started;
 	TimestampTz launcher_pass;
 	int			npaused;		/* entries of pauses in use */
-	Oid			requests[MAX_REQUESTS];	/* databases to look at again */
+	OwRequest	requests[MAX_REQUESTS]; /* databases to look at again */
 	int			nrequests;
 	bool		requests_overflowed;	/* look at every database again */
+	Unserved	unserved[MAX_UNSERVED]; /* what the status view says of them */
 	OwSlot		slots[FLEXIBLE_ARRAY_MEMBER];
 } Registry;
 
@@ -142,11 +152,12 @@ ow_slot_wake(int i, bool deadline)
 }
 
 /*
- * This database got the extension (at commit of CREATE EXTENSION): ask the
- * launcher to look at it again now rather than at its next probe.
+ * Ask the launcher to look at dboid again now: admin when the DBA said so
+ * (CREATE EXTENSION or serve_database() committed there), not when a
+ * session merely found its database unserved.
  */
 void
-ow_request_launch(Oid dboid)
+ow_request_launch(Oid dboid, bool admin)
 {
 	Latch	   *latch;
 
@@ -154,7 +165,10 @@ ow_request_launch(Oid dboid)
 		return;
 	SpinLockAcquire(&registry->mutex);
 	if (registry->nrequests < MAX_REQUESTS)
-		registry->requests[registry->nrequests++] = dboid;
+	{
+		registry->requests[registry->nrequests].dboid = dboid;
+		registry->requests[registry->nrequests++].admin = admin;
+	}
 	else
 		registry->requests_overflowed = true;
 	latch = registry->launcher_latch;
@@ -327,17 +341,17 @@ ow_launcher_passed(void)
 }
 
 /*
- * The databases CREATE EXTENSION asked the launcher to look at, at most n,
- * into oids; *all when more were asked than fit.  Clears the requests.
+ * The databases the launcher was asked to look at, at most n, into out;
+ * *all when more were asked than fit.  Clears the requests.
  */
 int
-ow_take_requests(Oid *oids, int n, bool *all)
+ow_take_requests(OwRequest *out, int n, bool *all)
 {
 	int			m;
 
 	SpinLockAcquire(&registry->mutex);
 	m = Min(n, registry->nrequests);
-	memcpy(oids, registry->requests, sizeof(Oid) * m);
+	memcpy(out, registry->requests, sizeof(OwRequest) * m);
 	*all = registry->requests_overflowed || registry->nrequests > n;
 	registry->nrequests = 0;
 	registry->requests_overflowed = false;
@@ -464,17 +478,65 @@ ow_slot_claimed(int i)
 	return claimed;
 }
 
-/* The worker of slot i: its pid (0 until it attached, and after it left) and when it attached. */
+/*
+ * The worker of slot i: its pid (0 until it attached, and after it left),
+ * when it attached, and whether it found its database one to serve.
+ */
 int
-ow_slot_pid(int i, TimestampTz *started)
+ow_slot_pid(int i, TimestampTz *started, bool *serving)
 {
 	int			pid;
 
 	SpinLockAcquire(&registry->mutex);
 	pid = registry->slots[i].pid;
 	*started = registry->slots[i].started;
+	*serving = registry->slots[i].serving;
 	SpinLockRelease(&registry->mutex);
 	return pid;
+}
+
+/*
+ * The launcher's word on dboid, a database with the extension: why it is
+ * not served (OW_UNSERVED_NONE: it is, or the launcher has nothing to
+ * say).  Kept for MAX_UNSERVED databases; beyond that the oldest word is
+ * dropped (the server log has every one).
+ */
+void
+ow_note_unserved(Oid dboid, OwUnserved why)
+{
+	TimestampTz now = GetCurrentTimestamp();
+	int			i;
+	int			free_at = -1;
+	int			oldest = 0;
+
+	SpinLockAcquire(&registry->mutex);
+	for (i = 0; i < MAX_UNSERVED; i++)
+	{
+		Unserved   *u = &registry->unserved[i];
+
+		if (u->dboid == dboid)
+			break;
+		if (u->dboid == InvalidOid && free_at < 0)
+			free_at = i;
+		if (u->since < registry->unserved[oldest].since)
+			oldest = i;
+	}
+	if (i == MAX_UNSERVED && why != OW_UNSERVED_NONE)
+		i = free_at >= 0 ? free_at : oldest;
+	if (i < MAX_UNSERVED)
+	{
+		Unserved   *u = &registry->unserved[i];
+
+		if (why == OW_UNSERVED_NONE)
+			u->dboid = InvalidOid;
+		else if (u->dboid != dboid || u->why != why)
+		{
+			u->dboid = dboid;
+			u->why = why;
+			u->since = now;
+		}
+	}
+	SpinLockRelease(&registry->mutex);
 }
 
 static void
@@ -584,6 +646,41 @@ ow_slot_record(int i, bool timeout_pass, int64 done, const char *error)
  * For the status view: a copy of every slot in use, and the launcher's
  * ----------
  */
+
+/* What the launcher said of dboid (ow_note_unserved), and since when. */
+OwUnserved
+ow_unserved_reason(Oid dboid, TimestampTz *since)
+{
+	OwUnserved	why = OW_UNSERVED_NONE;
+	int			i;
+
+	if (registry == NULL)
+		return why;
+	SpinLockAcquire(&registry->mutex);
+	for (i = 0; i < MAX_UNSERVED; i++)
+		if (registry->unserved[i].dboid == dboid)
+		{
+			why = registry->unserved[i].why;
+			*since = registry->unserved[i].since;
+			break;
+		}
+	SpinLockRelease(&registry->mutex);
+	return why;
+}
+
+/* Is the launcher running? */
+bool
+ow_launcher_running(void)
+{
+	bool		running;
+
+	if (registry == NULL)
+		return false;
+	SpinLockAcquire(&registry->mutex);
+	running = registry->launcher_pid != 0;
+	SpinLockRelease(&registry->mutex);
+	return running;
+}
 int
 ow_registry_snapshot(OwSlot *out, int *index, int *launcher_pid, TimestampTz *launcher_started,
 					 TimestampTz *launcher_pass)

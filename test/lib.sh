@@ -3,34 +3,29 @@
 
 PGVER=15
 
+# Is Debian package $1 installed?  Package state, not whether some command
+# exists: postgresql-common's pg_buildext, say, is no sign that
+# postgresql-server-dev-all (which the package build needs) is there.
+package_installed() {
+	[ "$(dpkg-query -W -f='${db:Status-Status}' "$1" 2>/dev/null)" = installed ]
+}
+
 # Install the Debian packages we need, but only those that are missing.
 ensure_packages() {
-	local want=()
-	command -v make >/dev/null 2>&1 && command -v gcc >/dev/null 2>&1 || want+=(make gcc)
-	command -v pg_virtualenv >/dev/null 2>&1 || want+=(postgresql-common)
-	[ -x /usr/lib/postgresql/$PGVER/bin/postgres ] || want+=(postgresql-$PGVER)
-	[ -x /usr/lib/postgresql/$PGVER/bin/pg_dump ] || want+=(postgresql-client-$PGVER)
-	[ -f /usr/lib/postgresql/$PGVER/lib/pgxs/src/makefiles/pgxs.mk ] && [ -f /usr/include/postgresql/$PGVER/server/postgres.h ] || want+=(postgresql-server-dev-$PGVER)
-	# JSON Schema "pattern" is PCRE2 (the runtime library is always on Debian)
-	[ -f /usr/include/pcre2.h ] || want+=(libpcre2-dev)
-	# the router (router/, docs/scale-out.md): its check and its benchmark
-	[ -f /usr/share/postgresql/$PGVER/extension/plproxy.control ] || want+=(postgresql-$PGVER-plproxy)
+	local want=() need=(make gcc postgresql-common postgresql-$PGVER postgresql-client-$PGVER
+		postgresql-server-dev-$PGVER
+		libpcre2-dev                    # JSON Schema "pattern" is PCRE2
+		postgresql-$PGVER-plproxy)      # the router (router/, docs/scale-out.md): its check and benchmark
 	if [ "${1:-}" = test ]; then
-		[ -f /usr/share/postgresql/$PGVER/extension/pgtap.control ] || want+=(postgresql-$PGVER-pgtap)
-		command -v pg_prove >/dev/null 2>&1 || want+=(libtap-parser-sourcehandler-pgtap-perl)
-		[ -d /usr/share/json-schema-test-suite/tests ] || want+=(json-schema-test-suite)
-		# the PostgREST replay reads responses with jq
-		command -v jq >/dev/null 2>&1 || want+=(jq)
-		# the token fuzz harness: clang with libFuzzer, and libcrypto to link libpgcommon
-		command -v clang-14 >/dev/null 2>&1 || want+=(clang-14)
-		ls /usr/lib/llvm-14/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a >/dev/null 2>&1 || want+=(libclang-rt-14-dev)
-		[ -e /usr/lib/x86_64-linux-gnu/libcrypto.so ] || want+=(libssl-dev)
-		# the Debian package: built with pg_buildext (dh --with pgxs), checked by lintian
-		command -v dh >/dev/null 2>&1 || want+=(debhelper)
-		command -v pg_buildext >/dev/null 2>&1 || want+=(postgresql-server-dev-all)
-		command -v lintian >/dev/null 2>&1 || want+=(lintian)
-		command -v dpkg-buildpackage >/dev/null 2>&1 || want+=(dpkg-dev)
+		need+=(postgresql-$PGVER-pgtap libtap-parser-sourcehandler-pgtap-perl json-schema-test-suite
+			jq                          # the PostgREST replay reads responses with jq
+			clang-14 libclang-rt-14-dev libssl-dev  # the token fuzz harness: libFuzzer, libcrypto for libpgcommon
+			openssl                     # the router's certificate check makes its keys
+			build-essential debhelper postgresql-server-dev-all lintian dpkg-dev)  # the Debian package
 	fi
+	for p in "${need[@]}"; do
+		package_installed "$p" || want+=("$p")
+	done
 	if [ ${#want[@]} -gt 0 ]; then
 		echo "== installing: ${want[*]}"
 		if [ "$(id -u)" -ne 0 ]; then

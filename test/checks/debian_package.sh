@@ -31,7 +31,13 @@ echo "debian/changelog and META.json are at $version"
 # a clean copy, as a fresh checkout has it (no objects in the tree)
 src="$work/openwop-interrupt-$version"
 mkdir -p "$src"
-git ls-files -z | xargs -0 cp --parents -t "$src"
+if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+	git ls-files -z | xargs -0 cp --parents -t "$src"
+else
+	# an unpacked tarball: the tree without what the build and the tests made
+	tar -c --exclude=./test/results --exclude='*.o' --exclude='*.bc' --exclude='*.so' \
+		--exclude=./build-\* . | tar -x -C "$src"
+fi
 (cd "$src" && pg_buildext checkcontrol) >/dev/null 2>&1 ||
 	{ echo "debian/control is not what debian/control.in and debian/pgversions make: run pg_buildext updatecontrol" >&2; exit 1; }
 # the build and the autopkgtest start throwaway clusters of their own: none of

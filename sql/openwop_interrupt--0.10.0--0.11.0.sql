@@ -1,0 +1,78 @@
+/*
+ * openwop_interrupt 0.10.0 -> 0.11.0: secrets no reader can take, no crash
+ * from a grantable function, workers no tenant can starve.
+ */
+
+-- complain if script is sourced in psql, rather than via ALTER EXTENSION
+\echo Use "ALTER EXTENSION openwop_interrupt UPDATE TO '0.11.0'" to load this file. \quit
+
+-- == 0.11.0: copies of a database are served when the DBA says so (begin) ==
+/* ------------------------------------------------------------------------
+ * The database the extension serves.  CREATE DATABASE ... TEMPLATE, which
+ * a role with CREATEDB may run on a database it owns, copies this row with
+ * everything else: the copy's oid is not the one recorded, so its launcher
+ * probe finds a copy and starts no worker there until a superuser or the
+ * extension's owner runs openwop.serve_database() in it.  Not dumped: a
+ * restore creates the extension anew, which records the new database.
+ * ---------------------------------------------------------------------- */
+CREATE TABLE openwop.served_database (
+    database_oid oid NOT NULL,
+    served_by    name NOT NULL DEFAULT pg_catalog.session_user(),
+    served_at    timestamptz NOT NULL DEFAULT pg_catalog.now(),
+    one_row      boolean NOT NULL DEFAULT true PRIMARY KEY,
+    CONSTRAINT served_database_one_row CHECK (one_row)
+);
+COMMENT ON TABLE openwop.served_database IS
+  'The database the workers serve this extension in: the one it was created in, or the one a DBA named with serve_database(). A copy of the database (CREATE DATABASE ... TEMPLATE) carries the row of its original, and is not served until serve_database() runs in it. Not dumped.';
+COMMENT ON COLUMN openwop.served_database.database_oid IS 'Oid of the database to serve.';
+COMMENT ON COLUMN openwop.served_database.served_by IS 'The login that created the extension or ran serve_database().';
+COMMENT ON COLUMN openwop.served_database.served_at IS 'When.';
+COMMENT ON COLUMN openwop.served_database.one_row IS 'Always true: the table has one row.';
+INSERT INTO openwop.served_database (database_oid)
+    SELECT oid FROM pg_catalog.pg_database WHERE datname OPERATOR(pg_catalog.=) pg_catalog.current_database();
+REVOKE ALL ON openwop.served_database FROM PUBLIC;
+
+CREATE FUNCTION openwop.serve_database()
+    RETURNS jsonb AS 'MODULE_PATHNAME', 'ow_serve_database'
+    LANGUAGE C VOLATILE;
+COMMENT ON FUNCTION openwop.serve_database() IS
+  'Have the workers serve this database: the DBA''s word for a copy of another database (CREATE DATABASE ... TEMPLATE), which is not served until then. Superusers and the extension''s owner only. Returns {changed, database}.';
+REVOKE ALL ON FUNCTION openwop.serve_database() FROM PUBLIC;
+
+/* The workers view says why a database with the extension has no worker. */
+DROP VIEW openwop.workers;
+DROP FUNCTION openwop.worker_status();
+CREATE FUNCTION openwop.worker_status(
+    OUT role text, OUT database text, OUT pid integer, OUT started timestamptz,
+    OUT last_timeout_pass timestamptz, OUT last_relay timestamptz, OUT relay_lag interval,
+    OUT relayed bigint, OUT settled bigint, OUT timeout_passes bigint, OUT errors bigint,
+    OUT last_error text, OUT last_error_at timestamptz, OUT serving boolean, OUT reason text)
+    RETURNS SETOF record AS 'MODULE_PATHNAME', 'ow_worker_status'
+    LANGUAGE C VOLATILE;
+COMMENT ON FUNCTION openwop.worker_status() IS
+  'The launcher and the database workers of the whole server, as openwop.workers shows them, and, when none serves this database, why.';
+REVOKE ALL ON FUNCTION openwop.worker_status() FROM PUBLIC;
+
+CREATE VIEW openwop.workers AS
+    SELECT * FROM openwop.worker_status();
+COMMENT ON VIEW openwop.workers IS
+  'The launcher and one row per database worker of the server (the same rows in every database): role, database, pid, when it started, its last timeout pass and relay batch, how long the oldest notification waiting for it has waited (relay_lag), the notifications relayed and interrupts settled or records removed since it started, its errors and the last one. serving is false while a worker is starting or probing a database without the extension. When no worker serves this database, a row for it with serving false says why (reason), and asks the launcher to look at it again.';
+COMMENT ON COLUMN openwop.workers.role IS 'launcher, or database worker.';
+COMMENT ON COLUMN openwop.workers.database IS 'The database a worker serves; NULL for the launcher.';
+COMMENT ON COLUMN openwop.workers.pid IS 'Its process; NULL while it is starting, and on the row of a database no worker serves.';
+COMMENT ON COLUMN openwop.workers.started IS 'When it started serving.';
+COMMENT ON COLUMN openwop.workers.last_timeout_pass IS 'When it last applied deadlines and retention (the launcher: its last look at pg_database).';
+COMMENT ON COLUMN openwop.workers.last_relay IS 'When it last relayed notifications.';
+COMMENT ON COLUMN openwop.workers.relay_lag IS 'How long the oldest notification waiting to be relayed has waited (0 when none waits).';
+COMMENT ON COLUMN openwop.workers.relayed IS 'Notifications relayed since it started.';
+COMMENT ON COLUMN openwop.workers.settled IS 'Interrupts settled by deadline and idempotency records removed since it started.';
+COMMENT ON COLUMN openwop.workers.timeout_passes IS 'Timeout passes since it started.';
+COMMENT ON COLUMN openwop.workers.errors IS 'Errors since it started (each logged).';
+COMMENT ON COLUMN openwop.workers.last_error IS 'The last error''s message.';
+COMMENT ON COLUMN openwop.workers.last_error_at IS 'When the last error happened; on the row of a database no worker serves, since when the launcher has said why.';
+COMMENT ON COLUMN openwop.workers.serving IS 'It found the extension in its database and serves it (false while it starts, or probes a database without the extension, and on the row of a database no worker serves).';
+COMMENT ON COLUMN openwop.workers.reason IS 'Why no worker serves this database (NULL on every other row): a copy not yet served, not in openwop.databases, no slot or background worker free, its worker failing, the library not preloaded.';
+
+GRANT EXECUTE ON FUNCTION openwop.worker_status() TO pg_monitor;
+GRANT SELECT ON openwop.workers TO pg_monitor;
+-- == copies of a database are served when the DBA says so (end) ==
