@@ -45,6 +45,7 @@ as_pg "$PGBIN/initdb -D $work/template -A trust --encoding=UTF8 --locale=C.UTF-8
 opts="-k $work -c listen_addresses='' -c shared_preload_libraries=openwop_interrupt -c fsync=on -c synchronous_commit=on"
 opts="$opts -c shared_buffers=512MB -c max_wal_size=8GB -c checkpoint_timeout=30min -c max_connections=100"
 opts="$opts -c openwop.forwarding_role=openwop_forwarder"
+opts="$opts -c openwop.key_encryption_key_file=$(new_kek_file "$work")"
 for c in r s0 s1 s2 s3; do
 	as_pg "cp -a $work/template $work/$c"
 done

@@ -1539,3 +1539,43 @@ COMMENT ON COLUMN openwop.workers.reason IS 'Why no worker serves this database 
 GRANT EXECUTE ON FUNCTION openwop.worker_status() TO pg_monitor;
 GRANT SELECT ON openwop.workers TO pg_monitor;
 -- == copies of a database are served when the DBA says so (end) ==
+
+-- == 0.11.0: signing secrets sealed, keys revoked at once (begin) ==
+/* ------------------------------------------------------------------------
+ * No signing secret is stored in clear: a role that reads every table
+ * (pg_read_all_data, with BYPASSRLS for a backup login) reads this one
+ * too.  Each secret is encrypted under the key-encryption passphrase
+ * (openwop.key_encryption_key_command or _file), which no table and no
+ * setting holds.  Secrets 0.10.0 stored in clear are encrypted here (the
+ * update fails, changing nothing, when no passphrase is configured), or
+ * erased when their key no longer verifies.  A key can be revoked:
+ * retired at once, its secret erased, no token it signed verifying from
+ * the revocation's commit on.
+ * ---------------------------------------------------------------------- */
+CREATE FUNCTION openwop.seal_signing_keys() RETURNS integer
+    AS 'MODULE_PATHNAME', 'ow_seal_signing_keys' LANGUAGE C VOLATILE;
+SELECT openwop.seal_signing_keys();
+DROP FUNCTION openwop.seal_signing_keys();
+ALTER TABLE openwop.signing_keys
+  ALTER COLUMN secret DROP NOT NULL,
+  ALTER COLUMN encrypted SET DEFAULT true,
+  DROP CONSTRAINT signing_keys_state_known,
+  DROP CONSTRAINT signing_keys_retired,
+  ADD CONSTRAINT signing_keys_state_known CHECK (state IN ('active', 'retired', 'revoked')),
+  ADD CONSTRAINT signing_keys_retired CHECK ((state <> 'active') = (retired_at IS NOT NULL)),
+  ADD CONSTRAINT signing_keys_sealed CHECK (encrypted OR secret IS NULL),
+  ADD CONSTRAINT signing_keys_revoked_erased CHECK (state <> 'revoked' OR secret IS NULL);
+COMMENT ON TABLE openwop.signing_keys IS
+  'The keyring of interrupt tokens (host-wide). Every secret is stored encrypted under the key-encryption passphrase (openwop.key_encryption_key_command or openwop.key_encryption_key_file), never in clear: a role that reads every table reads ciphertext. Not dumped by pg_dump: after a restore, add new keys; outstanding tokens stop verifying (401).';
+COMMENT ON COLUMN openwop.signing_keys.secret IS 'HMAC secret, pgcrypto-encrypted under the key-encryption passphrase; NULL once erased (a revoked key, or one that no longer verified when 0.11.0 sealed the keyring).';
+COMMENT ON COLUMN openwop.signing_keys.encrypted IS 'Whether secret is encrypted: always, since 0.11.0 (false only on a key whose secret is erased before it was sealed).';
+COMMENT ON COLUMN openwop.signing_keys.state IS 'active (mints and verifies), retired (verifies until verify_until) or revoked (verifies nothing; its secret erased).';
+COMMENT ON COLUMN openwop.signing_keys.retired_at IS 'When the key was retired or revoked.';
+
+CREATE FUNCTION openwop.retire_signing_key(kid text, immediately boolean)
+    RETURNS void AS 'MODULE_PATHNAME', 'ow_retire_signing_key'
+    LANGUAGE C VOLATILE;
+COMMENT ON FUNCTION openwop.retire_signing_key(text, boolean) IS
+  'Retires a signing key; immediately true revokes it: active or retired, it stops minting and verifying from this commit on and its secret is erased (a leaked key or token). immediately false is retire_signing_key(kid). Owner or superuser only.';
+REVOKE ALL ON FUNCTION openwop.retire_signing_key(text, boolean) FROM PUBLIC;
+-- == signing secrets sealed, keys revoked at once (end) ==

@@ -3,8 +3,18 @@
  * keyring.c
  *	  The signing keys of interrupt tokens: add_signing_key(),
  *	  retire_signing_key(), the secrets for minting and verifying, and
- *	  their optional encryption at rest with pgcrypto under a passphrase
- *	  read from openwop.key_encryption_key_file.
+ *	  their encryption at rest with pgcrypto under a passphrase that no
+ *	  table and no setting holds: the output of
+ *	  openwop.key_encryption_key_command, or the content of
+ *	  openwop.key_encryption_key_file.
+ *
+ * Every role that reads tables, pg_read_all_data with BYPASSRLS among
+ * them, reads openwop.signing_keys: so no secret is ever stored there in
+ * clear (0.11.0 on; the update from 0.10.0 encrypts those it finds).  A
+ * process that holds a plain secret or the passphrase is made
+ * non-dumpable first, as ssh-agent is: no core file, and /proc/<pid>/mem
+ * and environ belong to root, so pg_read_server_files cannot read them
+ * back out of this backend or another.
  *
  *-------------------------------------------------------------------------
  */
@@ -15,10 +25,13 @@
 
 #include <sys/stat.h>
 #include <unistd.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
 
 #include "catalog/pg_type.h"
-#include "nodes/value.h"
-#include "parser/parse_func.h"
+#include "common/string.h"
+#include "port.h"
 #include "storage/fd.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
@@ -28,56 +41,131 @@
 
 #define OW_KEK_MAX_LEN 1024
 
-/* File holding the passphrase that encrypts signing secrets at rest (pgcrypto). */
+/* Where the passphrase that encrypts signing secrets at rest comes from. */
+static char *ow_key_encryption_key_command = NULL;
 static char *ow_key_encryption_key_file = NULL;
 
 /* Longest lifetime of any token, in seconds: a retired key verifies this long. */
 int			ow_token_max_ttl = 604800;
 
-/* The Oid of pgcrypto's name(bytea, text); errors if pgcrypto is absent. */
-static Oid
+/* pgcrypto's function name(bytea, text), from its library: no CREATE EXTENSION needed. */
+static PGFunction
 pgcrypto_function(const char *name)
 {
-	static OwQuery q = {"SELECT n.nspname FROM pg_catalog.pg_extension e"
-		"  JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) e.extnamespace"
-		" WHERE e.extname OPERATOR(pg_catalog.=) 'pgcrypto'", 0, {0}, SPI_OK_SELECT};
-	Oid			argtypes[2] = {BYTEAOID, TEXTOID};
-	char	   *schema;
-
-	if (ow_exec(&q, NULL, NULL, true, 1) != 1)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("openwop.key_encryption_key_file is set but the pgcrypto extension is not installed"),
-				 errhint("CREATE EXTENSION pgcrypto, or clear openwop.key_encryption_key_file.")));
-	schema = ow_col_text(0, 1);
-	return LookupFuncName(list_make2(makeString(schema), makeString(pstrdup(name))), 2, argtypes, false);
+	return load_external_function("$libdir/pgcrypto", name, true, NULL);
 }
 
-/* Is a key-encryption key configured? */
 static bool
-kek_configured(void)
+is_set(const char *setting)
 {
-	return ow_key_encryption_key_file != NULL && ow_key_encryption_key_file[0] != '\0';
+	return setting != NULL && setting[0] != '\0';
 }
 
 /*
- * The key-encryption passphrase, read from openwop.key_encryption_key_file
- * whenever it is needed (adding a key, a backend's first use of an
- * encrypted one).  It is never a setting, so no reload logs it and no SHOW
- * or pg_settings shows it; it travels to pgcrypto as a statement parameter,
- * which pg_stat_activity does not show.  Like ssl_key_file, the file must
- * belong to the server's OS user and be readable by nobody else.  Errors
- * name the file, never its content.
+ * This backend is about to hold a plain secret or the passphrase: from now
+ * on it cannot be dumped.  Its /proc files that show memory (mem, environ,
+ * maps to others) then belong to root, so no role that reads the server's
+ * files (pg_read_server_files: pg_read_binary_file('/proc/self/mem', ...))
+ * reads them here or from another backend, and a crash writes no core
+ * file with the secrets in it.  Once per backend; Linux only.
+ */
+static void
+hold_secrets(void)
+{
+#ifdef __linux__
+	static bool held = false;
+
+	if (held)
+		return;
+	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INTERNAL_ERROR),
+				 errmsg("could not make this backend non-dumpable before it holds a signing secret: %m")));
+	held = true;
+#endif
+}
+
+/* The passphrase in buf, n bytes read from what: one line of 1 to OW_KEK_MAX_LEN bytes. */
+static char *
+passphrase_of(char *buf, size_t n, const char *what, const char *name)
+{
+	if (n > 0 && buf[n - 1] == '\n')
+		n--;
+	if (n > 0 && buf[n - 1] == '\r')
+		n--;
+	buf[n] = '\0';
+	if (n == 0 || n > OW_KEK_MAX_LEN || strlen(buf) != n)
+	{
+		explicit_bzero(buf, OW_KEK_MAX_LEN + 2);
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("key-encryption key %s \"%s\" must give one passphrase of 1 to %d bytes",
+						what, name, OW_KEK_MAX_LEN)));
+	}
+	return buf;
+}
+
+/*
+ * The passphrase from openwop.key_encryption_key_command: a program the
+ * server runs (sh -c), whose standard output is the passphrase, as
+ * ssl_passphrase_command.  It can fetch it from where the server's own
+ * files are not (a secret manager, a root-owned file read through sudo):
+ * then no role that reads files can read it.  Errors name the command,
+ * never its output.
  */
 static char *
-key_encryption_key(void)
+passphrase_from_command(const char *command)
 {
-	const char *path = ow_key_encryption_key_file;
+	FILE	   *fp;
+	char	   *buf = palloc0(OW_KEK_MAX_LEN + 2);
+	size_t		n;
+	int			rc;
+
+	fflush(NULL);
+	fp = OpenPipeStream(command, "r");
+	if (fp == NULL)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not run key-encryption key command \"%s\": %m", command)));
+	n = fread(buf, 1, OW_KEK_MAX_LEN + 1, fp);
+	rc = ClosePipeStream(fp);
+	if (rc != 0)
+	{
+		explicit_bzero(buf, OW_KEK_MAX_LEN + 2);
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("key-encryption key command \"%s\" failed", command),
+				 errdetail_internal("%s", wait_result_to_str(rc))));
+	}
+	return passphrase_of(buf, n, "command", command);
+}
+
+/*
+ * The passphrase in openwop.key_encryption_key_file.  Like ssl_key_file,
+ * the file must belong to the server's OS user and be readable by nobody
+ * else.  A file in the data directory is read, with a warning (once per
+ * backend): a base backup and a standby's copy carry it next to the
+ * secrets it encrypts.  Errors name the file, never its content.
+ */
+static char *
+passphrase_from_file(const char *path)
+{
 	struct stat st;
 	FILE	   *fp;
-	char	   *buf = palloc(OW_KEK_MAX_LEN + 2);
+	char	   *buf = palloc0(OW_KEK_MAX_LEN + 2);
 	size_t		n;
+	char	   *abs = make_absolute_path(path);
+	static bool warned = false;
 
+	if (!warned && path_is_prefix_of_path(DataDir, abs))
+	{
+		ereport(WARNING,
+				(errcode(ERRCODE_WARNING),
+				 errmsg("key-encryption key file \"%s\" is inside the data directory", path),
+				 errdetail("A base backup carries it next to the secrets it encrypts."),
+				 errhint("Move it outside the data directory, or use openwop.key_encryption_key_command.")));
+		warned = true;
+	}
 	if (stat(path, &st) != 0)
 		ereport(ERROR,
 				(errcode_for_file_access(),
@@ -94,34 +182,51 @@ key_encryption_key(void)
 				 errmsg("could not open key-encryption key file \"%s\": %m", path)));
 	n = fread(buf, 1, OW_KEK_MAX_LEN + 1, fp);
 	FreeFile(fp);
-	if (n > 0 && buf[n - 1] == '\n')
-		n--;
-	if (n > 0 && buf[n - 1] == '\r')
-		n--;
-	buf[n] = '\0';
-	if (n == 0 || n > OW_KEK_MAX_LEN || strlen(buf) != n)
+	return passphrase_of(buf, n, "file", path);
+}
+
+/*
+ * The key-encryption passphrase, fetched whenever it is needed (adding a
+ * key, a backend's first use of one): never a setting, so no reload logs
+ * it and no SHOW or pg_settings shows it.  Without a source configured no
+ * secret can be stored: fail closed.
+ */
+static char *
+key_encryption_key(void)
+{
+	if (is_set(ow_key_encryption_key_command) && is_set(ow_key_encryption_key_file))
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("key-encryption key file \"%s\" must hold one passphrase of 1 to %d bytes", path, OW_KEK_MAX_LEN)));
-	return buf;
+				 errmsg("openwop.key_encryption_key_command and openwop.key_encryption_key_file are both set"),
+				 errhint("Clear one of them: the passphrase comes from one place.")));
+	if (!is_set(ow_key_encryption_key_command) && !is_set(ow_key_encryption_key_file))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("no key-encryption key is configured: signing secrets are never stored in clear"),
+				 errhint("Set openwop.key_encryption_key_command (or openwop.key_encryption_key_file) in postgresql.conf: see the README, \"Signed tokens\".")));
+	hold_secrets();
+	if (is_set(ow_key_encryption_key_command))
+		return passphrase_from_command(ow_key_encryption_key_command);
+	return passphrase_from_file(ow_key_encryption_key_file);
 }
 
 /*
  * pgp_sym_encrypt_bytea / pgp_sym_decrypt_bytea of data under the
- * key-encryption key, called through fmgr, not SPI: a statement would put
- * the passphrase, and the decrypted secret the planner folds out of an
- * immutable call, into a plan that debug_print_plan shows to any session.
+ * key-encryption key, called directly, not through a statement: a
+ * statement would put the passphrase, and the decrypted secret the planner
+ * folds out of an immutable call, into a plan that debug_print_plan shows
+ * to any session.
  */
 static bytea *
 pgcrypto_apply(const char *fn, bytea *data)
 {
-	Oid			fnoid = pgcrypto_function(fn);
+	PGFunction	f = pgcrypto_function(fn);
 	char	   *kek = key_encryption_key();
 	text	   *passphrase = cstring_to_text(kek);
 	bytea	   *result;
 
 	explicit_bzero(kek, strlen(kek));
-	result = DatumGetByteaPCopy(OidFunctionCall2(fnoid, PointerGetDatum(data), PointerGetDatum(passphrase)));
+	result = DatumGetByteaPCopy(DirectFunctionCall2(f, PointerGetDatum(data), PointerGetDatum(passphrase)));
 	explicit_bzero(VARDATA(passphrase), VARSIZE(passphrase) - VARHDRSZ);
 	return result;
 }
@@ -155,7 +260,21 @@ decrypt_secret(void *arg)
 	a->plain = pgcrypto_apply("pgp_sym_decrypt_bytea", a->stored);
 }
 
-/* The plain secret of kid, stored as stored (encrypted or not). */
+/*
+ * No key-encryption key to decrypt with: the one error that is the DBA's
+ * to fix, raised as it is (the others are pgcrypto's, for the log).
+ */
+static void
+check_key_source(void)
+{
+	if (is_set(ow_key_encryption_key_command) == is_set(ow_key_encryption_key_file))
+		(void) key_encryption_key();	/* raises: both set, or neither */
+}
+
+/*
+ * The plain secret of kid, stored as stored: encrypted, or in clear on a
+ * schema of 0.10.0 or before that is not updated yet.
+ */
 static bytea *
 plain_secret(const char *kid, bytea *stored, bool encrypted)
 {
@@ -164,6 +283,7 @@ plain_secret(const char *kid, bytea *stored, bool encrypted)
 	ErrorData  *edata;
 	bool		found;
 
+	hold_secrets();
 	if (!encrypted)
 		return stored;
 	if (secret_cache == NULL)
@@ -179,11 +299,7 @@ plain_secret(const char *kid, bytea *stored, bool encrypted)
 		memcmp(VARDATA_ANY(entry->stored), VARDATA_ANY(stored), VARSIZE_ANY_EXHDR(stored)) == 0)
 		return entry->plain;
 
-	if (!kek_configured())
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("signing key \"%s\" is encrypted but openwop.key_encryption_key_file is not set", kid),
-				 errhint("Set openwop.key_encryption_key_file to a file holding the passphrase the key was added under.")));
+	check_key_source();
 
 	/* decrypt first: the cache changes only once the plain secret exists */
 	a.stored = stored;
@@ -195,9 +311,9 @@ plain_secret(const char *kid, bytea *stored, bool encrypted)
 			ReThrowError(edata);
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("signing key \"%s\" cannot be decrypted with the passphrase in openwop.key_encryption_key_file", kid),
-				 errdetail_log("%s", edata->message),	/* pgcrypto's words: the server log only */
-				 errhint("Put the passphrase the key was added under in openwop.key_encryption_key_file, or retire the key.")));
+				 errmsg("signing key \"%s\" cannot be decrypted with the key-encryption passphrase", kid),
+				 errdetail_log("%s", edata->message),	/* the file's, the command's or pgcrypto's words: the log only */
+				 errhint("The passphrase must be the one the key was added under (openwop.key_encryption_key_command or openwop.key_encryption_key_file); or retire the key.")));
 	}
 
 	entry = hash_search(secret_cache, kid, HASH_ENTER, &found);
@@ -215,7 +331,8 @@ plain_secret(const char *kid, bytea *stored, bool encrypted)
 
 /*
  * The secret of kid if this host holds it for verification: an active key,
- * or a retired one whose tokens may still be unexpired.  NULL otherwise.
+ * or a retired one whose tokens may still be unexpired.  NULL otherwise: a
+ * key retired at once (revoked) verifies nothing from its commit on.
  */
 bytea *
 ow_verification_secret(const char *kid)
@@ -228,10 +345,15 @@ ow_verification_secret(const char *kid)
 	Datum		args[1];
 	bool		isnull;
 
+	Datum		stored;
+
 	args[0] = CStringGetTextDatum(kid);
 	if (ow_exec(&q, args, NULL, true, 1) == 0)
 		return NULL;
-	return plain_secret(kid, DatumGetByteaPCopy(ow_col_datum(0, 1, &isnull)), ow_col_bool(0, 2));
+	stored = ow_col_datum(0, 1, &isnull);
+	if (isnull)
+		return NULL;			/* erased: verifies nothing */
+	return plain_secret(kid, DatumGetByteaPCopy(stored), ow_col_bool(0, 2));
 }
 
 /*
@@ -291,23 +413,23 @@ ow_note_lifetime(const OwSigningKey *key, int32 lifetime)
 PG_FUNCTION_INFO_V1(ow_add_signing_key);
 /*
  * openwop.add_signing_key(kid, secret) → text: a new active key.  Without
- * a secret, 32 bytes from pg_strong_random.  With
- * openwop.key_encryption_key_file set, the secret is stored encrypted with
- * pgcrypto.
+ * a secret, 32 bytes from pg_strong_random.  The secret is stored
+ * encrypted with pgcrypto under the key-encryption passphrase; without
+ * one configured, nothing is stored.
  */
 Datum
 ow_add_signing_key(PG_FUNCTION_ARGS)
 {
 	static OwQuery q = {"INSERT INTO openwop.signing_keys (kid, secret, encrypted)"
-		" VALUES ($1, $2, $3) ON CONFLICT DO NOTHING",
-	3, {TEXTOID, BYTEAOID, BOOLOID}, SPI_OK_INSERT, true};
+		" VALUES ($1, $2, true) ON CONFLICT DO NOTHING",
+	2, {TEXTOID, BYTEAOID}, SPI_OK_INSERT, true};
 	char	   *kid;
 	bytea	   *secret;
-	bool		encrypted = false;
 	OwCall		call;
-	Datum		args[3];
+	Datum		args[2];
 	text	   *result;
 
+	hold_secrets();
 	ow_refuse_read_only("add_signing_key()");
 	ow_require_admin("manage signing keys");
 	if (PG_ARGISNULL(0))
@@ -331,14 +453,8 @@ ow_add_signing_key(PG_FUNCTION_ARGS)
 
 	/* administration: the caller is a role with the owner's privileges, no Subject */
 	ow_call_enter(&call);
-	if (kek_configured())
-	{
-		secret = pgcrypto_apply("pgp_sym_encrypt_bytea", secret);
-		encrypted = true;
-	}
 	args[0] = CStringGetTextDatum(kid);
-	args[1] = PointerGetDatum(secret);
-	args[2] = BoolGetDatum(encrypted);
+	args[1] = PointerGetDatum(pgcrypto_apply("pgp_sym_encrypt_bytea", secret));
 	if (ow_exec(&q, args, NULL, false, 0) == 0)
 		ow_validation_error("kid", "signing key \"%s\" already exists; retire it and add a key with a new kid", kid);
 	ow_call_end(&call);
@@ -349,22 +465,33 @@ ow_add_signing_key(PG_FUNCTION_ARGS)
 
 PG_FUNCTION_INFO_V1(ow_retire_signing_key);
 /*
- * openwop.retire_signing_key(kid): the key stops minting at once and keeps
- * verifying for the longer of openwop.token_max_ttl and the longest
- * lifetime it ever signed, after which every token it signed has expired.
+ * openwop.retire_signing_key(kid, immediately DEFAULT false): the key
+ * stops minting at once and keeps verifying for the longer of
+ * openwop.token_max_ttl and the longest lifetime it ever signed, after
+ * which every token it signed has expired.  immediately (0.11.0): it is
+ * revoked, active or retired, and its secret erased: from the commit on,
+ * no token it signed verifies (the key leaked, or a token did).  The SQL
+ * of 0.10.0 and before passes kid only.
  */
 Datum
 ow_retire_signing_key(PG_FUNCTION_ARGS)
 {
-	static OwQuery q = {"UPDATE openwop.signing_keys"
+	static OwQuery retire = {"UPDATE openwop.signing_keys"
 		"   SET state = 'retired', retired_at = pg_catalog.now(),"
 		"       verify_until = pg_catalog.now() OPERATOR(pg_catalog.+)"
 		"                      pg_catalog.make_interval(secs => GREATEST($2, longest_ttl))"
 		" WHERE kid OPERATOR(pg_catalog.=) $1"
 		"   AND state OPERATOR(pg_catalog.=) 'active'", 2, {TEXTOID, INT4OID}, SPI_OK_UPDATE};
+	static OwQuery revoke = {"UPDATE openwop.signing_keys"
+		"   SET state = 'revoked', retired_at = COALESCE(retired_at, pg_catalog.now()),"
+		"       verify_until = NULL, secret = NULL"
+		" WHERE kid OPERATOR(pg_catalog.=) $1"
+		"   AND state OPERATOR(pg_catalog.<>) 'revoked'", 1, {TEXTOID}, SPI_OK_UPDATE};
 	char	   *kid;
+	bool		immediately = PG_NARGS() > 1 && !PG_ARGISNULL(1) && PG_GETARG_BOOL(1);
 	OwCall		call;
 	Datum		args[2];
+	uint64		n;
 
 	ow_refuse_read_only("retire_signing_key()");
 	ow_require_admin("manage signing keys");
@@ -375,17 +502,77 @@ ow_retire_signing_key(PG_FUNCTION_ARGS)
 	ow_call_enter(&call);
 	args[0] = CStringGetTextDatum(kid);
 	args[1] = Int32GetDatum(ow_token_max_ttl);
-	if (ow_exec(&q, args, NULL, false, 0) == 0)
+	n = ow_exec(immediately ? &revoke : &retire, args, NULL, false, 0);
+	if (n == 0)
 	{
 		OwDetails	d;
 
 		ow_details_init(&d);
 		ow_details_str(&d, "kid", kid);
+		if (immediately)
+			ow_raise(OW_NOT_FOUND, &d, NULL, "no signing key \"%s\" that still verifies", kid);
 		ow_raise(OW_NOT_FOUND, &d, NULL, "no active signing key \"%s\"", kid);
 	}
 	ow_call_end(&call);
 	ow_call_finish(&call);
 	PG_RETURN_VOID();
+}
+
+PG_FUNCTION_INFO_V1(ow_seal_signing_keys);
+/*
+ * openwop.seal_signing_keys() → integer, for the update to 0.11.0 only:
+ * every secret that 0.10.0 or before stored in clear is encrypted under
+ * the key-encryption passphrase, or erased if its key no longer verifies.
+ * Returns how many.  Without a passphrase configured, it raises, and the
+ * update with it: no clear secret survives the update.
+ */
+Datum
+ow_seal_signing_keys(PG_FUNCTION_ARGS)
+{
+	static OwQuery clear = {"SELECT kid, secret,"
+		"       state OPERATOR(pg_catalog.=) 'active' OR verify_until OPERATOR(pg_catalog.>=) pg_catalog.now()"
+		"  FROM openwop.signing_keys WHERE NOT encrypted AND secret IS NOT NULL"
+		"   FOR UPDATE", 0, {0}, SPI_OK_SELECT, true};
+	static OwQuery seal = {"UPDATE openwop.signing_keys SET secret = $2, encrypted = $2 IS NOT NULL"
+		" WHERE kid OPERATOR(pg_catalog.=) $1", 2, {TEXTOID, BYTEAOID}, SPI_OK_UPDATE, true};
+	OwCall		call;
+	uint64		n;
+	uint64		i;
+	char	  **kids;
+	bytea	  **secrets;
+	bool	   *verifying;
+
+	hold_secrets();
+	ow_require_admin("manage signing keys");
+	ow_call_enter(&call);
+	n = ow_exec(&clear, NULL, NULL, false, 0);
+	kids = palloc(sizeof(char *) * (n + 1));
+	secrets = palloc(sizeof(bytea *) * (n + 1));
+	verifying = palloc(sizeof(bool) * (n + 1));
+	for (i = 0; i < n; i++)
+	{
+		bool		isnull;
+
+		kids[i] = ow_col_text(i, 1);
+		secrets[i] = DatumGetByteaPCopy(ow_col_datum(i, 2, &isnull));
+		verifying[i] = ow_col_bool(i, 3);
+	}
+	for (i = 0; i < n; i++)
+	{
+		Datum		args[2];
+		char		nulls[2] = {' ', ' '};
+
+		args[0] = CStringGetTextDatum(kids[i]);
+		if (verifying[i])
+			args[1] = PointerGetDatum(pgcrypto_apply("pgp_sym_encrypt_bytea", secrets[i]));
+		else
+			nulls[1] = 'n';		/* it verifies nothing any more: erased */
+		(void) ow_exec(&seal, args, nulls, false, 0);
+		explicit_bzero(VARDATA_ANY(secrets[i]), VARSIZE_ANY_EXHDR(secrets[i]));
+	}
+	ow_call_end(&call);
+	ow_call_finish(&call);
+	PG_RETURN_INT32((int32) n);
 }
 
 /* ----------
@@ -404,9 +591,17 @@ ow_define_keyring_settings(void)
 							PGC_SUSET,
 							GUC_UNIT_S,
 							NULL, NULL, NULL);
+	DefineCustomStringVariable("openwop.key_encryption_key_command",
+							   "Command whose output is the passphrase that encrypts signing secrets at rest with pgcrypto.",
+							   "Run with sh -c by a backend when it first needs the passphrase. It can fetch it from where the server's files are not (a secret manager, a root-owned file through sudo), out of reach of pg_read_server_files. Set this or openwop.key_encryption_key_file, not both.",
+							   &ow_key_encryption_key_command,
+							   "",
+							   PGC_SUSET,
+							   GUC_SUPERUSER_ONLY | GUC_NOT_IN_SAMPLE,
+							   NULL, NULL, NULL);
 	DefineCustomStringVariable("openwop.key_encryption_key_file",
 							   "File holding the passphrase that encrypts signing secrets at rest with pgcrypto.",
-							   "The file must be owned by the server's OS user and readable by nobody else; the passphrase itself is never a setting, so it reaches no log and no SHOW.",
+							   "The file must be owned by the server's OS user and readable by nobody else, outside the data directory; the passphrase itself is never a setting, so it reaches no log and no SHOW. A role with pg_read_server_files can read the file: use openwop.key_encryption_key_command where one has it.",
 							   &ow_key_encryption_key_file,
 							   "",
 							   PGC_SUSET,

@@ -40,6 +40,17 @@ ensure_packages() {
 	export PG_CONFIG="/usr/lib/postgresql/$PGVER/bin/pg_config"
 }
 
+# A key-encryption passphrase for a throwaway cluster (signing secrets are
+# stored encrypted only), in a file of the server's OS user outside any
+# data directory: new_kek_file DIR prints the file's path.
+new_kek_file() {
+	local f=$1/openwop_kek
+	head -c 24 /dev/urandom | base64 >"$f"
+	chmod 600 "$f"
+	[ "$(id -u)" -ne 0 ] || chown postgres "$f"
+	echo "$f"
+}
+
 # Build (warnings are errors) and install.  Leaves the build log in $1.
 # build_and_install LOG [incremental]: a clean build unless asked for an incremental one
 build_and_install() {

@@ -22,6 +22,7 @@ sh() { local i=$1 user=$2 tenant=$3; shift 3; PGOPTIONS="-c openwop.tenant=$tena
 router_clusters_start() {
 	local c opts="-k $work -c listen_addresses='' -c shared_preload_libraries=openwop_interrupt -c fsync=off"
 	opts="$opts -c openwop.forwarding_role=openwop_forwarder -c openwop.jwt_session_role=authenticator -c max_connections=$1"
+	opts="$opts -c openwop.key_encryption_key_file=$(new_kek_file "$work")"
 	for c in a b; do
 		as_pg "$PGBIN/initdb -D $work/$c -A trust --encoding=UTF8 --locale=C.UTF-8" >/dev/null
 	done

@@ -26,13 +26,17 @@ set -euo pipefail
 db=ow_fuzz_db
 router=ow_fuzz_router
 forwarder=ow_fuzz_forwarder
+approver=ow_fuzz_approver
+issuer=ow_fuzz_issuer
 started=$SECONDS
 log=$(server_log_file)
 [ -r "$log" ] || { echo "cannot read the server log [$log]" >&2; exit 1; }
 work=""
 cleanup() {
 	dropdb --if-exists --force $db >/dev/null 2>&1 || true
-	psql -X -q -d postgres -c "DROP ROLE IF EXISTS $router" -c "DROP ROLE IF EXISTS $forwarder" >/dev/null 2>&1 || true
+	for r in $router $forwarder $approver $issuer; do
+		psql -X -q -d postgres -c "DROP ROLE IF EXISTS $r" >/dev/null 2>&1 || true
+	done
 	[ -z "$work" ] || rm -rf "$work"
 }
 trap cleanup EXIT
@@ -43,18 +47,28 @@ q() { psql -X -A -t -q -v ON_ERROR_STOP=1 -d $db -c "$1"; }
 log_from=$(($(wc -l <"$log") + 1))
 crash_lines() { tail -n "+$log_from" "$log" | grep -E 'terminated by signal|was terminated' || true; }
 
-# ---- the database, the login and its grants (README, docs/scale-out.md)
+# ---- the database, the login and its grants (README, docs/scale-out.md):
+# a router's login, bound to every tenant, a forwarder; and, so that the
+# calls get past the scope checks into the code behind them, an approver
+# and a token issuer (the roles named per database, so nothing else in the
+# cluster changes)
 psql -X -q -v ON_ERROR_STOP=1 -d postgres >/dev/null <<SQL
 CREATE ROLE $forwarder NOLOGIN;
-CREATE ROLE $router LOGIN PASSWORD '${PGPASSWORD:-unused}' IN ROLE $forwarder;
+CREATE ROLE $approver NOLOGIN;
+CREATE ROLE $issuer NOLOGIN;
+CREATE ROLE $router LOGIN PASSWORD '${PGPASSWORD:-unused}' IN ROLE $forwarder, $approver, $issuer;
 ALTER ROLE $router SET openwop.bound_tenant = '*';
+GRANT $approver TO CURRENT_USER;    -- the superuser casts a vote below
 SQL
 createdb $db
-make_login_approver $db
+sq >/dev/null <<SQL
+ALTER DATABASE $db SET openwop.forwarding_role = '$forwarder';
+ALTER DATABASE $db SET openwop.approver_role = '$approver';
+ALTER DATABASE $db SET openwop.token_issuer_role = '$issuer';
+SQL
 sq >/dev/null <<SQL
 CREATE EXTENSION openwop_interrupt;
 CREATE EXTENSION postgres_fdw;
-ALTER DATABASE $db SET openwop.forwarding_role = '$forwarder';
 GRANT USAGE ON SCHEMA openwop, openwop_api, openwop_forward TO $router;
 GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA openwop, openwop_api, openwop_forward TO $router;
 GRANT SELECT ON openwop.pending_interrupts TO $router;
@@ -156,6 +170,7 @@ CREATE FUNCTION fuzz.ordinary(argname text, typ oid) RETURNS text LANGUAGE sql S
       WHEN argname = 'idempotency_key' THEN 'fuzz-key-0000000000000001'
       WHEN argname = 'principal' THEN 'carol'
       WHEN argname = 'group_ref' THEN 'g'
+      WHEN argname = 'type_id' THEN 'core.ai.callPrompt'
       ELSE 'fuzz' END)
     WHEN typ = 'jsonb'::regtype THEN quote_literal(CASE
       WHEN argname = 'caller' THEN '{"issuer": "https://idp.example.org", "subjectId": "carol", "tenant": "acme", "lane": "oauth2", "kind": "user", "scopes": ["approvals:respond"]}'
@@ -300,7 +315,7 @@ CREATE FUNCTION fuzz.session_setup() RETURNS void LANGUAGE plpgsql AS \$\$
 DECLARE r record; s text;
 BEGIN
   SET client_min_messages = warning;
-  SET synchronous_commit = off;
+  SET openwop.tenant = 'acme';    -- the tenant a login bound to every tenant calls in
   FOR r IN SELECT * FROM fuzz.rels WHERE ddl IS NOT NULL ORDER BY rel <> 'pg_temp.interrupts', rel LOOP
     FOREACH s IN ARRAY r.ddl LOOP EXECUTE s; END LOOP;
   END LOOP;
@@ -393,7 +408,8 @@ SQL
 
 # ---- the runner: each case in a subtransaction, its outcome committed
 # before the next begins, so a crash leaves the culprit the first case
-# without an outcome
+# without an outcome (synchronous commits: an asynchronous one lost in the
+# crash would blame the case before)
 sq >/dev/null <<SQL
 GRANT SELECT, UPDATE ON fuzz.cases TO $router;
 CREATE PROCEDURE fuzz.run(who text) LANGUAGE plpgsql AS \$\$
@@ -466,7 +482,7 @@ run_cases() {    # run_cases router|super
 		before=$(crash_lines | wc -l)
 		rc=0
 		timeout 300 psql -X -q -v ON_ERROR_STOP=1 -d $db "${login[@]}" -c "SELECT fuzz.session_setup()" \
-			-c "SET client_min_messages = warning" -c "SET synchronous_commit = off" \
+			-c "SET client_min_messages = warning" \
 			-c "CALL fuzz.run('$who')" >"$work/run.log" 2>&1 || rc=$?
 		[ $rc = 0 ] && continue
 		sessions_lost=$((sessions_lost + 1))

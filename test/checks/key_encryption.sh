@@ -2,10 +2,12 @@
 # The key-encryption key never leaves its file (docs/security.md).  Signing
 # secrets are stored encrypted (pgcrypto) under a passphrase read from
 # openwop.key_encryption_key_file, a file only the server's OS user can
-# read.  The setting is changed and the server reloaded: the log names the
-# file and never the passphrase; non-superusers cannot SHOW the setting or
-# see it in pg_settings; no pg_stat_activity row and no error message holds
-# a passphrase; a file others can read, or another user's file, is refused.
+# read, outside the data directory.  The setting is changed and the server
+# reloaded: the log names the file and never the passphrase; non-superusers
+# cannot SHOW the setting or see it in pg_settings; no pg_stat_activity row
+# and no error message holds a passphrase; a file others can read, or
+# another user's file, is refused; a file inside the data directory (which
+# a base backup carries) is read with a warning.
 # And no plan holds a secret: debug_print_plan, which any session may turn
 # on, prints the plans of adding and decrypting a key and of a resolve with
 # an Idempotency-Key without the secret, the passphrase or the key.
@@ -18,21 +20,26 @@ try() { psql -X -A -t -q -d $db -c "$1" 2>&1 || true; }
 datadir=$(psql -X -A -t -q -d postgres -c "SHOW data_directory")
 log=${OPENWOP_SERVER_LOG:-$(pg_lsclusters -h | awk -v port="$PGPORT" '$3 == port { print $7 }')}
 [ -f "$log" ] || { echo "cannot find the server log (got '$log')" >&2; exit 1; }
+kekdir=$(mktemp -d)   # outside the data directory, as the README recommends
+chmod 711 "$kekdir"
 cleanup() {
 	psql -X -q -d postgres -c "ALTER SYSTEM RESET openwop.key_encryption_key_file" -c "SELECT pg_reload_conf()" >/dev/null 2>&1 || true
 	psql -X -q -d postgres -c "DROP DATABASE IF EXISTS $db" -c "DROP ROLE IF EXISTS kek_app" >/dev/null 2>&1 || true
 	rm -f "$datadir"/openwop_kek_*
+	rm -rf "$kekdir"
 }
 trap cleanup EXIT
 cleanup
+kekdir=$(mktemp -d)
+chmod 711 "$kekdir"
 
 owner=$(stat -c %U "$datadir")
 kek_a="kek-a-$(od -An -N12 -tx1 /dev/urandom | tr -d ' \n')"
 kek_b="kek-b-$(od -An -N12 -tx1 /dev/urandom | tr -d ' \n')"
 put() {	# put FILE MODE USER CONTENT
-	printf '%s\n' "$4" >"$datadir/$1"
-	chown "$3" "$datadir/$1"
-	chmod "$2" "$datadir/$1"
+	printf '%s\n' "$4" >"$kekdir/$1"
+	chown "$3" "$kekdir/$1"
+	chmod "$2" "$kekdir/$1"
 }
 put openwop_kek_a 0600 "$owner" "$kek_a"
 put openwop_kek_b 0600 "$owner" "$kek_b"
@@ -54,7 +61,7 @@ SELECT openwop.interrupt('acme/kek-run-000000001', 'gate', '{"kind": "approval",
 SQL
 
 # 1. set in postgresql.auto.conf and reloaded; new secrets are stored encrypted and verify
-psql -X -q -d postgres -c "ALTER SYSTEM SET openwop.key_encryption_key_file = 'openwop_kek_a'" -c "SELECT pg_reload_conf()" >/dev/null
+psql -X -q -d postgres -c "ALTER SYSTEM SET openwop.key_encryption_key_file = '$kekdir/openwop_kek_a'" -c "SELECT pg_reload_conf()" >/dev/null
 sleep 1
 q "SELECT openwop.add_signing_key('k-kek-a', 'a-signing-secret-0123456789'::bytea)" >/dev/null
 [ "$(q "SELECT encrypted AND position('a-signing-secret'::bytea IN secret) = 0 FROM openwop.signing_keys WHERE kid = 'k-kek-a'")" = t ]
@@ -63,25 +70,37 @@ token=$(q "SET openwop.tenant = 'acme'; SELECT openwop.mint_interrupt_token(inte
 echo "encrypted under the passphrase in openwop_kek_a; a token it signed verifies"
 
 # 2. changed and reloaded: the log says which file, never what is in it
-psql -X -q -d postgres -c "ALTER SYSTEM SET openwop.key_encryption_key_file = 'openwop_kek_b'" -c "SELECT pg_reload_conf()" >/dev/null
+psql -X -q -d postgres -c "ALTER SYSTEM SET openwop.key_encryption_key_file = '$kekdir/openwop_kek_b'" -c "SELECT pg_reload_conf()" >/dev/null
 sleep 1
 # a new backend under the other passphrase: a clear error that names the key, not the passphrase
 out=$(try "SELECT openwop.inspect_interrupt('$token')")
-grep -q 'signing key "k-kek-a" cannot be decrypted with the passphrase in openwop.key_encryption_key_file' <<<"$out"
+grep -q 'signing key "k-kek-a" cannot be decrypted with the key-encryption passphrase' <<<"$out"
 # files others can read, or that are not the server's, are refused without being read
 for f in openwop_kek_open openwop_kek_root; do
-	psql -X -q -d postgres -c "ALTER SYSTEM SET openwop.key_encryption_key_file = '$f'" -c "SELECT pg_reload_conf()" >/dev/null
+	psql -X -q -d postgres -c "ALTER SYSTEM SET openwop.key_encryption_key_file = '$kekdir/$f'" -c "SELECT pg_reload_conf()" >/dev/null
 	sleep 1
 	# the caller is told the key cannot be decrypted; why (the file) goes to the server log only
 	out=$(try "SELECT openwop.inspect_interrupt('$token')")
 	grep -q 'signing key "k-kek-a" cannot be decrypted' <<<"$out"
 	! grep -q 'must be a file owned' <<<"$out"
-	grep -q "key-encryption key file \"$f\" must be a file owned by the database server's user and readable by it alone" "$log"
+	grep -q "key-encryption key file \"$kekdir/$f\" must be a file owned by the database server's user and readable by it alone" "$log"
 done
-psql -X -q -d postgres -c "ALTER SYSTEM SET openwop.key_encryption_key_file = 'openwop_kek_a'" -c "SELECT pg_reload_conf()" >/dev/null
+psql -X -q -d postgres -c "ALTER SYSTEM SET openwop.key_encryption_key_file = '$kekdir/openwop_kek_a'" -c "SELECT pg_reload_conf()" >/dev/null
 sleep 1
 [ "$(q "SELECT openwop.inspect_interrupt('$token') ->> 'kind'")" = approval ]
 echo "reloads: another passphrase, an open file and another user's file are refused; back to openwop_kek_a it verifies"
+
+# the same passphrase in a file in the data directory: read, with a warning (a base backup carries it)
+cp -p "$kekdir/openwop_kek_a" "$datadir/openwop_kek_in_datadir"
+psql -X -q -d postgres -c "ALTER SYSTEM SET openwop.key_encryption_key_file = 'openwop_kek_in_datadir'" -c "SELECT pg_reload_conf()" >/dev/null
+sleep 1
+out=$(psql -X -A -t -q -d $db -c "SELECT openwop.inspect_interrupt('$token') ->> 'kind'" 2>&1)
+grep -q '^approval$' <<<"$out"
+grep -q 'WARNING:  key-encryption key file "openwop_kek_in_datadir" is inside the data directory' <<<"$out"
+grep -q 'A base backup carries it next to the secrets it encrypts' <<<"$out"
+psql -X -q -d postgres -c "ALTER SYSTEM SET openwop.key_encryption_key_file = '$kekdir/openwop_kek_a'" -c "SELECT pg_reload_conf()" >/dev/null
+sleep 1
+echo "kek_file_in_data_directory_warned: a passphrase file in the data directory is read with a warning that a base backup carries it"
 
 # 3. who can see what
 [ "$(try "SET ROLE kek_app; SHOW openwop.key_encryption_key_file" | grep -c 'permission denied\|must be superuser')" -ge 1 ]
@@ -125,7 +144,7 @@ echo "debug_print_plan: plans of a new key, a decryption and an idempotent resol
 
 # 5. the server log over the whole check: the reloads are there, the passphrases are not
 tail -c +$((log_start + 1)) "$log" >"$datadir/openwop_kek_log_excerpt"
-grep -q 'parameter "openwop.key_encryption_key_file" changed to "openwop_kek_b"' "$datadir/openwop_kek_log_excerpt"
+grep -q "parameter \"openwop.key_encryption_key_file\" changed to \"$kekdir/openwop_kek_b\"" "$datadir/openwop_kek_log_excerpt"
 if grep -q -e "$kek_a" -e "$kek_b" "$datadir/openwop_kek_log_excerpt"; then
 	echo "a passphrase reached the server log" >&2
 	exit 1

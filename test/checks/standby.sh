@@ -18,6 +18,7 @@ throwaway_begin
 work=$THROWAWAY
 trap throwaway_end EXIT
 opts="-k $work -c listen_addresses='' -c shared_preload_libraries=openwop_interrupt -c fsync=off"
+opts="$opts -c openwop.key_encryption_key_file=$(new_kek_file "$work")"
 pq() { psql -X -A -t -q -v ON_ERROR_STOP=1 -h "$work" -p 5801 -U postgres -d postgres -c "SET openwop.tenant = 'acme'" "$@" | tail -n 1; }
 sq() { psql -X -A -t -q -v ON_ERROR_STOP=1 -h "$work" -p 5802 -U postgres -d postgres -c "SET openwop.tenant = 'acme'" "$@" | tail -n 1; }
 

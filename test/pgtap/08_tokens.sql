@@ -154,10 +154,18 @@ CREATE TEMP TABLE t5 AS SELECT openwop.resolve_interrupt_by_token(token, '{"acti
 SELECT is((SELECT openwop.resolve_interrupt_by_token(token, '{"action": "accept"}', 'tok-idem-00000000000000000001') FROM t4),
           (SELECT r || '{"idempotentReplay": true}' FROM t5), 'a token resolve repeated with its key replays the stored response');
 
--- the keyring
+-- the keyring.  The test cluster's passphrase is in the file
+-- openwop.key_encryption_key_file names (test/run); pgcrypto reads it back.
+CREATE FUNCTION pg_temp.kek() RETURNS text LANGUAGE sql AS $$
+  SELECT rtrim(pg_read_file(current_setting('openwop.key_encryption_key_file')), E'\n')
+$$;
 DO $$ BEGIN PERFORM openwop.add_signing_key('k-generated'); END $$;
-SELECT is(length((SELECT secret FROM openwop.signing_keys WHERE kid = 'k-generated')), 32,
+SELECT is(length((SELECT pgp_sym_decrypt_bytea(secret, pg_temp.kek()) FROM openwop.signing_keys WHERE kid = 'k-generated')), 32,
           'a generated secret is 32 random bytes');
+SELECT ok((SELECT bool_and(encrypted AND position('example-secret-do-not-use'::bytea IN secret) = 0
+                           AND pgp_sym_decrypt_bytea(secret, pg_temp.kek()) IS NOT NULL)
+             FROM openwop.signing_keys),
+          'signing_secret_never_stored_in_clear: every secret is stored encrypted under the passphrase');
 SELECT is(split_part(openwop.mint_interrupt_token((SELECT interrupt_id FROM openwop.interrupts WHERE run_id = 'acme/tok-run-0000000006')), '.', 3),
           'k-generated', 'the newest active key mints');
 CREATE TEMP TABLE t6 AS SELECT openwop.mint_interrupt_token(interrupt_id) AS token FROM openwop.interrupts WHERE run_id = 'acme/tok-run-0000000006';
@@ -169,14 +177,48 @@ UPDATE openwop.signing_keys SET verify_until = now() - interval '1 second' WHERE
 SELECT is(pg_temp.refusal((SELECT format('SELECT openwop.inspect_interrupt(%L)', token) FROM t6))->>'sqlstate', 'PT401',
           'once its tokens can no longer be valid, a retired key is not held: 401');
 SELECT is(pg_temp.refusal($$ SELECT openwop.retire_signing_key('no-such-kid') $$)->>'code', 'not_found', 'retiring an unknown key is 404');
+
+-- a key retired at once (revoked): its tokens stop verifying from the commit on
+DO $$ BEGIN PERFORM openwop.add_signing_key('k-leaked'); END $$;
+CREATE TEMP TABLE t_leaked AS SELECT openwop.mint_interrupt_token(interrupt_id, 'inspect') AS token FROM openwop.interrupts WHERE run_id = 'acme/tok-run-0000000006';
+SELECT is((SELECT split_part(token, '.', 3) FROM t_leaked), 'k-leaked', 'the leaked key signed the token');
+SELECT is((SELECT openwop.inspect_interrupt(token) ->> 'kind' FROM t_leaked), 'approval', 'its token verifies before the revocation');
+SELECT lives_ok($$ SELECT openwop.retire_signing_key('k-leaked', true) $$, 'retire_signing_key(kid, immediately => true)');
+SELECT is(pg_temp.refusal((SELECT format('SELECT openwop.inspect_interrupt(%L)', token) FROM t_leaked))->>'sqlstate', 'PT401',
+          'revoked_key_stops_verifying_at_once: a token of a revoked key is 401 at once');
+SELECT is((SELECT (state, secret IS NULL, verify_until IS NULL, retired_at IS NOT NULL)::text FROM openwop.signing_keys WHERE kid = 'k-leaked'),
+          '(revoked,t,t,t)', 'a revoked key has its secret erased');
+SELECT is(split_part(openwop.mint_interrupt_token((SELECT interrupt_id FROM openwop.interrupts WHERE run_id = 'acme/tok-run-0000000006')), '.', 3),
+          'k2026a', 'a revoked key no longer mints');
+SELECT is(pg_temp.refusal($$ SELECT openwop.retire_signing_key('k-leaked', true) $$)->>'code', 'not_found',
+          'revoking a revoked key is 404');
+SELECT is(pg_temp.refusal($$ SELECT openwop.retire_signing_key('k-leaked') $$)->>'code', 'not_found',
+          'retiring a revoked key is 404');
+-- a retired key that still verifies is revoked too
+DO $$ BEGIN PERFORM openwop.add_signing_key('k-retired-leaked'); END $$;
+CREATE TEMP TABLE t_retired AS SELECT openwop.mint_interrupt_token(interrupt_id, 'inspect') AS token FROM openwop.interrupts WHERE run_id = 'acme/tok-run-0000000006';
+DO $$ BEGIN PERFORM openwop.retire_signing_key('k-retired-leaked'); END $$;
+SELECT is((SELECT openwop.inspect_interrupt(token) ->> 'kind' FROM t_retired), 'approval', 'the retired key still verifies its token');
+SELECT lives_ok($$ SELECT openwop.retire_signing_key('k-retired-leaked', true) $$, 'a retired key is revoked');
+SELECT is(pg_temp.refusal((SELECT format('SELECT openwop.inspect_interrupt(%L)', token) FROM t_retired))->>'sqlstate', 'PT401',
+          'revoked_retired_key_stops_verifying: the retired key''s token is 401 once it is revoked');
+SELECT is(pg_temp.refusal($$ SELECT openwop.retire_signing_key(NULL, true) $$)->>'code', 'validation_error',
+          'revoking a NULL kid is 400');
+SELECT lives_ok($$ SELECT openwop.retire_signing_key('k2026a', NULL) $$,
+          'retire_signing_key(kid, NULL) retires as retire_signing_key(kid) does');
+SELECT is((SELECT state FROM openwop.signing_keys WHERE kid = 'k2026a'), 'retired', 'NULL for immediately: retired, not revoked');
+DO $$ BEGIN PERFORM openwop.add_signing_key('k2026b', 'example-secret-do-not-use'::bytea); END $$;
+SELECT throws_ok($$ INSERT INTO openwop.signing_keys (kid, secret, encrypted) VALUES ('k-clear', 'a-clear-secret-0123456789', false) $$,
+                 '23514', NULL, 'signing_keys_sealed: not even the owner stores a secret in clear');
 SELECT is(pg_temp.refusal($$ SELECT openwop.add_signing_key('k2026a') $$)->>'code', 'validation_error', 'a kid is added once');
 SELECT is(pg_temp.refusal($$ SELECT openwop.add_signing_key('short', 'tiny'::bytea) $$)->'details'->>'field', 'secret',
           'a secret shorter than 16 bytes is refused');
 
--- secrets at rest, optionally encrypted with pgcrypto under a passphrase read
--- from a file that only the server's OS user can read (the passphrase itself,
--- its reload and its errors: test/checks/key_encryption.sh).  COPY writes
--- files others can read (0644): such a file is refused, naming the file only.
+-- secrets at rest, encrypted with pgcrypto under a passphrase read from a
+-- file that only the server's OS user can read, or from a command (the
+-- passphrase itself, its reload and its errors: test/checks/key_encryption.sh).
+-- COPY writes files others can read (0644): such a file is refused, naming
+-- the file only.
 DO $$ BEGIN
   EXECUTE format('COPY (SELECT %L) TO %L', 'kek-for-the-tests', current_setting('data_directory') || '/openwop_tap_kek');
 END $$;
@@ -188,6 +230,37 @@ SET LOCAL openwop.key_encryption_key_file = 'no-such-kek-file';
 SELECT throws_like($$ SELECT openwop.add_signing_key('k-kek-missing', 'an-encrypted-secret-0123456789'::bytea) $$,
                    'could not read key-encryption key file "no-such-kek-file"%',
                    'a missing key-encryption key file is a clear error naming the file');
+SET LOCAL openwop.key_encryption_key_file = '';
+SELECT throws_ok($$ SELECT openwop.add_signing_key('k-no-kek', 'an-encrypted-secret-0123456789'::bytea) $$,
+                 '55000', 'no key-encryption key is configured: signing secrets are never stored in clear',
+                 'no_key_encryption_key_no_secret: without a passphrase configured, no key is added');
+SELECT is((SELECT count(*) FROM openwop.signing_keys WHERE kid = 'k-no-kek'), 0::bigint, 'nothing was stored');
+-- the passphrase from a command
+SET LOCAL openwop.key_encryption_key_command = 'printf kek-from-a-command';
+SELECT is(openwop.add_signing_key('k-kek-command', 'a-commanded-secret-0123456789'::bytea), 'k-kek-command',
+          'kek_command_encrypts: a key is added under the passphrase the command prints');
+SELECT is((SELECT convert_from(pgp_sym_decrypt_bytea(secret, 'kek-from-a-command'), 'UTF8') FROM openwop.signing_keys WHERE kid = 'k-kek-command'),
+          'a-commanded-secret-0123456789', 'it decrypts with that passphrase');
+SELECT is(split_part(openwop.mint_interrupt_token((SELECT interrupt_id FROM openwop.interrupts WHERE run_id = 'acme/tok-run-0000000006'), 'inspect'), '.', 3),
+          'k-kek-command', 'and mints');
+SET LOCAL openwop.key_encryption_key_file = 'no-such-kek-file';
+SELECT throws_ok($$ SELECT openwop.add_signing_key('k-kek-both', 'an-encrypted-secret-0123456789'::bytea) $$,
+                 '55000', 'openwop.key_encryption_key_command and openwop.key_encryption_key_file are both set',
+                 'kek_one_source: a command and a file together are refused');
+SET LOCAL openwop.key_encryption_key_file = '';
+SET LOCAL openwop.key_encryption_key_command = 'exit 3';
+SELECT throws_ok($$ SELECT openwop.add_signing_key('k-kek-fails', 'an-encrypted-secret-0123456789'::bytea) $$,
+                 '55000', 'key-encryption key command "exit 3" failed',
+                 'kek_command_fails: a command that fails is a clear error naming the command');
+SET LOCAL openwop.key_encryption_key_command = 'true';
+SELECT throws_ok($$ SELECT openwop.add_signing_key('k-kek-empty', 'an-encrypted-secret-0123456789'::bytea) $$,
+                 '55000', 'key-encryption key command "true" must give one passphrase of 1 to 1024 bytes',
+                 'kek_command_empty: a command that prints nothing is refused');
+SET LOCAL openwop.key_encryption_key_command = 'head -c 2000 /dev/zero | tr ''\0'' x';
+SELECT throws_like($$ SELECT openwop.add_signing_key('k-kek-long', 'an-encrypted-secret-0123456789'::bytea) $$,
+                   'key-encryption key command % must give one passphrase of 1 to 1024 bytes',
+                   'kek_command_too_long: a passphrase over 1024 bytes is refused');
+RESET openwop.key_encryption_key_command;
 RESET openwop.key_encryption_key_file;
 
 -- the token is checked first: a bad token with a bad body is still 401
