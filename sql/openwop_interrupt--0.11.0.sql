@@ -1579,3 +1579,25 @@ COMMENT ON FUNCTION openwop.retire_signing_key(text, boolean) IS
   'Retires a signing key; immediately true revokes it: active or retired, it stops minting and verifying from this commit on and its secret is erased (a leaked key or token). immediately false is retire_signing_key(kid). Owner or superuser only.';
 REVOKE ALL ON FUNCTION openwop.retire_signing_key(text, boolean) FROM PUBLIC;
 -- == signing secrets sealed, keys revoked at once (end) ==
+
+-- == 0.11.0: notifications per tenant (begin) ==
+/* ------------------------------------------------------------------------
+ * Each notification goes to the channel of its run's tenant, whose name
+ * (a keyed hash of the tenant, made anew at each server start) only these
+ * functions tell, and only to a caller of that tenant: LISTEN needs no
+ * privilege, so a channel named after the tenant would tell every login
+ * every tenant's run ids.  openwop.shared_channel = on also sends them on
+ * openwop_events, as before.
+ * ---------------------------------------------------------------------- */
+CREATE FUNCTION openwop.listen()
+    RETURNS text AS 'MODULE_PATHNAME', 'ow_listen'
+    LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION openwop.listen() IS
+  'This session listens to the notifications of the caller''s tenant ({runId, fromSequence, sequence}, one per committed transaction and run), as LISTEN does, from the commit on; returns the channel they arrive on (openwop_events_ and 32 hex digits, new at each server start). For a SQL login''s own session: refused through PostgREST or a router.';
+CREATE FUNCTION openwop.unlisten()
+    RETURNS text AS 'MODULE_PATHNAME', 'ow_unlisten'
+    LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION openwop.unlisten() IS
+  'This session stops listening to its tenant''s notifications (UNLISTEN of the channel listen() named); returns the channel.';
+REVOKE ALL ON FUNCTION openwop.listen(), openwop.unlisten() FROM PUBLIC;
+-- == notifications per tenant (end) ==

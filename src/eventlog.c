@@ -472,6 +472,12 @@ ow_events_append_only(PG_FUNCTION_ARGS)
 	const char *op = TRIGGER_FIRED_BY_UPDATE(trigdata->tg_event) ? "UPDATE" :
 		TRIGGER_FIRED_BY_DELETE(trigdata->tg_event) ? "DELETE" : "TRUNCATE";
 
+	/* rows for UPDATE and DELETE; TRUNCATE has no rows */
+	if (TRIGGER_FIRED_FOR_STATEMENT(trigdata->tg_event) != TRIGGER_FIRED_BY_TRUNCATE(trigdata->tg_event))
+		ereport(ERROR,
+				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+				 errmsg("openwop.events_append_only() fires FOR EACH ROW on UPDATE and DELETE, FOR EACH STATEMENT on TRUNCATE")));
+
 	ereport(ERROR,
 			(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 			 errmsg("the openwop event log is append-only"),

@@ -70,6 +70,7 @@ _PG_init(void)
 	ow_define_token_settings();
 	ow_define_low_confidence_settings();
 	ow_define_timeout_worker_settings();
+	ow_define_notify_settings();
 
 	/* the workers exist only when loaded at server start */
 	if (process_shared_preload_libraries_in_progress)

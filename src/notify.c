@@ -1,8 +1,19 @@
 /*-------------------------------------------------------------------------
  *
  * notify.c
- *	  One notification per committed transaction and run, on channel
- *	  openwop_events, with payload {runId, fromSequence, sequence}.
+ *	  One notification per committed transaction and run, on the channel
+ *	  of the run's tenant, with payload {runId, fromSequence, sequence}.
+ *
+ * LISTEN needs no privilege: any login may listen on any channel it can
+ * name.  So a tenant's channel is named by a keyed hash of the tenant,
+ * openwop_events_<32 hex digits> (HMAC-SHA256 under a key made at server
+ * start, in shared memory, never stored), which only openwop.listen()
+ * tells, and only to a caller of that tenant: no login learns another
+ * tenant's run ids or activity from notifications.  The channel changes
+ * when the server restarts (and on a standby promoted), when listeners
+ * reconnect anyway.  With openwop.shared_channel on, each notification also
+ * goes to channel openwop_events, as before 0.11.0, which every login can
+ * hear: for single-tenant deployments.
  *
  * A NOTIFY sent by the committing transaction itself serialises commits:
  * PostgreSQL holds a database-wide lock from queuing the notification
@@ -28,6 +39,8 @@
 
 #include "access/xact.h"
 #include "commands/async.h"
+#include "common/hmac.h"
+#include "common/sha2.h"
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "storage/ipc.h"
@@ -38,7 +51,9 @@
 #include "utils/json.h"
 #include "utils/memutils.h"
 
-#define OW_NOTIFY_CHANNEL "openwop_events"
+#define OW_NOTIFY_CHANNEL "openwop_events"	/* the shared channel */
+#define CHANNEL_KEY_LEN 32
+#define CHANNEL_HASH_LEN 16		/* bytes of the HMAC in a channel's name */
 #define RING_SIZE 2048
 #define RUN_ID_BUF 272			/* "anon:" + 128-character tenant + "/" + 128 */
 #define RELAY_BATCH 256
@@ -65,6 +80,15 @@ typedef struct Ring
 	RingEntry	entries[RING_SIZE];
 } Ring;
 
+/* The key of the tenants' channel names, made at server start. */
+typedef struct ChannelKey
+{
+	uint8		key[CHANNEL_KEY_LEN];
+} ChannelKey;
+
+static ChannelKey *channel_key = NULL;
+static bool ow_shared_channel = false;
+
 static Ring *rings = NULL;		/* one per slot of the registry */
 static Ring *ring = NULL;		/* the relay's own, in a database worker */
 
@@ -84,6 +108,81 @@ static List *changes = NIL;		/* in TopTransactionContext */
 static List *reserved_batch = NIL;	/* merged, room reserved in reserved_ring */
 static Ring *reserved_ring = NULL;
 static bool callbacks_registered = false;
+
+static char *payload_of(const Change *c);
+
+/*
+ * The channel of tenant's notifications into out (OW_CHANNEL_BUF bytes):
+ * openwop_events_ and the hex of the first CHANNEL_HASH_LEN bytes of
+ * HMAC-SHA256(key, tenant).  False when the key is not there (the library
+ * was not preloaded: no caller is known either, so nothing notifies).
+ */
+bool
+ow_tenant_channel(const char *tenant, char *out)
+{
+	static char last_tenant[OW_TENANT_BUF] = "";
+	static char last_channel[OW_CHANNEL_BUF] = "";
+	uint8		mac[PG_SHA256_DIGEST_LENGTH];
+	pg_hmac_ctx *ctx;
+	int			i;
+
+	if (channel_key == NULL)
+		return false;
+	/* one tenant's runs notify in a row: its channel is kept */
+	if (last_channel[0] != '\0' && strcmp(tenant, last_tenant) == 0)
+	{
+		strlcpy(out, last_channel, OW_CHANNEL_BUF);
+		return true;
+	}
+	ctx = pg_hmac_create(PG_SHA256);
+	if (ctx == NULL ||
+		pg_hmac_init(ctx, channel_key->key, CHANNEL_KEY_LEN) < 0 ||
+		pg_hmac_update(ctx, (const uint8 *) tenant, strlen(tenant)) < 0 ||
+		pg_hmac_final(ctx, mac, sizeof(mac)) < 0)
+	{
+		pg_hmac_free(ctx);
+		ereport(ERROR,
+				(errcode(ERRCODE_INTERNAL_ERROR),
+				 errmsg("could not compute the notification channel of a tenant")));
+	}
+	pg_hmac_free(ctx);
+	strcpy(out, "openwop_events_");
+	for (i = 0; i < CHANNEL_HASH_LEN; i++)
+		sprintf(out + strlen("openwop_events_") + 2 * i, "%02x", mac[i]);
+	if (strlen(tenant) < OW_TENANT_BUF)
+	{
+		strlcpy(last_tenant, tenant, OW_TENANT_BUF);
+		strlcpy(last_channel, out, OW_CHANNEL_BUF);
+	}
+	return true;
+}
+
+/* The tenant of a run id: what precedes its "/". */
+static void
+tenant_of_run(const char *run_id, char *out)
+{
+	const char *slash = strchr(run_id, '/');
+	size_t		n = slash ? (size_t) (slash - run_id) : strlen(run_id);
+
+	n = Min(n, OW_TENANT_BUF - 1);
+	memcpy(out, run_id, n);
+	out[n] = '\0';
+}
+
+/* Queue the notification of c: on its tenant's channel, and the shared one if asked. */
+static void
+notify(const Change *c)
+{
+	char		tenant[OW_TENANT_BUF];
+	char		channel[OW_CHANNEL_BUF];
+	char	   *payload = payload_of(c);
+
+	tenant_of_run(c->run_id, tenant);
+	if (ow_tenant_channel(tenant, channel))
+		Async_Notify(channel, payload);
+	if (ow_shared_channel)
+		Async_Notify(OW_NOTIFY_CHANNEL, payload);
+}
 
 static char *
 payload_of(const Change *c)
@@ -247,7 +346,7 @@ notify_xact_callback(XactEvent event, void *arg)
 					ListCell   *lc;
 
 					foreach(lc, merged)
-						Async_Notify(OW_NOTIFY_CHANNEL, payload_of(lfirst(lc)));
+						notify(lfirst(lc));
 				}
 			}
 			changes = NIL;
@@ -332,7 +431,7 @@ ow_notify_later(const char *run_id, int64 first, int64 last)
 Size
 ow_relay_shmem_size(void)
 {
-	return MAXALIGN(mul_size(sizeof(Ring), ow_max_databases));
+	return add_size(MAXALIGN(mul_size(sizeof(Ring), ow_max_databases)), sizeof(ChannelKey));
 }
 
 /* Called under AddinShmemInitLock. */
@@ -343,6 +442,11 @@ ow_relay_shmem_init(void)
 	int			i;
 
 	rings = ShmemInitStruct("openwop_interrupt notify rings", ow_relay_shmem_size(), &found);
+	channel_key = (ChannelKey *) ((char *) rings + MAXALIGN(mul_size(sizeof(Ring), ow_max_databases)));
+	if (!found && !pg_strong_random(channel_key->key, CHANNEL_KEY_LEN))
+		ereport(FATAL,
+				(errcode(ERRCODE_INTERNAL_ERROR),
+				 errmsg("could not generate the key of the notification channels")));
 	if (!found)
 		for (i = 0; i < ow_max_databases; i++)
 		{
@@ -437,7 +541,7 @@ ow_relay_drain(void)
 			StartTransactionCommand();
 			pgstat_report_activity(STATE_RUNNING, "openwop: relaying notifications");
 			for (i = 0; i < m; i++)
-				Async_Notify(OW_NOTIFY_CHANNEL, payload_of(&batch[i]));
+				notify(&batch[i]);
 			commit_without_waiting();
 			pgstat_report_activity(STATE_IDLE, NULL);
 		}
@@ -493,4 +597,17 @@ ow_relay_attach(int slot)
 	ring->relay_latch = MyLatch;
 	SpinLockRelease(&ring->mutex);
 	before_shmem_exit(relay_detach, (Datum) 0);
+}
+
+void
+ow_define_notify_settings(void)
+{
+	DefineCustomBoolVariable("openwop.shared_channel",
+							 "Also send every notification on channel openwop_events, which any login may LISTEN to.",
+							 "It carries the run ids of every tenant: for single-tenant deployments, and engines not yet moved to openwop.listen().",
+							 &ow_shared_channel,
+							 false,
+							 PGC_SIGHUP,
+							 0,
+							 NULL, NULL, NULL);
 }

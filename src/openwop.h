@@ -641,12 +641,16 @@ extern int	ow_registry_snapshot(OwSlot *out, int *index, int *launcher_pid,
 extern void ow_deadline_raised(void);
 
 /* ----------
- * notify.c: one notification per committed transaction and run, sent by
- * the database's worker as its relay.
+ * notify.c: one notification per committed transaction and run, on its
+ * tenant's channel, sent by the database's worker as its relay.  Setting:
+ * openwop.shared_channel.
  * ----------
  */
+#define OW_CHANNEL_BUF 48		/* "openwop_events_" + 32 hex digits + NUL */
 extern Size ow_relay_shmem_size(void);
 extern void ow_relay_shmem_init(void);
+extern void ow_define_notify_settings(void);
+extern bool ow_tenant_channel(const char *tenant, char *out);
 extern void ow_notify_later(const char *run_id, int64 first, int64 last);
 extern void ow_relay_attach(int slot);
 extern int64 ow_relay_drain(void);

@@ -1,8 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * readers.c
- *	  The read-only API: events(), run_snapshot(), capabilities() and
- *	  current_caller().  Reads are tenant-checked like every call: a run of
+ *	  The read-only API: events(), run_snapshot(), capabilities(),
+ *	  current_caller(), and listen() / unlisten(), the notifications of the
+ *	  caller's tenant.  Reads are tenant-checked like every call: a run of
  *	  another tenant is refused from its id alone.
  *
  *-------------------------------------------------------------------------
@@ -11,8 +12,12 @@
 
 #include "openwop.h"
 
+#include "access/xact.h"
 #include "catalog/pg_type.h"
+#include "commands/async.h"
 #include "funcapi.h"
+#include "miscadmin.h"
+#include "tcop/utility.h"
 #include "utils/builtins.h"
 #include "utils/memutils.h"
 
@@ -256,4 +261,75 @@ ow_current_caller(PG_FUNCTION_ARGS)
 	if (c.forwarded_by)
 		owj_str(&j, "forwardedBy", c.forwarded_by);
 	PG_RETURN_JSONB_P(owj_end(&j));
+}
+
+/*
+ * The channel of the caller's tenant, for a session that may listen: a SQL
+ * login's own session, not a request session (a pooled PostgREST
+ * connection would hold every tenant's notifications it never reads, and
+ * keep the server's notification queue from being freed) nor a router's
+ * forwarding session; refused where LISTEN is (a security-restricted
+ * operation, parallel mode, recovery, a background process).
+ */
+static text *
+listen_channel(const char *function, char *channel)
+{
+	OwCaller	caller;
+
+	if (InSecurityRestrictedOperation())
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("cannot run %s within security-restricted operation", function)));
+	PreventCommandIfParallelMode(function);
+	PreventCommandDuringRecovery(function);
+	if (MyBackendType != B_BACKEND)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("%s is for client sessions", function)));
+	ow_caller(&caller);
+	if (caller.claims != NULL || caller.forwarded_by != NULL)
+	{
+		OwDetails	d;
+
+		ow_details_init(&d);
+		ow_raise(OW_FORBIDDEN, &d,
+				 "Listen from a session of your own (a SQL login), not through PostgREST or a router.",
+				 "%s is for a SQL login's own session", function);
+	}
+	if (!ow_tenant_channel(caller.subject.tenant, channel))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("openwop_interrupt must be loaded at server start to name a notification channel"),
+				 errhint("Add it to shared_preload_libraries and restart.")));
+	return cstring_to_text(channel);
+}
+
+PG_FUNCTION_INFO_V1(ow_listen);
+/*
+ * openwop.listen() → text: this session listens to the notifications of
+ * the caller's tenant ({runId, fromSequence, sequence}, one per committed
+ * transaction and run), from the commit of the calling transaction on, as
+ * after LISTEN; returns the channel they arrive on.  The name is never
+ * written in a statement, so no pg_stat_activity row shows it to others.
+ */
+Datum
+ow_listen(PG_FUNCTION_ARGS)
+{
+	char		channel[OW_CHANNEL_BUF];
+	text	   *result = listen_channel("listen()", channel);
+
+	Async_Listen(channel);
+	PG_RETURN_TEXT_P(result);
+}
+
+PG_FUNCTION_INFO_V1(ow_unlisten);
+/* openwop.unlisten() → text: this session stops listening to its tenant's channel. */
+Datum
+ow_unlisten(PG_FUNCTION_ARGS)
+{
+	char		channel[OW_CHANNEL_BUF];
+	text	   *result = listen_channel("unlisten()", channel);
+
+	Async_Unlisten(channel);
+	PG_RETURN_TEXT_P(result);
 }

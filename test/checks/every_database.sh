@@ -42,7 +42,7 @@ echo "three databases, three workers, serving within seconds of CREATE EXTENSION
 # deadlines applied and notifications relayed in each, by its own worker
 for d in $dbs; do
 	D=$d
-	printf 'LISTEN openwop_events;\nSELECT pg_sleep(1.5);\nSELECT 1;\n' | psql -X -q -A -t -d "$d" >"$out/$d.txt" 2>&1 &
+	printf 'SET openwop.tenant = '\''acme'\'';\nSELECT openwop.listen();\nSELECT pg_sleep(1.5);\nSELECT 1;\n' | psql -X -q -A -t -d "$d" >"$out/$d.txt" 2>&1 &
 done
 sleep 0.4
 for d in $dbs; do
@@ -59,7 +59,7 @@ wait
 for d in $dbs; do
 	D=$d
 	wait_for 15 "SELECT openwop.run_snapshot('acme/every-run-0000001') ->> 'status'" failed
-	senders=$(sed -n 's/^Asynchronous notification "openwop_events" with payload ".*" received from server process with PID \([0-9]*\)\.$/\1/p' "$out/$d.txt" | sort -u)
+	senders=$(sed -n 's/^Asynchronous notification "openwop_events_[0-9a-f]*" with payload ".*" received from server process with PID \([0-9]*\)\.$/\1/p' "$out/$d.txt" | sort -u)
 	[ "$senders" = "${pid[$d]}" ] || { echo "$d: notifications from [$senders], not its worker ${pid[$d]}" >&2; cat "$out/$d.txt" >&2; exit 1; }
 done
 echo "each database: its deadline applied without sweep(), its notifications sent by its own worker"
@@ -91,12 +91,14 @@ wait_served ow_every_b2 15 >/dev/null
 D=ow_every_b2
 [ "$(q "SELECT openwop.run_snapshot('acme/every-run-0000001') ->> 'status'")" = failed ]
 psql -X -q -v ON_ERROR_STOP=1 -d postgres -c "CREATE DATABASE ow_every_copy TEMPLATE ow_every_a"
+# a copy is served once the DBA says so (test/checks/database_copies.sh)
+psql -X -q -v ON_ERROR_STOP=1 -d ow_every_copy -c "SELECT openwop.serve_database()" >/dev/null
 wait_served ow_every_copy 15 >/dev/null
 psql -X -q -v ON_ERROR_STOP=1 -d postgres -c "DROP DATABASE ow_every_copy" -c "DROP DATABASE ow_every_b2"
 D=ow_every_a
 wait_for 10 "SELECT count(*) FROM openwop.workers WHERE database IN ('ow_every_copy', 'ow_every_b2')" 0
 wait_served ow_every_a 5 >/dev/null
-echo "RENAME TO, CREATE DATABASE ... TEMPLATE and DROP DATABASE of served databases worked; the renamed one and the copy were served"
+echo "RENAME TO, CREATE DATABASE ... TEMPLATE and DROP DATABASE of served databases worked; the renamed one was served, and the copy once serve_database() ran there"
 
 # openwop.databases restricts; a name that does not exist is logged once
 before=$(log_count 'database "ow_every_missing" named in openwop.databases does not exist')

@@ -191,13 +191,13 @@ until_true 30 "the promoted server's worker serves" sq -c "SELECT count(*) = 1 F
 until_true 30 "the deadline that passed during the failover is applied" sq -c "SELECT openwop.run_snapshot('acme/failover-deadline-01') ->> 'status' = 'failed'"
 [ "$(sq -c "SELECT count(*) FROM openwop.events('acme/failover-deadline-01') e WHERE e ->> 'type' = 'interrupt.resolved'")" = 1 ]
 relayed=$(sq -c "SELECT relayed FROM openwop.workers WHERE database = current_database()")
-printf 'LISTEN openwop_events;\nSELECT pg_sleep(10);\nSELECT 1;\n' | psql -X -q -A -t -h "$work" -p 5812 -U postgres -d postgres >"$work/listen.txt" 2>&1 &
+printf 'SET openwop.tenant = '\''acme'\'';\nSELECT openwop.listen();\nSELECT pg_sleep(10);\nSELECT 1;\n' | psql -X -q -A -t -h "$work" -p 5812 -U postgres -d postgres >"$work/listen.txt" 2>&1 &
 listener=$!
 until_true 30 "the listener listens" sq -c "SELECT count(*) = 1 FROM pg_stat_activity WHERE query = 'SELECT pg_sleep(10);'"
 sq -c "SELECT openwop.create_run('failover', '{\"runId\": \"acme/failover-after-0001\"}')" >/dev/null
 until_true 30 "the worker relays the notification" sq -c "SELECT relayed > $relayed FROM openwop.workers WHERE database = current_database()"
 wait $listener
-grep -qF 'Asynchronous notification "openwop_events" with payload "{"runId": "acme/failover-after-0001"' "$work/listen.txt" ||
+grep -q 'Asynchronous notification "openwop_events_[0-9a-f]*" with payload "{"runId": "acme/failover-after-0001"' "$work/listen.txt" ||
 	{ echo "no notification on the new primary:" >&2; cat "$work/listen.txt" >&2; exit 1; }
 echo "the new primary's worker serves: the passed deadline applied once, a listener notified of a new commit by its relay"
 if grep -E 'openwop.*(ERROR|FATAL|WARNING)|(ERROR|FATAL|WARNING).*openwop' "$work/s.log" | grep -v 'STATEMENT' >&2; then

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A fork is announced once on openwop_events, with fromSequence at its fork
+# A fork is announced once on its tenant's channel, with fromSequence at its fork
 # point: the range names what the fork appended itself (a replay fork's
 # derived resolution and its consequences), never the history it copied,
 # and is empty when the fork appended nothing (the engine still learns of
@@ -11,7 +11,7 @@ db=openwop_fork_notify
 out=$(mktemp -d)
 trap 'dropdb --if-exists $db >/dev/null 2>&1 || true; rm -rf "$out"' EXIT
 q() { psql -X -A -t -q -v ON_ERROR_STOP=1 -d $db -c "SET openwop.tenant = 'acme'" -c "$1" | tail -n 1; }
-payloads() { sed -n 's/^Asynchronous notification "openwop_events" with payload "\(.*\)" received from server process with PID [0-9]*\.$/\1/p' "$1"; }
+payloads() { sed -n 's/^Asynchronous notification "openwop_events_[0-9a-f]*" with payload "\(.*\)" received from server process with PID [0-9]*\.$/\1/p' "$1"; }
 
 dropdb --if-exists $db
 createdb $db
@@ -26,7 +26,7 @@ SELECT openwop.interrupt('acme/fork-notify-source01', 'gate', '{"kind": "approva
 SELECT openwop.resolve_interrupt('acme/fork-notify-source01', 'gate', '{"action": "reject"}');
 SQL
 
-printf 'LISTEN openwop_events;\nSELECT pg_sleep(3);\nSELECT 1;\n' | psql -X -q -A -t -d $db >"$out/listen.txt" 2>&1 &
+printf 'SET openwop.tenant = '\''acme'\'';\nSELECT openwop.listen();\nSELECT pg_sleep(3);\nSELECT 1;\n' | psql -X -q -A -t -d $db >"$out/listen.txt" 2>&1 &
 sleep 0.5
 derived=$(q "SELECT openwop.fork_run('acme/fork-notify-source01', '{\"mode\": \"replay\", \"fromSeq\": 4}') ->> 'runId'")
 copied=$(q "SELECT openwop.fork_run('acme/fork-notify-source01', '{\"mode\": \"replay\", \"fromSeq\": 2}') ->> 'runId'")

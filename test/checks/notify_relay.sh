@@ -18,10 +18,10 @@ trap 'psql -X -q -d $db -c "DROP EXTENSION IF EXISTS openwop_interrupt" >/dev/nu
 
 # listen DB SECONDS FILE: a session that listens, then prints what it received
 listen() {
-	printf 'LISTEN openwop_events;\nSELECT pg_sleep(%s);\nSELECT 1;\n' "$2" |
+	printf 'SET openwop.tenant = '\''acme'\'';\nSELECT openwop.listen();\nSELECT pg_sleep(%s);\nSELECT 1;\n' "$2" |
 		psql -X -q -A -t -d "$1" > "$3" 2>&1 &
 }
-payloads() { sed -n 's/^Asynchronous notification "openwop_events" with payload "\(.*\)" received from server process with PID \([0-9]*\)\.$/\2 \1/p' "$1"; }
+payloads() { sed -n 's/^Asynchronous notification "openwop_events_[0-9a-f]*" with payload "\(.*\)" received from server process with PID \([0-9]*\)\.$/\2 \1/p' "$1"; }
 
 psql -X -q -v ON_ERROR_STOP=1 -d $db -c "DROP EXTENSION IF EXISTS openwop_interrupt" -c "CREATE EXTENSION openwop_interrupt"
 relay=$(wait_served $db)

@@ -584,7 +584,7 @@ mkfifo "$tmp/listen"
 psql -X -A -t -q -d $db <"$tmp/listen" >"$tmp/listen.out" 2>&1 &
 listener=$!
 exec 8>"$tmp/listen"
-printf 'LISTEN openwop_events;\n' >&8
+printf "SET openwop.tenant = 'acme';\nSELECT openwop.listen();\n" >&8
 sleep 0.5
 r=$(request POST resolveInterruptByRun "$alice" '{}' "$(body acme/pgrst-run-000000000009)")
 r2=$(request POST resolveInterruptByRun "$cfo_claims, \"role\": \"$web\"}" '{}' "$(body acme/pgrst-run-000000000009)")
@@ -593,7 +593,7 @@ printf 'SELECT 1;\n' >&8
 exec 8>&-
 wait "$listener"
 check "one notification, for the resolve that was answered 200, none for the refusal" \
-	"$(jq -c -n --argjson a "$r" --argjson b "$r2" --arg n "$(grep -c 'openwop_events' "$tmp/listen.out")" \
+	"$(jq -c -n --argjson a "$r" --argjson b "$r2" --arg n "$(grep -c 'Asynchronous notification' "$tmp/listen.out")" \
 	   --arg p "$(grep -o '{.*}' "$tmp/listen.out" | head -n 1)" '{a: $a, b: $b, n: $n, p: $p}')" \
 	'.a.status == 403 and .b.status == 200 and .n == "1" and (.p | fromjson | .runId) == "acme/pgrst-run-000000000009"'
 

@@ -20,11 +20,11 @@ SELECT col_is_pk('openwop', 'conversations', ARRAY['tenant', 'conversation_id'],
 SELECT is_empty($$
   SELECT conname FROM pg_constraint c JOIN pg_class t ON t.oid = c.conrelid
    WHERE t.relnamespace = 'openwop'::regnamespace AND c.contype IN ('p', 'u')
-     AND t.relname <> 'signing_keys'   -- the keyring is host-wide (a Citus reference table)
+     AND t.relname NOT IN ('signing_keys', 'served_database')   -- host-wide: the keyring (a Citus reference table), the database served
      AND NOT EXISTS (SELECT 1 FROM pg_attribute a
                       WHERE a.attrelid = c.conrelid AND a.attnum = ANY (c.conkey)
                         AND a.attname = 'tenant')
-$$, 'no primary or unique key without the tenant (but the host-wide keyring)');
+$$, 'no primary or unique key without the tenant (but the host-wide keyring and served database)');
 
 -- exactly one terminal event per run is a constraint
 SET LOCAL openwop.tenant = 'acme';
