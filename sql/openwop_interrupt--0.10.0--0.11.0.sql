@@ -89,12 +89,12 @@ GRANT SELECT ON openwop.workers TO pg_monitor;
  * retired at once, its secret erased, no token it signed verifying from
  * the revocation's commit on.
  * ---------------------------------------------------------------------- */
+ALTER TABLE openwop.signing_keys ALTER COLUMN secret DROP NOT NULL;
 CREATE FUNCTION openwop.seal_signing_keys() RETURNS integer
     AS 'MODULE_PATHNAME', 'ow_seal_signing_keys' LANGUAGE C VOLATILE;
 SELECT openwop.seal_signing_keys();
 DROP FUNCTION openwop.seal_signing_keys();
 ALTER TABLE openwop.signing_keys
-  ALTER COLUMN secret DROP NOT NULL,
   ALTER COLUMN encrypted SET DEFAULT true,
   DROP CONSTRAINT signing_keys_state_known,
   DROP CONSTRAINT signing_keys_retired,

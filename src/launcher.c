@@ -423,14 +423,21 @@ check_named(List *names)
 static void
 take_request(DbEntry *e, bool admin)
 {
+	TimestampTz at;
+
+	if (e->state == DB_RUNNING)
+	{
+		e->requested = true;
+		return;
+	}
+	if (e->state != DB_ABSENT && e->state != DB_COPY)
+		return;					/* to be started anyway */
 	if (e->state == DB_ABSENT && !admin)
 		e->asked = true;
-	if (e->state == DB_ABSENT || (e->state == DB_COPY && admin))
-		e->next_try = TimestampTzPlusMilliseconds(e->probed, PROBE_AGAIN_MS);
-	else if (e->state == DB_COPY)
-		e->next_try = TimestampTzPlusMilliseconds(e->probed, COPY_PROBE_AGAIN_MS);
-	else if (e->state == DB_RUNNING)
-		e->requested = true;
+	at = TimestampTzPlusMilliseconds(e->probed, e->state == DB_COPY && !admin ?
+									 COPY_PROBE_AGAIN_MS : PROBE_AGAIN_MS);
+	/* a request never puts off an earlier one (the DBA's, say) */
+	e->next_try = Min(e->next_try, at);
 }
 
 /*

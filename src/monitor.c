@@ -12,6 +12,7 @@
 
 #include "openwop.h"
 
+#include "access/xlog.h"
 #include "commands/dbcommands.h"
 #include "funcapi.h"
 #include "miscadmin.h"
@@ -66,6 +67,8 @@ why_unserved_here(TimestampTz *since)
 	*since = 0;
 	if (!ow_registry_ready())
 		return "the library is not in shared_preload_libraries: openwop.sweep() applies deadlines";
+	if (RecoveryInProgress())
+		return "a standby: the workers start when it is promoted";
 	if (!MyDatabaseId || !ow_launcher_running())
 		return "the launcher is not running (see the server log)";
 	names = pstrdup(ow_databases_setting());

@@ -34,7 +34,7 @@
 // - "A client" is an async loop that issues one operation and waits for it
 //   before the next; 1 and 8 of them run concurrently on both sides.
 // - The waiting side runs in this process too: DBOS workflows blocked in
-//   DBOS.recv, and for us a worker that LISTENs on openwop_events and, told of
+//   DBOS.recv, and for us a worker that listens to its tenant's channel and, told of
 //   a resolve, reads the resume value from the log (a pool of 8 connections)
 //   and finishes the node and the run.  Both hear of a resolve by
 //   LISTEN/NOTIFY; both then make two durable commits (DBOS: recv's consuming
@@ -124,7 +124,7 @@ const ours = {
   },
 };
 
-// The waiting side: told of a resolve on openwop_events, it reads the resume
+// The waiting side: told of a resolve on its tenant's channel, it reads the resume
 // value from the log (README: a listener reads openwop.events from the run's
 // sequence) and continues: complete_node, complete_run.
 const worker = {
@@ -144,7 +144,8 @@ const worker = {
       w.heard = heard;
       this.resume(p.runId, p.fromSequence, w).catch((e) => w.fail(e));
     });
-    await this.listen.query('LISTEN openwop_events');
+    // the channel of the runs' tenant (default), which openwop.listen() names
+    await this.listen.query('SELECT openwop.listen()');
   },
   expect(r) {          // a promise of the run's completion; the worker acts on runs it expects only
     return new Promise((resolve, reject) => {

@@ -103,8 +103,9 @@ echo "on the standby: the $n writing calls (a mint that must record a longer lif
 # no worker on the standby
 sleep 1
 [ "$(sq -c "SELECT count(*) FROM pg_stat_activity WHERE backend_type IN ('openwop launcher', 'openwop worker')")" = 0 ]
-[ "$(sq -c "SELECT count(*) FROM openwop.workers")" = 0 ]
-echo "no openwop worker runs on the standby"
+[ "$(sq -c "SELECT count(*) FROM openwop.workers WHERE pid IS NOT NULL")" = 0 ]
+[ "$(sq -c "SELECT serving || ' ' || reason FROM openwop.workers")" = "false a standby: the workers start when it is promoted" ]
+echo "no openwop worker runs on the standby, and openwop.workers says why"
 
 # promoted: the launcher, a worker within seconds, the deadline applied once, writes
 until_true 10 "the deadline passes while a standby" sq -c "SELECT bool_and(expires_at < now()) FROM openwop.interrupts WHERE run_id = 'acme/standby-run-000002'"

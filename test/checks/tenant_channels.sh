@@ -112,7 +112,8 @@ pass "shared_channel_when_on: with openwop.shared_channel on, openwop_events car
 
 # a new server start, a new name
 before=$(psql -X -A -t -q -d $db -U chan_acme -c "SELECT openwop.listen()")
-pg_ctlcluster "$PGVERSION" regress restart
+pg_ctlcluster "$PGVERSION" regress stop
+pg_ctlcluster "$PGVERSION" regress start
 after=$(psql -X -A -t -q -d $db -U chan_acme -c "SELECT openwop.listen()")
 [ "$before" != "$after" ] || { echo "the channel kept its name across a restart: $before" >&2; exit 1; }
 pass "channel_renamed_at_restart: a tenant's channel has a new name after a restart"

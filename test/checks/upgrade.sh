@@ -17,7 +17,7 @@ q() { psql -X -A -t -q -v ON_ERROR_STOP=1 -d $up -c "SET openwop.tenant = 'acme'
 src=openwop_upgrade_source
 released=$(ls sql | sed -n 's/^openwop_interrupt--\([0-9]*\.[0-9]*\.[0-9]*\)\.sql$/\1/p' | sort -V)
 dbs_of_releases() { for v in $released; do echo "openwop_upgrade_${v//./_}"; done; }
-trap 'rm -rf "$out"; for d in $up $fresh $src $(dbs_of_releases); do dropdb --if-exists $d; done
+trap 'rm -rf "$out"; for d in $up $fresh $src $(dbs_of_releases) openwop_upgrade_sealed openwop_router_fresh openwop_router_up; do dropdb --if-exists $d; done
       psql -X -q -d postgres -c "DROP ROLE IF EXISTS openwop_upgrade_second" >/dev/null 2>&1 || true' EXIT
 dropdb --if-exists $up
 dropdb --if-exists $fresh
@@ -217,4 +217,69 @@ for v in $released; do
 	fi
 	echo "$v: filled, updated to $newest, working, catalog identical"
 done
+
+# 0.10.0 stored signing secrets in clear (without a key-encryption key): the
+# update to 0.11.0 encrypts them, or fails, changing nothing, with no
+# passphrase to encrypt with; a key that no longer verifies is erased
+d=openwop_upgrade_sealed
+dropdb --if-exists $d
+createdb $d
+make_login_approver $d
+psql -X -q -v ON_ERROR_STOP=1 -d $d >/dev/null <<'SQL'
+CREATE EXTENSION openwop_interrupt VERSION '0.10.0';
+CREATE EXTENSION pgcrypto;
+-- as 0.10.0 stored them without openwop.key_encryption_key_file
+INSERT INTO openwop.signing_keys (kid, secret, encrypted) VALUES ('k-clear', 'a-clear-0.10.0-secret-01234567', false);
+INSERT INTO openwop.signing_keys (kid, secret, encrypted, state, retired_at, verify_until)
+VALUES ('k-clear-done', 'an-expired-0.10.0-secret-0123', false, 'retired', now() - interval '9 days', now() - interval '1 day');
+SET openwop.tenant = 'acme';
+SELECT openwop.create_run('up', '{"runId": "acme/upgrade-sealed-run-01"}');
+SELECT openwop.start_node('acme/upgrade-sealed-run-01', 'gate');
+SELECT openwop.interrupt('acme/upgrade-sealed-run-01', 'gate', '{"kind": "approval", "data": {"artifactId": "a", "artifactType": "doc", "title": "T", "actions": ["accept"]}}');
+SQL
+token=$(qa $d "SELECT openwop.mint_interrupt_token(interrupt_id, 'inspect') FROM openwop.interrupts WHERE run_id = 'acme/upgrade-sealed-run-01'")
+err=$(psql -X -q -d $d -c "SET openwop.key_encryption_key_file = ''" -c "ALTER EXTENSION openwop_interrupt UPDATE" 2>&1 || true)
+grep -q 'no key-encryption key is configured' <<<"$err" || { echo "the update without a passphrase: $err" >&2; exit 1; }
+[ "$(qa $d "SELECT extversion FROM pg_extension WHERE extname = 'openwop_interrupt'")" = 0.10.0 ]
+[ "$(qa $d "SELECT count(*) FROM openwop.signing_keys WHERE NOT encrypted")" = 2 ]
+echo "clear_secrets_update_fails_without_passphrase: no passphrase, no update, nothing changed"
+psql -X -q -v ON_ERROR_STOP=1 -d $d -c "ALTER EXTENSION openwop_interrupt UPDATE" >/dev/null
+kek=$(psql -X -A -t -q -d $d -c "SELECT rtrim(pg_read_file(current_setting('openwop.key_encryption_key_file')), E'\n')")
+[ "$(qa $d "SELECT encrypted AND convert_from(pgp_sym_decrypt_bytea(secret, '$kek'), 'UTF8') = 'a-clear-0.10.0-secret-01234567'
+              AND position('a-clear-0.10.0' IN encode(secret, 'escape')) = 0 FROM openwop.signing_keys WHERE kid = 'k-clear'")" = t ]
+[ "$(qa $d "SELECT secret IS NULL FROM openwop.signing_keys WHERE kid = 'k-clear-done'")" = t ]
+[ "$(qa $d "SELECT openwop.inspect_interrupt('$token') ->> 'kind'")" = approval ]
+catalog $d >"$out/updated-sealed"
+diff -u "$out/fresh" "$out/updated-sealed" || { echo "the catalog updated with secrets to seal differs from a fresh install" >&2; exit 1; }
+dropdb $d
+echo "clear_secrets_sealed_by_update: a clear secret of 0.10.0 encrypted (its token still verifies), an expired one erased, catalog identical"
+
+# the router extension: each released version updated is a fresh install of the newest
+router_newest=$(sed -n "s/^default_version = '\(.*\)'/\1/p" router/openwop_router.control)
+router_catalog() {
+	psql -X -A -t -q -v ON_ERROR_STOP=1 -d "$1" <<'SQL'
+SELECT 'function ' || p.oid::regprocedure || ' (' || pg_get_function_arguments(p.oid) || ') ' || pg_get_function_result(p.oid) || ' '
+       || p.provolatile::text || ' ' || p.prosrc || ' ' || coalesce(p.proacl::text, '-') || ' ' || coalesce(obj_description(p.oid, 'pg_proc'), '-')
+  FROM pg_proc p WHERE p.pronamespace::regnamespace::text IN ('openwop', 'openwop_router') ORDER BY 1;
+SELECT 'relation ' || c.oid::regclass || ' ' || c.relkind::text || ' ' || coalesce(c.relacl::text, '-') || ' ' || coalesce(obj_description(c.oid, 'pg_class'), '-')
+       || ' ' || CASE WHEN c.relkind = 'v' THEN pg_get_viewdef(c.oid) ELSE '' END
+  FROM pg_class c WHERE c.relnamespace::regnamespace::text IN ('openwop', 'openwop_router') ORDER BY 1;
+SELECT 'column ' || table_name || '.' || column_name || ' ' || ordinal_position || ' ' || data_type
+  FROM information_schema.columns WHERE table_schema IN ('openwop', 'openwop_router') ORDER BY 1;
+SELECT 'schema ' || n.nspname || ' ' || coalesce(n.nspacl::text, '-') || ' ' || coalesce(obj_description(n.oid, 'pg_namespace'), '-')
+  FROM pg_namespace n WHERE n.nspname IN ('openwop', 'openwop_router') ORDER BY 1;
+SQL
+}
+for d in openwop_router_fresh openwop_router_up; do dropdb --if-exists $d; createdb $d; done
+psql -X -q -v ON_ERROR_STOP=1 -d openwop_router_fresh -c "CREATE EXTENSION openwop_router CASCADE" >/dev/null
+router_catalog openwop_router_fresh >"$out/router-fresh"
+for v in $(ls router/sql | sed -n 's/^openwop_router--\([0-9]*\.[0-9]*\.[0-9]*\)\.sql$/\1/p' | sort -V); do
+	[ "$v" != "$router_newest" ] || continue
+	psql -X -q -v ON_ERROR_STOP=1 -d openwop_router_up -c "DROP EXTENSION IF EXISTS openwop_router" \
+		-c "CREATE EXTENSION openwop_router VERSION '$v' CASCADE" -c "ALTER EXTENSION openwop_router UPDATE" >/dev/null
+	router_catalog openwop_router_up >"$out/router-up-$v"
+	diff -u "$out/router-fresh" "$out/router-up-$v" || { echo "openwop_router updated from $v differs from a fresh $router_newest" >&2; exit 1; }
+	echo "openwop_router $v: updated to $router_newest, catalog identical ($(wc -l <"$out/router-fresh") objects compared)"
+done
+for d in openwop_router_fresh openwop_router_up; do dropdb $d; done
 echo "upgrade checks passed"

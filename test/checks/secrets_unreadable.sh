@@ -1,0 +1,156 @@
+#!/usr/bin/env bash
+# No role short of a superuser reads a signing secret, whatever predefined
+# role it holds.  The server takes its key-encryption passphrase from a
+# command (openwop.key_encryption_key_command) that asks an agent on a Unix
+# socket, which holds it read from a root-only file: the recipe that keeps
+# it from pg_read_server_files.  Then:
+# - reporting_login_reads_no_secret: a login with pg_read_all_data,
+#   BYPASSRLS, pg_monitor and pg_read_all_stats reads the keyring (ciphertext
+#   only, never the secret), the settings (the command, not the passphrase)
+#   and pg_stat_activity, and a token it forges with what it read is 401;
+# - file_reader_reads_no_secret: a login with pg_read_server_files reads the
+#   keyring's heap file, the WAL, the configuration files, the agent's
+#   socket and the passphrase file (neither opens), its own backend's
+#   memory after a verification decrypted the key there, and another
+#   backend's that holds it: no secret and no passphrase, and /proc/<pid>/mem
+#   refused once a backend holds a secret (readable before: the attack is
+#   real).
+# Needs the cluster test/run starts, as root (the agent is root's).
+set -euo pipefail
+. "$(dirname "$0")/../lib.sh"
+db=ow_secrets
+[ "$(id -u)" = 0 ] || { echo "run as root: the passphrase's agent is root's" >&2; exit 1; }
+work=$(mktemp -d)
+chmod 711 "$work"
+agent=""
+holder=""
+cleanup() {
+	[ -z "$holder" ] || kill "$holder" 2>/dev/null || true
+	[ -z "$agent" ] || kill "$agent" 2>/dev/null || true
+	psql -X -q -d postgres -c "ALTER SYSTEM RESET openwop.key_encryption_key_command" \
+		-c "ALTER SYSTEM RESET openwop.key_encryption_key_file" -c "SELECT pg_reload_conf()" >/dev/null 2>&1 || true
+	dropdb --if-exists --force $db >/dev/null 2>&1 || true
+	for r in ow_reporter ow_file_reader; do psql -X -q -d postgres -c "DROP ROLE IF EXISTS $r" >/dev/null 2>&1 || true; done
+	rm -rf "$work"
+}
+trap cleanup EXIT
+pass() { echo "ok - $1"; }
+q() { psql -X -A -t -q -v ON_ERROR_STOP=1 -d $db "$@" | tail -n 1; }
+as() { local r=$1; shift; psql -X -A -t -q -v ON_ERROR_STOP=1 -d $db -U "$r" "$@" | tail -n 1; }
+try_as() { local r=$1; shift; psql -X -A -t -q -d $db -U "$r" "$@" 2>&1 || true; }
+
+# the passphrase, in a file only root can read, served by root's agent
+passphrase="kek-$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')"
+secret="signing-secret-$(od -An -N12 -tx1 /dev/urandom | tr -d ' \n')"
+install -m 0700 -d "$work/root"
+printf '%s\n' "$passphrase" >"$work/root/kek"
+chmod 0400 "$work/root/kek"
+perl -MIO::Socket::UNIX -e '
+	my ($sock, $file) = @ARGV;
+	open(my $f, "<", $file) or die "$file: $!";
+	my $kek = <$f>;
+	my $s = IO::Socket::UNIX->new(Type => SOCK_STREAM(), Local => $sock, Listen => 16) or die "$sock: $!";
+	chmod 0666, $sock;
+	while (my $c = $s->accept) { print $c $kek; close $c; }' "$work/agent.sock" "$work/root/kek" &
+agent=$!
+cat >"$work/kek-command" <<EOF
+#!/bin/sh
+exec perl -MIO::Socket::UNIX -e 'print IO::Socket::UNIX->new(Type => SOCK_STREAM(), Peer => shift)->getline' "$work/agent.sock"
+EOF
+chmod 0755 "$work/kek-command"
+for i in $(seq 50); do [ -S "$work/agent.sock" ] && break; sleep 0.1; done
+[ "$(runuser -u postgres -- "$work/kek-command")" = "$passphrase" ] || { echo "the agent does not answer the server's user" >&2; exit 1; }
+
+psql -X -q -v ON_ERROR_STOP=1 -d postgres >/dev/null <<SQL
+ALTER SYSTEM SET openwop.key_encryption_key_file = '';
+ALTER SYSTEM SET openwop.key_encryption_key_command = '$work/kek-command';
+SELECT pg_reload_conf();
+CREATE ROLE ow_reporter LOGIN BYPASSRLS PASSWORD '${PGPASSWORD:-unused}';
+GRANT pg_read_all_data, pg_monitor, pg_read_all_stats TO ow_reporter;
+CREATE ROLE ow_file_reader LOGIN PASSWORD '${PGPASSWORD:-unused}';
+GRANT pg_read_server_files, pg_read_all_data TO ow_file_reader;
+SQL
+sleep 1
+createdb $db
+make_login_approver $db
+wal_from=$(q -c "SELECT pg_walfile_name(pg_current_wal_lsn())")
+psql -X -q -v ON_ERROR_STOP=1 -d $db >/dev/null <<SQL
+CREATE EXTENSION openwop_interrupt;
+CREATE EXTENSION pgcrypto;
+GRANT USAGE ON SCHEMA openwop TO ow_reporter, ow_file_reader;
+-- what a DBA grants with pg_read_server_files, so that it reads files from SQL (COPY needs no grant)
+GRANT EXECUTE ON FUNCTION pg_read_file(text), pg_read_binary_file(text),
+                          pg_read_binary_file(text, bigint, bigint) TO ow_file_reader;
+GRANT EXECUTE ON FUNCTION openwop.inspect_interrupt(text), openwop.resolve_interrupt_by_token(text, jsonb, text)
+  TO ow_reporter, ow_file_reader;
+SELECT openwop.add_signing_key('k-unreadable', convert_to('$secret', 'UTF8'));
+SET openwop.tenant = 'acme';
+SELECT openwop.create_run('secrets', '{"runId": "acme/secrets-run-0000001"}');
+SELECT openwop.start_node('acme/secrets-run-0000001', 'gate');
+SELECT openwop.interrupt('acme/secrets-run-0000001', 'gate', '{"kind": "approval", "data": {"artifactId": "a",
+  "artifactType": "doc", "title": "CFO only", "actions": ["accept", "reject"], "approversList": ["cfo"]}}');
+CHECKPOINT;
+SQL
+interrupt=$(q -c "SELECT interrupt_id FROM openwop.interrupts WHERE run_id = 'acme/secrets-run-0000001'")
+# the WAL segments written since the key was added
+wal=$(q -c "SELECT string_agg(name, ' ') FROM pg_ls_waldir() WHERE name ~ '^[0-9A-F]{24}\$' AND name >= '$wal_from'")
+token=$(q -c "SET openwop.tenant = 'acme'" -c "SELECT openwop.mint_interrupt_token('$interrupt', 'inspect')")
+[ "$(q -c "SELECT openwop.inspect_interrupt('$token') ->> 'kind'")" = approval ]
+echo "a key added under the agent's passphrase signs and verifies"
+
+# ---- 1. the reporting login
+[ "$(as ow_reporter -c "SELECT count(*) FROM openwop.signing_keys")" = 1 ]   # it does read the table
+[ "$(as ow_reporter -c "SELECT bool_and(encrypted AND position(convert_to('$secret', 'UTF8') IN secret) = 0) FROM openwop.signing_keys")" = t ]
+for v in "$(as ow_reporter -c "SELECT string_agg(coalesce(setting, ''), ' ') FROM pg_settings")" \
+         "$(as ow_reporter -c "SELECT string_agg(coalesce(query, ''), ' ') FROM pg_stat_activity")" \
+         "$(as ow_reporter -c "SHOW openwop.key_encryption_key_command")"; do
+	if grep -q -F -e "$passphrase" -e "$secret" <<<"$v"; then echo "the reporting login read a secret" >&2; exit 1; fi
+done
+# what 0.10.0's reporting login did: sign a resolve token for the CFO with what it read
+forged=$(as ow_reporter -c "SELECT 'ow2.hs256.k-unreadable.' || p || '.' || encode(hmac(convert_to('hs256.k-unreadable.' || p, 'UTF8'), (SELECT secret FROM openwop.signing_keys), 'sha256'), 'hex')
+  FROM (SELECT rtrim(translate(encode(convert_to(json_build_object('i', '$interrupt', 'r', 'acme/secrets-run-0000001', 'n', 'gate',
+          'e', to_char((now() + interval '1 hour') AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'), 't', 'resolve', 'p', 'cfo')::text, 'UTF8'), 'base64'), E'+/\n', '-_'), '=') AS p) x")
+out=$(try_as ow_reporter -c "SET ROLE ow_reporter" -c "SELECT openwop.resolve_interrupt_by_token('$forged', '{\"action\": \"accept\"}')")
+grep -q 'interrupt_token_invalid' <<<"$out" || { echo "the forged token: $out" >&2; exit 1; }
+[ "$(q -c "SELECT status FROM openwop.interrupts WHERE interrupt_id = '$interrupt'")" = pending ]
+pass "reporting_login_reads_no_secret: pg_read_all_data + BYPASSRLS + pg_monitor read ciphertext, the command and no passphrase; a token signed with what they read is 401"
+
+# ---- 2. the file reader
+relpath=$(q -c "SELECT pg_relation_filepath('openwop.signing_keys')")
+file_has() {  # file_has PATH: does the file, as the file reader reads it, hold the secret or the passphrase?
+	[ "$(as ow_file_reader -c "SELECT position(convert_to('$secret', 'UTF8') IN f) > 0 OR position(convert_to('$passphrase', 'UTF8') IN f) > 0
+	                            FROM pg_read_binary_file('$1') f")" = t ]
+}
+! file_has "$relpath" || { echo "the keyring's heap file holds a secret" >&2; exit 1; }
+for w in $wal; do
+	! file_has "pg_wal/$w" || { echo "WAL segment $w holds a secret" >&2; exit 1; }
+done
+! file_has postgresql.auto.conf
+! file_has "$(q -c "SHOW config_file")"
+for f in "$work/agent.sock" "$work/root/kek"; do
+	out=$(try_as ow_file_reader -c "SELECT length(pg_read_binary_file('$f'))")
+	grep -q -i 'could not open\|permission denied\|No such device' <<<"$out" || { echo "read $f: $out" >&2; exit 1; }
+done
+# its own memory: readable before it holds a secret, refused once it does
+mem() {  # mem SQL-BEFORE: read 64 bytes of the session's heap after SQL-BEFORE
+	try_as ow_file_reader -c "$1" -c "SELECT length(pg_read_binary_file('/proc/self/mem',
+	  ('x' || lpad(split_part(l, '-', 1), 16, '0'))::bit(64)::bigint, 64))
+	  FROM regexp_split_to_table(pg_read_file('/proc/self/maps'), E'\n') l WHERE l LIKE '%[heap]%'"
+}
+[ "$(mem "SELECT 1" | tail -n 1)" = 64 ] || { echo "the check cannot read a backend's memory at all: $(mem "SELECT 1")" >&2; exit 1; }
+out=$(mem "SELECT openwop.inspect_interrupt('$token') ->> 'kind'")
+grep -q -i 'permission denied' <<<"$out" || { echo "a backend holding a secret let its memory be read: $out" >&2; exit 1; }
+# another backend that holds it
+printf "SELECT openwop.inspect_interrupt('%s');\nSELECT pg_sleep(30);\n" "$token" | psql -X -q -d $db >/dev/null 2>&1 &
+holder=$!
+for i in $(seq 50); do
+	pid=$(q -c "SELECT pid FROM pg_stat_activity WHERE datname = '$db' AND query LIKE 'SELECT pg_sleep(30)%'")
+	[ -n "$pid" ] && break
+	sleep 0.1
+done
+for f in mem environ; do
+	out=$(try_as ow_file_reader -c "SELECT length(pg_read_binary_file('/proc/$pid/$f', 0, 1))")
+	grep -q -i 'permission denied' <<<"$out" || { echo "/proc/$pid/$f of a backend holding a secret: $out" >&2; exit 1; }
+done
+pass "file_reader_reads_no_secret: pg_read_server_files finds no secret or passphrase in the heap file, the WAL or the configuration, cannot open the agent's socket or the passphrase file, and cannot read the memory of a backend that holds a secret (its own or another's)"
+echo "secret checks passed"
