@@ -44,29 +44,7 @@ SQL
 # router's login (openwop_router) may serve, then SQL (the callers' grants)
 router_new_shard() {
 	on "$1" postgres postgres -c "CREATE DATABASE $2" >/dev/null
-	{ cat <<'SQL'
-CREATE EXTENSION openwop_interrupt;
-GRANT USAGE ON SCHEMA openwop, openwop_forward TO openwop_router;
--- the forwarding functions, and the openwop functions they call
-GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA openwop_forward TO openwop_router;
-DO $$
-DECLARE f regprocedure;
-BEGIN
-  FOR f IN SELECT p.oid FROM pg_proc p
-            WHERE p.pronamespace = 'openwop'::regnamespace
-              AND p.proname IN (SELECT proname FROM pg_proc WHERE pronamespace = 'openwop_forward'::regnamespace)
-  LOOP
-    EXECUTE format('GRANT EXECUTE ON FUNCTION %s TO openwop_router', f);
-  END LOOP;
-END $$;
-GRANT EXECUTE ON FUNCTION openwop.inbox_waiting(text) TO openwop_router;
-GRANT SELECT ON openwop.pending_interrupts TO openwop_router;
--- administration through the router runs as the shard login a router role is
--- mapped to: the router's login may call it, to be refused as on a shard (403)
-GRANT EXECUTE ON FUNCTION openwop.add_signing_key(text, bytea), openwop.retire_signing_key(text),
-    openwop.add_group_member(text, text, text), openwop.remove_group_member(text, text, text),
-    openwop.stats_reset(boolean) TO openwop_router;
-SQL
+	{ cat "$(dirname "${BASH_SOURCE[0]}")/router_shard_grants.sql"
 	  cat; } | on "$1" "$2" postgres >/dev/null
 }
 

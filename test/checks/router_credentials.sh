@@ -208,26 +208,7 @@ for i in 0 1; do
 	port=$S0
 	[ $i = 1 ] && port=$S1
 	q $port postgres postgres -c "CREATE DATABASE shard$i" >/dev/null
-	q $port shard$i postgres >/dev/null <<'SQL'
-CREATE EXTENSION openwop_interrupt;
-GRANT USAGE ON SCHEMA openwop, openwop_forward TO openwop_router;
-GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA openwop_forward TO openwop_router;
-DO $$
-DECLARE f regprocedure;
-BEGIN
-  FOR f IN SELECT p.oid FROM pg_proc p
-            WHERE p.pronamespace = 'openwop'::regnamespace
-              AND p.proname IN (SELECT proname FROM pg_proc WHERE pronamespace = 'openwop_forward'::regnamespace)
-  LOOP
-    EXECUTE format('GRANT EXECUTE ON FUNCTION %s TO openwop_router', f);
-  END LOOP;
-END $$;
-GRANT EXECUTE ON FUNCTION openwop.inbox_waiting(text) TO openwop_router;
-GRANT SELECT ON openwop.pending_interrupts TO openwop_router;
-GRANT EXECUTE ON FUNCTION openwop.add_signing_key(text, bytea), openwop.retire_signing_key(text),
-    openwop.add_group_member(text, text, text), openwop.remove_group_member(text, text, text),
-    openwop.stats_reset(boolean) TO openwop_router;
-SQL
+	q $port shard$i postgres >/dev/null <"$(dirname "$0")/../router_shard_grants.sql"
 done
 
 # ---- the router: database router for everyone, router_admin for the DBA
