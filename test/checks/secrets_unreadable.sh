@@ -8,6 +8,8 @@
 #   BYPASSRLS, pg_monitor and pg_read_all_stats reads the keyring (ciphertext
 #   only, never the secret), the settings (the command, not the passphrase)
 #   and pg_stat_activity, and a token it forges with what it read is 401;
+# - database_owner_reads_no_secret: the database's owner (pg_database_owner)
+#   may not read the keyring, nor point the passphrase's command elsewhere;
 # - file_reader_reads_no_secret: a login with pg_read_server_files reads the
 #   keyring's heap file, the WAL, the configuration files, the agent's
 #   socket and the passphrase file (neither opens), its own backend's
@@ -30,7 +32,7 @@ cleanup() {
 	psql -X -q -d postgres -c "ALTER SYSTEM RESET openwop.key_encryption_key_command" \
 		-c "ALTER SYSTEM RESET openwop.key_encryption_key_file" -c "SELECT pg_reload_conf()" >/dev/null 2>&1 || true
 	dropdb --if-exists --force $db >/dev/null 2>&1 || true
-	for r in ow_reporter ow_file_reader; do psql -X -q -d postgres -c "DROP ROLE IF EXISTS $r" >/dev/null 2>&1 || true; done
+	for r in ow_reporter ow_file_reader ow_db_owner; do psql -X -q -d postgres -c "DROP ROLE IF EXISTS $r" >/dev/null 2>&1 || true; done
 	rm -rf "$work"
 }
 trap cleanup EXIT
@@ -67,17 +69,18 @@ ALTER SYSTEM SET openwop.key_encryption_key_command = '$work/kek-command';
 SELECT pg_reload_conf();
 CREATE ROLE ow_reporter LOGIN BYPASSRLS PASSWORD '${PGPASSWORD:-unused}';
 GRANT pg_read_all_data, pg_monitor, pg_read_all_stats TO ow_reporter;
+CREATE ROLE ow_db_owner LOGIN PASSWORD '${PGPASSWORD:-unused}';
 CREATE ROLE ow_file_reader LOGIN PASSWORD '${PGPASSWORD:-unused}';
 GRANT pg_read_server_files, pg_read_all_data TO ow_file_reader;
 SQL
 sleep 1
-createdb $db
+createdb -O ow_db_owner $db
 make_login_approver $db
 wal_from=$(q -c "SELECT pg_walfile_name(pg_current_wal_lsn())")
 psql -X -q -v ON_ERROR_STOP=1 -d $db >/dev/null <<SQL
 CREATE EXTENSION openwop_interrupt;
 CREATE EXTENSION pgcrypto;
-GRANT USAGE ON SCHEMA openwop TO ow_reporter, ow_file_reader;
+GRANT USAGE ON SCHEMA openwop TO ow_reporter, ow_file_reader, ow_db_owner;
 -- what a DBA grants with pg_read_server_files, so that it reads files from SQL (COPY needs no grant)
 GRANT EXECUTE ON FUNCTION pg_read_file(text), pg_read_binary_file(text),
                           pg_read_binary_file(text, bigint, bigint) TO ow_file_reader;
@@ -115,7 +118,18 @@ grep -q 'interrupt_token_invalid' <<<"$out" || { echo "the forged token: $out" >
 [ "$(q -c "SELECT status FROM openwop.interrupts WHERE interrupt_id = '$interrupt'")" = pending ]
 pass "reporting_login_reads_no_secret: pg_read_all_data + BYPASSRLS + pg_monitor read ciphertext, the command and no passphrase; a token signed with what they read is 401"
 
-# ---- 2. the file reader
+# ---- 2. the database's owner
+out=$(try_as ow_db_owner -c "SELECT count(*) FROM openwop.signing_keys")
+grep -q 'permission denied for table signing_keys' <<<"$out" || { echo "the database owner read the keyring: $out" >&2; exit 1; }
+for stmt in "ALTER DATABASE $db SET openwop.key_encryption_key_command = 'cat /etc/passwd'" \
+            "ALTER ROLE ow_db_owner SET openwop.key_encryption_key_command = 'cat /etc/passwd'" \
+            "SET openwop.key_encryption_key_command = 'cat /etc/passwd'"; do
+	out=$(try_as ow_db_owner -c "$stmt")
+	grep -q 'permission denied' <<<"$out" || { echo "the database owner ran [$stmt]: $out" >&2; exit 1; }
+done
+pass "database_owner_reads_no_secret: the database's owner may not read the keyring nor set where the passphrase comes from"
+
+# ---- 3. the file reader
 relpath=$(q -c "SELECT pg_relation_filepath('openwop.signing_keys')")
 file_has() {  # file_has PATH: does the file, as the file reader reads it, hold the secret or the passphrase?
 	[ "$(as ow_file_reader -c "SELECT position(convert_to('$secret', 'UTF8') IN f) > 0 OR position(convert_to('$passphrase', 'UTF8') IN f) > 0
