@@ -1538,6 +1538,10 @@ COMMENT ON COLUMN openwop.workers.reason IS 'Why no worker serves this database 
 
 GRANT EXECUTE ON FUNCTION openwop.worker_status() TO pg_monitor;
 GRANT SELECT ON openwop.workers TO pg_monitor;
+
+/* Every database's counters are a superuser's to reset, whatever the grants. */
+COMMENT ON FUNCTION openwop.stats_reset(boolean) IS
+  'Starts the counters of openwop.stats again: this database''s (superusers, unless a DBA grants EXECUTE), or with all_databases every database''s (superusers only, whatever the grants: 403).';
 -- == copies of a database are served when the DBA says so (end) ==
 
 -- == 0.11.0: signing secrets sealed, keys revoked at once (begin) ==

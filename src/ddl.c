@@ -21,7 +21,9 @@
  * A copy of a database (CREATE DATABASE ... TEMPLATE, which any role with
  * CREATEDB may run on a database it owns) carries the extension but is
  * not served until a superuser or the extension's owner runs
- * openwop.serve_database() in it, which tells the launcher at commit too.
+ * openwop.serve_database() in it, which tells the launcher at commit too;
+ * only a superuser may choose a new database's oid (CREATE DATABASE ...
+ * OID), which would make a copy look like the database it was made from.
  *
  *-------------------------------------------------------------------------
  */
@@ -190,9 +192,23 @@ ow_process_utility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTre
 				   QueryEnvironment *queryEnv, DestReceiver *dest, QueryCompletion *qc)
 {
 	Node	   *stmt = pstmt->utilityStmt;
-	Oid			dboid = database_needed(stmt);
+	Oid			dboid;
 	bool		extension = names_extension(stmt);
 	bool		existed = extension && OidIsValid(get_extension_oid("openwop_interrupt", true));
+
+	/*
+	 * CREATE DATABASE ... OID (for pg_upgrade) would let a role with
+	 * CREATEDB give a copy the oid of a database it dropped: the copy's
+	 * openwop.served_database then names it, and it is served without the
+	 * DBA's serve_database().  Superusers only, while the library is loaded.
+	 */
+	if (IsA(stmt, CreatedbStmt) && option(((CreatedbStmt *) stmt)->options, "oid") && !superuser())
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("only a superuser may choose the oid of a new database while openwop_interrupt is loaded"),
+				 errdetail("A database's oid says whether the openwop workers serve it."),
+				 errhint("Leave out the OID option.")));
+	dboid = database_needed(stmt);
 
 	if (OidIsValid(dboid))
 	{

@@ -23,10 +23,16 @@
 #include "openwop.h"
 #include "token_format.h"
 
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #ifdef __linux__
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #endif
 
 #include "catalog/pg_type.h"
@@ -106,36 +112,117 @@ passphrase_of(char *buf, size_t n, const char *what, const char *name)
 }
 
 /*
+ * The command's process: standard input /dev/null, standard output the
+ * socket, nothing else of the backend (its client connection, its files);
+ * signals as a fresh program has them.  Never returns.
+ */
+static void
+exec_command(const char *command, int out)
+{
+	sigset_t	none;
+	int			devnull = open("/dev/null", O_RDONLY);
+
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	signal(SIGPIPE, SIG_DFL);	/* ignored by backends; a command expects it */
+	if (devnull < 0 || dup2(devnull, STDIN_FILENO) < 0 || dup2(out, STDOUT_FILENO) < 0)
+		_exit(126);
+#if defined(__linux__) && defined(SYS_close_range)
+	(void) syscall(SYS_close_range, 3, ~0U, 0);
+#else
+	for (int fd = 3; fd < 1024; fd++)
+		(void) close(fd);
+#endif
+	execl("/bin/sh", "sh", "-c", command, (char *) NULL);
+	_exit(127);
+}
+
+/*
  * The passphrase from openwop.key_encryption_key_command: a program the
  * server runs (sh -c), whose standard output is the passphrase, as
  * ssl_passphrase_command.  It can fetch it from where the server's own
  * files are not (a secret manager, a root-owned file read through sudo):
- * then no role that reads files can read it.  Errors name the command,
- * never its output.
+ * then no role that reads files can read it.  Not popen(): the shell runs
+ * as the server's OS user, dumpable again once it is a program of its
+ * own, and a pipe on its standard output can be opened a second time
+ * through /proc/<pid>/fd/1 (COPY FROM, which pg_read_server_files may run)
+ * and drained before this backend reads it; a socket cannot be opened so.
+ * What the command's own processes hold is theirs to guard (README:
+ * sudo, or a helper that makes itself non-dumpable).  Errors name the
+ * command, never its output.
  */
 static char *
 passphrase_from_command(const char *command)
 {
-	FILE	   *fp;
+	int			sv[2];
+	pid_t		pid;
 	char	   *buf = palloc0(OW_KEK_MAX_LEN + 2);
-	size_t		n;
-	int			rc;
+	size_t		n = 0;
+	int			status = 0;
+	bool		eof = false;
 
-	fflush(NULL);
-	fp = OpenPipeStream(command, "r");
-	if (fp == NULL)
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
 		ereport(ERROR,
-				(errcode_for_file_access(),
+				(errcode_for_socket_access(),
 				 errmsg("could not run key-encryption key command \"%s\": %m", command)));
-	n = fread(buf, 1, OW_KEK_MAX_LEN + 1, fp);
-	rc = ClosePipeStream(fp);
-	if (rc != 0)
+	fflush(NULL);
+	pid = fork();
+	if (pid == 0)
+		exec_command(command, sv[1]);
+	close(sv[1]);
+	if (pid < 0)
+	{
+		close(sv[0]);
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("could not run key-encryption key command \"%s\": %m", command)));
+	}
+	PG_TRY();
+	{
+		/* read until the command closes its output; a cancel stops it */
+		while (!eof && n <= OW_KEK_MAX_LEN)
+		{
+			struct pollfd pfd = {sv[0], POLLIN, 0};
+			ssize_t		got;
+
+			CHECK_FOR_INTERRUPTS();
+			if (poll(&pfd, 1, 100) <= 0)
+				continue;
+			got = read(sv[0], buf + n, OW_KEK_MAX_LEN + 1 - n);
+			if (got < 0 && errno != EINTR)
+				eof = true;
+			else if (got == 0)
+				eof = true;
+			else if (got > 0)
+				n += got;
+		}
+	}
+	PG_CATCH();
+	{
+		explicit_bzero(buf, OW_KEK_MAX_LEN + 2);
+		close(sv[0]);
+		(void) kill(pid, SIGKILL);
+		while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+			;
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	close(sv[0]);
+	while (waitpid(pid, &status, 0) < 0)
+	{
+		if (errno != EINTR)
+		{
+			status = -1;
+			break;
+		}
+	}
+	if (status != 0)
 	{
 		explicit_bzero(buf, OW_KEK_MAX_LEN + 2);
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("key-encryption key command \"%s\" failed", command),
-				 errdetail_internal("%s", wait_result_to_str(rc))));
+				 errdetail_internal("%s", wait_result_to_str(status))));
 	}
 	return passphrase_of(buf, n, "command", command);
 }
@@ -157,7 +244,15 @@ passphrase_from_file(const char *path)
 	char	   *abs = make_absolute_path(path);
 	static bool warned = false;
 
-	if (!warned && path_is_prefix_of_path(DataDir, abs))
+	/* through symbolic links: the file where it is, the data directory where it is */
+	char	   *real = realpath(abs, NULL);
+	char	   *real_data = realpath(DataDir, NULL);
+	bool		inside = path_is_prefix_of_path(DataDir, abs) ||
+		(real && real_data && path_is_prefix_of_path(real_data, real));
+
+	free(real);
+	free(real_data);
+	if (!warned && inside)
 	{
 		ereport(WARNING,
 				(errcode(ERRCODE_WARNING),
@@ -241,8 +336,16 @@ typedef struct SecretEntry
 {
 	char		kid[OW_KID_MAX_LEN + 1];	/* hash key */
 	bytea	   *stored;
-	bytea	   *plain;
+	bytea	   *plain;			/* NULL: decrypting stored failed, at failed_at */
+	TimestampTz failed_at;
 } SecretEntry;
+
+/*
+ * A key that failed to decrypt is not tried again in this backend for this
+ * long: each try may run the passphrase command, and any caller, an
+ * anonymous token holder too, makes one by naming the key in a token.
+ */
+#define DECRYPT_RETRY_MS 10000
 
 static HTAB *secret_cache = NULL;
 
@@ -258,6 +361,17 @@ decrypt_secret(void *arg)
 	DecryptArgs *a = (DecryptArgs *) arg;
 
 	a->plain = pgcrypto_apply("pgp_sym_decrypt_bytea", a->stored);
+}
+
+/* kid cannot be decrypted; why (the file's, the command's or pgcrypto's words) goes to the log only */
+static void
+undecryptable(const char *kid, const char *why)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("signing key \"%s\" cannot be decrypted with the key-encryption passphrase", kid),
+			 errdetail_log("%s", why),
+			 errhint("The passphrase must be the one the key was added under (openwop.key_encryption_key_command or openwop.key_encryption_key_file); or retire the key.")));
 }
 
 /*
@@ -297,35 +411,41 @@ plain_secret(const char *kid, bytea *stored, bool encrypted)
 	entry = hash_search(secret_cache, kid, HASH_FIND, NULL);
 	if (entry && VARSIZE_ANY(entry->stored) == VARSIZE_ANY(stored) &&
 		memcmp(VARDATA_ANY(entry->stored), VARDATA_ANY(stored), VARSIZE_ANY_EXHDR(stored)) == 0)
-		return entry->plain;
+	{
+		if (entry->plain)
+			return entry->plain;
+		if (!TimestampDifferenceExceeds(entry->failed_at, GetCurrentTimestamp(), DECRYPT_RETRY_MS))
+			undecryptable(kid, "it failed to decrypt in this backend less than 10 s ago");
+	}
 
 	check_key_source();
 
-	/* decrypt first: the cache changes only once the plain secret exists */
+	/* decrypt first: the cache changes only once the outcome is known */
 	a.stored = stored;
 	a.plain = NULL;
 	edata = ow_try_subtransaction(decrypt_secret, &a);
-	if (edata)
-	{
-		if (edata->sqlerrcode == ERRCODE_QUERY_CANCELED || edata->sqlerrcode == ERRCODE_OUT_OF_MEMORY)
-			ReThrowError(edata);
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("signing key \"%s\" cannot be decrypted with the key-encryption passphrase", kid),
-				 errdetail_log("%s", edata->message),	/* the file's, the command's or pgcrypto's words: the log only */
-				 errhint("The passphrase must be the one the key was added under (openwop.key_encryption_key_command or openwop.key_encryption_key_file); or retire the key.")));
-	}
+	if (edata && (edata->sqlerrcode == ERRCODE_QUERY_CANCELED || edata->sqlerrcode == ERRCODE_OUT_OF_MEMORY))
+		ReThrowError(edata);
 
 	entry = hash_search(secret_cache, kid, HASH_ENTER, &found);
 	if (found)
 	{
 		pfree(entry->stored);
-		pfree(entry->plain);
+		if (entry->plain)
+		{
+			explicit_bzero(VARDATA(entry->plain), VARSIZE(entry->plain) - VARHDRSZ);
+			pfree(entry->plain);
+		}
 	}
 	entry->stored = MemoryContextAlloc(TopMemoryContext, VARSIZE_ANY(stored));
 	memcpy(entry->stored, stored, VARSIZE_ANY(stored));
+	entry->plain = NULL;
+	entry->failed_at = GetCurrentTimestamp();
+	if (edata)
+		undecryptable(kid, edata->message);
 	entry->plain = MemoryContextAlloc(TopMemoryContext, VARSIZE_ANY(a.plain));
 	memcpy(entry->plain, a.plain, VARSIZE_ANY(a.plain));
+	explicit_bzero(VARDATA_ANY(a.plain), VARSIZE_ANY_EXHDR(a.plain));
 	return entry->plain;
 }
 

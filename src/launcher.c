@@ -16,7 +16,7 @@
  * is kept for when it ends, so none is lost), when a session finds its
  * database unserved (at most once a minute for a copy), or when the
  * launcher restarts.  At most MAX_PROBES probes run at once, databases
- * known to have the extension are started first, and of the rest those a
+ * served before are started first, and of the rest those a
  * superuser owns: a role with CREATEDB that makes many databases gets them
  * probed one after another, never a worker each.  A worker that ends
  * without saying why
@@ -91,7 +91,8 @@ typedef struct DbEntry
 	bool		timed_out;		/* its worker was stopped for not connecting */
 	bool		seen;			/* in this pass's pg_database */
 	bool		eligible;
-	bool		known;			/* has the extension: not probed first */
+	bool		served_before;	/* a worker served it: its start is no probe */
+	bool		copy_logged;	/* logged as a copy, once */
 	bool		requested;		/* asked for while a probe was under way */
 	bool		asked;			/* by a session that found it unserved */
 	bool		dba_owned;		/* owned by a superuser: probed before others */
@@ -138,7 +139,6 @@ static void
 fail(DbEntry *e, TimestampTz now, OwUnserved why, const char *what, const char *hint)
 {
 	ow_note_unserved(e->dboid, why);
-	e->known = true;			/* only a database with the extension fails */
 	e->state = DB_FAILING;
 	e->backoff_ms = e->backoff_ms == 0 ? BACKOFF_FIRST_MS : Min(e->backoff_ms * 2, BACKOFF_MAX_MS);
 	e->next_try = TimestampTzPlusMilliseconds(now, e->backoff_ms);
@@ -170,13 +170,13 @@ nothing_to_serve(DbEntry *e, TimestampTz now, OwSlotEnd end)
 {
 	if (end == OW_END_COPY)
 	{
-		if (!e->known)
+		if (!e->copy_logged)
 			ereport(LOG,
 					(errmsg("openwop does not serve database \"%s\": it is a copy of another database", e->name),
 					 errdetail("CREATE DATABASE ... TEMPLATE copied the extension; a copy gets a worker once a superuser or the extension's owner says so."),
 					 errhint("Run SELECT openwop.serve_database() in it to have it served.")));
 		ow_note_unserved(e->dboid, OW_UNSERVED_COPY);
-		e->known = true;
+		e->copy_logged = true;
 		e->complained = false;
 		e->backoff_ms = 0;
 		e->state = DB_COPY;
@@ -186,7 +186,7 @@ nothing_to_serve(DbEntry *e, TimestampTz now, OwSlotEnd end)
 		if (e->complained)
 			served(e);
 		ow_note_unserved(e->dboid, OW_UNSERVED_NONE);
-		e->known = false;
+		e->served_before = false;
 		e->asked = false;
 		e->state = DB_ABSENT;
 	}
@@ -212,13 +212,13 @@ poll_worker(DbEntry *e, TimestampTz now)
 		/* up a while: a back-off it was in is over */
 		if (ow_slot_pid(e->slot, &started, &serving) != 0)
 		{
-			if (serving && !e->known && e->asked)
+			if (serving && !e->served_before && e->asked)
 				ereport(LOG,
 						(errmsg("openwop serves database \"%s\", which a session found unserved", e->name),
 						 errdetail("The launcher had not been told that the extension was created there (CREATE EXTENSION in a prepared transaction tells it nothing).")));
 			if (serving)
 			{
-				e->known = true;
+				e->served_before = true;
 				e->requested = false;
 				e->asked = false;
 			}
@@ -361,7 +361,8 @@ read_databases(List *names)
 			e->backoff_ms = 0;
 			e->complained = false;
 			e->timed_out = false;
-			e->known = false;
+			e->served_before = false;
+			e->copy_logged = false;
 			e->requested = false;
 			e->asked = false;
 			e->probed = 0;
@@ -441,8 +442,9 @@ take_request(DbEntry *e, bool admin)
 }
 
 /*
- * Who is started first: databases known to have the extension, then of
- * the rest (probes) those a superuser owns, each in order of oid.
+ * Who is started first: databases served before, then of the rest
+ * (probes: copies and databases of unknown state among them) those a
+ * superuser owns, each in order of oid.
  */
 static int
 start_order(const void *a, const void *b)
@@ -450,8 +452,8 @@ start_order(const void *a, const void *b)
 	const DbEntry *x = *(DbEntry *const *) a;
 	const DbEntry *y = *(DbEntry *const *) b;
 
-	if (x->known != y->known)
-		return x->known ? -1 : 1;
+	if (x->served_before != y->served_before)
+		return x->served_before ? -1 : 1;
 	if (x->dba_owned != y->dba_owned)
 		return x->dba_owned ? -1 : 1;
 	return x->dboid < y->dboid ? -1 : x->dboid > y->dboid;
@@ -521,7 +523,7 @@ launcher_pass(void)
 		{
 			if (!e->seen || !e->eligible)
 				(void) ow_slot_stop(e->slot);	/* dropped meanwhile, or no longer to be served */
-			else if (!e->known)
+			else if (!e->served_before)
 				probing++;
 			continue;
 		}
@@ -541,18 +543,18 @@ launcher_pass(void)
 		due[ndue++] = e;
 	}
 
-	/* start what is due, known databases first; MAX_PROBES probes at a time */
+	/* start what is due, served databases first; MAX_PROBES probes at a time */
 	qsort(due, ndue, sizeof(DbEntry *), start_order);
 	for (i = 0; i < ndue; i++)
 	{
 		e = due[i];
-		if (!e->known && probing >= MAX_PROBES)
+		if (!e->served_before && probing >= MAX_PROBES)
 		{
 			wake = Min(wake, TimestampTzPlusMilliseconds(now, PROBE_AGAIN_MS));
 			continue;			/* a probe that ends wakes the launcher */
 		}
 		start_worker(e, now);
-		if (e->state == DB_RUNNING && !e->known)
+		if (e->state == DB_RUNNING && !e->served_before)
 			probing++;
 		if (e->state == DB_FAILING)
 			wake = Min(wake, e->next_try);
@@ -587,7 +589,8 @@ adopt_workers(void)
 		e->backoff_ms = 0;
 		e->complained = false;
 		e->timed_out = false;
-		e->known = false;
+		e->served_before = false;
+		e->copy_logged = false;
 		e->requested = false;
 		e->asked = false;
 		e->dba_owned = false;

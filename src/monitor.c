@@ -256,10 +256,25 @@ ow_stats(PG_FUNCTION_ARGS)
 	PG_RETURN_VOID();
 }
 
-/* openwop.stats_reset(all_databases boolean DEFAULT false) → void */
+/*
+ * openwop.stats_reset(all_databases boolean DEFAULT false) → void: this
+ * database's counters for whoever may execute it (superusers, unless a DBA
+ * grants it); every database's for superusers only, whatever the grants (a
+ * router's login holds EXECUTE on it on every shard).
+ */
 Datum
 ow_stats_reset_all(PG_FUNCTION_ARGS)
 {
-	ow_stats_reset(PG_ARGISNULL(0) ? false : PG_GETARG_BOOL(0));
+	bool		all = PG_ARGISNULL(0) ? false : PG_GETARG_BOOL(0);
+
+	if (all && !superuser())
+	{
+		OwDetails	d;
+
+		ow_details_init(&d);
+		ow_raise(OW_FORBIDDEN, &d, "Reset this database's counters: stats_reset().",
+				 "only a superuser may reset the counters of every database");
+	}
+	ow_stats_reset(all);
 	PG_RETURN_VOID();
 }

@@ -5,7 +5,8 @@
  *	  of the run's tenant, with payload {runId, fromSequence, sequence}.
  *
  * LISTEN needs no privilege: any login may listen on any channel it can
- * name.  So a tenant's channel is named by a keyed hash of the tenant,
+ * name, in any database it may connect to.  So a tenant's channel is named
+ * by a keyed hash of the database and the tenant,
  * openwop_events_<32 hex digits> (HMAC-SHA256 under a key made at server
  * start, in shared memory, never stored), which only openwop.listen()
  * tells, and only to a caller of that tenant: no login learns another
@@ -43,6 +44,7 @@
 #include "common/sha2.h"
 #include "miscadmin.h"
 #include "pgstat.h"
+#include "port/pg_bswap.h"
 #include "storage/ipc.h"
 #include "storage/latch.h"
 #include "storage/shmem.h"
@@ -112,9 +114,9 @@ static bool callbacks_registered = false;
 static char *payload_of(const Change *c);
 
 /*
- * The channel of tenant's notifications into out (OW_CHANNEL_BUF bytes):
- * openwop_events_ and the hex of the first CHANNEL_HASH_LEN bytes of
- * HMAC-SHA256(key, tenant).  False when the key is not there (the library
+ * The channel of tenant's notifications in this database into out
+ * (OW_CHANNEL_BUF bytes): openwop_events_ and the hex of the first
+ * CHANNEL_HASH_LEN bytes of HMAC-SHA256(key, database oid, tenant).  False when the key is not there (the library
  * was not preloaded: no caller is known either, so nothing notifies).
  */
 bool
@@ -124,6 +126,7 @@ ow_tenant_channel(const char *tenant, char *out)
 	static char last_channel[OW_CHANNEL_BUF] = "";
 	uint8		mac[PG_SHA256_DIGEST_LENGTH];
 	pg_hmac_ctx *ctx;
+	uint32		dboid;
 	int			i;
 
 	if (channel_key == NULL)
@@ -134,9 +137,12 @@ ow_tenant_channel(const char *tenant, char *out)
 		strlcpy(out, last_channel, OW_CHANNEL_BUF);
 		return true;
 	}
+	/* the database's too: a login may connect to another database and LISTEN there */
+	dboid = pg_hton32(MyDatabaseId);
 	ctx = pg_hmac_create(PG_SHA256);
 	if (ctx == NULL ||
 		pg_hmac_init(ctx, channel_key->key, CHANNEL_KEY_LEN) < 0 ||
+		pg_hmac_update(ctx, (const uint8 *) &dboid, sizeof(dboid)) < 0 ||
 		pg_hmac_update(ctx, (const uint8 *) tenant, strlen(tenant)) < 0 ||
 		pg_hmac_final(ctx, mac, sizeof(mac)) < 0)
 	{

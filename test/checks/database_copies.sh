@@ -14,7 +14,7 @@ dba=ow_copy_dba
 log=$(server_log_file)
 [ -r "$log" ] || { echo "cannot read the server log [$log]" >&2; exit 1; }
 cleanup() {
-	for d in $src $copies $dba; do dropdb --if-exists "$d" >/dev/null 2>&1 || true; done
+	for d in $src $copies $dba ow_copy_oid; do dropdb --if-exists "$d" >/dev/null 2>&1 || true; done
 	psql -X -q -d postgres -c "DROP ROLE IF EXISTS $role" >/dev/null 2>&1 || true
 }
 trap cleanup EXIT
@@ -81,6 +81,13 @@ err=$(psql -X -A -t -q -d ow_copy_3 -U $role -v VERBOSITY=sqlstate -c "SELECT op
 sleep 2
 [ "$(q "SELECT count(*) FROM openwop.workers WHERE database = 'ow_copy_3' AND serving")" = 0 ]
 pass "copy_owner_cannot_serve_copy: serve_database() by the copy's owner is 403, no worker"
+
+# nor give a copy the oid of the database it copied, dropped meanwhile (the copy's row names that oid)
+src_oid=$(psql -X -A -t -q -d postgres -c "SELECT oid FROM pg_database WHERE datname = '$src'")
+err=$(psql -X -q -d postgres -U $role -c "CREATE DATABASE ow_copy_oid TEMPLATE ow_copy_5 OID = $((src_oid + 100000))" 2>&1 || true)
+grep -q 'only a superuser may choose the oid of a new database' <<<"$err" || { echo "the owner chose a database oid: $err" >&2; exit 1; }
+[ "$(psql -X -A -t -q -d postgres -c "SELECT count(*) FROM pg_database WHERE datname = 'ow_copy_oid'")" = 0 ]
+pass "copy_cannot_take_an_oid: CREATE DATABASE ... OID by a role with CREATEDB is refused"
 
 # a superuser says so: served within seconds
 [ "$(q "SELECT openwop.serve_database() ->> 'changed'")" = true ]

@@ -101,6 +101,16 @@ done <docs/postgres_exporter.yaml
 [ "$n" = 3 ]
 echo "the 3 queries of docs/postgres_exporter.yaml run as a pg_monitor login"
 
+# a role granted stats_reset (a router's login is, on every shard) resets this database's counters, never every database's
+psql -X -q -v ON_ERROR_STOP=1 -d $db -c "GRANT USAGE ON SCHEMA openwop TO ow_stranger" \
+	-c "GRANT EXECUTE ON FUNCTION openwop.stats_reset(boolean) TO ow_stranger" >/dev/null
+err=$(psql -X -q -d $db -U ow_stranger -v VERBOSITY=sqlstate -c "SELECT openwop.stats_reset(true)" 2>&1 || true)
+[ "$(grep -o PT403 <<<"$err")" = PT403 ] || { echo "a granted role reset every database's counters: $err" >&2; exit 1; }
+as ow_stranger "SELECT openwop.stats_reset()" >/dev/null
+psql -X -q -v ON_ERROR_STOP=1 -d $db -c "REVOKE ALL ON FUNCTION openwop.stats_reset(boolean) FROM ow_stranger" \
+	-c "REVOKE USAGE ON SCHEMA openwop FROM ow_stranger" >/dev/null
+echo "stats_reset_every_database_superuser_only: a granted role resets this database's counters, every database's is 403"
+
 q "SELECT openwop.stats_reset(true)" >/dev/null
 [ "$(q "SELECT count(*) FROM openwop.stats WHERE count > 0")" = 0 ]
 echo "monitoring checks passed"

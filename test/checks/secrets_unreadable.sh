@@ -16,8 +16,13 @@
 #   memory after a verification decrypted the key there, and another
 #   backend's that holds it: no secret and no passphrase, and /proc/<pid>/mem
 #   refused once a backend holds a secret (readable before: the attack is
-#   real).
-# Needs the cluster test/run starts, as root (the agent is root's).
+#   real);
+# - command_output_not_stolen: the same login, racing a backend that runs
+#   the passphrase command, finds the command's processes but cannot read
+#   what they hand over (COPY FROM /proc/<pid>/fd/1 of a pipe stole it once;
+#   it is a socket now).
+# Needs the cluster test/run starts, as root (the agent is root's), and gcc
+# (the command's helper).
 set -euo pipefail
 . "$(dirname "$0")/../lib.sh"
 db=ow_secrets
@@ -55,11 +60,45 @@ perl -MIO::Socket::UNIX -e '
 	chmod 0666, $sock;
 	while (my $c = $s->accept) { print $c $kek; close $c; }' "$work/agent.sock" "$work/root/kek" &
 agent=$!
-cat >"$work/kek-command" <<EOF
+# the command's helper runs as the server's OS user: it makes itself
+# non-dumpable before it holds the passphrase (README), and writes it to the
+# socket its standard output is.  The command waits a second first, so that
+# a racer has time to find its processes.
+cat >"$work/kek-client.c" <<'CLIENT'
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+int
+main(int argc, char **argv)
+{
+	struct sockaddr_un a;
+	char		buf[2048];
+	ssize_t		n;
+	int			s;
+
+	if (argc != 2 || prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0)
+		return 2;
+	memset(&a, 0, sizeof(a));
+	a.sun_family = AF_UNIX;
+	strncpy(a.sun_path, argv[1], sizeof(a.sun_path) - 1);
+	if ((s = socket(AF_UNIX, SOCK_STREAM, 0)) < 0 || connect(s, (struct sockaddr *) &a, sizeof(a)) != 0)
+		return 1;
+	while ((n = read(s, buf, sizeof(buf))) > 0)
+		if (write(1, buf, n) != n)
+			return 1;
+	return n < 0;
+}
+CLIENT
+gcc -O2 -o "$work/kek-client" "$work/kek-client.c"
+cat >"$work/kek-command" <<COMMAND
 #!/bin/sh
-exec perl -MIO::Socket::UNIX -e 'print IO::Socket::UNIX->new(Type => SOCK_STREAM(), Peer => shift)->getline' "$work/agent.sock"
-EOF
-chmod 0755 "$work/kek-command"
+sleep 1
+exec "$work/kek-client" "$work/agent.sock"
+COMMAND
+chmod 0755 "$work/kek-command" "$work/kek-client"
 for i in $(seq 50); do [ -S "$work/agent.sock" ] && break; sleep 0.1; done
 [ "$(runuser -u postgres -- "$work/kek-command")" = "$passphrase" ] || { echo "the agent does not answer the server's user" >&2; exit 1; }
 
@@ -83,7 +122,8 @@ CREATE EXTENSION pgcrypto;
 GRANT USAGE ON SCHEMA openwop TO ow_reporter, ow_file_reader, ow_db_owner;
 -- what a DBA grants with pg_read_server_files, so that it reads files from SQL (COPY needs no grant)
 GRANT EXECUTE ON FUNCTION pg_read_file(text), pg_read_binary_file(text),
-                          pg_read_binary_file(text, bigint, bigint) TO ow_file_reader;
+                          pg_read_binary_file(text, bigint, bigint),
+                          pg_read_binary_file(text, bigint, bigint, boolean) TO ow_file_reader;
 GRANT EXECUTE ON FUNCTION openwop.inspect_interrupt(text), openwop.resolve_interrupt_by_token(text, jsonb, text)
   TO ow_reporter, ow_file_reader;
 SELECT openwop.add_signing_key('k-unreadable', convert_to('$secret', 'UTF8'));
@@ -145,6 +185,48 @@ for f in "$work/agent.sock" "$work/root/kek"; do
 	out=$(try_as ow_file_reader -c "SELECT length(pg_read_binary_file('$f'))")
 	grep -q -i 'could not open\|permission denied\|No such device' <<<"$out" || { echo "read $f: $out" >&2; exit 1; }
 done
+# the command's processes: while a new backend fetches the passphrase, the
+# file reader looks for them (the newest pids, their command lines) and
+# tries to read what they hand over, COPY FROM /proc/<pid>/fd/1 (a pipe there
+# can be opened twice and drained first), and their environment
+psql -X -q -A -t -d $db -U ow_file_reader -v ON_ERROR_STOP=1 >"$work/racer.out" 2>&1 <<SQL &
+CREATE TEMP TABLE loot (x text);
+CREATE TEMP TABLE tried (pid int, what text, outcome text);
+DO \$\$
+DECLARE t0 timestamptz := clock_timestamp(); last int; p int; cmd bytea;
+BEGIN
+  WHILE clock_timestamp() - t0 < interval '4 seconds' LOOP
+    last := split_part(pg_read_file('/proc/loadavg'), ' ', 5)::int;
+    FOR p IN last - 30 .. last + 3 LOOP
+      BEGIN cmd := pg_read_binary_file('/proc/' || p || '/cmdline', 0, 400, true);
+      EXCEPTION WHEN others THEN cmd := NULL; END;
+      CONTINUE WHEN cmd IS NULL OR (position(convert_to('kek-command', 'UTF8') IN cmd) = 0
+                                    AND position(convert_to('kek-client', 'UTF8') IN cmd) = 0);
+      BEGIN
+        EXECUTE format('COPY loot FROM %L', '/proc/' || p || '/fd/1');
+        INSERT INTO tried VALUES (p, 'fd/1', 'read');
+      EXCEPTION WHEN others THEN INSERT INTO tried VALUES (p, 'fd/1', SQLERRM); END;
+      BEGIN
+        INSERT INTO loot SELECT encode(pg_read_binary_file('/proc/' || p || '/environ'), 'escape');
+        INSERT INTO tried VALUES (p, 'environ', 'read');
+      EXCEPTION WHEN others THEN INSERT INTO tried VALUES (p, 'environ', SQLERRM); END;
+    END LOOP;
+  END LOOP;
+END \$\$;
+SELECT 'tried ' || count(*) FILTER (WHERE what = 'fd/1') || ' ' || count(*) FILTER (WHERE what = 'fd/1' AND outcome = 'read') FROM tried;
+SELECT 'stolen ' || count(*) FROM loot WHERE position('$passphrase' IN x) > 0;
+SQL
+racer=$!
+sleep 0.5
+[ "$(q -c "SELECT openwop.inspect_interrupt('$token') ->> 'kind'")" = approval ]   # a new backend: it runs the command
+wait $racer
+grep -q '^stolen 0$' "$work/racer.out" || { echo "the passphrase was stolen from the command:" >&2; cat "$work/racer.out" >&2; exit 1; }
+tried=$(sed -n 's/^tried \([0-9]*\) \([0-9]*\)$/\1 \2/p' "$work/racer.out")
+[ -n "$tried" ] && [ "${tried% *}" -ge 1 ] || { echo "the racer found none of the command's processes: the check proved nothing" >&2; cat "$work/racer.out" >&2; exit 1; }
+# opening it at all is the theft: the racer reads what the backend waits for
+[ "${tried#* }" = 0 ] || { echo "the racer opened the command's output ($tried: tries, reads)" >&2; exit 1; }
+pass "command_output_not_stolen: pg_read_server_files racing the passphrase command (its stdout opened, read: $tried) gets nothing: the command writes to a socket, not a pipe"
+
 # its own memory: readable before it holds a secret, refused once it does
 mem() {  # mem SQL-BEFORE: read 64 bytes of the session's heap after SQL-BEFORE
 	try_as ow_file_reader -c "$1" -c "SELECT length(pg_read_binary_file('/proc/self/mem',

@@ -81,6 +81,17 @@ for d in $db $unserved; do
 	[ -z "$(notified "$out/shared.txt")" ] || { echo "$d: openwop_events carried:" >&2; cat "$out/shared.txt" >&2; exit 1; }
 done
 pass "listener_hears_own_tenant_only: each tenant's login hears its own runs only, from the relay and from a transaction that notifies itself"
+# one tenant, two databases, two channels: a login of a tenant in one database
+# that may connect to another learns nothing there of its namesake
+c1=$(psql -X -A -t -q -d $db -U chan_acme -c "SELECT openwop.listen()")
+c2=$(psql -X -A -t -q -d $unserved -U chan_acme -c "SELECT openwop.listen()")
+[ "$c1" != "$c2" ] || { echo "tenant acme has one channel in both databases: $c1" >&2; exit 1; }
+listen chan_globex $db 2 "$out/crossdb.txt" "LISTEN \"$c2\";"
+sleep 0.7
+runs $db 4
+wait
+[ -z "$(notified "$out/crossdb.txt")" ] || { echo "another database's channel name heard this one:" >&2; cat "$out/crossdb.txt" >&2; exit 1; }
+pass "channel_per_database: a tenant's channel is its database's own (another database's name hears nothing here)"
 pass "shared_channel_silent_by_default: LISTEN openwop_events hears nothing"
 pass "unbound_login_hears_no_named_tenant: an unbound login hears neither tenant"
 
