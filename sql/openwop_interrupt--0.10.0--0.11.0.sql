@@ -119,6 +119,22 @@ CREATE FUNCTION openwop.retire_signing_key(kid text, immediately boolean)
 COMMENT ON FUNCTION openwop.retire_signing_key(text, boolean) IS
   'Retires a signing key; immediately true revokes it: active or retired, it stops minting and verifying from this commit on and its secret is erased (a leaked key or token). immediately false is retire_signing_key(kid). Owner or superuser only.';
 REVOKE ALL ON FUNCTION openwop.retire_signing_key(text, boolean) FROM PUBLIC;
+
+CREATE FUNCTION openwop.export_signing_key(kid text)
+    RETURNS bytea AS 'MODULE_PATHNAME', 'ow_export_signing_key'
+    LANGUAGE C VOLATILE;
+COMMENT ON FUNCTION openwop.export_signing_key(text) IS
+  'The active key''s secret as stored, encrypted under this server''s key-encryption passphrase, for import_signing_key() on a server with the same passphrase (a router''s shards): the secret never travels in clear. Owner or superuser only.';
+CREATE FUNCTION openwop.import_signing_key(kid text, sealed bytea)
+    RETURNS text AS 'MODULE_PATHNAME', 'ow_import_signing_key'
+    LANGUAGE C VOLATILE;
+COMMENT ON FUNCTION openwop.import_signing_key(text, bytea) IS
+  'Adds an active key whose secret is sealed as export_signing_key() gave it; refused unless it decrypts under this server''s passphrase. The same kid and sealed secret again is no error. Owner or superuser only.';
+REVOKE ALL ON FUNCTION openwop.export_signing_key(text), openwop.import_signing_key(text, bytea) FROM PUBLIC;
+
+/* statistics of the secret column would show secrets (0.10.0 kept them in clear) */
+ALTER TABLE openwop.signing_keys ALTER COLUMN secret SET STATISTICS 0;
+DELETE FROM pg_catalog.pg_statistic WHERE starelid OPERATOR(pg_catalog.=) 'openwop.signing_keys'::pg_catalog.regclass;
 -- == signing secrets sealed, keys revoked at once (end) ==
 
 -- == 0.11.0: notifications per tenant (begin) ==

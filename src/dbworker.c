@@ -85,6 +85,7 @@ ow_database_worker_main(Datum arg)
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
 	pqsignal(SIGTERM, die);
 	BackgroundWorkerUnblockSignals();
+	ow_protect_memory();		/* it maps shared memory, the channels' key with it */
 
 	/* paused (or released) between the launcher's start and ours: do not connect */
 	memcpy(&generation, MyBgworkerEntry->bgw_extra, sizeof(uint32));

@@ -68,27 +68,74 @@ is_set(const char *setting)
 }
 
 /*
- * This backend is about to hold a plain secret or the passphrase: from now
- * on it cannot be dumped.  Its /proc files that show memory (mem, environ,
- * maps to others) then belong to root, so no role that reads the server's
- * files (pg_read_server_files: pg_read_binary_file('/proc/self/mem', ...))
- * reads them here or from another backend, and a crash writes no core
- * file with the secrets in it.  Once per backend; Linux only.
+ * libpq/auth.h's hook, declared as it declares it: the header itself pulls
+ * in libpq-be.h, which needs GSSAPI headers that Debian's
+ * postgresql-server-dev does not bring.  The same in PostgreSQL 15 to 18.
  */
-static void
-hold_secrets(void)
+struct Port;
+typedef void (*OwClientAuthenticationHook) (struct Port *port, int status);
+extern PGDLLIMPORT OwClientAuthenticationHook ClientAuthentication_hook;
+
+/* openwop.protect_backend_memory: every client backend non-dumpable from its start */
+static bool ow_protect_backend_memory = true;
+static OwClientAuthenticationHook prev_client_authentication_hook = NULL;
+
+/*
+ * This process cannot be dumped from now on: its /proc files that show
+ * memory and open files (mem, environ, fd, maps to others) belong to root,
+ * so no role that reads the server's files (pg_read_server_files:
+ * pg_read_binary_file('/proc/self/mem', ...)) reads them, from this
+ * process or another, and a crash writes no core file with what it held.
+ * Not before fork_process() has written the child's oom_score_adj (a
+ * non-dumpable process may not): client backends from their
+ * authentication on, workers from their main.  Linux only.
+ */
+void
+ow_protect_memory(void)
 {
 #ifdef __linux__
-	static bool held = false;
+	static bool done = false;
 
-	if (held)
+	if (done)
 		return;
 	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INTERNAL_ERROR),
-				 errmsg("could not make this backend non-dumpable before it holds a signing secret: %m")));
-	held = true;
+				 errmsg("could not make this process non-dumpable: %m")));
+	done = true;
 #endif
+}
+
+/*
+ * A client backend holds what its client sends: tokens in a link, answers,
+ * claims, the data it reads.  With openwop.protect_backend_memory on (the
+ * default) none can be read out of it by a role that reads files.
+ */
+static void
+protect_client_backend(struct Port *port, int status)
+{
+	if (prev_client_authentication_hook)
+		prev_client_authentication_hook(port, status);
+	if (ow_protect_backend_memory)
+		ow_protect_memory();
+}
+
+void
+ow_install_memory_guard(void)
+{
+	prev_client_authentication_hook = ClientAuthentication_hook;
+	ClientAuthentication_hook = protect_client_backend;
+}
+
+/*
+ * This backend is about to hold a plain secret or the passphrase: it is
+ * made non-dumpable first, whatever openwop.protect_backend_memory says,
+ * as ssh-agent makes itself.
+ */
+static void
+hold_secrets(void)
+{
+	ow_protect_memory();
 }
 
 /* The passphrase in buf, n bytes read from what: one line of 1 to OW_KEK_MAX_LEN bytes. */
@@ -155,7 +202,9 @@ static char *
 passphrase_from_command(const char *command)
 {
 	int			sv[2];
-	pid_t		pid;
+	pid_t		forked;
+	volatile int sock;			/* changed in PG_TRY, read in PG_CATCH */
+	volatile pid_t child;
 	char	   *buf = palloc0(OW_KEK_MAX_LEN + 2);
 	size_t		n = 0;
 	int			status = 0;
@@ -166,56 +215,70 @@ passphrase_from_command(const char *command)
 				(errcode_for_socket_access(),
 				 errmsg("could not run key-encryption key command \"%s\": %m", command)));
 	fflush(NULL);
-	pid = fork();
-	if (pid == 0)
+	forked = fork();
+	if (forked == 0)
 		exec_command(command, sv[1]);
 	close(sv[1]);
-	if (pid < 0)
+	if (forked < 0)
 	{
 		close(sv[0]);
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("could not run key-encryption key command \"%s\": %m", command)));
 	}
+	sock = sv[0];
+	child = forked;
 	PG_TRY();
 	{
-		/* read until the command closes its output; a cancel stops it */
+		/* read until the command closes its output, then wait for it; a cancel stops it */
 		while (!eof && n <= OW_KEK_MAX_LEN)
 		{
-			struct pollfd pfd = {sv[0], POLLIN, 0};
+			struct pollfd pfd = {sock, POLLIN, 0};
 			ssize_t		got;
 
 			CHECK_FOR_INTERRUPTS();
 			if (poll(&pfd, 1, 100) <= 0)
 				continue;
-			got = read(sv[0], buf + n, OW_KEK_MAX_LEN + 1 - n);
-			if (got < 0 && errno != EINTR)
-				eof = true;
-			else if (got == 0)
+			got = read(sock, buf + n, OW_KEK_MAX_LEN + 1 - n);
+			if ((got < 0 && errno != EINTR) || got == 0)
 				eof = true;
 			else if (got > 0)
 				n += got;
 		}
+		close(sock);
+		sock = -1;
+		for (;;)
+		{
+			pid_t		done = waitpid(child, &status, WNOHANG);
+
+			if (done == child)
+				break;
+			if (done < 0 && errno != EINTR)
+			{
+				status = -1;
+				break;
+			}
+			CHECK_FOR_INTERRUPTS();
+			pg_usleep(10000L);
+		}
+		child = -1;
 	}
 	PG_CATCH();
 	{
+		int			ignored;
+
 		explicit_bzero(buf, OW_KEK_MAX_LEN + 2);
-		close(sv[0]);
-		(void) kill(pid, SIGKILL);
-		while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-			;
+		if (sock >= 0)
+			close(sock);
+		if (child > 0)
+		{
+			(void) kill(child, SIGKILL);
+			while (waitpid(child, &ignored, 0) < 0 && errno == EINTR)
+				;
+		}
 		PG_RE_THROW();
 	}
 	PG_END_TRY();
-	close(sv[0]);
-	while (waitpid(pid, &status, 0) < 0)
-	{
-		if (errno != EINTR)
-		{
-			status = -1;
-			break;
-		}
-	}
 	if (status != 0)
 	{
 		explicit_bzero(buf, OW_KEK_MAX_LEN + 2);
@@ -638,6 +701,112 @@ ow_retire_signing_key(PG_FUNCTION_ARGS)
 	PG_RETURN_VOID();
 }
 
+PG_FUNCTION_INFO_V1(ow_export_signing_key);
+/*
+ * openwop.export_signing_key(kid) → bytea: the active key's secret as
+ * stored, encrypted under this server's key-encryption passphrase, for
+ * import_signing_key() on a server with the same passphrase (the shards of
+ * a router): one secret on every shard, which never travels, nor sits in
+ * a router's memory, in clear.  The extension's owner and superusers only.
+ */
+Datum
+ow_export_signing_key(PG_FUNCTION_ARGS)
+{
+	static OwQuery q = {"SELECT secret FROM openwop.signing_keys"
+		" WHERE kid OPERATOR(pg_catalog.=) $1 AND state OPERATOR(pg_catalog.=) 'active'"
+		"   AND encrypted AND secret IS NOT NULL", 1, {TEXTOID}, SPI_OK_SELECT, true};
+	char	   *kid;
+	OwCall		call;
+	Datum		args[1];
+	bytea	   *sealed = NULL;
+	bytea	   *result;
+	bool		isnull;
+
+	ow_require_admin("manage signing keys");
+	if (PG_ARGISNULL(0))
+		ow_validation_error("kid", "kid must not be null");
+	kid = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	ow_call_enter(&call);
+	args[0] = CStringGetTextDatum(kid);
+	if (ow_exec(&q, args, NULL, true, 1) == 1)
+		sealed = DatumGetByteaPCopy(ow_col_datum(0, 1, &isnull));
+	if (sealed == NULL)
+	{
+		OwDetails	d;
+
+		ow_details_init(&d);
+		ow_details_str(&d, "kid", kid);
+		ow_raise(OW_NOT_FOUND, &d, NULL, "no active signing key \"%s\"", kid);
+	}
+	ow_call_end(&call);
+	result = DatumGetByteaPCopy(PointerGetDatum(sealed));
+	ow_call_finish(&call);
+	PG_RETURN_BYTEA_P(result);
+}
+
+PG_FUNCTION_INFO_V1(ow_import_signing_key);
+/*
+ * openwop.import_signing_key(kid, sealed) → text: a new active key whose
+ * secret is sealed, as export_signing_key() gave it on a server with the
+ * same key-encryption passphrase; refused (55000) when it does not decrypt
+ * here, or is shorter than 16 bytes.  The same kid with the same sealed
+ * secret again is no error (two partitions of a router may name one
+ * database).  The extension's owner and superusers only.
+ */
+Datum
+ow_import_signing_key(PG_FUNCTION_ARGS)
+{
+	static OwQuery q = {"INSERT INTO openwop.signing_keys (kid, secret, encrypted)"
+		" VALUES ($1, $2, true) ON CONFLICT DO NOTHING", 2, {TEXTOID, BYTEAOID}, SPI_OK_INSERT, true};
+	static OwQuery same = {"SELECT 1 FROM openwop.signing_keys"
+		" WHERE kid OPERATOR(pg_catalog.=) $1 AND secret OPERATOR(pg_catalog.=) $2",
+	2, {TEXTOID, BYTEAOID}, SPI_OK_SELECT, true};
+	char	   *kid;
+	bytea	   *sealed;
+	bytea	   *plain;
+	DecryptArgs a;
+	ErrorData  *edata;
+	OwCall		call;
+	Datum		args[2];
+	text	   *result;
+
+	hold_secrets();
+	ow_refuse_read_only("import_signing_key()");
+	ow_require_admin("manage signing keys");
+	if (PG_ARGISNULL(0))
+		ow_validation_error("kid", "kid must not be null");
+	if (PG_ARGISNULL(1))
+		ow_validation_error("sealed", "sealed must not be null");
+	kid = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	if (!ow_valid_key_id(kid))
+		ow_validation_error("kid", "\"%s\" is not a key id (1 to 128 characters of A-Z a-z 0-9 . _ ~ -)", ow_echo(kid));
+	sealed = PG_GETARG_BYTEA_PP(1);
+
+	/* it must decrypt here: a key no backend could use verifies nothing */
+	check_key_source();
+	a.stored = sealed;
+	a.plain = NULL;
+	edata = ow_try_subtransaction(decrypt_secret, &a);
+	if (edata && (edata->sqlerrcode == ERRCODE_QUERY_CANCELED || edata->sqlerrcode == ERRCODE_OUT_OF_MEMORY))
+		ReThrowError(edata);
+	if (edata)
+		undecryptable(kid, edata->message);
+	plain = a.plain;
+	if (VARSIZE_ANY_EXHDR(plain) < 16)
+		ow_validation_error("sealed", "a signing secret must be at least 16 bytes");
+	explicit_bzero(VARDATA_ANY(plain), VARSIZE_ANY_EXHDR(plain));
+
+	ow_call_enter(&call);
+	args[0] = CStringGetTextDatum(kid);
+	args[1] = PointerGetDatum(sealed);
+	if (ow_exec(&q, args, NULL, false, 0) == 0 && ow_exec(&same, args, NULL, true, 1) == 0)
+		ow_validation_error("kid", "signing key \"%s\" already exists; retire it and add a key with a new kid", kid);
+	ow_call_end(&call);
+	result = cstring_to_text(kid);
+	ow_call_finish(&call);
+	PG_RETURN_TEXT_P(result);
+}
+
 PG_FUNCTION_INFO_V1(ow_seal_signing_keys);
 /*
  * openwop.seal_signing_keys() → integer, for the update to 0.11.0 only:
@@ -711,6 +880,14 @@ ow_define_keyring_settings(void)
 							PGC_SUSET,
 							GUC_UNIT_S,
 							NULL, NULL, NULL);
+	DefineCustomBoolVariable("openwop.protect_backend_memory",
+							 "Make every client backend non-dumpable from its start.",
+							 "Its memory and open files then belong to root in /proc, out of reach of pg_read_server_files (tokens, answers and claims it holds), and a crash writes no core file. A backend that holds a signing secret is made so whatever this says. Turn it off to get core files of crashing backends.",
+							 &ow_protect_backend_memory,
+							 true,
+							 PGC_SIGHUP,
+							 0,
+							 NULL, NULL, NULL);
 	DefineCustomStringVariable("openwop.key_encryption_key_command",
 							   "Command whose output is the passphrase that encrypts signing secrets at rest with pgcrypto.",
 							   "Run with sh -c by a backend when it first needs the passphrase. It can fetch it from where the server's files are not (a secret manager, a root-owned file through sudo), out of reach of pg_read_server_files. Set this or openwop.key_encryption_key_file, not both.",

@@ -616,6 +616,7 @@ ow_launcher_main(Datum arg)
 	BackgroundWorkerUnblockSignals();
 	BackgroundWorkerInitializeConnection(NULL, NULL, 0);
 	pgstat_report_appname("openwop launcher");
+	ow_protect_memory();		/* it maps shared memory, the channels' key with it */
 
 	memset(&ctl, 0, sizeof(ctl));
 	ctl.keysize = sizeof(Oid);

@@ -23,5 +23,6 @@ GRANT SELECT ON openwop.pending_interrupts TO openwop_router;
 -- shard (403)
 GRANT EXECUTE ON FUNCTION openwop.add_signing_key(text, bytea), openwop.retire_signing_key(text),
     openwop.retire_signing_key(text, boolean),
+    openwop.export_signing_key(text), openwop.import_signing_key(text, bytea),
     openwop.add_group_member(text, text, text), openwop.remove_group_member(text, text, text),
     openwop.stats_reset(boolean) TO openwop_router;

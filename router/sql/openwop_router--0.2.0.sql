@@ -1408,4 +1408,63 @@ $$;
 COMMENT ON FUNCTION openwop.retire_signing_key(text, boolean) IS
   'Router: openwop.retire_signing_key(kid, immediately) on every shard: immediately revokes the key there (no token it signed verifies, its secret erased). Not atomic across shards: see docs/scale-out.md.';
 REVOKE ALL ON FUNCTION openwop_router.retire_signing_key(text, boolean), openwop.retire_signing_key(text, boolean) FROM PUBLIC;
+/*
+ * A key made by the router: made and sealed on the first shard, and the
+ * others take its ciphertext (import_signing_key; the shards share the
+ * key-encryption passphrase), so the secret never sits in the router's
+ * memory nor travels, nor reaches a shard's log, in clear.  A secret the
+ * caller gives travels to every shard as before.
+ */
+CREATE FUNCTION openwop_router.add_signing_key_first(kid text)
+    RETURNS SETOF text LANGUAGE plproxy VOLATILE AS $$
+    CLUSTER 'openwop';
+    RUN ON 0;
+    SELECT openwop.add_signing_key(kid);
+$$;
+COMMENT ON FUNCTION openwop_router.add_signing_key_first(text) IS
+  'openwop.add_signing_key(kid) on the first shard (a secret made there), as the shard login the calling role reaches it as.';
+
+CREATE FUNCTION openwop_router.export_signing_key(kid text)
+    RETURNS SETOF bytea LANGUAGE plproxy VOLATILE AS $$
+    CLUSTER 'openwop';
+    RUN ON 0;
+    SELECT openwop.export_signing_key(kid);
+$$;
+COMMENT ON FUNCTION openwop_router.export_signing_key(text) IS
+  'openwop.export_signing_key on the first shard: the key''s secret, sealed under the shards'' passphrase.';
+
+CREATE FUNCTION openwop_router.import_signing_key(kid text, sealed bytea)
+    RETURNS SETOF text LANGUAGE plproxy VOLATILE AS $$
+    CLUSTER 'openwop';
+    RUN ON ALL;
+    SELECT openwop.import_signing_key(kid, sealed);
+$$;
+COMMENT ON FUNCTION openwop_router.import_signing_key(text, bytea) IS
+  'openwop.import_signing_key on every shard (the first has it already: no error).';
+
+CREATE OR REPLACE FUNCTION openwop.add_signing_key(kid text, secret bytea DEFAULT NULL)
+    RETURNS text LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+    sealed bytea;
+    e_state text; e_message text; e_detail text; e_hint text;
+BEGIN
+    PERFORM openwop_router.require_writable('add_signing_key()');
+    IF secret IS NULL THEN
+        PERFORM openwop_router.add_signing_key_first(kid);
+        sealed := (SELECT s FROM openwop_router.export_signing_key(kid) s LIMIT 1);
+        PERFORM openwop_router.import_signing_key(kid, sealed);
+    ELSE
+        PERFORM openwop_router.add_signing_key(kid, secret);
+    END IF;
+    RETURN kid;
+EXCEPTION WHEN OTHERS THEN
+    GET STACKED DIAGNOSTICS e_state = RETURNED_SQLSTATE, e_message = MESSAGE_TEXT,
+                            e_detail = PG_EXCEPTION_DETAIL, e_hint = PG_EXCEPTION_HINT;
+    PERFORM openwop_router.reraise(e_state, e_message, e_detail, e_hint);
+END
+$$;
+COMMENT ON FUNCTION openwop.add_signing_key(text, bytea) IS
+  'Router: one signing key on every shard. Without a secret, made and sealed on the first shard and imported sealed by the others (the shards share the key-encryption passphrase): the secret never travels in clear. A given secret travels to every shard. Not atomic across shards: see docs/scale-out.md.';
+REVOKE ALL ON FUNCTION openwop_router.add_signing_key_first(text), openwop_router.export_signing_key(text),
+    openwop_router.import_signing_key(text, bytea) FROM PUBLIC;
 -- == over shards of openwop_interrupt 0.11.0 (end) ==

@@ -145,14 +145,22 @@ n_fn=$(echo "$sig_router" | wc -l)
 echo "the router's openwop schema: $n_fn functions and 4 views with the shards' signatures, defaults, volatility and columns"
 
 # ---- 2. administration: one signing key on every shard
+# with every statement logged on the shards, a key the router makes never shows there in clear
+for port_ in $A $B; do on $port_ postgres postgres -c "ALTER SYSTEM SET log_statement = 'all'" -c "SELECT pg_reload_conf()" >/dev/null; done
+sleep 0.5
 [ "$(on $A router postgres -c "SELECT openwop.add_signing_key('router-key-1')")" = router-key-1 ]
+for port_ in $A $B; do on $port_ postgres postgres -c "ALTER SYSTEM RESET log_statement" -c "SELECT pg_reload_conf()" >/dev/null; done
 # each shard stores it encrypted under its passphrase (a salt of its own): the plain secrets agree
 secrets=$(for i in 0 1 2 3; do sh $i postgres acme -c "CREATE EXTENSION IF NOT EXISTS pgcrypto" \
 	-c "SELECT md5(pgp_sym_decrypt_bytea(secret, rtrim(pg_read_file(current_setting('openwop.key_encryption_key_file')), E'\n')))
 	      FROM openwop.signing_keys WHERE kid = 'router-key-1' AND encrypted"; done | sort -u | wc -l)
 [ "$secrets" = 1 ]
 for i in 0 1 2 3; do [ "$(sh $i postgres acme -c "SELECT count(*) FROM openwop.signing_keys WHERE kid = 'router-key-1'")" = 1 ]; done
-echo "add_signing_key through the router: one secret, made on the router, on all four shards"
+plain=$(sh 0 postgres acme -c "SELECT encode(pgp_sym_decrypt_bytea(secret, rtrim(pg_read_file(current_setting('openwop.key_encryption_key_file')), E'\n')), 'hex')
+                                 FROM openwop.signing_keys WHERE kid = 'router-key-1'")
+[ ${#plain} = 64 ] || { echo "router-key-1's secret on shard 0: [$plain]" >&2; exit 1; }
+! grep -q -i "$plain" "$work/a.log" "$work/b.log" || { echo "a shard's log holds router-key-1's secret in clear" >&2; exit 1; }
+echo "router_key_never_in_clear: add_signing_key through the router: one secret, made and sealed on the first shard, imported sealed by the others (no shard's log, every statement logged, holds it)"
 for t in $tenants; do
 	[ "$(on $A router postgres -c "SELECT openwop.add_group_member('finance', 'a2', '$t')")" = t ]
 done

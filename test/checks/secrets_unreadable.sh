@@ -15,8 +15,10 @@
 #   socket and the passphrase file (neither opens), its own backend's
 #   memory after a verification decrypted the key there, and another
 #   backend's that holds it: no secret and no passphrase, and /proc/<pid>/mem
-#   refused once a backend holds a secret (readable before: the attack is
-#   real);
+#   refused once a backend holds a secret (readable before, with
+#   openwop.protect_backend_memory off: the attack is real);
+# - client_backends_not_dumpable: with it on (the default) a client
+#   backend's memory is refused from its start;
 # - command_output_not_stolen: the same login, racing a backend that runs
 #   the passphrase command, finds the command's processes but cannot read
 #   what they hand over (COPY FROM /proc/<pid>/fd/1 of a pipe stole it once;
@@ -35,6 +37,7 @@ cleanup() {
 	[ -z "$holder" ] || kill "$holder" 2>/dev/null || true
 	[ -z "$agent" ] || kill "$agent" 2>/dev/null || true
 	psql -X -q -d postgres -c "ALTER SYSTEM RESET openwop.key_encryption_key_command" \
+		-c "ALTER SYSTEM RESET openwop.protect_backend_memory" \
 		-c "ALTER SYSTEM RESET openwop.key_encryption_key_file" -c "SELECT pg_reload_conf()" >/dev/null 2>&1 || true
 	dropdb --if-exists --force $db >/dev/null 2>&1 || true
 	for r in ow_reporter ow_file_reader ow_db_owner; do psql -X -q -d postgres -c "DROP ROLE IF EXISTS $r" >/dev/null 2>&1 || true; done
@@ -57,10 +60,12 @@ perl -MIO::Socket::UNIX -e '
 	open(my $f, "<", $file) or die "$file: $!";
 	my $kek = <$f>;
 	my $s = IO::Socket::UNIX->new(Type => SOCK_STREAM(), Local => $sock, Listen => 16) or die "$sock: $!";
-	chmod 0666, $sock;
+	chown 0, scalar getgrnam("postgres"), $sock;
+	chmod 0660, $sock;
 	while (my $c = $s->accept) { print $c $kek; close $c; }' "$work/agent.sock" "$work/root/kek" &
 agent=$!
-# the command's helper runs as the server's OS user: it makes itself
+# the agent's socket is for the server's OS user's group only.  The
+# command's helper runs as the server's OS user: it makes itself
 # non-dumpable before it holds the passphrase (README), and writes it to the
 # socket its standard output is.  The command waits a second first, so that
 # a racer has time to find its processes.
@@ -233,9 +238,18 @@ mem() {  # mem SQL-BEFORE: read 64 bytes of the session's heap after SQL-BEFORE
 	  ('x' || lpad(split_part(l, '-', 1), 16, '0'))::bit(64)::bigint, 64))
 	  FROM regexp_split_to_table(pg_read_file('/proc/self/maps'), E'\n') l WHERE l LIKE '%[heap]%'"
 }
+# a client backend is non-dumpable from its start (openwop.protect_backend_memory, on by default)
+out=$(mem "SELECT 1")
+grep -q -i 'permission denied' <<<"$out" || { echo "a new backend let its memory be read: $out" >&2; exit 1; }
+pass "client_backends_not_dumpable: a client backend's memory is root's from its start (tokens, answers and claims it holds)"
+# with that off, a backend's memory is readable (the attack is real) until it holds a secret
+psql -X -q -d postgres -c "ALTER SYSTEM SET openwop.protect_backend_memory = off" -c "SELECT pg_reload_conf()" >/dev/null
+sleep 1
 [ "$(mem "SELECT 1" | tail -n 1)" = 64 ] || { echo "the check cannot read a backend's memory at all: $(mem "SELECT 1")" >&2; exit 1; }
 out=$(mem "SELECT openwop.inspect_interrupt('$token') ->> 'kind'")
 grep -q -i 'permission denied' <<<"$out" || { echo "a backend holding a secret let its memory be read: $out" >&2; exit 1; }
+psql -X -q -d postgres -c "ALTER SYSTEM RESET openwop.protect_backend_memory" -c "SELECT pg_reload_conf()" >/dev/null
+sleep 1
 # another backend that holds it
 printf "SELECT openwop.inspect_interrupt('%s');\nSELECT pg_sleep(30);\n" "$token" | psql -X -q -d $db >/dev/null 2>&1 &
 holder=$!

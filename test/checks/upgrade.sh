@@ -238,6 +238,8 @@ SELECT openwop.start_node('acme/upgrade-sealed-run-01', 'gate');
 SELECT openwop.interrupt('acme/upgrade-sealed-run-01', 'gate', '{"kind": "approval", "data": {"artifactId": "a", "artifactType": "doc", "title": "T", "actions": ["accept"]}}');
 SQL
 token=$(qa $d "SELECT openwop.mint_interrupt_token(interrupt_id, 'inspect') FROM openwop.interrupts WHERE run_id = 'acme/upgrade-sealed-run-01'")
+psql -X -q -v ON_ERROR_STOP=1 -d $d -c "ANALYZE openwop.signing_keys" >/dev/null   # 0.10.0's statistics held the clear secrets
+[ "$(qa $d "SELECT count(*) FROM pg_stats WHERE schemaname = 'openwop' AND tablename = 'signing_keys' AND attname = 'secret'")" = 1 ]
 err=$(psql -X -q -d $d -c "SET openwop.key_encryption_key_file = ''" -c "ALTER EXTENSION openwop_interrupt UPDATE" 2>&1 || true)
 grep -q 'no key-encryption key is configured' <<<"$err" || { echo "the update without a passphrase: $err" >&2; exit 1; }
 [ "$(qa $d "SELECT extversion FROM pg_extension WHERE extname = 'openwop_interrupt'")" = 0.10.0 ]
@@ -248,11 +250,14 @@ kek=$(psql -X -A -t -q -d $d -c "SELECT rtrim(pg_read_file(current_setting('open
 [ "$(qa $d "SELECT encrypted AND convert_from(pgp_sym_decrypt_bytea(secret, '$kek'), 'UTF8') = 'a-clear-0.10.0-secret-01234567'
               AND position('a-clear-0.10.0' IN encode(secret, 'escape')) = 0 FROM openwop.signing_keys WHERE kid = 'k-clear'")" = t ]
 [ "$(qa $d "SELECT secret IS NULL FROM openwop.signing_keys WHERE kid = 'k-clear-done'")" = t ]
+[ "$(qa $d "SELECT count(*) FROM pg_stats WHERE schemaname = 'openwop' AND tablename = 'signing_keys' AND attname = 'secret'")" = 0 ]
+psql -X -q -v ON_ERROR_STOP=1 -d $d -c "ANALYZE openwop.signing_keys" >/dev/null
+[ "$(qa $d "SELECT count(*) FROM pg_stats WHERE schemaname = 'openwop' AND tablename = 'signing_keys' AND attname = 'secret'")" = 0 ]
 [ "$(qa $d "SELECT openwop.inspect_interrupt('$token') ->> 'kind'")" = approval ]
 catalog $d >"$out/updated-sealed"
 diff -u "$out/fresh" "$out/updated-sealed" || { echo "the catalog updated with secrets to seal differs from a fresh install" >&2; exit 1; }
 dropdb $d
-echo "clear_secrets_sealed_by_update: a clear secret of 0.10.0 encrypted (its token still verifies), an expired one erased, catalog identical"
+echo "clear_secrets_sealed_by_update: a clear secret of 0.10.0 encrypted (its token still verifies), an expired one erased, no statistics of the secrets left or gathered again, catalog identical"
 
 # the router extension: each released version updated is a fresh install of the newest
 router_newest=$(sed -n "s/^default_version = '\(.*\)'/\1/p" router/openwop_router.control)

@@ -92,6 +92,7 @@ SELECT is((SELECT array_agg(p.proname::text ORDER BY p.proname)
               AND p.proname NOT IN ('add_signing_key', 'retire_signing_key', 'add_group_member', 'remove_group_member',
                                     'sweep', 'stats_reset', 'stats_counts', 'worker_status', 'inbox_waiting',
                                     'events_append_only', 'interrupts_keep_open',
+                                    'export_signing_key', 'import_signing_key',
                                     'serve_database', 'listen', 'unlisten')   -- the database's own, the session's own
               AND NOT EXISTS (SELECT FROM pg_proc w
                                WHERE w.pronamespace = 'openwop_forward'::regnamespace AND w.proname = p.proname
