@@ -1595,9 +1595,19 @@ COMMENT ON FUNCTION openwop.import_signing_key(text, bytea) IS
   'Adds an active key whose secret is sealed as export_signing_key() gave it; refused unless it decrypts under this server''s passphrase. The same kid and sealed secret again is no error. Owner or superuser only.';
 REVOKE ALL ON FUNCTION openwop.export_signing_key(text), openwop.import_signing_key(text, bytea) FROM PUBLIC;
 
-/* statistics of the secret column would show secrets (0.10.0 kept them in clear) */
+/*
+ * Statistics of the secret column would show secrets (0.10.0 kept them in
+ * clear): the table's, its indexes' (an expression a DBA indexed) and those
+ * of statistics objects on it go, and none is gathered on the column again.
+ */
 ALTER TABLE openwop.signing_keys ALTER COLUMN secret SET STATISTICS 0;
-DELETE FROM pg_catalog.pg_statistic WHERE starelid OPERATOR(pg_catalog.=) 'openwop.signing_keys'::pg_catalog.regclass;
+DELETE FROM pg_catalog.pg_statistic
+ WHERE starelid OPERATOR(pg_catalog.=) 'openwop.signing_keys'::pg_catalog.regclass
+    OR starelid IN (SELECT indexrelid FROM pg_catalog.pg_index
+                     WHERE indrelid OPERATOR(pg_catalog.=) 'openwop.signing_keys'::pg_catalog.regclass);
+DELETE FROM pg_catalog.pg_statistic_ext_data
+ WHERE stxoid IN (SELECT oid FROM pg_catalog.pg_statistic_ext
+                   WHERE stxrelid OPERATOR(pg_catalog.=) 'openwop.signing_keys'::pg_catalog.regclass);
 -- == signing secrets sealed, keys revoked at once (end) ==
 
 -- == 0.11.0: notifications per tenant (begin) ==

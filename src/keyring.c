@@ -76,19 +76,22 @@ struct Port;
 typedef void (*OwClientAuthenticationHook) (struct Port *port, int status);
 extern PGDLLIMPORT OwClientAuthenticationHook ClientAuthentication_hook;
 
-/* openwop.protect_backend_memory: every client backend non-dumpable from its start */
+/* openwop.protect_backend_memory: every client backend non-dumpable once authenticated */
 static bool ow_protect_backend_memory = true;
 static OwClientAuthenticationHook prev_client_authentication_hook = NULL;
 
+/* openwop.protect_server_memory: the postmaster, and so every process it forks, non-dumpable */
+static bool ow_protect_server_memory = false;
+
 /*
  * This process cannot be dumped from now on: its /proc files that show
- * memory and open files (mem, environ, fd, maps to others) belong to root,
+ * memory and open files (mem, environ, fd; maps to others) belong to root,
  * so no role that reads the server's files (pg_read_server_files:
  * pg_read_binary_file('/proc/self/mem', ...)) reads them, from this
  * process or another, and a crash writes no core file with what it held.
- * Not before fork_process() has written the child's oom_score_adj (a
- * non-dumpable process may not): client backends from their
- * authentication on, workers from their main.  Linux only.
+ * Inherited by fork(), not by exec(); and a non-dumpable process may not
+ * write its own oom_score_adj, which fork_process() does in each child.
+ * Linux only.
  */
 void
 ow_protect_memory(void)
@@ -109,7 +112,8 @@ ow_protect_memory(void)
 /*
  * A client backend holds what its client sends: tokens in a link, answers,
  * claims, the data it reads.  With openwop.protect_backend_memory on (the
- * default) none can be read out of it by a role that reads files.
+ * default) none can be read out of it once it is authenticated (before,
+ * only openwop.protect_server_memory keeps it: see there).
  */
 static void
 protect_client_backend(struct Port *port, int status)
@@ -120,17 +124,60 @@ protect_client_backend(struct Port *port, int status)
 		ow_protect_memory();
 }
 
-void
-ow_install_memory_guard(void)
+/* Turned on by a reload: the sessions already open are protected too. */
+static void
+assign_protect_backend_memory(bool newval, void *extra)
 {
+#ifdef __linux__
+	if (newval && IsUnderPostmaster && MyBackendType == B_BACKEND)
+		(void) prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);	/* an assign hook must not fail */
+#endif
+}
+
+/*
+ * At server start (the postmaster loading the library): the memory guards.
+ * Client backends from their authentication on (ClientAuthentication_hook:
+ * after fork_process() has written the child's oom_score_adj).  With
+ * openwop.protect_server_memory on, the postmaster itself, so that every
+ * process it forks is non-dumpable from its first instruction: a backend
+ * while it authenticates (a password, a SCRAM proof: a hostile review read
+ * a superuser's password out of one), parallel workers, and the server's
+ * own processes, which map shared memory (every buffered page,
+ * pg_stat_activity's statement texts, the channels' key).  Its cost: no
+ * child can then reset the oom_score_adj it inherits (Debian's
+ * pg_ctlcluster asks each to, PG_OOM_ADJUST_FILE, under a postmaster at
+ * -900), which is logged.
+ */
+void
+ow_install_memory_guards(void)
+{
+	DefineCustomBoolVariable("openwop.protect_server_memory",
+							 "Make the postmaster, and so every process it forks, non-dumpable.",
+							 "Closes what openwop.protect_backend_memory leaves open: a backend while it authenticates, parallel workers, the processes that map shared memory. No child can then reset the oom_score_adj it inherits from the postmaster (PG_OOM_ADJUST_FILE), and no process writes a core file.",
+							 &ow_protect_server_memory,
+							 false,
+							 PGC_POSTMASTER,
+							 0,
+							 NULL, NULL, NULL);
 	prev_client_authentication_hook = ClientAuthentication_hook;
 	ClientAuthentication_hook = protect_client_backend;
+	if (ow_protect_server_memory)
+	{
+		const char *oom = getenv("PG_OOM_ADJUST_FILE");
+
+		if (oom != NULL && oom[0] != '\0')
+			ereport(WARNING,
+					(errmsg("with openwop.protect_server_memory on, the server's processes keep the postmaster's oom_score_adj"),
+					 errdetail("PG_OOM_ADJUST_FILE asks each to reset it after fork(), which a non-dumpable process may not."),
+					 errhint("Give the postmaster the score its children should have, or turn openwop.protect_server_memory off.")));
+		ow_protect_memory();
+	}
 }
 
 /*
  * This backend is about to hold a plain secret or the passphrase: it is
- * made non-dumpable first, whatever openwop.protect_backend_memory says,
- * as ssh-agent makes itself.
+ * made non-dumpable first, whatever the settings say, as ssh-agent makes
+ * itself.
  */
 static void
 hold_secrets(void)
@@ -750,8 +797,8 @@ PG_FUNCTION_INFO_V1(ow_import_signing_key);
  * secret is sealed, as export_signing_key() gave it on a server with the
  * same key-encryption passphrase; refused (55000) when it does not decrypt
  * here, or is shorter than 16 bytes.  The same kid with the same sealed
- * secret again is no error (two partitions of a router may name one
- * database).  The extension's owner and superusers only.
+ * secret again, still active, is no error (two partitions of a router may
+ * name one database).  The extension's owner and superusers only.
  */
 Datum
 ow_import_signing_key(PG_FUNCTION_ARGS)
@@ -759,7 +806,8 @@ ow_import_signing_key(PG_FUNCTION_ARGS)
 	static OwQuery q = {"INSERT INTO openwop.signing_keys (kid, secret, encrypted)"
 		" VALUES ($1, $2, true) ON CONFLICT DO NOTHING", 2, {TEXTOID, BYTEAOID}, SPI_OK_INSERT, true};
 	static OwQuery same = {"SELECT 1 FROM openwop.signing_keys"
-		" WHERE kid OPERATOR(pg_catalog.=) $1 AND secret OPERATOR(pg_catalog.=) $2",
+		" WHERE kid OPERATOR(pg_catalog.=) $1 AND secret OPERATOR(pg_catalog.=) $2"
+		"   AND state OPERATOR(pg_catalog.=) 'active'",
 	2, {TEXTOID, BYTEAOID}, SPI_OK_SELECT, true};
 	char	   *kid;
 	bytea	   *sealed;
@@ -881,13 +929,13 @@ ow_define_keyring_settings(void)
 							GUC_UNIT_S,
 							NULL, NULL, NULL);
 	DefineCustomBoolVariable("openwop.protect_backend_memory",
-							 "Make every client backend non-dumpable from its start.",
-							 "Its memory and open files then belong to root in /proc, out of reach of pg_read_server_files (tokens, answers and claims it holds), and a crash writes no core file. A backend that holds a signing secret is made so whatever this says. Turn it off to get core files of crashing backends.",
+							 "Make every client backend non-dumpable once it is authenticated.",
+							 "Its memory and open files then belong to root in /proc, out of reach of pg_read_server_files (tokens, answers and claims it holds), and a crash writes no core file. Turned on by a reload, it protects the sessions already open too. A backend that holds a signing secret is made so whatever this says. Turn it off to get core files of crashing backends.",
 							 &ow_protect_backend_memory,
 							 true,
 							 PGC_SIGHUP,
 							 0,
-							 NULL, NULL, NULL);
+							 NULL, assign_protect_backend_memory, NULL);
 	DefineCustomStringVariable("openwop.key_encryption_key_command",
 							   "Command whose output is the passphrase that encrypts signing secrets at rest with pgcrypto.",
 							   "Run with sh -c by a backend when it first needs the passphrase. It can fetch it from where the server's files are not (a secret manager, a root-owned file through sudo), out of reach of pg_read_server_files. Set this or openwop.key_encryption_key_file, not both.",

@@ -82,7 +82,7 @@ _PG_init(void)
 		shmem_startup_hook = shmem_startup;
 		ow_register_launcher();
 		ow_install_ddl_hook();
-		ow_install_memory_guard();
+		ow_install_memory_guards();	/* defines openwop.protect_server_memory */
 	}
 
 	MarkGUCPrefixReserved("openwop");

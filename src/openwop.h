@@ -943,7 +943,8 @@ extern Datum ow_resolve_respond(OwCall *call, const char *tenant, const char *en
 /* ----------
  * keyring.c: signing keys, and processes' memory out of reach.  Settings:
  * openwop.token_max_ttl, openwop.key_encryption_key_command,
- * openwop.key_encryption_key_file, openwop.protect_backend_memory.
+ * openwop.key_encryption_key_file, openwop.protect_backend_memory,
+ * openwop.protect_server_memory.
  * ----------
  */
 /* The key that signs new tokens. */
@@ -957,7 +958,7 @@ typedef struct OwSigningKey
 extern int	ow_token_max_ttl;
 extern void ow_define_keyring_settings(void);
 extern void ow_protect_memory(void);
-extern void ow_install_memory_guard(void);
+extern void ow_install_memory_guards(void);
 extern bytea *ow_verification_secret(const char *kid);
 extern void ow_signing_key(OwSigningKey *key);
 extern void ow_note_lifetime(const OwSigningKey *key, int32 lifetime);

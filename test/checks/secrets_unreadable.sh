@@ -18,7 +18,10 @@
 #   refused once a backend holds a secret (readable before, with
 #   openwop.protect_backend_memory off: the attack is real);
 # - client_backends_not_dumpable: with it on (the default) a client
-#   backend's memory is refused from its start;
+#   backend's memory is refused from its start; reload_protects_open_sessions:
+#   turned on by a reload, it protects a session open before;
+# - server_memory_protected_when_asked: with openwop.protect_server_memory
+#   on (a restart), the postmaster and the processes it forks are refused;
 # - command_output_not_stolen: the same login, racing a backend that runs
 #   the passphrase command, finds the command's processes but cannot read
 #   what they hand over (COPY FROM /proc/<pid>/fd/1 of a pipe stole it once;
@@ -248,8 +251,27 @@ sleep 1
 [ "$(mem "SELECT 1" | tail -n 1)" = 64 ] || { echo "the check cannot read a backend's memory at all: $(mem "SELECT 1")" >&2; exit 1; }
 out=$(mem "SELECT openwop.inspect_interrupt('$token') ->> 'kind'")
 grep -q -i 'permission denied' <<<"$out" || { echo "a backend holding a secret let its memory be read: $out" >&2; exit 1; }
+# another process's memory: 64 bytes of its heap, or the error
+other_mem() {
+	try_as ow_file_reader -c "SELECT length(pg_read_binary_file('/proc/$1/mem',
+	  ('x' || lpad(split_part(l, '-', 1), 16, '0'))::bit(64)::bigint, 64))
+	  FROM regexp_split_to_table(pg_read_file('/proc/$1/maps'), E'\n') l WHERE l LIKE '%[heap]%'"
+}
+# a session opened while it was off is protected once a reload turns it on
+printf "SELECT 'open';\nSELECT pg_sleep(3);\nSELECT pg_sleep(6);\n" | psql -X -q -d $db -U ow_reporter >/dev/null 2>&1 &
+sleeper=$!
+for i in $(seq 50); do
+	spid=$(q -c "SELECT pid FROM pg_stat_activity WHERE usename = 'ow_reporter' AND query LIKE 'SELECT pg_sleep(3)%'")
+	[ -n "$spid" ] && break
+	sleep 0.1
+done
+[ "$(other_mem "$spid" | tail -n 1)" = 64 ] || { echo "an open session's memory, with the setting off: $(other_mem "$spid")" >&2; exit 1; }
 psql -X -q -d postgres -c "ALTER SYSTEM RESET openwop.protect_backend_memory" -c "SELECT pg_reload_conf()" >/dev/null
-sleep 1
+sleep 4   # its first statement ends, it reads the reload, the second runs
+out=$(other_mem "$spid")
+grep -q -i 'permission denied' <<<"$out" || { echo "a session open before the reload let its memory be read: $out" >&2; exit 1; }
+wait $sleeper
+pass "reload_protects_open_sessions: a session opened with openwop.protect_backend_memory off is protected once a reload turns it on"
 # another backend that holds it
 printf "SELECT openwop.inspect_interrupt('%s');\nSELECT pg_sleep(30);\n" "$token" | psql -X -q -d $db >/dev/null 2>&1 &
 holder=$!
@@ -262,5 +284,28 @@ for f in mem environ; do
 	out=$(try_as ow_file_reader -c "SELECT length(pg_read_binary_file('/proc/$pid/$f', 0, 1))")
 	grep -q -i 'permission denied' <<<"$out" || { echo "/proc/$pid/$f of a backend holding a secret: $out" >&2; exit 1; }
 done
+# openwop.protect_server_memory (off by default): the postmaster and every
+# process it forks, a backend while it authenticates, those that map shared memory
+pm=$(q -c "SELECT split_part(pg_read_file('postmaster.pid'), E'\n', 1)")
+[ "$(other_mem "$pm" | tail -n 1)" = 64 ] || { echo "the postmaster's memory, unprotected: $(other_mem "$pm")" >&2; exit 1; }
+log=$(server_log_file)
+log_from=$(($(wc -l <"$log") + 1))
+psql -X -q -d postgres -c "ALTER SYSTEM SET openwop.protect_server_memory = on" >/dev/null
+pg_ctlcluster "$PGVERSION" regress stop
+pg_ctlcluster "$PGVERSION" regress start
+pm=$(q -c "SELECT split_part(pg_read_file('postmaster.pid'), E'\n', 1)")
+for p in $pm $(q -c "SELECT string_agg(pid::text, ' ') FROM pg_stat_activity WHERE backend_type IN ('checkpointer', 'background writer', 'autovacuum launcher')"); do
+	out=$(other_mem "$p")
+	grep -q -i 'permission denied' <<<"$out" || { echo "process $p's memory with openwop.protect_server_memory on: $out" >&2; exit 1; }
+done
+if [ -n "${PG_OOM_ADJUST_FILE:-}" ] || grep -q 'PG_OOM_ADJUST_FILE' /usr/bin/pg_ctlcluster 2>/dev/null; then
+	tail -n "+$log_from" "$log" | grep -q "keep the postmaster's oom_score_adj" ||
+		{ echo "the cost (oom_score_adj) was not logged" >&2; exit 1; }
+fi
+psql -X -q -d postgres -c "ALTER SYSTEM RESET openwop.protect_server_memory" >/dev/null
+pg_ctlcluster "$PGVERSION" regress stop
+pg_ctlcluster "$PGVERSION" regress start
+pass "server_memory_protected_when_asked: with openwop.protect_server_memory on, the postmaster and its processes (those that map shared memory among them) are not readable; the oom_score_adj cost is logged"
+
 pass "file_reader_reads_no_secret: pg_read_server_files finds no secret or passphrase in the heap file, the WAL or the configuration, cannot open the agent's socket or the passphrase file, and cannot read the memory of a backend that holds a secret (its own or another's)"
 echo "secret checks passed"

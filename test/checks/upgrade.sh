@@ -238,8 +238,18 @@ SELECT openwop.start_node('acme/upgrade-sealed-run-01', 'gate');
 SELECT openwop.interrupt('acme/upgrade-sealed-run-01', 'gate', '{"kind": "approval", "data": {"artifactId": "a", "artifactType": "doc", "title": "T", "actions": ["accept"]}}');
 SQL
 token=$(qa $d "SELECT openwop.mint_interrupt_token(interrupt_id, 'inspect') FROM openwop.interrupts WHERE run_id = 'acme/upgrade-sealed-run-01'")
-psql -X -q -v ON_ERROR_STOP=1 -d $d -c "ANALYZE openwop.signing_keys" >/dev/null   # 0.10.0's statistics held the clear secrets
-[ "$(qa $d "SELECT count(*) FROM pg_stats WHERE schemaname = 'openwop' AND tablename = 'signing_keys' AND attname = 'secret'")" = 1 ]
+# 0.10.0's statistics held the clear secrets: the table's, and those of an
+# expression index and a statistics object a DBA made on it
+psql -X -q -v ON_ERROR_STOP=1 -d $d -c "CREATE INDEX signing_keys_dba_expr ON openwop.signing_keys ((secret || '\\x00'::bytea))" \
+	-c "CREATE STATISTICS openwop.signing_keys_dba_stats (mcv) ON kid, secret FROM openwop.signing_keys" \
+	-c "ANALYZE openwop.signing_keys" >/dev/null
+stats_left() {
+	qa $d "SELECT (SELECT count(*) FROM pg_stats WHERE schemaname = 'openwop' AND tablename IN ('signing_keys', 'signing_keys_dba_expr')
+	                AND attname IN ('secret', 'expr'))
+	            + (SELECT count(*) FROM pg_statistic_ext_data x JOIN pg_statistic_ext e ON e.oid = x.stxoid
+	                WHERE e.stxname = 'signing_keys_dba_stats')"
+}
+[ "$(stats_left)" -ge 2 ] || { echo "the statistics to clear were not gathered: $(stats_left)" >&2; exit 1; }
 err=$(psql -X -q -d $d -c "SET openwop.key_encryption_key_file = ''" -c "ALTER EXTENSION openwop_interrupt UPDATE" 2>&1 || true)
 grep -q 'no key-encryption key is configured' <<<"$err" || { echo "the update without a passphrase: $err" >&2; exit 1; }
 [ "$(qa $d "SELECT extversion FROM pg_extension WHERE extname = 'openwop_interrupt'")" = 0.10.0 ]
@@ -250,8 +260,9 @@ kek=$(psql -X -A -t -q -d $d -c "SELECT rtrim(pg_read_file(current_setting('open
 [ "$(qa $d "SELECT encrypted AND convert_from(pgp_sym_decrypt_bytea(secret, '$kek'), 'UTF8') = 'a-clear-0.10.0-secret-01234567'
               AND position('a-clear-0.10.0' IN encode(secret, 'escape')) = 0 FROM openwop.signing_keys WHERE kid = 'k-clear'")" = t ]
 [ "$(qa $d "SELECT secret IS NULL FROM openwop.signing_keys WHERE kid = 'k-clear-done'")" = t ]
-[ "$(qa $d "SELECT count(*) FROM pg_stats WHERE schemaname = 'openwop' AND tablename = 'signing_keys' AND attname = 'secret'")" = 0 ]
-psql -X -q -v ON_ERROR_STOP=1 -d $d -c "ANALYZE openwop.signing_keys" >/dev/null
+[ "$(stats_left)" = 0 ] || { echo "statistics of 0.10.0's secrets survived the update: $(stats_left)" >&2; exit 1; }
+psql -X -q -v ON_ERROR_STOP=1 -d $d -c "DROP INDEX openwop.signing_keys_dba_expr" -c "DROP STATISTICS openwop.signing_keys_dba_stats" \
+	-c "ANALYZE openwop.signing_keys" >/dev/null
 [ "$(qa $d "SELECT count(*) FROM pg_stats WHERE schemaname = 'openwop' AND tablename = 'signing_keys' AND attname = 'secret'")" = 0 ]
 [ "$(qa $d "SELECT openwop.inspect_interrupt('$token') ->> 'kind'")" = approval ]
 catalog $d >"$out/updated-sealed"
