@@ -359,6 +359,37 @@ SELECT throws_ok($$ SELECT openwop.retire_signing_key('k2026a') $$, 'PT403', NUL
 SELECT throws_ok($$ SHOW openwop.key_encryption_key_file $$, '42501', NULL,
                  'an ordinary role cannot read where the key-encryption key is');
 RESET ROLE;
+GRANT EXECUTE ON FUNCTION openwop.export_signing_key(text), openwop.import_signing_key(text, bytea) TO openwop_tap_web;
+SET LOCAL ROLE openwop_tap_web;
+SELECT throws_ok($$ SELECT openwop.export_signing_key('k2026b') $$, 'PT403', NULL,
+                 'export_signing_key_owner_only: an ordinary role cannot export a key, even with EXECUTE');
+SELECT throws_ok($$ SELECT openwop.import_signing_key('k-by-web', '\x00'::bytea) $$, 'PT403', NULL,
+                 'import_signing_key_owner_only: ... nor import one');
+RESET ROLE;
+
+-- a key sealed on one server, imported on another with the same passphrase (a router's shards)
+CREATE TEMP TABLE t_sealed AS SELECT openwop.export_signing_key('k2026b') AS sealed;
+SELECT is((SELECT sealed FROM t_sealed), (SELECT secret FROM openwop.signing_keys WHERE kid = 'k2026b'),
+          'export_signing_key gives the key''s secret as stored: ciphertext');
+SELECT is((SELECT openwop.import_signing_key('k2026b-copy', sealed) FROM t_sealed), 'k2026b-copy',
+          'import_signing_key adds it under its kid');
+SELECT is((SELECT convert_from(pgp_sym_decrypt_bytea(secret, pg_temp.kek()), 'UTF8') FROM openwop.signing_keys WHERE kid = 'k2026b-copy'),
+          'example-secret-do-not-use', 'the imported key holds the exported secret');
+SELECT is((SELECT openwop.import_signing_key('k2026b-copy', sealed) FROM t_sealed), 'k2026b-copy',
+          'the same kid and ciphertext again, still active, is no error (two partitions, one database)');
+SELECT is(pg_temp.refusal($$ SELECT openwop.import_signing_key('k2026b-copy', (SELECT secret FROM openwop.signing_keys WHERE kid = 'k2026a')) $$)->>'code',
+          'validation_error', 'another ciphertext under a kid that exists is 400');
+SELECT throws_like($$ SELECT openwop.import_signing_key('k-garbage', '\xdeadbeef'::bytea) $$,
+                   'signing key "k-garbage" cannot be decrypted with the key-encryption passphrase',
+                   'import_signing_key_must_decrypt: a ciphertext that does not decrypt here is refused');
+SELECT is((SELECT count(*) FROM openwop.signing_keys WHERE kid = 'k-garbage'), 0::bigint, 'nothing was stored');
+DO $$ BEGIN PERFORM openwop.retire_signing_key('k2026b-copy'); END $$;
+SELECT is(pg_temp.refusal($$ SELECT openwop.import_signing_key('k2026b-copy', (SELECT sealed FROM t_sealed)) $$)->>'code',
+          'validation_error', 'the same ciphertext onto a retired key is 400, not a silent success');
+SELECT is(pg_temp.refusal($$ SELECT openwop.export_signing_key('k2026b-copy') $$)->>'code', 'not_found',
+          'a retired key is not exported (404)');
+SELECT is(pg_temp.refusal($$ SELECT openwop.export_signing_key('k-leaked') $$)->>'code', 'not_found',
+          'nor a revoked one');
 
 -- a retired key verifies as long as the longest token it signed, even if token_max_ttl was lowered since
 DO $$ BEGIN PERFORM openwop.add_signing_key('k-long'); PERFORM pg_temp.gate('acme/tok-run-0000000010', '{}'); END $$;
