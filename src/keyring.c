@@ -640,6 +640,57 @@ ow_note_lifetime(const OwSigningKey *key, int32 lifetime)
 	(void) ow_exec(&q, args, NULL, false, 0);
 }
 
+/*
+ * The checks every new key starts with: the caller administers keys, the
+ * transaction may write, and argument 0 is a key id.
+ */
+static char *
+new_key_id(FunctionCallInfo fcinfo, const char *fn)
+{
+	char	   *kid;
+
+	hold_secrets();
+	ow_refuse_read_only(fn);
+	ow_require_admin("manage signing keys");
+	if (PG_ARGISNULL(0))
+		ow_validation_error("kid", "kid must not be null");
+	kid = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	if (!ow_valid_key_id(kid))
+		ow_validation_error("kid", "\"%s\" is not a key id (1 to 128 characters of A-Z a-z 0-9 . _ ~ -)", ow_echo(kid));
+	return kid;
+}
+
+/*
+ * Stores an active key with its sealed secret and returns its kid; a kid
+ * already there is 400, unless same_is_ok and it is that very key, active.
+ */
+static text *
+store_new_key(const char *kid, bytea *sealed, bool same_is_ok)
+{
+	static OwQuery q = {"INSERT INTO openwop.signing_keys (kid, secret, encrypted)"
+		" VALUES ($1, $2, true) ON CONFLICT DO NOTHING",
+	2, {TEXTOID, BYTEAOID}, SPI_OK_INSERT, true};
+	static OwQuery same = {"SELECT 1 FROM openwop.signing_keys"
+		" WHERE kid OPERATOR(pg_catalog.=) $1 AND secret OPERATOR(pg_catalog.=) $2"
+		"   AND state OPERATOR(pg_catalog.=) 'active'",
+	2, {TEXTOID, BYTEAOID}, SPI_OK_SELECT, true};
+	OwCall		call;
+	Datum		args[2];
+	text	   *result;
+
+	/* administration: the caller is a role with the owner's privileges, no Subject */
+	ow_call_enter(&call);
+	args[0] = CStringGetTextDatum(kid);
+	args[1] = PointerGetDatum(sealed);
+	if (ow_exec(&q, args, NULL, false, 0) == 0 &&
+		!(same_is_ok && ow_exec(&same, args, NULL, true, 1) > 0))
+		ow_validation_error("kid", "signing key \"%s\" already exists; retire it and add a key with a new kid", kid);
+	ow_call_end(&call);
+	result = cstring_to_text(kid);
+	ow_call_finish(&call);
+	return result;
+}
+
 PG_FUNCTION_INFO_V1(ow_add_signing_key);
 /*
  * openwop.add_signing_key(kid, secret) → text: a new active key.  Without
@@ -650,23 +701,10 @@ PG_FUNCTION_INFO_V1(ow_add_signing_key);
 Datum
 ow_add_signing_key(PG_FUNCTION_ARGS)
 {
-	static OwQuery q = {"INSERT INTO openwop.signing_keys (kid, secret, encrypted)"
-		" VALUES ($1, $2, true) ON CONFLICT DO NOTHING",
-	2, {TEXTOID, BYTEAOID}, SPI_OK_INSERT, true};
 	char	   *kid;
 	bytea	   *secret;
-	OwCall		call;
-	Datum		args[2];
-	text	   *result;
 
-	hold_secrets();
-	ow_refuse_read_only("add_signing_key()");
-	ow_require_admin("manage signing keys");
-	if (PG_ARGISNULL(0))
-		ow_validation_error("kid", "kid must not be null");
-	kid = text_to_cstring(PG_GETARG_TEXT_PP(0));
-	if (!ow_valid_key_id(kid))
-		ow_validation_error("kid", "\"%s\" is not a key id (1 to 128 characters of A-Z a-z 0-9 . _ ~ -)", ow_echo(kid));
+	kid = new_key_id(fcinfo, "add_signing_key()");
 	if (PG_ARGISNULL(1))
 	{
 		secret = palloc(VARHDRSZ + 32);
@@ -681,16 +719,7 @@ ow_add_signing_key(PG_FUNCTION_ARGS)
 			ow_validation_error("secret", "a signing secret must be at least 16 bytes");
 	}
 
-	/* administration: the caller is a role with the owner's privileges, no Subject */
-	ow_call_enter(&call);
-	args[0] = CStringGetTextDatum(kid);
-	args[1] = PointerGetDatum(pgcrypto_apply("pgp_sym_encrypt_bytea", secret));
-	if (ow_exec(&q, args, NULL, false, 0) == 0)
-		ow_validation_error("kid", "signing key \"%s\" already exists; retire it and add a key with a new kid", kid);
-	ow_call_end(&call);
-	result = cstring_to_text(kid);
-	ow_call_finish(&call);
-	PG_RETURN_TEXT_P(result);
+	PG_RETURN_TEXT_P(store_new_key(kid, pgcrypto_apply("pgp_sym_encrypt_bytea", secret), false));
 }
 
 PG_FUNCTION_INFO_V1(ow_retire_signing_key);
@@ -803,31 +832,15 @@ PG_FUNCTION_INFO_V1(ow_import_signing_key);
 Datum
 ow_import_signing_key(PG_FUNCTION_ARGS)
 {
-	static OwQuery q = {"INSERT INTO openwop.signing_keys (kid, secret, encrypted)"
-		" VALUES ($1, $2, true) ON CONFLICT DO NOTHING", 2, {TEXTOID, BYTEAOID}, SPI_OK_INSERT, true};
-	static OwQuery same = {"SELECT 1 FROM openwop.signing_keys"
-		" WHERE kid OPERATOR(pg_catalog.=) $1 AND secret OPERATOR(pg_catalog.=) $2"
-		"   AND state OPERATOR(pg_catalog.=) 'active'",
-	2, {TEXTOID, BYTEAOID}, SPI_OK_SELECT, true};
 	char	   *kid;
 	bytea	   *sealed;
 	bytea	   *plain;
 	DecryptArgs a;
 	ErrorData  *edata;
-	OwCall		call;
-	Datum		args[2];
-	text	   *result;
 
-	hold_secrets();
-	ow_refuse_read_only("import_signing_key()");
-	ow_require_admin("manage signing keys");
-	if (PG_ARGISNULL(0))
-		ow_validation_error("kid", "kid must not be null");
+	kid = new_key_id(fcinfo, "import_signing_key()");
 	if (PG_ARGISNULL(1))
 		ow_validation_error("sealed", "sealed must not be null");
-	kid = text_to_cstring(PG_GETARG_TEXT_PP(0));
-	if (!ow_valid_key_id(kid))
-		ow_validation_error("kid", "\"%s\" is not a key id (1 to 128 characters of A-Z a-z 0-9 . _ ~ -)", ow_echo(kid));
 	sealed = PG_GETARG_BYTEA_PP(1);
 
 	/* it must decrypt here: a key no backend could use verifies nothing */
@@ -844,15 +857,7 @@ ow_import_signing_key(PG_FUNCTION_ARGS)
 		ow_validation_error("sealed", "a signing secret must be at least 16 bytes");
 	explicit_bzero(VARDATA_ANY(plain), VARSIZE_ANY_EXHDR(plain));
 
-	ow_call_enter(&call);
-	args[0] = CStringGetTextDatum(kid);
-	args[1] = PointerGetDatum(sealed);
-	if (ow_exec(&q, args, NULL, false, 0) == 0 && ow_exec(&same, args, NULL, true, 1) == 0)
-		ow_validation_error("kid", "signing key \"%s\" already exists; retire it and add a key with a new kid", kid);
-	ow_call_end(&call);
-	result = cstring_to_text(kid);
-	ow_call_finish(&call);
-	PG_RETURN_TEXT_P(result);
+	PG_RETURN_TEXT_P(store_new_key(kid, sealed, true));
 }
 
 PG_FUNCTION_INFO_V1(ow_seal_signing_keys);
