@@ -143,7 +143,10 @@ settle() {
 }
 fresh() {    # the extension with empty tables
 	sql -c "DROP EXTENSION IF EXISTS openwop_interrupt CASCADE" -c "CREATE EXTENSION openwop_interrupt" 2>/dev/null
-	sql -c "SELECT openwop.add_signing_key('bench-key')" >/dev/null
+	# the same secret, sealed in the extension's keyring and clear in the PL/pgSQL baseline's
+	sql -c "DELETE FROM plbench.signing_keys" \
+		-c "WITH s AS (SELECT gen_random_bytes(32) AS secret)
+		    INSERT INTO plbench.signing_keys SELECT openwop.add_signing_key('bench-key', secret), secret FROM s" >/dev/null
 	assert_relay
 }
 

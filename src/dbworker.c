@@ -132,7 +132,7 @@ ow_database_worker_main(Datum arg)
 	dbname = MemoryContextStrdup(cxt, get_database_name(MyDatabaseId));
 	CommitTransactionCommand();
 	ow_relay_attach(slot);
-	ow_slot_serving(slot);
+	ow_slot_serving(slot, dbname);
 	ereport(LOG,
 			(errmsg("openwop worker started in database \"%s\"", dbname)));
 
@@ -140,6 +140,7 @@ ow_database_worker_main(Datum arg)
 	{
 		TimestampTz now;
 		long		wait_ms;
+		long		stat_ms;
 
 		CHECK_FOR_INTERRUPTS();
 		if (ConfigReloadPending)
@@ -205,6 +206,15 @@ ow_database_worker_main(Datum arg)
 		wait_ms = (long) Max(0, (next_pass - now) / 1000);
 		if (relay_retry > now)
 			wait_ms = Min(wait_ms, (long) ((relay_retry - now) / 1000) + 1);
+
+		/*
+		 * The rows this worker changed count in pg_stat_user_tables, which
+		 * autovacuum reads, as an idle backend's do: flushed at most once
+		 * a second, and woken for the rest when it would sleep longer.
+		 */
+		stat_ms = pgstat_report_stat(false);
+		if (stat_ms > 0)
+			wait_ms = Min(wait_ms, stat_ms);
 		if (wait_ms > 0)
 			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 							 wait_ms, PG_WAIT_EXTENSION);

@@ -33,6 +33,7 @@ shmem_request(void)
 {
 	if (prev_shmem_request_hook)
 		prev_shmem_request_hook();
+	ow_lwlocks_request(ow_max_databases);
 	RequestAddinShmemSpace(ow_registry_shmem_size());
 	RequestAddinShmemSpace(ow_stats_shmem_size());
 	RequestAddinShmemSpace(ow_relay_shmem_size());
@@ -43,6 +44,7 @@ shmem_startup(void)
 {
 	if (prev_shmem_startup_hook)
 		prev_shmem_startup_hook();
+	ow_lwlocks_attach();
 	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
 	ow_registry_shmem_init();
 	ow_stats_shmem_init();

@@ -48,7 +48,7 @@
 #include "storage/ipc.h"
 #include "storage/latch.h"
 #include "storage/shmem.h"
-#include "storage/spin.h"
+#include "storage/lwlock.h"
 #include "utils/guc.h"
 #include "utils/json.h"
 #include "utils/memutils.h"
@@ -73,7 +73,7 @@ typedef struct RingEntry
 
 typedef struct Ring
 {
-	slock_t		mutex;
+	LWLock	   *lock;			/* of the module's tranche: one per ring */
 	Latch	   *relay_latch;	/* NULL when no relay is running */
 	Oid			relay_db;
 	uint64		head;			/* next entry the relay sends; advanced once sent */
@@ -282,7 +282,7 @@ ring_reserve(int n)
 	if (rings == NULL || slot < 0)
 		return false;
 	r = &rings[slot];
-	SpinLockAcquire(&r->mutex);
+	LWLockAcquire(r->lock, LW_EXCLUSIVE);
 	if (r->relay_latch != NULL && r->relay_db == MyDatabaseId &&
 		(r->tail - r->head) + r->reserved + n <= RING_SIZE &&
 		(r->head == r->tail || r->entries[r->head % RING_SIZE].published > stale))
@@ -290,7 +290,7 @@ ring_reserve(int n)
 		r->reserved += n;
 		ok = true;
 	}
-	SpinLockRelease(&r->mutex);
+	LWLockRelease(r->lock);
 	if (ok)
 		reserved_ring = r;
 	return ok;
@@ -304,7 +304,7 @@ ring_publish(Ring *r, List *batch)
 	ListCell   *lc;
 	TimestampTz now = GetCurrentTimestamp();
 
-	SpinLockAcquire(&r->mutex);
+	LWLockAcquire(r->lock, LW_EXCLUSIVE);
 	foreach(lc, batch)
 	{
 		Change	   *c = lfirst(lc);
@@ -319,7 +319,7 @@ ring_publish(Ring *r, List *batch)
 	}
 	r->reserved -= list_length(batch);
 	latch = r->relay_latch;
-	SpinLockRelease(&r->mutex);
+	LWLockRelease(r->lock);
 	if (latch)
 		SetLatch(latch);
 }
@@ -327,9 +327,9 @@ ring_publish(Ring *r, List *batch)
 static void
 ring_release(Ring *r, int n)
 {
-	SpinLockAcquire(&r->mutex);
+	LWLockAcquire(r->lock, LW_EXCLUSIVE);
 	r->reserved -= n;
-	SpinLockRelease(&r->mutex);
+	LWLockRelease(r->lock);
 }
 
 static void
@@ -456,7 +456,7 @@ ow_relay_shmem_init(void)
 	if (!found)
 		for (i = 0; i < ow_max_databases; i++)
 		{
-			SpinLockInit(&rings[i].mutex);
+			rings[i].lock = ow_lwlock(OW_LOCK_RING(i));
 			rings[i].relay_latch = NULL;
 			rings[i].relay_db = InvalidOid;
 			rings[i].head = rings[i].tail = 0;
@@ -467,10 +467,10 @@ ow_relay_shmem_init(void)
 static void
 relay_detach(int code, Datum arg)
 {
-	SpinLockAcquire(&ring->mutex);
+	LWLockAcquire(ring->lock, LW_EXCLUSIVE);
 	ring->relay_latch = NULL;
 	ring->relay_db = InvalidOid;
-	SpinLockRelease(&ring->mutex);
+	LWLockRelease(ring->lock);
 }
 
 /*
@@ -482,18 +482,10 @@ relay_detach(int code, Datum arg)
 static void
 commit_without_waiting(void)
 {
-	int			saved = synchronous_commit;
-
-	synchronous_commit = SYNCHRONOUS_COMMIT_OFF;
-	PG_TRY();
-	{
-		CommitTransactionCommand();
-	}
-	PG_FINALLY();
-	{
-		synchronous_commit = saved;
-	}
-	PG_END_TRY();
+	/* SET LOCAL synchronous_commit = off: the commit record is written before it reverts */
+	(void) set_config_option("synchronous_commit", "off", PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_LOCAL, true, 0, false);
+	CommitTransactionCommand();
 }
 
 /*
@@ -521,10 +513,10 @@ ow_relay_drain(void)
 		int			m = 0;
 		int			i;
 
-		SpinLockAcquire(&ring->mutex);
+		LWLockAcquire(ring->lock, LW_EXCLUSIVE);
 		head = ring->head;
 		tail = ring->tail;
-		SpinLockRelease(&ring->mutex);
+		LWLockRelease(ring->lock);
 		n = (int) Min(tail - head, (uint64) RELAY_BATCH);
 		if (n == 0)
 			return sent;
@@ -552,9 +544,9 @@ ow_relay_drain(void)
 			pgstat_report_activity(STATE_IDLE, NULL);
 		}
 
-		SpinLockAcquire(&ring->mutex);
+		LWLockAcquire(ring->lock, LW_EXCLUSIVE);
 		ring->head = head + n;
-		SpinLockRelease(&ring->mutex);
+		LWLockRelease(ring->lock);
 		sent += m;
 	}
 }
@@ -565,9 +557,9 @@ ow_relay_waiting(void)
 {
 	bool		waiting;
 
-	SpinLockAcquire(&ring->mutex);
+	LWLockAcquire(ring->lock, LW_EXCLUSIVE);
 	waiting = ring->tail != ring->head;
-	SpinLockRelease(&ring->mutex);
+	LWLockRelease(ring->lock);
 	return waiting;
 }
 
@@ -584,10 +576,10 @@ ow_relay_lag_ms(int slot)
 	if (rings == NULL || slot < 0)
 		return 0;
 	r = &rings[slot];
-	SpinLockAcquire(&r->mutex);
+	LWLockAcquire(r->lock, LW_EXCLUSIVE);
 	if (r->head != r->tail)
 		oldest = r->entries[r->head % RING_SIZE].published;
-	SpinLockRelease(&r->mutex);
+	LWLockRelease(r->lock);
 	if (oldest == 0)
 		return 0;
 	return Max(0, (GetCurrentTimestamp() - oldest) / 1000);
@@ -598,10 +590,10 @@ void
 ow_relay_attach(int slot)
 {
 	ring = &rings[slot];
-	SpinLockAcquire(&ring->mutex);
+	LWLockAcquire(ring->lock, LW_EXCLUSIVE);
 	ring->relay_db = MyDatabaseId;
 	ring->relay_latch = MyLatch;
-	SpinLockRelease(&ring->mutex);
+	LWLockRelease(ring->lock);
 	before_shmem_exit(relay_detach, (Datum) 0);
 }
 

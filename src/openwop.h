@@ -6,7 +6,7 @@
  *	  own, and files listed before it in its own section: nothing calls up
  *	  (docs/architecture.md draws it).
  *
- *	  1. helpers     stats, errors, json, limits, token_format (token_format.h),
+ *	  1. helpers     shmem, stats, errors, json, limits, token_format (token_format.h),
  *	                 ids, jsonschema, members, kinds
  *	  2. plumbing    spi, rowstore, caller, worker, wakeup, notify
  *	  3. store       eventlog, open_interrupts
@@ -39,6 +39,18 @@
  * table is read.
  * ==========
  */
+
+/* ----------
+ * shmem.c: the extension's LWLocks, one named tranche
+ * ----------
+ */
+#define OW_LOCK_REGISTRY 0		/* worker.c: slots, requests, pauses */
+#define OW_LOCK_STATS 1			/* stats.c: taking and resetting entries */
+#define OW_LOCK_RING(slot) (2 + (slot)) /* notify.c: a database slot's ring */
+
+extern void ow_lwlocks_request(int rings);
+extern void ow_lwlocks_attach(void);
+extern struct LWLock *ow_lwlock(int which);
 
 /* ----------
  * errors.c: the error contract.  Every refusal is one ereport: SQLSTATE
@@ -372,6 +384,7 @@ typedef struct OwDirect
 	struct ResultRelInfo *rri[OW_TABLE_COUNT];
 	TupleTableSlot *slot[OW_TABLE_COUNT];	/* rows read */
 	TupleTableSlot *newslot[OW_TABLE_COUNT];	/* rows written */
+	TupleTableSlot *lockslot[OW_TABLE_COUNT];	/* rows locked before a write */
 	struct EState *estate;
 	Snapshot	snapshot;
 	bool		triggers;		/* a written table has a trigger of ours */
@@ -623,7 +636,7 @@ extern bool ow_start_database_worker(int slot, struct BackgroundWorkerHandle **h
 /* a database worker */
 extern Oid	ow_slot_database(int slot, uint32 generation);
 extern bool ow_slot_attach(int slot, uint32 generation);
-extern void ow_slot_serving(int slot);
+extern void ow_slot_serving(int slot, const char *dbname);
 extern void ow_slot_ending(int slot, uint32 generation, OwSlotEnd end);
 extern void ow_slot_flags(int slot, bool *stop, bool *recheck, bool *deadline);
 extern void ow_slot_record(int slot, bool timeout_pass, int64 done, const char *error);

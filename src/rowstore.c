@@ -561,6 +561,8 @@ ow_direct_end(OwDirect *d)
 	{
 		if (d->slot[i])
 			ExecDropSingleTupleTableSlot(d->slot[i]);
+		if (d->lockslot[i])
+			ExecDropSingleTupleTableSlot(d->lockslot[i]);
 		if (d->rri[i])
 			ExecCloseIndices(d->rri[i]);
 	}
@@ -927,10 +929,44 @@ ow_insert_new(OwDirect *d, OwTableId t, TupleTableSlot *row)
 	}
 }
 
+/*
+ * Lock old, the version of a row of t this operation read, before it is
+ * changed, as logical apply locks a row before ExecSimpleRelationUpdate or
+ * Delete (those raise XX000 on a row another transaction changed): a
+ * transaction that holds the row is waited for.  If it committed a new
+ * version or deleted the row, this operation decided on a version that is
+ * gone: a serialization failure (40001), in READ COMMITTED too, which the
+ * caller retries.  A row this transaction holds already (the run row) is
+ * no new lock.
+ */
+static void
+lock_to_write(OwDirect *d, OwTableId t, TupleTableSlot *old, LockTupleMode mode)
+{
+	TM_FailureData tmfd;
+	TM_Result	res;
+	ItemPointerData tid = old->tts_tid;
+
+	if (d->lockslot[t] == NULL)
+		d->lockslot[t] = table_slot_create(d->rel[t], NULL);
+	res = table_tuple_lock(d->rel[t], &tid, d->snapshot, d->lockslot[t], d->estate->es_output_cid,
+						   mode, LockWaitBlock, 0, &tmfd);
+	if (res == TM_Ok)
+		return;
+	if (res == TM_Updated || res == TM_Deleted)
+		ereport(ERROR,
+				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+				 errmsg("could not serialize access due to concurrent %s", res == TM_Updated ? "update" : "delete"),
+				 errdetail("Another transaction changed a row of openwop.%s that this call had read.",
+						   table_names[t]),
+				 errhint("Retry the call.")));
+	elog(ERROR, "unexpected result %d locking a row of openwop.%s to change it", (int) res, table_names[t]);
+}
+
 /* Delete old, a row of t read by this operation. */
 void
 ow_delete(OwDirect *d, OwTableId t, TupleTableSlot *old)
 {
+	lock_to_write(d, t, old, LockTupleExclusive);
 	ExecSimpleRelationDelete(d->rri[t], d->estate, NULL, old);
 }
 
@@ -964,6 +1000,8 @@ ow_schema_has_table(const char *name)
 void
 ow_update(OwDirect *d, OwTableId t, TupleTableSlot *old, TupleTableSlot *row)
 {
+	/* an UPDATE's lock: heap_update takes the stronger one if a key column changes */
+	lock_to_write(d, t, old, LockTupleNoKeyExclusive);
 	ExecStoreVirtualTuple(row);
 	ExecSimpleRelationUpdate(d->rri[t], d->estate, NULL, old, row);
 }

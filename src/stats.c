@@ -21,7 +21,7 @@
 #include "miscadmin.h"
 #include "port/atomics.h"
 #include "storage/shmem.h"
-#include "storage/spin.h"
+#include "storage/lwlock.h"
 #include "utils/memutils.h"
 
 #define STATS_DATABASES 64
@@ -35,11 +35,11 @@ typedef struct DbStats
 
 typedef struct Stats
 {
-	slock_t		mutex;			/* taking and resetting entries */
 	DbStats		dbs[STATS_DATABASES];
 } Stats;
 
 static Stats *stats = NULL;
+static LWLock *stats_lock = NULL;	/* taking and resetting entries */
 static int	my_entry = -1;
 
 /* Decisions of this transaction not yet counted: by subtransaction level. */
@@ -66,10 +66,10 @@ ow_stats_shmem_init(void)
 	int			i;
 	int			j;
 
+	stats_lock = ow_lwlock(OW_LOCK_STATS);
 	stats = ShmemInitStruct("openwop_interrupt stats", sizeof(Stats), &found);
 	if (!found)
 	{
-		SpinLockInit(&stats->mutex);
 		for (i = 0; i < STATS_DATABASES; i++)
 		{
 			stats->dbs[i].dboid = InvalidOid;
@@ -93,7 +93,7 @@ my_stats(void)
 		return &stats->dbs[my_entry];
 	my_entry = -1;
 	now = GetCurrentTimestamp();
-	SpinLockAcquire(&stats->mutex);
+	LWLockAcquire(stats_lock, LW_EXCLUSIVE);
 	for (i = 0; i < STATS_DATABASES && my_entry < 0; i++)
 		if (stats->dbs[i].dboid == MyDatabaseId)
 			my_entry = i;
@@ -108,7 +108,7 @@ my_stats(void)
 			stats->dbs[i].dboid = MyDatabaseId;
 			my_entry = i;
 		}
-	SpinLockRelease(&stats->mutex);
+	LWLockRelease(stats_lock);
 	return my_entry >= 0 ? &stats->dbs[my_entry] : NULL;
 }
 
@@ -199,7 +199,7 @@ ow_stats_snapshot(int max, Oid *oids, TimestampTz *since, uint64 *counts)
 
 	if (stats == NULL)
 		return 0;
-	SpinLockAcquire(&stats->mutex);
+	LWLockAcquire(stats_lock, LW_EXCLUSIVE);
 	for (i = 0; i < STATS_DATABASES && n < max; i++)
 	{
 		if (stats->dbs[i].dboid == InvalidOid)
@@ -210,7 +210,7 @@ ow_stats_snapshot(int max, Oid *oids, TimestampTz *since, uint64 *counts)
 			counts[n * OW_STATS + j] = pg_atomic_read_u64(&stats->dbs[i].counts[j]);
 		n++;
 	}
-	SpinLockRelease(&stats->mutex);
+	LWLockRelease(stats_lock);
 	return n;
 }
 
@@ -229,11 +229,11 @@ ow_stats_databases(Oid *oids)
 
 	if (stats == NULL)
 		return 0;
-	SpinLockAcquire(&stats->mutex);
+	LWLockAcquire(stats_lock, LW_EXCLUSIVE);
 	for (i = 0; i < STATS_DATABASES; i++)
 		if (stats->dbs[i].dboid != InvalidOid)
 			oids[n++] = stats->dbs[i].dboid;
-	SpinLockRelease(&stats->mutex);
+	LWLockRelease(stats_lock);
 	return n;
 }
 
@@ -250,11 +250,11 @@ ow_stats_forget(Oid dboid)
 
 	if (stats == NULL)
 		return;
-	SpinLockAcquire(&stats->mutex);
+	LWLockAcquire(stats_lock, LW_EXCLUSIVE);
 	for (i = 0; i < STATS_DATABASES; i++)
 		if (stats->dbs[i].dboid == dboid)
 			stats->dbs[i].dboid = InvalidOid;
-	SpinLockRelease(&stats->mutex);
+	LWLockRelease(stats_lock);
 }
 
 /* Start the counters again: this database's, or every database's (the others' entries freed). */
@@ -266,7 +266,7 @@ ow_stats_reset(bool all)
 
 	if (stats == NULL)
 		return;
-	SpinLockAcquire(&stats->mutex);
+	LWLockAcquire(stats_lock, LW_EXCLUSIVE);
 	for (i = 0; i < STATS_DATABASES; i++)
 		if (stats->dbs[i].dboid != InvalidOid && (all || stats->dbs[i].dboid == MyDatabaseId))
 		{
@@ -279,7 +279,7 @@ ow_stats_reset(bool all)
 			if (all)
 				stats->dbs[i].dboid = InvalidOid;
 		}
-	SpinLockRelease(&stats->mutex);
+	LWLockRelease(stats_lock);
 	my_entry = -1;
 	/* this database counts from now on, and shows its zeros */
 	(void) my_stats();

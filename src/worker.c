@@ -22,7 +22,9 @@
 #include "storage/backendid.h"
 #include "storage/latch.h"
 #include "storage/shmem.h"
-#include "storage/spin.h"
+#include "pgstat.h"
+#include "storage/condition_variable.h"
+#include "storage/lwlock.h"
 #include "utils/guc.h"
 
 #define PAUSES_PER_BACKEND 4
@@ -39,7 +41,7 @@ typedef struct Unserved
 
 typedef struct Registry
 {
-	slock_t		mutex;
+	ConditionVariable slot_freed;	/* a worker's slot was freed (ow_slot_release) */
 	Latch	   *launcher_latch;
 	int			launcher_pid;
 	TimestampTz launcher_started;
@@ -53,6 +55,7 @@ typedef struct Registry
 } Registry;
 
 static Registry *registry = NULL;
+static LWLock *registry_lock = NULL;	/* everything in the registry and pauses */
 
 /*
  * The pauses, after the slots: PAUSES_PER_BACKEND databases for each
@@ -90,12 +93,13 @@ ow_registry_shmem_init(void)
 {
 	bool		found;
 
+	registry_lock = ow_lwlock(OW_LOCK_REGISTRY);
 	registry = ShmemInitStruct("openwop_interrupt workers", ow_registry_shmem_size(), &found);
 	pauses = (Oid *) ((char *) registry + registry_size());
 	if (!found)
 	{
 		memset(registry, 0, ow_registry_shmem_size());
-		SpinLockInit(&registry->mutex);
+		ConditionVariableInit(&registry->slot_freed);
 	}
 }
 
@@ -137,7 +141,7 @@ ow_slot_wake(int i, bool deadline)
 {
 	Latch	   *latch;
 
-	SpinLockAcquire(&registry->mutex);
+	LWLockAcquire(registry_lock, LW_EXCLUSIVE);
 	if (registry->slots[i].dboid != MyDatabaseId)
 		latch = NULL;
 	else
@@ -146,7 +150,7 @@ ow_slot_wake(int i, bool deadline)
 			registry->slots[i].deadline_raised = true;
 		latch = registry->slots[i].latch;
 	}
-	SpinLockRelease(&registry->mutex);
+	LWLockRelease(registry_lock);
 	if (latch)
 		SetLatch(latch);
 }
@@ -163,7 +167,7 @@ ow_request_launch(Oid dboid, bool admin)
 
 	if (registry == NULL)
 		return;
-	SpinLockAcquire(&registry->mutex);
+	LWLockAcquire(registry_lock, LW_EXCLUSIVE);
 	if (registry->nrequests < MAX_REQUESTS)
 	{
 		registry->requests[registry->nrequests].dboid = dboid;
@@ -172,7 +176,7 @@ ow_request_launch(Oid dboid, bool admin)
 	else
 		registry->requests_overflowed = true;
 	latch = registry->launcher_latch;
-	SpinLockRelease(&registry->mutex);
+	LWLockRelease(registry_lock);
 	if (latch)
 		SetLatch(latch);
 }
@@ -186,14 +190,14 @@ ow_request_recheck(Oid dboid)
 
 	if (registry == NULL)
 		return;
-	SpinLockAcquire(&registry->mutex);
+	LWLockAcquire(registry_lock, LW_EXCLUSIVE);
 	for (i = 0; i < ow_max_databases; i++)
 		if (registry->slots[i].dboid == dboid)
 		{
 			registry->slots[i].recheck = true;
 			latch = registry->slots[i].latch;
 		}
-	SpinLockRelease(&registry->mutex);
+	LWLockRelease(registry_lock);
 	if (latch)
 		SetLatch(latch);
 }
@@ -216,13 +220,14 @@ ow_pause_database(Oid dboid, long wait_ms)
 {
 	int			i;
 	bool		recorded = false;
-	long		waited = 0;
+	bool		gone = false;
+	TimestampTz until = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), wait_ms);
 	Oid		   *mine;
 
 	if (registry == NULL || MyBackendId == InvalidBackendId || MyBackendId > MaxBackends)
 		return false;
 	mine = &pauses[(MyBackendId - 1) * PAUSES_PER_BACKEND];
-	SpinLockAcquire(&registry->mutex);
+	LWLockAcquire(registry_lock, LW_EXCLUSIVE);
 	for (i = 0; i < PAUSES_PER_BACKEND && !recorded; i++)
 		recorded = mine[i] == dboid;
 	for (i = 0; i < PAUSES_PER_BACKEND && !recorded; i++)
@@ -232,16 +237,19 @@ ow_pause_database(Oid dboid, long wait_ms)
 			registry->npaused++;
 			recorded = true;
 		}
-	SpinLockRelease(&registry->mutex);
+	LWLockRelease(registry_lock);
 	if (!recorded)
 		return false;
 
+	/* woken when the launcher frees a slot, not polling */
+	ConditionVariablePrepareToSleep(&registry->slot_freed);
 	for (;;)
 	{
 		Latch	   *latch = NULL;
 		bool		present = false;
+		long		left;
 
-		SpinLockAcquire(&registry->mutex);
+		LWLockAcquire(registry_lock, LW_EXCLUSIVE);
 		for (i = 0; i < ow_max_databases; i++)
 			if (registry->slots[i].dboid == dboid)
 			{
@@ -249,17 +257,17 @@ ow_pause_database(Oid dboid, long wait_ms)
 				registry->slots[i].stop = true;
 				latch = registry->slots[i].latch;
 			}
-		SpinLockRelease(&registry->mutex);
-		if (!present)
-			return true;
+		LWLockRelease(registry_lock);
+		gone = !present;
+		left = (long) ((until - GetCurrentTimestamp()) / 1000);
+		if (gone || left <= 0)
+			break;
 		if (latch)
 			SetLatch(latch);
-		if (waited >= wait_ms)
-			return false;
-		CHECK_FOR_INTERRUPTS();
-		pg_usleep(10000L);
-		waited += 10;
+		(void) ConditionVariableTimedSleep(&registry->slot_freed, left, PG_WAIT_EXTENSION);
 	}
+	ConditionVariableCancelSleep();
+	return gone;
 }
 
 /* End this backend's pauses (at the end of its transaction). */
@@ -274,7 +282,7 @@ ow_unpause_mine(void)
 	if (registry == NULL || MyBackendId == InvalidBackendId || MyBackendId > MaxBackends)
 		return;
 	mine = &pauses[(MyBackendId - 1) * PAUSES_PER_BACKEND];
-	SpinLockAcquire(&registry->mutex);
+	LWLockAcquire(registry_lock, LW_EXCLUSIVE);
 	for (i = 0; i < PAUSES_PER_BACKEND; i++)
 		if (mine[i] != InvalidOid)
 		{
@@ -283,13 +291,13 @@ ow_unpause_mine(void)
 			had = true;
 		}
 	latch = registry->launcher_latch;
-	SpinLockRelease(&registry->mutex);
+	LWLockRelease(registry_lock);
 	if (had && latch)
 		SetLatch(latch);
 }
 
 /*
- * Under the mutex: is dboid paused?  A pause ends with its backend's
+ * Under the registry's lock: is dboid paused?  A pause ends with its backend's
  * transaction, also when the backend exits in the middle of one (the abort
  * runs the callback); a crash reinitialises shared memory.
  */
@@ -314,20 +322,20 @@ paused_locked(Oid dboid)
 void
 ow_launcher_attach(void)
 {
-	SpinLockAcquire(&registry->mutex);
+	LWLockAcquire(registry_lock, LW_EXCLUSIVE);
 	registry->launcher_latch = MyLatch;
 	registry->launcher_pid = MyProcPid;
 	registry->launcher_started = GetCurrentTimestamp();
-	SpinLockRelease(&registry->mutex);
+	LWLockRelease(registry_lock);
 }
 
 void
 ow_launcher_detach(void)
 {
-	SpinLockAcquire(&registry->mutex);
+	LWLockAcquire(registry_lock, LW_EXCLUSIVE);
 	registry->launcher_latch = NULL;
 	registry->launcher_pid = 0;
-	SpinLockRelease(&registry->mutex);
+	LWLockRelease(registry_lock);
 }
 
 void
@@ -335,9 +343,9 @@ ow_launcher_passed(void)
 {
 	TimestampTz now = GetCurrentTimestamp();
 
-	SpinLockAcquire(&registry->mutex);
+	LWLockAcquire(registry_lock, LW_EXCLUSIVE);
 	registry->launcher_pass = now;
-	SpinLockRelease(&registry->mutex);
+	LWLockRelease(registry_lock);
 }
 
 /*
@@ -349,13 +357,13 @@ ow_take_requests(OwRequest *out, int n, bool *all)
 {
 	int			m;
 
-	SpinLockAcquire(&registry->mutex);
+	LWLockAcquire(registry_lock, LW_EXCLUSIVE);
 	m = Min(n, registry->nrequests);
 	memcpy(out, registry->requests, sizeof(OwRequest) * m);
 	*all = registry->requests_overflowed || registry->nrequests > n;
 	registry->nrequests = 0;
 	registry->requests_overflowed = false;
-	SpinLockRelease(&registry->mutex);
+	LWLockRelease(registry_lock);
 	return m;
 }
 
@@ -371,7 +379,7 @@ ow_slot_claim(Oid dboid, const char *dbname)
 	int			i;
 	int			got = -2;
 
-	SpinLockAcquire(&registry->mutex);
+	LWLockAcquire(registry_lock, LW_EXCLUSIVE);
 	if (paused_locked(dboid))
 		got = -1;
 	else
@@ -390,7 +398,7 @@ ow_slot_claim(Oid dboid, const char *dbname)
 				got = i;
 				break;
 			}
-	SpinLockRelease(&registry->mutex);
+	LWLockRelease(registry_lock);
 	return got;
 }
 
@@ -400,12 +408,13 @@ ow_slot_release(int i)
 {
 	OwSlotEnd	end;
 
-	SpinLockAcquire(&registry->mutex);
+	LWLockAcquire(registry_lock, LW_EXCLUSIVE);
 	end = registry->slots[i].end;
 	registry->slots[i].dboid = InvalidOid;
 	registry->slots[i].latch = NULL;
 	registry->slots[i].pid = 0;
-	SpinLockRelease(&registry->mutex);
+	LWLockRelease(registry_lock);
+	ConditionVariableBroadcast(&registry->slot_freed);
 	return end;
 }
 
@@ -420,14 +429,14 @@ ow_slot_stop(int i)
 	Latch	   *latch = NULL;
 	Oid			dboid;
 
-	SpinLockAcquire(&registry->mutex);
+	LWLockAcquire(registry_lock, LW_EXCLUSIVE);
 	dboid = registry->slots[i].dboid;
 	if (OidIsValid(dboid))
 	{
 		registry->slots[i].stop = true;
 		latch = registry->slots[i].latch;
 	}
-	SpinLockRelease(&registry->mutex);
+	LWLockRelease(registry_lock);
 	if (latch)
 		SetLatch(latch);
 	return dboid;
@@ -439,9 +448,9 @@ ow_database_paused(Oid dboid)
 {
 	bool		p;
 
-	SpinLockAcquire(&registry->mutex);
+	LWLockAcquire(registry_lock, LW_EXCLUSIVE);
 	p = paused_locked(dboid);
-	SpinLockRelease(&registry->mutex);
+	LWLockRelease(registry_lock);
 	return p;
 }
 
@@ -459,10 +468,10 @@ ow_slot_database(int i, uint32 generation)
 {
 	Oid			dboid = InvalidOid;
 
-	SpinLockAcquire(&registry->mutex);
+	LWLockAcquire(registry_lock, LW_EXCLUSIVE);
 	if (registry->slots[i].generation == generation)
 		dboid = registry->slots[i].dboid;
-	SpinLockRelease(&registry->mutex);
+	LWLockRelease(registry_lock);
 	return dboid;
 }
 
@@ -472,9 +481,9 @@ ow_slot_claimed(int i)
 {
 	TimestampTz claimed;
 
-	SpinLockAcquire(&registry->mutex);
+	LWLockAcquire(registry_lock, LW_EXCLUSIVE);
 	claimed = registry->slots[i].claimed;
-	SpinLockRelease(&registry->mutex);
+	LWLockRelease(registry_lock);
 	return claimed;
 }
 
@@ -487,11 +496,11 @@ ow_slot_pid(int i, TimestampTz *started, bool *serving)
 {
 	int			pid;
 
-	SpinLockAcquire(&registry->mutex);
+	LWLockAcquire(registry_lock, LW_EXCLUSIVE);
 	pid = registry->slots[i].pid;
 	*started = registry->slots[i].started;
 	*serving = registry->slots[i].serving;
-	SpinLockRelease(&registry->mutex);
+	LWLockRelease(registry_lock);
 	return pid;
 }
 
@@ -509,7 +518,7 @@ ow_note_unserved(Oid dboid, OwUnserved why)
 	int			free_at = -1;
 	int			oldest = 0;
 
-	SpinLockAcquire(&registry->mutex);
+	LWLockAcquire(registry_lock, LW_EXCLUSIVE);
 	for (i = 0; i < MAX_UNSERVED; i++)
 	{
 		Unserved   *u = &registry->unserved[i];
@@ -536,7 +545,7 @@ ow_note_unserved(Oid dboid, OwUnserved why)
 			u->since = now;
 		}
 	}
-	SpinLockRelease(&registry->mutex);
+	LWLockRelease(registry_lock);
 }
 
 static void
@@ -544,10 +553,10 @@ slot_detach(int code, Datum arg)
 {
 	int			i = DatumGetInt32(arg);
 
-	SpinLockAcquire(&registry->mutex);
+	LWLockAcquire(registry_lock, LW_EXCLUSIVE);
 	registry->slots[i].latch = NULL;
 	registry->slots[i].pid = 0;
-	SpinLockRelease(&registry->mutex);
+	LWLockRelease(registry_lock);
 }
 
 /*
@@ -560,7 +569,7 @@ ow_slot_attach(int i, uint32 generation)
 {
 	bool		ok;
 
-	SpinLockAcquire(&registry->mutex);
+	LWLockAcquire(registry_lock, LW_EXCLUSIVE);
 	ok = registry->slots[i].generation == generation && registry->slots[i].dboid == MyDatabaseId &&
 		!registry->slots[i].stop;
 	if (ok)
@@ -569,29 +578,34 @@ ow_slot_attach(int i, uint32 generation)
 		registry->slots[i].pid = MyProcPid;
 		registry->slots[i].started = GetCurrentTimestamp();
 	}
-	SpinLockRelease(&registry->mutex);
+	LWLockRelease(registry_lock);
 	if (ok)
 		before_shmem_exit(slot_detach, Int32GetDatum(i));
 	return ok;
 }
 
-/* The worker of slot i found the extension: it serves its database now. */
+/*
+ * The worker of slot i found the extension: it serves its database now,
+ * named dbname as the worker's connection found it (the launcher may have
+ * read the name before a RENAME TO committed).
+ */
 void
-ow_slot_serving(int i)
+ow_slot_serving(int i, const char *dbname)
 {
-	SpinLockAcquire(&registry->mutex);
+	LWLockAcquire(registry_lock, LW_EXCLUSIVE);
+	strlcpy(registry->slots[i].dbname, dbname, NAMEDATALEN);
 	registry->slots[i].serving = true;
-	SpinLockRelease(&registry->mutex);
+	LWLockRelease(registry_lock);
 }
 
 /* How the worker of slot i is ending (read by the launcher once it has). */
 void
 ow_slot_ending(int i, uint32 generation, OwSlotEnd end)
 {
-	SpinLockAcquire(&registry->mutex);
+	LWLockAcquire(registry_lock, LW_EXCLUSIVE);
 	if (registry->slots[i].generation == generation)
 		registry->slots[i].end = end;
-	SpinLockRelease(&registry->mutex);
+	LWLockRelease(registry_lock);
 }
 
 /*
@@ -604,13 +618,13 @@ ow_slot_flags(int i, bool *stop, bool *recheck, bool *deadline)
 {
 	OwSlot	   *s = &registry->slots[i];
 
-	SpinLockAcquire(&registry->mutex);
+	LWLockAcquire(registry_lock, LW_EXCLUSIVE);
 	*stop = s->stop;
 	*recheck = s->recheck;
 	*deadline = s->deadline_raised;
 	s->recheck = false;
 	s->deadline_raised = false;
-	SpinLockRelease(&registry->mutex);
+	LWLockRelease(registry_lock);
 }
 
 /* Record a pass of the worker of slot i: what it did, or its error (NULL: none). */
@@ -620,7 +634,7 @@ ow_slot_record(int i, bool timeout_pass, int64 done, const char *error)
 	OwSlot	   *s = &registry->slots[i];
 	TimestampTz now = GetCurrentTimestamp();
 
-	SpinLockAcquire(&registry->mutex);
+	LWLockAcquire(registry_lock, LW_EXCLUSIVE);
 	if (timeout_pass)
 	{
 		s->timeout_passes++;
@@ -639,7 +653,7 @@ ow_slot_record(int i, bool timeout_pass, int64 done, const char *error)
 		s->last_error_at = now;
 		strlcpy(s->last_error, error, sizeof(s->last_error));
 	}
-	SpinLockRelease(&registry->mutex);
+	LWLockRelease(registry_lock);
 }
 
 /* ----------
@@ -656,7 +670,7 @@ ow_unserved_reason(Oid dboid, TimestampTz *since)
 
 	if (registry == NULL)
 		return why;
-	SpinLockAcquire(&registry->mutex);
+	LWLockAcquire(registry_lock, LW_EXCLUSIVE);
 	for (i = 0; i < MAX_UNSERVED; i++)
 		if (registry->unserved[i].dboid == dboid)
 		{
@@ -664,7 +678,7 @@ ow_unserved_reason(Oid dboid, TimestampTz *since)
 			*since = registry->unserved[i].since;
 			break;
 		}
-	SpinLockRelease(&registry->mutex);
+	LWLockRelease(registry_lock);
 	return why;
 }
 
@@ -676,9 +690,9 @@ ow_launcher_running(void)
 
 	if (registry == NULL)
 		return false;
-	SpinLockAcquire(&registry->mutex);
+	LWLockAcquire(registry_lock, LW_EXCLUSIVE);
 	running = registry->launcher_pid != 0;
-	SpinLockRelease(&registry->mutex);
+	LWLockRelease(registry_lock);
 	return running;
 }
 int
@@ -693,7 +707,7 @@ ow_registry_snapshot(OwSlot *out, int *index, int *launcher_pid, TimestampTz *la
 		*launcher_pid = 0;
 		return 0;
 	}
-	SpinLockAcquire(&registry->mutex);
+	LWLockAcquire(registry_lock, LW_EXCLUSIVE);
 	*launcher_pid = registry->launcher_pid;
 	*launcher_started = registry->launcher_started;
 	*launcher_pass = registry->launcher_pass;
@@ -703,7 +717,7 @@ ow_registry_snapshot(OwSlot *out, int *index, int *launcher_pid, TimestampTz *la
 			index[n] = i;
 			out[n++] = registry->slots[i];
 		}
-	SpinLockRelease(&registry->mutex);
+	LWLockRelease(registry_lock);
 	return n;
 }
 

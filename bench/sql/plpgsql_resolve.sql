@@ -3,7 +3,9 @@
 -- find the pending interrupt, check the action, append interrupt.resolved
 -- and node.resumed, update the interrupt and the run, NOTIFY.  No
 -- eligibility, quorum, idempotency or tenancy: it does less than the
--- extension, which is what a first version written by hand does.
+-- extension, which is what a first version written by hand does.  Its
+-- tables have the fillfactor of the extension's (runs 80, interrupts 60), so
+-- its updates find room on the page for a HOT update as the extension's do.
 CREATE SCHEMA plbench;
 
 CREATE TABLE plbench.runs (
@@ -12,7 +14,7 @@ CREATE TABLE plbench.runs (
     current_node_id text,
     next_sequence   bigint NOT NULL DEFAULT 0,
     updated_at      timestamptz NOT NULL DEFAULT now()
-);
+) WITH (fillfactor = 80);
 CREATE TABLE plbench.interrupts (
     interrupt_id text PRIMARY KEY,
     run_id       text NOT NULL,
@@ -23,7 +25,7 @@ CREATE TABLE plbench.interrupts (
     decision     text,
     resolved_by  text,
     resolved_at  timestamptz
-);
+) WITH (fillfactor = 60);
 CREATE UNIQUE INDEX ON plbench.interrupts (run_id, node_id) WHERE status = 'pending';
 CREATE TABLE plbench.events (
     run_id     text NOT NULL,

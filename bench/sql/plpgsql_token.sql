@@ -2,7 +2,12 @@
 -- write it over the extension's keyring: grammar and alg, the key of kid,
 -- HMAC-SHA256 of "hs256.<kid>.<payload>", base64url-decoded claims.  It
 -- returns what openwop.verify_interrupt_token returns.  (PL/pgSQL has no
--- constant-time comparison; this uses a plain one.)
+-- constant-time comparison; this uses a plain one.)  The extension keeps
+-- its secrets sealed under a passphrase SQL cannot read; the baseline reads
+-- a clear copy of the bench's key from a table of its own, as a user's
+-- keyring in SQL would hold it (bench.sh's fresh() fills it).
+CREATE TABLE plbench.signing_keys (kid text PRIMARY KEY, secret bytea NOT NULL);
+
 CREATE FUNCTION plbench.verify_interrupt_token(token text) RETURNS jsonb
 LANGUAGE plpgsql STABLE AS $$
 DECLARE
@@ -15,8 +20,7 @@ BEGIN
   IF m IS NULL THEN
     RAISE EXCEPTION 'interrupt_token_invalid: malformed' USING ERRCODE = 'PT401';
   END IF;
-  SELECT secret INTO v_secret FROM openwop.signing_keys
-   WHERE kid = m[1] AND NOT encrypted AND (state = 'active' OR verify_until >= now());
+  SELECT secret INTO v_secret FROM plbench.signing_keys WHERE kid = m[1];
   IF NOT FOUND THEN
     RAISE EXCEPTION 'interrupt_token_invalid: key not held' USING ERRCODE = 'PT401';
   END IF;

@@ -4,7 +4,8 @@
 # while it sleeps, and after a restart applies a deadline that passed while
 # the server was down; for an external event it ends the run, whether it
 # finds the deadline first or a late answer expired the interrupt before
-# it (FlowDrop INT-18, INT-23).  Needs the cluster test/run starts.
+# it (FlowDrop INT-18, INT-23); the rows it changes are counted in
+# pg_stat_user_tables.  Needs the cluster test/run starts.
 set -euo pipefail
 . "$(dirname "$0")/../lib.sh"
 db=postgres
@@ -82,4 +83,14 @@ wait_event acme/worker-run-00000005 600000
 wait_for 20 "SELECT openwop.run_snapshot('acme/worker-run-00000005') ->> 'status'" cancelled
 cancelled_once acme/worker-run-00000005
 echo "late answer first: expired silently, then the worker ended the run, announced once"
+
+# 6. worker_publishes_statistics: the rows the worker changes count in
+# pg_stat_user_tables (autovacuum reads them): nobody but the worker
+# deletes an open-interrupt row here
+dels() { q "SELECT n_tup_del FROM pg_stat_user_tables WHERE relid = 'openwop.open_interrupts'::regclass"; }
+before=$(dels)
+raise acme/worker-run-00000006 300
+wait_for 20 "SELECT openwop.run_snapshot('acme/worker-run-00000006') ->> 'status'" failed
+wait_for 15 "SELECT n_tup_del > $before FROM pg_stat_user_tables WHERE relid = 'openwop.open_interrupts'::regclass" t
+echo "worker_publishes_statistics: the open row the worker deleted is counted ($before, then $(dels))"
 echo "timeout worker checks passed"
