@@ -266,6 +266,28 @@ equality_of(Oid typid)
 	}
 }
 
+/*
+ * The direct path is off for table t, for reason: said in the server log
+ * once per backend and table, so a DBA who changed a table learns why the
+ * hot paths now run statements.  A schema older than the library (a table
+ * it does not have yet) is not a change, and is not logged.
+ */
+static bool
+refuse(OwTableId t, const char *reason)
+{
+	static uint32 logged = 0;
+
+	if (logged & OW_TABLE_BIT(t))
+		return false;
+	logged |= OW_TABLE_BIT(t);
+	ereport(LOG,
+			(errmsg("openwop: openwop.%s is written with SQL statements, not directly: %s",
+					table_names[t], reason),
+			 errdetail("The hot paths write a table directly only while it is as the install script made it."),
+			 errhint("Undo the change to the table to have the faster path again.")));
+	return false;
+}
+
 /* Are the column defaults of table t (relid) those of the install script? */
 static bool
 defaults_as_installed(OwTableId t, Oid relid)
@@ -336,11 +358,12 @@ fill_cache(void)
 			continue;
 		}
 		if (cache.attnums[i] <= 0)
-			return false;
+			return refuse(columns[i].table, psprintf("its column %s is gone", columns[i].name));
 		/* a column retyped (another type, a domain, a length) gets the statements' coercion */
 		get_atttypetypmodcoll(cache.relids[columns[i].table], cache.attnums[i], &type, &typmod, &collation);
 		if (type != columns[i].type || typmod != -1)
-			return false;
+			return refuse(columns[i].table, psprintf("its column %s is no longer of type %s",
+													 columns[i].name, format_type_be(columns[i].type)));
 		cache.known[columns[i].table]++;
 	}
 	for (i = 0; i < OW_INDEX_COUNT; i++)
@@ -352,7 +375,7 @@ fill_cache(void)
 
 		cache.indexids[i] = get_relname_relid(def->name, nsp);
 		if (!OidIsValid(cache.indexids[i]))
-			return false;
+			return refuse(def->table, psprintf("its index %s is gone", def->name));
 		index = index_open(cache.indexids[i], AccessShareLock);
 		usable = index->rd_rel->relam == BTREE_AM_OID &&
 			index->rd_index->indrelid == cache.relids[def->table] &&
@@ -369,7 +392,8 @@ fill_cache(void)
 		}
 		index_close(index, NoLock);
 		if (!usable)
-			return false;
+			return refuse(def->table, psprintf("its index %s is not the install script's (a btree on the same columns, valid)",
+											   def->name));
 	}
 	{
 		List	   *name = list_make2(makeString("openwop"), makeString("interrupts_keep_open"));
@@ -413,26 +437,29 @@ plain(Relation rel, OwTableId t, uint32 inserts, uint32 updates, uint32 deletes)
 {
 	TupleDesc	desc = RelationGetDescr(rel);
 
-	if (rel->rd_rel->relkind != RELKIND_RELATION || rel->rd_rules != NULL ||
-		rel->rd_rel->relrowsecurity)
-		return false;
+	if (rel->rd_rel->relkind != RELKIND_RELATION)
+		return refuse(t, "it is not a plain table");
+	if (rel->rd_rules != NULL)
+		return refuse(t, "it has a rule");
+	if (rel->rd_rel->relrowsecurity)
+		return refuse(t, "it has row-level security");
 	if (desc->constr && desc->constr->has_generated_stored && (inserts | updates) & OW_TABLE_BIT(t))
-		return false;
+		return refuse(t, "it has a generated column");
 	if (has_trigger(rel, inserts & OW_TABLE_BIT(t), updates & OW_TABLE_BIT(t), deletes & OW_TABLE_BIT(t)))
-		return false;
+		return refuse(t, "it has a trigger");
 	if (inserts & OW_TABLE_BIT(t))
 	{
 		int			live = 0;
 		int			i;
 
 		if (!cache.defaults[t])
-			return false;
+			return refuse(t, "a column default is not the install script's");
 		/* every column is one the insert sets: no default to evaluate */
 		for (i = 0; i < desc->natts; i++)
 			if (!TupleDescAttr(desc, i)->attisdropped)
 				live++;
 		if (live != cache.known[t])
-			return false;
+			return refuse(t, "it has a column the install script did not make");
 	}
 	return true;
 }
