@@ -21,6 +21,9 @@ PG_CONFIG   ?= pg_config
 SHLIB_LINK  += -lpcre2-8
 
 # Warnings are errors: the tree must build clean on Debian's PostgreSQL 15.
+# The library serves the schema of its own version (src/schema.c).
+EXTVERSION  := $(shell sed -n "s/^default_version = '\(.*\)'/\1/p" $(src_dir)openwop_interrupt.control)
+PG_CPPFLAGS += -DOW_SCHEMA_VERSION='"$(EXTVERSION)"'
 PG_CFLAGS   += -Wall -Wextra -Werror -Wno-unused-parameter -Wno-missing-field-initializers
 
 # pg_regress reads test/sql, the isolation suite test/specs; both compare with test/expected
@@ -40,6 +43,7 @@ include $(PGXS)
 
 # Every object is rebuilt when a shared header changes (their structs cross files).
 $(OBJS): $(wildcard $(src_dir)src/*.h)
+src/schema.o: $(src_dir)openwop_interrupt.control
 # A VPATH build writes its objects and results under the build directory.
 $(OBJS): | build-dirs
 .PHONY: build-dirs

@@ -1218,6 +1218,7 @@ ow_define_caller_settings(void)
 void
 ow_call_begin(OwCall *call)
 {
+	ow_require_current_schema();
 	ow_caller(&call->caller);
 	ow_call_enter(call);
 }
@@ -1226,6 +1227,7 @@ ow_call_begin(OwCall *call)
 void
 ow_call_enter(OwCall *call)
 {
+	ow_require_current_schema();
 	call->callerctx = CurrentMemoryContext;
 	SPI_connect();
 	ow_become_owner(&call->priv);

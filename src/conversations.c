@@ -27,17 +27,6 @@
 #include "catalog/pg_type.h"
 #include "utils/builtins.h"
 
-/*
- * Does the schema have openwop.conversations (0.8.0 on)?  Until a database
- * runs the update, the conversation kinds are refused there and
- * capabilities() does not advertise them.
- */
-bool
-ow_conversations_table(void)
-{
-	return ow_schema_has_table("conversations");
-}
-
 /* A refusal about conversation c of the locked run: 409, or 404 when it is not the run's. */
 static void
 refuse(OwRun *run, OwError error, const OwConversation *c, const char *hint, const char *fmt,...)
@@ -203,9 +192,8 @@ with_turn_index(Jsonb *payload, int32 turn_index)
  * the locked run (payload checked by kinds.c): check it against the
  * run's conversations and record the step.  Returns the payload to
  * record (an exchange's with its turnIndex) and fills c for
- * ow_conversation_announce.  Refusals: 422 capability_required on a
- * schema before 0.8.0; 404 not_found for a conversation the run never
- * opened; 409 run_state_conflict for an id taken, a conversation closed
+ * ow_conversation_announce.  Refusals: 404 not_found for a conversation
+ * the run never opened; 409 run_state_conflict for an id taken, a conversation closed
  * or still waiting, a turnIndex that does not go forward.
  */
 Jsonb *
@@ -214,17 +202,6 @@ ow_conversation_raise(OwRun *run, const char *kind, Jsonb *payload, const char *
 {
 	JsonbContainer *data = owj_get(payload, "data")->val.binary.data;
 
-	if (!ow_conversations_table())
-	{
-		OwDetails	d;
-
-		ow_details_init(&d);
-		ow_details_str(&d, "requiredCapability", "conversationPrimitive");
-		ow_raise(OW_CAPABILITY_REQUIRED, &d,
-				 "Update the extension (ALTER EXTENSION openwop_interrupt UPDATE) to have conversations.",
-				 "%s interrupts need the conversationPrimitive capability, which this database's schema lacks",
-				 kind);
-	}
 	memset(c, 0, sizeof(*c));
 	c->conversation_id = owj_string(owj_get_container(data, "conversationId"));
 	c->start = strcmp(kind, "conversation.start") == 0;

@@ -43,25 +43,11 @@
 #define OW_DUE_ROUND 10
 
 /*
- * Deadline work, the rows of the partial index interrupts_due: on 0.6.0 and
- * later the open interrupts with a deadline (form OPEN); on an older schema,
- * not yet updated, the pending or late-expired interrupts with one (form
- * OLD).  Each statement below is kept in both forms, due[1] for the
- * open table; the columns read are in both tables.
+ * Deadline work: the open interrupts with a deadline, the rows of the
+ * partial index interrupts_due.
  */
-#define DUE_FROM_OLD "openwop.interrupts i"
-#define DUE_WORK_OLD "i.expires_at IS NOT NULL" \
-	" AND (i.status OPERATOR(pg_catalog.=) 'pending'" \
-	"      OR (i.status OPERATOR(pg_catalog.=) 'expired' AND i.resolved_sequence IS NULL))"
-#define DUE_FROM_OPEN "openwop.open_interrupts i"
-#define DUE_WORK_OPEN "i.expires_at IS NOT NULL"
-
-/* The form of a deadline statement the schema has. */
-static OwQuery *
-due_query(OwQuery *forms)
-{
-	return &forms[ow_open_interrupts_table() ? 1 : 0];
-}
+#define DUE_FROM "openwop.open_interrupts i"
+#define DUE_WORK "i.expires_at IS NOT NULL"
 
 /*
  * Change one interrupt row of the locked run: q takes ($1 tenant,
@@ -176,18 +162,13 @@ typedef struct DueInterrupt
 static void
 settle_one(void *arg)
 {
-#define SETTLE_SQL(form) \
-	"SELECT i.kind, i.node_id, i.visit, i.status OPERATOR(pg_catalog.=) 'expired'" \
-	"  FROM " DUE_FROM_##form \
-	" WHERE i.tenant OPERATOR(pg_catalog.=) $1" \
-	"   AND i.interrupt_id OPERATOR(pg_catalog.=) $2" \
-	"   AND " DUE_WORK_##form \
-	"   AND i.expires_at OPERATOR(pg_catalog.<=) $3"
-	static OwQuery forms[2] = {
-		{SETTLE_SQL(OLD), 3, {TEXTOID, TEXTOID, TIMESTAMPTZOID}, SPI_OK_SELECT},
-		{SETTLE_SQL(OPEN), 3, {TEXTOID, TEXTOID, TIMESTAMPTZOID}, SPI_OK_SELECT},
-	};
-#undef SETTLE_SQL
+	static OwQuery q = {"SELECT i.kind, i.node_id, i.visit, i.status OPERATOR(pg_catalog.=) 'expired'"
+		"  FROM " DUE_FROM
+		" WHERE i.tenant OPERATOR(pg_catalog.=) $1"
+		"   AND i.interrupt_id OPERATOR(pg_catalog.=) $2"
+		"   AND " DUE_WORK
+		"   AND i.expires_at OPERATOR(pg_catalog.<=) $3",
+		3, {TEXTOID, TEXTOID, TIMESTAMPTZOID}, SPI_OK_SELECT};
 	DueInterrupt *due = arg;
 	OwRun		run;
 	OwDeadline	d;
@@ -200,7 +181,7 @@ settle_one(void *arg)
 	args[0] = CStringGetTextDatum(due->tenant);
 	args[1] = CStringGetTextDatum(due->interrupt_id);
 	args[2] = TimestampTzGetDatum(due->now);
-	if (ow_exec(due_query(forms), args, NULL, false, 1) == 0)
+	if (ow_exec(&q, args, NULL, false, 1) == 0)
 		return;
 	d.interrupt_id = due->interrupt_id;
 	d.kind = ow_col_text(0, 1);
@@ -248,25 +229,20 @@ typedef struct DueTenant
 static List *
 deadline_tenants(MemoryContext cxt, TimestampTz *next)
 {
-#define TENANTS_SQL(form) \
-	"WITH RECURSIVE t (tenant) AS (" \
-	"  (SELECT i.tenant FROM " DUE_FROM_##form " WHERE " DUE_WORK_##form \
-	"    ORDER BY i.tenant LIMIT 1)" \
-	"  UNION ALL" \
-	"  SELECT (SELECT i.tenant FROM " DUE_FROM_##form " WHERE " DUE_WORK_##form \
-	"             AND i.tenant OPERATOR(pg_catalog.>) t.tenant ORDER BY i.tenant LIMIT 1)" \
-	"    FROM t WHERE t.tenant IS NOT NULL)" \
-	" SELECT t.tenant, (SELECT i.expires_at FROM " DUE_FROM_##form \
-	"                    WHERE " DUE_WORK_##form " AND i.tenant OPERATOR(pg_catalog.=) t.tenant" \
-	"                    ORDER BY i.expires_at LIMIT 1)" \
-	"   FROM t WHERE t.tenant IS NOT NULL"
-	static OwQuery forms[2] = {
-		{TENANTS_SQL(OLD), 0, {InvalidOid}, SPI_OK_SELECT},
-		{TENANTS_SQL(OPEN), 0, {InvalidOid}, SPI_OK_SELECT},
-	};
-#undef TENANTS_SQL
+	static OwQuery q = {"WITH RECURSIVE t (tenant) AS ("
+		"  (SELECT i.tenant FROM " DUE_FROM " WHERE " DUE_WORK
+		"    ORDER BY i.tenant LIMIT 1)"
+		"  UNION ALL"
+		"  SELECT (SELECT i.tenant FROM " DUE_FROM " WHERE " DUE_WORK
+		"             AND i.tenant OPERATOR(pg_catalog.>) t.tenant ORDER BY i.tenant LIMIT 1)"
+		"    FROM t WHERE t.tenant IS NOT NULL)"
+		" SELECT t.tenant, (SELECT i.expires_at FROM " DUE_FROM
+		"                    WHERE " DUE_WORK " AND i.tenant OPERATOR(pg_catalog.=) t.tenant"
+		"                    ORDER BY i.expires_at LIMIT 1)"
+		"   FROM t WHERE t.tenant IS NOT NULL",
+		0, {InvalidOid}, SPI_OK_SELECT};
 	List	   *out = NIL;
-	uint64		n = ow_exec(due_query(forms), NULL, NULL, true, 0);
+	uint64		n = ow_exec(&q, NULL, NULL, true, 0);
 	uint64		i;
 
 	*next = DT_NOEND;
@@ -291,17 +267,12 @@ deadline_tenants(MemoryContext cxt, TimestampTz *next)
 static int
 next_due(DueTenant *t, TimestampTz now, int n, DueInterrupt *due, MemoryContext cxt)
 {
-#define NEXT_SQL(form) \
-	"SELECT i.run_id, i.interrupt_id, i.expires_at FROM " DUE_FROM_##form \
-	" WHERE i.tenant OPERATOR(pg_catalog.=) $1 AND " DUE_WORK_##form \
-	"   AND i.expires_at OPERATOR(pg_catalog.<=) $2" \
-	"   AND ROW(i.expires_at, i.interrupt_id) OPERATOR(pg_catalog.>) ROW($3, $4)" \
-	" ORDER BY i.expires_at, i.interrupt_id LIMIT $5"
-	static OwQuery forms[2] = {
-		{NEXT_SQL(OLD), 5, {TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID, TEXTOID, INT4OID}, SPI_OK_SELECT},
-		{NEXT_SQL(OPEN), 5, {TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID, TEXTOID, INT4OID}, SPI_OK_SELECT},
-	};
-#undef NEXT_SQL
+	static OwQuery q = {"SELECT i.run_id, i.interrupt_id, i.expires_at FROM " DUE_FROM
+		" WHERE i.tenant OPERATOR(pg_catalog.=) $1 AND " DUE_WORK
+		"   AND i.expires_at OPERATOR(pg_catalog.<=) $2"
+		"   AND ROW(i.expires_at, i.interrupt_id) OPERATOR(pg_catalog.>) ROW($3, $4)"
+		" ORDER BY i.expires_at, i.interrupt_id LIMIT $5",
+		5, {TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID, TEXTOID, INT4OID}, SPI_OK_SELECT};
 	Datum		args[5];
 	uint64		found;
 	uint64		i;
@@ -311,7 +282,7 @@ next_due(DueTenant *t, TimestampTz now, int n, DueInterrupt *due, MemoryContext 
 	args[2] = TimestampTzGetDatum(t->after_at);
 	args[3] = CStringGetTextDatum(t->after_id);
 	args[4] = Int32GetDatum(n);
-	found = ow_exec(due_query(forms), args, NULL, true, 0);
+	found = ow_exec(&q, args, NULL, true, 0);
 	for (i = 0; i < found; i++)
 	{
 		MemoryContext old = MemoryContextSwitchTo(cxt);

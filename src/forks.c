@@ -828,13 +828,3 @@ ow_fork_run(PG_FUNCTION_ARGS)
 	ow_call_finish(&call);
 	PG_RETURN_JSONB_P(result);
 }
-
-/*
- * Does the schema have openwop.forks (0.8.0 on)?  Until a database runs the
- * update there is no fork_run(), and capabilities() advertises no replay.
- */
-bool
-ow_forks_table(void)
-{
-	return ow_schema_has_table("forks");
-}

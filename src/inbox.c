@@ -58,6 +58,7 @@ inbox_caller(FunctionCallInfo fcinfo)
 
 	if (ic != NULL)
 		return ic;
+	ow_require_current_schema();
 	old = MemoryContextSwitchTo(fcinfo->flinfo->fn_mcxt);
 	ic = palloc0(sizeof(InboxCaller));
 	ow_caller(&ic->caller);

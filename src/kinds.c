@@ -35,33 +35,6 @@
  */
 bool		ow_credential_interrupts = true;
 
-/*
- * Does this host advertise oauth.credentialInterrupt?  While the setting is
- * on and the schema has confirm_credential() (0.8.0 on): on a schema not
- * yet updated nothing can confirm a credential, so the facet would promise
- * a resolve that cannot come; a credential request is refused there as the
- * conversation kinds are.  *schema_lacks (if given) says which held it back.
- */
-bool
-ow_credential_capability(bool *schema_lacks)
-{
-	Oid			args[3] = {TEXTOID, TEXTOID, TEXTOID};
-	Oid			nsp;
-	bool		lacks;
-
-	if (schema_lacks)
-		*schema_lacks = false;
-	if (!ow_credential_interrupts)
-		return false;
-	nsp = get_namespace_oid("openwop", true);
-	lacks = !OidIsValid(nsp) ||
-		!SearchSysCacheExists3(PROCNAMEARGSNSP, CStringGetDatum("confirm_credential"),
-							   PointerGetDatum(buildoidvector(args, 3)), ObjectIdGetDatum(nsp));
-	if (schema_lacks)
-		*schema_lacks = lacks;
-	return !lacks;
-}
-
 static const char *const kinds[] = {"approval", "clarification", "external-event", "custom",
 	"conversation.start", "conversation.exchange", "conversation.close",
 "low-confidence", "credential", NULL};
@@ -261,7 +234,6 @@ ow_check_request(Jsonb *request, const char *key, char **kind_out, int64 *timeou
 	bool		known = false;
 	OwJson		j;
 	Jsonb	   *pinned = NULL;
-	bool		old_schema;
 
 	if (!JB_ROOT_IS_OBJECT(request))
 		ow_validation_error("request", "request must be an object {kind, data, resumeSchema?, timeoutMs?}");
@@ -307,16 +279,14 @@ ow_check_request(Jsonb *request, const char *key, char **kind_out, int64 *timeou
 		ow_member_schema(r, "request", "resumeSchema");
 	}
 
-	if (strcmp(kind, "credential") == 0 && !ow_credential_capability(&old_schema))
+	if (strcmp(kind, "credential") == 0 && !ow_credential_interrupts)
 	{
 		OwDetails	d;
 
 		ow_details_init(&d);
 		ow_details_str(&d, "requiredCapability", "oauth.credentialInterrupt");
 		ow_raise(OW_CAPABILITY_REQUIRED, &d,
-				 old_schema
-				 ? "This database's schema has no confirm_credential() yet: update the extension (ALTER EXTENSION openwop_interrupt UPDATE), or fail the node with connector_auth_expired."
-				 : "openwop.credential_interrupts is off on this host: fail the node with connector_auth_expired instead.",
+				 "openwop.credential_interrupts is off on this host: fail the node with connector_auth_expired instead.",
 				 "credential interrupts need the oauth.credentialInterrupt capability");
 	}
 

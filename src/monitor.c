@@ -24,7 +24,7 @@ PG_FUNCTION_INFO_V1(ow_worker_status);
 PG_FUNCTION_INFO_V1(ow_stats);
 PG_FUNCTION_INFO_V1(ow_stats_reset_all);
 
-#define NCOLS 15			/* 14 before 0.11.0, which has no reason */
+#define NCOLS 15
 
 /* What the launcher said of a database it does not serve, in words. */
 static const char *
@@ -109,8 +109,7 @@ ts_or_null(TimestampTz t, bool *isnull)
  * last_error, last_error_at, serving, reason): the launcher, every
  * database worker of the server, and, when none serves this database,
  * a row for it that says why (reason; last_error_at: since when the
- * launcher said so).  The SQL of 0.10.0 and before has no reason column,
- * and no such row.
+ * launcher said so).
  */
 Datum
 ow_worker_status(PG_FUNCTION_ARGS)
@@ -120,7 +119,6 @@ ow_worker_status(PG_FUNCTION_ARGS)
 	int		   *index = NULL;
 	int			n = 0;
 	int			i;
-	int			ncols;
 	bool		mine = false;
 	int			launcher_pid = 0;
 	TimestampTz launcher_started = 0;
@@ -128,8 +126,8 @@ ow_worker_status(PG_FUNCTION_ARGS)
 	Datum		values[NCOLS];
 	bool		nulls[NCOLS];
 
+	ow_require_current_schema();
 	InitMaterializedSRF(fcinfo, 0);
-	ncols = rsinfo->setDesc->natts;
 	memset(nulls, true, sizeof(nulls));
 
 	if (ow_registry_ready())
@@ -186,7 +184,7 @@ ow_worker_status(PG_FUNCTION_ARGS)
 	}
 
 	/* this database has the extension (the view is its): no worker, and why */
-	if (!mine && ncols > 14)
+	if (!mine)
 	{
 		TimestampTz since;
 		const char *why = why_unserved_here(&since);

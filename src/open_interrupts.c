@@ -8,9 +8,7 @@
  * late answer expires it (ow_expire_open_interrupt) and deleted when it
  * stops being open (ow_close_interrupt, ow_close_run_interrupts), always
  * in the transaction that changes openwop.interrupts, under the run lock.
- * The resolve's own claim deletes the row directly (outcomes.c).  On a
- * schema older than 0.6.0, not yet updated, there is no such table and
- * these do nothing: openwop.interrupts alone says what is open there.
+ * The resolve's own claim deletes the row directly (outcomes.c).
  * A trigger on openwop.interrupts (ow_interrupts_keep_open) carries a DBA's
  * own changes to the copied columns over.
  *
@@ -26,14 +24,12 @@
 #include "utils/builtins.h"
 #include "utils/rel.h"
 
-/* Run q ($1 tenant, $2 interrupt id or run id) when the schema has the table. */
+/* Run q ($1 tenant, $2 interrupt id or run id). */
 static uint64
 open_exec(OwQuery *q, const char *tenant, const char *id)
 {
 	Datum		args[2];
 
-	if (!ow_open_interrupts_table())
-		return 0;
 	args[0] = CStringGetTextDatum(tenant);
 	args[1] = CStringGetTextDatum(id);
 	return ow_exec(q, args, NULL, false, 0);
@@ -80,9 +76,7 @@ ow_open_interrupt(OwRun *run, const char *interrupt_id, const char *node_id, int
 	nulls[11] = !ItemPointerIsValid(interrupt_tid);
 	values[12] = PointerGetDatum(execution_tid);
 	nulls[12] = !ItemPointerIsValid(execution_tid);
-	/* the hints only where the schema has them (0.10.0 on) */
-	if (ow_direct_insert(OW_OPEN_INTERRUPTS, ow_row_hints() ? 13 : 11, cols, values, nulls, NULL) ||
-		!ow_open_interrupts_table())
+	if (ow_direct_insert(OW_OPEN_INTERRUPTS, lengthof(cols), cols, values, nulls, NULL))
 		return;
 	memset(spi_nulls, ' ', sizeof(spi_nulls));
 	spi_nulls[9] = nulls[9] ? 'n' : ' ';
@@ -187,7 +181,7 @@ ow_interrupts_keep_open(PG_FUNCTION_ARGS)
 		if (!isnull && !id_null)
 			ow_close_interrupt(TextDatumGetCString(tenant), TextDatumGetCString(id));
 	}
-	else if (ow_open_interrupts_table())
+	else
 	{
 		for (i = 0; i < 13; i++)
 		{

@@ -8,7 +8,7 @@
  *
  *	  1. helpers     shmem, stats, errors, json, limits, token_format (token_format.h),
  *	                 ids, jsonschema, members, kinds
- *	  2. plumbing    spi, rowstore, caller, worker, wakeup, notify
+ *	  2. plumbing    schema, spi, rowstore, caller, worker, wakeup, notify
  *	  3. store       eventlog, open_interrupts
  *	  4. domain      runs, conversations, approvals, idempotency,
  *	                 outcomes, deadlines, forks, interrupts
@@ -269,13 +269,20 @@ extern void ow_member_schema(JsonbContainer *obj, const char *prefix, const char
 extern Jsonb *ow_check_request(Jsonb *request, const char *key, char **kind_out, int64 *timeout_ms);
 extern const char *ow_waiting_status(const char *kind);
 extern bool ow_credential_interrupts;
-extern bool ow_credential_capability(bool *schema_lacks);
 extern void ow_define_kind_settings(void);
 
 /* ==========
  * 2. Plumbing: statements, who is calling, the workers, notifications.
  * ==========
  */
+
+/* ----------
+ * schema.c: the library serves the schema of its own version only; any
+ * other is refused (55000, the hint naming ALTER EXTENSION ... UPDATE).
+ * ----------
+ */
+extern bool ow_schema_is_current(char **version);
+extern void ow_require_current_schema(void);
 
 /* ----------
  * spi.c: the one way to run a statement.  An OwQuery is declared static
@@ -412,7 +419,6 @@ extern bool ow_scan_next(OwScan *s);
 extern void ow_scan_end(OwScan *s);
 extern bool ow_fetch_tid(OwDirect *d, OwTableId t, ItemPointer tid, TupleTableSlot **slot);
 extern bool ow_fetch_hint(OwDirect *d, OwTableId t, ItemPointer tid, TupleTableSlot **slot);
-extern bool ow_row_hints(void);
 extern bool ow_lock_row(OwDirect *d, OwTableId t, TupleTableSlot *slot, bool skip_locked);
 extern Datum ow_get(TupleTableSlot *slot, OwColumn c, bool *isnull);
 extern char *ow_get_text(TupleTableSlot *slot, OwColumn c);
@@ -426,8 +432,6 @@ extern void ow_insert(OwDirect *d, OwTableId t, TupleTableSlot *row);
 extern bool ow_insert_new(OwDirect *d, OwTableId t, TupleTableSlot *row);
 extern void ow_update(OwDirect *d, OwTableId t, TupleTableSlot *old, TupleTableSlot *row);
 extern void ow_delete(OwDirect *d, OwTableId t, TupleTableSlot *old);
-extern bool ow_open_interrupts_table(void);
-extern bool ow_schema_has_table(const char *name);
 extern bool ow_direct_insert(OwTableId t, int n, const OwColumn *cols, const Datum *values,
 							 const bool *nulls, ItemPointer tid);
 extern bool ow_direct_update(OwTableId t, OwIndexId idx, const Datum *keys, int n,
@@ -783,7 +787,6 @@ typedef struct OwConversation
 	int32		turn_count;		/* turns completed before this step */
 } OwConversation;
 
-extern bool ow_conversations_table(void);
 extern Jsonb *ow_conversation_raise(OwRun *run, const char *kind, Jsonb *payload,
 									const char *interrupt_id, OwConversation *c);
 extern void ow_conversation_announce(OwRun *run, const char *node_id, const OwConversation *c,
@@ -899,7 +902,6 @@ extern void ow_refuse_other_kind(const char *key, const char *stored_kind, const
 			pg_attribute_noreturn();
 extern bool ow_derive_recorded(OwRun *run, const char *node_id, const OwExec *ex, int32 ordinal,
 							   const char *key, const char *kind, char **interrupt_id, int64 *seq);
-extern bool ow_forks_table(void);
 
 /* ----------
  * interrupts.c: suspending a node on an interrupt (and its API,

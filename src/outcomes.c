@@ -91,18 +91,16 @@ ow_fail_disposition(OwResolution *r)
 static void
 held_by(OwRun *run, char **kind, char **node_id)
 {
-#define HELD_BY_SQL(table) "SELECT kind, node_id FROM " table \
-		" WHERE tenant OPERATOR(pg_catalog.=) $1" \
-		"   AND run_id OPERATOR(pg_catalog.=) $2" \
-		"   AND status OPERATOR(pg_catalog.=) 'pending'" \
-		" ORDER BY requested_sequence DESC LIMIT 1"
-	static OwQuery q = {HELD_BY_SQL("openwop.interrupts"), 2, {TEXTOID, TEXTOID}, SPI_OK_SELECT};
-	static OwQuery q_open = {HELD_BY_SQL("openwop.open_interrupts"), 2, {TEXTOID, TEXTOID}, SPI_OK_SELECT};
-#undef HELD_BY_SQL
+	static OwQuery q = {"SELECT kind, node_id FROM openwop.open_interrupts"
+		" WHERE tenant OPERATOR(pg_catalog.=) $1"
+		"   AND run_id OPERATOR(pg_catalog.=) $2"
+		"   AND status OPERATOR(pg_catalog.=) 'pending'"
+		" ORDER BY requested_sequence DESC LIMIT 1",
+	2, {TEXTOID, TEXTOID}, SPI_OK_SELECT};
 
 	*kind = NULL;
 	*node_id = NULL;
-	if (ow_run_exec(ow_open_interrupts_table() ? &q_open : &q, run, NULL, false, 1) > 0)
+	if (ow_run_exec(&q, run, NULL, false, 1) > 0)
 	{
 		*kind = ow_col_text(0, 1);
 		*node_id = ow_col_text(0, 2);

@@ -210,26 +210,21 @@ ow_capabilities(PG_FUNCTION_ARGS)
 {
 	OwJson		j;
 
+	ow_require_current_schema();
 	owj_begin(&j);
 	owj_begin_object(&j, "interrupt");
 	owj_str_array(&j, "tokenAlgs", list_make1("hs256"));
 	owj_str_array(&j, "refKinds", list_make3("principal", "group", "role"));
 	owj_bool(&j, "callbackDelivery", false);
 	owj_end_object(&j);
-	/* forkRun (forks.c), once the schema has it */
-	if (ow_forks_table())
-	{
-		owj_begin_object(&j, "replay");
-		owj_str_array(&j, "modes", list_make2("replay", "branch"));
-		owj_end_object(&j);
-	}
-	if (ow_conversations_table())
-	{
-		owj_begin_object(&j, "conversationPrimitive");
-		owj_end_object(&j);
-	}
+	/* forkRun (forks.c) */
+	owj_begin_object(&j, "replay");
+	owj_str_array(&j, "modes", list_make2("replay", "branch"));
+	owj_end_object(&j);
+	owj_begin_object(&j, "conversationPrimitive");
+	owj_end_object(&j);
 	/* presence is the claim: the facet is there only while it holds */
-	if (ow_credential_capability(NULL))
+	if (ow_credential_interrupts)
 	{
 		owj_begin_object(&j, "oauth");
 		owj_bool(&j, "credentialInterrupt", true);
@@ -251,6 +246,7 @@ ow_current_caller(PG_FUNCTION_ARGS)
 	OwCaller	c;
 	OwJson		j;
 
+	ow_require_current_schema();
 	ow_caller(&c);
 	owj_begin(&j);
 	owj_subject(&j, "subject", &c.subject);

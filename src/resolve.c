@@ -32,39 +32,14 @@ PG_FUNCTION_INFO_V1(ow_resolve_interrupt);
 
 /*
  * The pending interrupt of a locked run, named by node (find_pending) or by
- * id (ow_find_pending_by_id), on a schema older than 0.6.0 (no
- * openwop.open_interrupts), read with what the resolve needs next under
+ * id (ow_find_pending_by_id), read with what the resolve needs next under
  * the same lock: the run's other pending interrupt, latest raised first
  * (it holds the run once this one settles), and the groups the answering
  * principal belongs to in the tenant (eligibility).  One statement, so the
- * resolve path runs fewer.
+ * resolve path runs fewer; the direct read (read_pending_direct) is tried
+ * first.
  */
 #define PENDING_SQL(match) \
-	"SELECT i.interrupt_id, i.node_id, i.kind, i.payload, i.visit," \
-	"       COALESCE(i.expires_at OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp(), false)," \
-	"       o.kind, o.node_id," \
-	"       ARRAY(SELECT g.group_ref FROM openwop.group_members g" \
-	"              WHERE g.tenant OPERATOR(pg_catalog.=) i.tenant" \
-	"                AND g.principal OPERATOR(pg_catalog.=) ANY ($4)" \
-	"              GROUP BY g.group_ref ORDER BY g.group_ref)," \
-	"       i.expires_at" \
-	"  FROM openwop.interrupts i" \
-	"  LEFT JOIN LATERAL (SELECT x.kind, x.node_id FROM openwop.interrupts x" \
-	"                      WHERE x.tenant OPERATOR(pg_catalog.=) i.tenant" \
-	"                        AND x.run_id OPERATOR(pg_catalog.=) i.run_id" \
-	"                        AND x.status OPERATOR(pg_catalog.=) 'pending'" \
-	"                        AND x.interrupt_id OPERATOR(pg_catalog.<>) i.interrupt_id" \
-	"                      ORDER BY x.requested_sequence DESC LIMIT 1) o ON true" \
-	" WHERE i.tenant OPERATOR(pg_catalog.=) $1" \
-	"   AND i.run_id OPERATOR(pg_catalog.=) $2" \
-	"   AND " match " OPERATOR(pg_catalog.=) $3" \
-	"   AND i.status OPERATOR(pg_catalog.=) 'pending'"
-
-/*
- * The same on a schema with openwop.open_interrupts (0.6.0 on), which holds
- * all of it.
- */
-#define PENDING_OPEN_SQL(match) \
 	"SELECT w.interrupt_id, w.node_id, w.kind, w.payload, w.visit," \
 	"       COALESCE(w.expires_at OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp(), false)," \
 	"       o.kind, o.node_id," \
@@ -135,7 +110,7 @@ static void
 tid_hint(TupleTableSlot *r, OwColumn c, ItemPointer tid)
 {
 	bool		isnull = true;
-	Datum		d = ow_row_hints() ? ow_get(r, c, &isnull) : (Datum) 0;
+	Datum		d = ow_get(r, c, &isnull);
 
 	if (isnull)
 		ItemPointerSetInvalid(tid);
@@ -225,26 +200,24 @@ read_pending_direct(OwRun *run, bool by_id, const char *match, OwPending *p, boo
 static bool
 find_pending(OwRun *run, const char *node_id, const OwSubject *who, OwPending *p)
 {
-	static OwQuery q = {PENDING_SQL("i.node_id"), 4, PENDING_TYPES, SPI_OK_SELECT};
-	static OwQuery q_open = {PENDING_OPEN_SQL("w.node_id"), 4, PENDING_TYPES, SPI_OK_SELECT};
+	static OwQuery q = {PENDING_SQL("w.node_id"), 4, PENDING_TYPES, SPI_OK_SELECT};
 	bool		found;
 
 	if (read_pending_direct(run, false, node_id, p, &found))
 		return found;
-	return read_pending(ow_open_interrupts_table() ? &q_open : &q, run, node_id, who, p);
+	return read_pending(&q, run, node_id, who, p);
 }
 
 /* Interrupt interrupt_id of the locked run, if it is still pending. */
 bool
 ow_find_pending_by_id(OwRun *run, const char *interrupt_id, const OwSubject *who, OwPending *p)
 {
-	static OwQuery q = {PENDING_SQL("i.interrupt_id"), 4, PENDING_TYPES, SPI_OK_SELECT};
-	static OwQuery q_open = {PENDING_OPEN_SQL("w.interrupt_id"), 4, PENDING_TYPES, SPI_OK_SELECT};
+	static OwQuery q = {PENDING_SQL("w.interrupt_id"), 4, PENDING_TYPES, SPI_OK_SELECT};
 	bool		found;
 
 	if (read_pending_direct(run, true, interrupt_id, p, &found))
 		return found;
-	return read_pending(ow_open_interrupts_table() ? &q_open : &q, run, interrupt_id, who, p);
+	return read_pending(&q, run, interrupt_id, who, p);
 }
 
 /* Did the node ever raise an interrupt in this run? */

@@ -29,9 +29,8 @@
  *
  * Relations, indexes and attribute numbers are looked up by name once per
  * backend and forgotten on any relation cache invalidation of them (DROP
- * and CREATE EXTENSION, ALTER TABLE, ANALYZE, ...).  A schema older than
- * the library's (no openwop.open_interrupts until ALTER EXTENSION ...
- * UPDATE) has no direct path at all: its statements run as they are.
+ * and CREATE EXTENSION, ALTER TABLE, ANALYZE, ...).  The schema is the
+ * library's version (schema.c) before anything is looked up.
  *
  *-------------------------------------------------------------------------
  */
@@ -269,8 +268,7 @@ equality_of(Oid typid)
 /*
  * The direct path is off for table t, for reason: said in the server log
  * once per backend and table, so a DBA who changed a table learns why the
- * hot paths now run statements.  A schema older than the library (a table
- * it does not have yet) is not a change, and is not logged.
+ * hot paths now run statements.
  */
 static bool
 refuse(OwTableId t, const char *reason)
@@ -329,6 +327,7 @@ fill_cache(void)
 	Oid			nsp = get_namespace_oid("openwop", true);
 	int			i;
 
+	ow_require_current_schema();
 	if (!registered)
 	{
 		CacheRegisterRelcacheCallback(forget, (Datum) 0);
@@ -351,12 +350,6 @@ fill_cache(void)
 		Oid			collation;
 
 		cache.attnums[i] = get_attnum(cache.relids[columns[i].table], columns[i].name);
-		/* a schema before 0.10.0 has no row hints: the rest works without them */
-		if (cache.attnums[i] <= 0 && (i == OPEN_INTERRUPT_TID || i == OPEN_EXECUTION_TID))
-		{
-			cache.attnums[i] = InvalidAttrNumber;
-			continue;
-		}
 		if (cache.attnums[i] <= 0)
 			return refuse(columns[i].table, psprintf("its column %s is gone", columns[i].name));
 		/* a column retyped (another type, a domain, a length) gets the statements' coercion */
@@ -693,16 +686,6 @@ ow_fetch_tid(OwDirect *d, OwTableId t, ItemPointer tid, TupleTableSlot **slot)
 	return table_tuple_fetch_row_version(d->rel[t], tid, d->snapshot, *slot);
 }
 
-/* Does the open row keep its row hints (a schema of 0.10.0 on, the direct path usable)? */
-bool
-ow_row_hints(void)
-{
-	if (!cache.valid && !fill_cache())
-		return false;
-	return cache.attnums[OPEN_INTERRUPT_TID] != InvalidAttrNumber &&
-		cache.attnums[OPEN_EXECUTION_TID] != InvalidAttrNumber;
-}
-
 /*
  * ow_fetch_tid for a tid an earlier transaction stored as a hint (the open
  * row's interrupt_tid, execution_tid): VACUUM FULL, CLUSTER or a restore
@@ -995,32 +978,6 @@ ow_delete(OwDirect *d, OwTableId t, TupleTableSlot *old)
 {
 	lock_to_write(d, t, old, LockTupleExclusive);
 	ExecSimpleRelationDelete(d->rri[t], d->estate, NULL, old);
-}
-
-/*
- * Does the schema have openwop.open_interrupts (0.6.0 and later)?  The
- * statements of the open interrupts run only then; an older schema, not
- * yet updated, keeps them in openwop.interrupts alone.
- */
-bool
-ow_open_interrupts_table(void)
-{
-	if (cache.valid)
-		return true;			/* the cache is filled only on a schema that has it */
-	return ow_schema_has_table("open_interrupts");
-}
-
-/*
- * Does schema openwop have table name?  A newer library runs on a schema a
- * database has not updated yet: what a later version added is used, and
- * advertised, only where its table exists.
- */
-bool
-ow_schema_has_table(const char *name)
-{
-	Oid			nsp = get_namespace_oid("openwop", true);
-
-	return OidIsValid(nsp) && OidIsValid(get_relname_relid(name, nsp));
 }
 
 /* Replace old, a row of t read by this operation, with row. */

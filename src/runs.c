@@ -1342,15 +1342,7 @@ nothing_open_direct(OwRun *run)
 static void
 cancel_open_executions(OwRun *run, const char *reason)
 {
-	static OwQuery cancel_interrupts = {
-		"UPDATE openwop.interrupts"
-		"   SET status = 'cancelled', resolved_at = pg_catalog.now()"
-		" WHERE tenant OPERATOR(pg_catalog.=) $1"
-		"   AND run_id OPERATOR(pg_catalog.=) $2"
-		"   AND status OPERATOR(pg_catalog.=) 'pending'",
-		2, {TEXTOID, TEXTOID}, SPI_OK_UPDATE
-	};
-	/* 0.6.0 on: the run's pending interrupts are found among the open ones */
+	/* the run's pending interrupts, found among the open ones */
 	static OwQuery cancel_open = {
 		"UPDATE openwop.interrupts i"
 		"   SET status = 'cancelled', resolved_at = pg_catalog.now()"
@@ -1382,7 +1374,7 @@ cancel_open_executions(OwRun *run, const char *reason)
 	/* the usual end: nothing left open, nothing to cancel */
 	if (nothing_open_direct(run))
 		return;
-	ow_run_exec(ow_open_interrupts_table() ? &cancel_open : &cancel_interrupts, run, NULL, false, 0);
+	ow_run_exec(&cancel_open, run, NULL, false, 0);
 	ow_close_run_interrupts(run);
 	n = ow_run_exec(&cancel_execs, run, NULL, false, 0);
 

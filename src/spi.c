@@ -55,6 +55,7 @@ prepare(OwQuery *q)
 	SPIPlanPtr	plan;
 
 	Assert(q->nargs >= 0 && q->nargs <= OW_QUERY_MAX_ARGS);
+	ow_require_current_schema();
 	plan = SPI_prepare_cursor(q->sql, q->nargs, q->types,
 							  q->secret ? CURSOR_OPT_GENERIC_PLAN : 0);
 	if (plan == NULL)

@@ -22,8 +22,7 @@
 #include "openwop.h"
 
 #include "access/xact.h"
-#include "catalog/namespace.h"
-#include "utils/lsyscache.h"
+#include "commands/dbcommands.h"
 #include "commands/extension.h"
 #include "pgstat.h"
 #include "utils/memutils.h"
@@ -110,22 +109,21 @@ ow_extension_installed(void)
 
 /*
  * The database the extension was created in, or the DBA last said to
- * serve (openwop.served_database, 0.11.0 on): a database whose oid is not
- * the one recorded is a copy (CREATE DATABASE ... TEMPLATE copies the
- * row).  *recorded is false on an older schema, which records nothing
- * (and whose copies are served as before).  In a transaction, with a
- * snapshot; read without privileges (the monitoring view's reader has
- * none on the table).
+ * serve (openwop.served_database): a database whose oid is not the one
+ * recorded is a copy (CREATE DATABASE ... TEMPLATE copies the row).
+ * *recorded is false where the schema is not the library's (the worker
+ * waits there for ALTER EXTENSION ... UPDATE, see ow_timeout_pass).  In a
+ * transaction, with a snapshot; read without privileges (the monitoring
+ * view's reader has none on the table).
  */
 Oid
 ow_served_database(bool *recorded)
 {
 	static OwQuery q = {"SELECT database_oid FROM openwop.served_database", 0, {0}, SPI_OK_SELECT};
-	Oid			nsp = get_namespace_oid("openwop", true);
 	Oid			dboid = InvalidOid;
 	OwPriv		priv;
 
-	*recorded = OidIsValid(nsp) && OidIsValid(get_relname_relid("served_database", nsp));
+	*recorded = ow_schema_is_current(NULL);
 	if (!*recorded)
 		return InvalidOid;
 	SPI_connect();
@@ -157,12 +155,47 @@ ow_database_is_unserved_copy(void)
 	return recorded && dboid != MyDatabaseId;
 }
 
+typedef enum
+{
+	SCHEMA_ABSENT,
+	SCHEMA_CURRENT,
+	SCHEMA_OTHER,
+} SchemaState;
+
+/*
+ * Is the extension installed, and its schema the library's?  Outside a
+ * transaction.  A schema of another version is said in the log once per
+ * worker, and again after it has been current.
+ */
+static SchemaState
+schema_state(void)
+{
+	static bool said = false;
+	SchemaState state;
+	char	   *version;
+
+	StartTransactionCommand();
+	if (ow_schema_is_current(&version))
+		state = SCHEMA_CURRENT;
+	else
+		state = version == NULL ? SCHEMA_ABSENT : SCHEMA_OTHER;
+	if (state == SCHEMA_OTHER && !said)
+		ereport(LOG,
+				(errmsg("openwop: database \"%s\" has schema version %s of openwop_interrupt, the library version %s: no deadline is applied until ALTER EXTENSION openwop_interrupt UPDATE",
+						get_database_name(MyDatabaseId), version, OW_SCHEMA_VERSION)));
+	said = state == SCHEMA_OTHER;
+	CommitTransactionCommand();
+	return state;
+}
+
 /*
  * One pass: settle due deadlines, each in a transaction of its own (at
  * most batch of them, shared fairly between tenants), purge expired
  * idempotency records, then say how long to sleep, in ms: until the next
  * deadline, at most openwop.sweeper_interval, 0 when the batch ran out
- * with more work due; -1 when the extension is not installed.  *done: the
+ * with more work due; -1 when the extension is not installed.  A schema
+ * that is not the library's version gets no pass (logged once): the
+ * worker looks again after openwop.sweeper_interval.  *done: the
  * interrupts settled and records removed.
  */
 long
@@ -177,8 +210,15 @@ ow_timeout_pass(int64 *done)
 	int			purged;
 
 	*done = 0;
-	if (!ow_extension_installed())
-		return -1;
+	switch (schema_state())
+	{
+		case SCHEMA_ABSENT:
+			return -1;
+		case SCHEMA_OTHER:
+			return sleep_ms;
+		case SCHEMA_CURRENT:
+			break;
+	}
 	/* reset, not deleted, each pass: an error escaping a pass must not leak it */
 	if (pass_cxt == NULL)
 		pass_cxt = AllocSetContextCreate(TopMemoryContext, "openwop timeout pass", ALLOCSET_SMALL_SIZES);

@@ -93,4 +93,28 @@ raise acme/worker-run-00000006 300
 wait_for 20 "SELECT openwop.run_snapshot('acme/worker-run-00000006') ->> 'status'" failed
 wait_for 15 "SELECT n_tup_del > $before FROM pg_stat_user_tables WHERE relid = 'openwop.open_interrupts'::regclass" t
 echo "worker_publishes_statistics: the open row the worker deleted is counted ($before, then $(dels))"
+
+# 7. worker_waits_for_update: on a schema of another version (the library
+# updated, ALTER EXTENSION ... UPDATE not yet run; made here by changing the
+# recorded version, and an ALTER TABLE that makes every backend look again)
+# the worker applies no deadline and says so in the log once; once the
+# schema is the library's again it applies the deadline
+log=$(server_log_file)
+lines=$(wc -l <"$log")
+raise acme/worker-run-00000007 1000
+psql -X -q -v ON_ERROR_STOP=1 -d $db -c "ALTER SYSTEM SET openwop.sweeper_interval = 1" -c "SELECT pg_reload_conf()" \
+	-c "UPDATE pg_extension SET extversion = '0.10.0' WHERE extname = 'openwop_interrupt'" \
+	-c "ALTER TABLE openwop.runs SET (fillfactor = 80)" >/dev/null
+sleep 3
+set_back() { psql -X -q -v ON_ERROR_STOP=1 -d $db -c "UPDATE pg_extension SET extversion = '$1' WHERE extname = 'openwop_interrupt'" \
+	-c "ALTER TABLE openwop.runs SET (fillfactor = 80)" >/dev/null; }
+newest=$(sed -n "s/^default_version = '\(.*\)'/\1/p" openwop_interrupt.control)
+[ "$(psql -X -A -t -q -d $db -c "SELECT status FROM openwop.runs WHERE run_id = 'acme/worker-run-00000007'")" = waiting-approval ] ||
+	{ set_back "$newest"; echo "the worker applied a deadline on a schema of another version" >&2; exit 1; }
+said=$(tail -n +"$((lines + 1))" "$log" | grep -c "has schema version 0.10.0 of openwop_interrupt, the library version $newest: no deadline is applied until ALTER EXTENSION openwop_interrupt UPDATE" || true)
+set_back "$newest"
+psql -X -q -d $db -c "ALTER SYSTEM RESET openwop.sweeper_interval" -c "SELECT pg_reload_conf()" >/dev/null
+[ "$said" = 1 ] || { echo "the worker said it waits $said times, not once" >&2; exit 1; }
+wait_for 20 "SELECT openwop.run_snapshot('acme/worker-run-00000007') ->> 'status'" failed
+echo "worker_waits_for_update: no deadline applied on schema 0.10.0 (logged once); applied once the schema is the library's"
 echo "timeout worker checks passed"

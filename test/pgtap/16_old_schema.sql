@@ -1,121 +1,75 @@
--- A database still on schema 0.3.0 (its AFTER INSERT trigger on
--- openwop.events bound to ow_escalate_low_confidence) with the new library,
--- before ALTER EXTENSION UPDATE: record_agent_decision escalates by itself
--- and the old trigger does nothing, so a decision escalates exactly once;
--- after the update the trigger is gone and it still does.
+-- A database whose schema is not the library's version (installed before
+-- the library was updated, and not yet ALTER EXTENSION ... UPDATE'd): every
+-- call that reads or writes the store is refused with 55000, naming the
+-- update, before anything is read or written; after the update the same
+-- calls work, in the same session.  A schema newer than the library is
+-- refused the same way, naming the library to install.
 BEGIN;
 SELECT * FROM no_plan();
 DROP EXTENSION openwop_interrupt;
-CREATE EXTENSION openwop_interrupt VERSION '0.3.0';
+CREATE EXTENSION openwop_interrupt VERSION '0.10.0';
 SET LOCAL openwop.tenant = 'acme';
-\ir refusal.psql
-\ir events.psql
-
-SELECT is((SELECT count(*) FROM pg_trigger WHERE tgname = 'events_escalate_low_confidence'), 1::bigint,
-          'schema 0.3.0 still binds the escalation trigger');
-DO $$ BEGIN PERFORM openwop.create_run('old-schema', '{"runId": "acme/old-schema-run-0001"}');
-  PERFORM openwop.start_node('acme/old-schema-run-0001', 'agent'); END $$;
-SELECT is(openwop.record_agent_decision('acme/old-schema-run-0001', 'agent', 'planner', 0.1) ->> 'escalated', 'true',
-          'old_schema_escalates_once: a decision below the threshold escalates on schema 0.3.0');
-SELECT is((SELECT count(*) FROM openwop.interrupts WHERE run_id = 'acme/old-schema-run-0001'), 1::bigint,
-          '... with one interrupt, not one from the API and one from the trigger');
-SELECT is(pg_temp.types('acme/old-schema-run-0001'), 'run.started,node.started,agent.decided,interrupt.requested,node.suspended',
-          '... and one interrupt.requested, one node.suspended');
-SELECT is((SELECT next_sequence FROM openwop.runs WHERE run_id = 'acme/old-schema-run-0001'), 5::bigint,
-          '... counted in the run row');
-DO $$ BEGIN PERFORM openwop.create_run('old-schema', '{"runId": "acme/old-schema-run-0002"}');
-  PERFORM openwop.start_node('acme/old-schema-run-0002', 'agent'); END $$;
-SELECT is(openwop.record_agent_decision('acme/old-schema-run-0002', 'agent', 'planner', 0.9) ->> 'escalated', 'false',
-          'a decision above the threshold does not escalate on schema 0.3.0');
-SELECT is(pg_temp.types('acme/old-schema-run-0002'), 'run.started,node.started,agent.decided',
-          '... and the old trigger appends nothing');
-
-ALTER EXTENSION openwop_interrupt UPDATE TO '0.4.0';
-SELECT is((SELECT count(*) FROM pg_trigger WHERE tgname = 'events_escalate_low_confidence'), 0::bigint,
-          'the update to 0.4.0 drops the escalation trigger');
-SELECT is(to_regprocedure('openwop.escalate_low_confidence()'), NULL, '... and its function');
-DO $$ BEGIN PERFORM openwop.create_run('old-schema', '{"runId": "acme/old-schema-run-0003"}');
-  PERFORM openwop.start_node('acme/old-schema-run-0003', 'agent'); END $$;
-SELECT is(openwop.record_agent_decision('acme/old-schema-run-0003', 'agent', 'planner', 0.1) ->> 'escalated', 'true',
-          'updated_schema_escalates_once: after the update a decision below the threshold still escalates');
-SELECT is(pg_temp.types('acme/old-schema-run-0003'), 'run.started,node.started,agent.decided,interrupt.requested,node.suspended',
-          '... once');
-
--- schema 0.5.0 (the open interrupts still in openwop.interrupts) with the new
--- library: raise, resolve, cancel, deadlines and the inbox work on it, through
--- the statements' older forms; the update carries the open interrupts over
-ALTER EXTENSION openwop_interrupt UPDATE TO '0.5.0';
 \ir callers.psql
-CREATE FUNCTION pg_temp.gate(run text, extra jsonb DEFAULT '{}') RETURNS void LANGUAGE plpgsql AS $$
+
+-- what a client sees of a refusal: its SQLSTATE and hint, or NULL
+CREATE FUNCTION pg_temp.refused(sql text) RETURNS jsonb LANGUAGE plpgsql AS $$
+DECLARE st text; msg text; hint text;
 BEGIN
-  PERFORM openwop.create_run('old-schema', jsonb_build_object('runId', run));
-  PERFORM openwop.start_node(run, 'gate');
-  PERFORM openwop.interrupt(run, 'gate', '{"kind": "approval", "data": {"artifactId": "a",
-    "artifactType": "doc", "title": "T", "actions": ["accept", "reject"]}}'::jsonb || extra);
+  EXECUTE sql;
+  RETURN NULL;
+EXCEPTION WHEN OTHERS THEN
+  GET STACKED DIAGNOSTICS st = RETURNED_SQLSTATE, msg = MESSAGE_TEXT, hint = PG_EXCEPTION_HINT;
+  RETURN jsonb_build_object('sqlstate', st, 'message', msg, 'hint', hint);
 END $$;
-SELECT is(to_regclass('openwop.open_interrupts'), NULL, 'schema 0.5.0 has no openwop.open_interrupts');
-SELECT pg_temp.gate('acme/old-schema-gate-0001');
-SELECT is(openwop.resolve_interrupt('acme/old-schema-gate-0001', 'gate', '{"action": "accept"}') ->> 'runStatus', 'running',
-          'old_schema_resolves: on schema 0.5.0 a gate is raised and resolved');
-SELECT throws_ok($$SELECT openwop.resolve_interrupt('acme/old-schema-gate-0001', 'gate', '{"action": "reject"}')$$,
-                 'PT409', NULL, '... once: a second resolve is interrupt_already_resolved');
-SELECT pg_temp.gate('acme/old-schema-gate-0002');
-SELECT is(openwop.cancel_run('acme/old-schema-gate-0002') ->> 'status', 'cancelled', 'old_schema_cancels: a run waiting on a gate is cancelled');
-SELECT is((SELECT status FROM openwop.interrupts WHERE run_id = 'acme/old-schema-gate-0002'), 'cancelled', '... and its gate with it');
-SELECT pg_temp.gate('acme/old-schema-gate-0003', '{"timeoutMs": 600000}');
-UPDATE openwop.interrupts SET expires_at = now() - interval '1 second' WHERE run_id = 'acme/old-schema-gate-0003';
-SELECT is(openwop.sweep(10), 1, 'old_schema_sweeps: a passed deadline is applied on schema 0.5.0');
-SELECT is(openwop.run_snapshot('acme/old-schema-gate-0003') ->> 'status', 'failed', '... the approval rejected by timeout');
-SELECT pg_temp.gate('acme/old-schema-gate-0004');
-SELECT pg_temp.gate('acme/old-schema-gate-0005', '{"timeoutMs": 600000}');
-SELECT is((SELECT count(*)::int FROM openwop.pending_interrupts WHERE run_id LIKE 'acme/old-schema-gate-%'), 2,
-          '... and the inbox lists the pending gates');
+CREATE TEMP TABLE calls (name text, sql text);
+INSERT INTO calls VALUES
+  ('create_run', $$SELECT openwop.create_run('old', '{"runId": "acme/old-schema-run-0001"}')$$),
+  ('run_snapshot', $$SELECT openwop.run_snapshot('acme/old-schema-run-0001')$$),
+  ('events', $$SELECT * FROM openwop.events('acme/old-schema-run-0001')$$),
+  ('start_node', $$SELECT openwop.start_node('acme/old-schema-run-0001', 'gate')$$),
+  ('interrupt', $$SELECT openwop.interrupt('acme/old-schema-run-0001', 'gate', '{"kind": "approval", "data": {"artifactId": "a",
+                  "artifactType": "doc", "title": "T", "actions": ["accept"]}}')$$),
+  ('resolve_interrupt', $$SELECT openwop.resolve_interrupt('acme/old-schema-run-0001', 'gate', '{"action": "accept"}')$$),
+  ('resolve_interrupt_by_token', $$SELECT openwop.resolve_interrupt_by_token('v1.x.y.z', '{"action": "accept"}')$$),
+  ('cancel_run', $$SELECT openwop.cancel_run('acme/old-schema-run-0001')$$),
+  ('fork_run', $$SELECT openwop.fork_run('acme/old-schema-run-0001', '{"mode": "branch", "fromSeq": 0}')$$),
+  ('record_agent_decision', $$SELECT openwop.record_agent_decision('acme/old-schema-run-0001', 'agent', 'planner', 0.1)$$),
+  ('capabilities', $$SELECT openwop.capabilities()$$),
+  ('current_caller', $$SELECT openwop.current_caller()$$),
+  ('sweep', $$SELECT openwop.sweep(10)$$),
+  ('add_signing_key', $$SELECT openwop.add_signing_key('old-schema-key')$$),
+  ('pending_interrupts', $$SELECT count(*) FROM openwop.pending_interrupts$$),
+  ('flowdrop_interrupts', $$SELECT openwop.flowdrop_interrupts('{acme/old-schema-int-0001}')$$),
+  ('workers', $$SELECT count(*) FROM openwop.workers$$);
 
-ALTER EXTENSION openwop_interrupt UPDATE TO '0.6.0';
-SELECT is((SELECT array_agg(run_id || ' ' || status || ' ' || (expires_at IS NOT NULL) ORDER BY run_id) FROM openwop.open_interrupts),
-          '{"acme/old-schema-gate-0004 pending false","acme/old-schema-gate-0005 pending true","acme/old-schema-run-0001 pending false","acme/old-schema-run-0003 pending false"}',
-          'updated_schema_keeps_open_interrupts: the update to 0.6.0 carries the pending interrupts (the gates, the escalations) over to openwop.open_interrupts');
-SELECT is((SELECT count(*)::int FROM openwop.pending_interrupts WHERE run_id LIKE 'acme/old-schema-gate-%'), 2,
-          '... the inbox still lists them');
-SELECT is(openwop.resolve_interrupt('acme/old-schema-gate-0004', 'gate', '{"action": "accept"}') ->> 'runStatus', 'running',
-          '... a gate raised before the update is resolved after it');
-SELECT is((SELECT count(*)::int FROM openwop.open_interrupts WHERE run_id = 'acme/old-schema-gate-0004'), 0,
-          '... and is no longer open');
-UPDATE openwop.interrupts SET expires_at = now() - interval '1 second' WHERE run_id = 'acme/old-schema-gate-0005';
-SELECT is(openwop.sweep(10), 1, '... and a deadline of one raised before the update is applied after it');
+SELECT is(pg_temp.refused(sql) - 'message',
+          '{"sqlstate": "55000", "hint": "Run ALTER EXTENSION openwop_interrupt UPDATE in this database."}',
+          'old_schema_refused: ' || name || ' on schema 0.10.0 is 55000, naming the update')
+  FROM calls ORDER BY name;
+SELECT is(pg_temp.refused('SELECT openwop.capabilities()') ->> 'message',
+          format('openwop_interrupt''s schema in database "%s" is version 0.10.0, its library version %s',
+                 current_database(), (SELECT default_version FROM pg_available_extensions WHERE name = 'openwop_interrupt')),
+          'old_schema_refused_names_versions: the message names the database, the schema''s version and the library''s');
+SELECT is((SELECT count(*) FROM openwop.runs) + (SELECT count(*) FROM openwop.events) + (SELECT count(*) FROM openwop.signing_keys),
+          0::bigint, 'old_schema_refused_writes_nothing: nothing was written');
+SELECT is(jsonb_array_length(openwop.json_schema_errors('{"type": "string"}', '1')), 1,
+          'old_schema_pure_functions_work: a function that reads no table (json_schema_errors) still answers');
 
--- schema 0.7.0 (no openwop.conversations) with the new library: no
--- conversations there, and none advertised; the update to 0.8.0 brings them
-ALTER EXTENSION openwop_interrupt UPDATE TO '0.7.0';
-DO $$ BEGIN PERFORM openwop.create_run('old-schema', '{"runId": "acme/old-schema-conv-0001"}');
-  PERFORM openwop.start_node('acme/old-schema-conv-0001', 'talk'); END $$;
-SELECT is(pg_temp.refusal($$ SELECT openwop.interrupt('acme/old-schema-conv-0001', 'talk',
-                                 '{"kind": "conversation.start", "data": {"conversationId": "c1"}}') $$),
-          '{"sqlstate": "PT422", "code": "capability_required", "details": {"requiredCapability": "conversationPrimitive"}}',
-          'old_schema_refuses_conversations: on schema 0.7.0 a conversation kind is 422 capability_required');
-SELECT is(pg_temp.types('acme/old-schema-conv-0001'), 'run.started,node.started', '... appending nothing');
-SELECT is(openwop.capabilities() ? 'conversationPrimitive', false, '... and capabilities() does not advertise conversationPrimitive there');
--- nor oauth.credentialInterrupt: schema 0.7.0 has no confirm_credential(), so no credential could ever be confirmed
-SELECT is(openwop.capabilities() ? 'oauth', false,
-          'old_schema_no_oauth: on schema 0.7.0 capabilities() does not advertise oauth.credentialInterrupt (nothing there can confirm a credential)');
-DO $$ BEGIN PERFORM openwop.start_node('acme/old-schema-conv-0001', 'cred'); END $$;
-SELECT is(pg_temp.refusal($$ SELECT openwop.interrupt('acme/old-schema-conv-0001', 'cred',
-                                 '{"kind": "credential", "data": {"provider": "gh", "scopes": ["repo"], "reason": "missing",
-                                   "connectUrl": "https://host.example/connect/1"}}') $$),
-          '{"sqlstate": "PT422", "code": "capability_required", "details": {"requiredCapability": "oauth.credentialInterrupt"}}',
-          '... and a credential request is 422 capability_required there, not a node suspended for ever');
--- nor replay: schema 0.7.0 has no fork_run()
-SELECT is(openwop.capabilities() ? 'replay', false,
-          'old_schema_no_replay: on schema 0.7.0 capabilities() does not advertise replay.modes (there is no fork_run())');
-ALTER EXTENSION openwop_interrupt UPDATE TO '0.8.0';
-SELECT is(openwop.capabilities() -> 'conversationPrimitive', '{}', 'updated_schema_has_conversations: after the update to 0.8.0 it is advertised');
-SELECT is(openwop.capabilities() -> 'replay', '{"modes": ["replay", "branch"]}', '... and so are the replay modes');
-SELECT is(openwop.capabilities() -> 'oauth', '{"credentialInterrupt": true}', '... and so is oauth.credentialInterrupt');
-SELECT is(openwop.interrupt('acme/old-schema-conv-0001', 'cred', '{"kind": "credential", "data": {"provider": "gh", "scopes": ["repo"],
-            "reason": "missing", "connectUrl": "https://host.example/connect/1"}}') ->> 'status',
-          'interrupted', '... and the same credential request suspends its node');
-SELECT is(openwop.interrupt('acme/old-schema-conv-0001', 'talk', '{"kind": "conversation.start", "data": {"conversationId": "c1"}}') ->> 'status',
-          'interrupted', '... and the same conversation.start opens its conversation');
+-- the update, in the same session: the same calls work
+ALTER EXTENSION openwop_interrupt UPDATE;
+SELECT is(openwop.create_run('old', '{"runId": "acme/old-schema-run-0001"}') ->> 'runId', 'acme/old-schema-run-0001',
+          'updated_schema_served: after ALTER EXTENSION ... UPDATE the session''s next call is served');
+SELECT is(openwop.start_node('acme/old-schema-run-0001', 'gate') ->> 'status', 'running', '... and the next');
+SELECT ok(openwop.capabilities() ? 'conversationPrimitive', '... capabilities() advertises all of the library''s');
+
+-- a schema newer than the library (the library was downgraded): refused,
+-- naming the library to install (any relation cache invalidation makes a
+-- backend look at the version again)
+UPDATE pg_extension SET extversion = '99.0.0' WHERE extname = 'openwop_interrupt';
+ALTER TABLE openwop.runs SET (fillfactor = 80);
+SELECT is(pg_temp.refused('SELECT openwop.run_snapshot(''acme/old-schema-run-0001'')') - 'message',
+          '{"sqlstate": "55000", "hint": "Install the library of version 99.0.0 or later, and restart the server."}',
+          'newer_schema_refused: a schema newer than the library is 55000, naming the library to install');
 
 SELECT * FROM finish();
 ROLLBACK;
