@@ -13,8 +13,9 @@ OBJS         = $(patsubst $(src_dir)%.c,%.o,$(sort $(wildcard $(src_dir)src/*.c)
 DATA         = $(patsubst $(src_dir)%,%,$(sort $(wildcard $(src_dir)sql/openwop_interrupt--*.sql)))
 # The router extension (router/, SQL and PL/Proxy only) is installed with it,
 # so one package holds both; make -C router install installs it alone.
-DATA        += router/openwop_router.control \
-               $(patsubst $(src_dir)%,%,$(sort $(wildcard $(src_dir)router/sql/openwop_router--*.sql)))
+DATA        += router/openwop_router.control
+router_dir   = router/
+include $(src_dir)router/scripts.mk
 PG_CONFIG   ?= pg_config
 
 # JSON Schema "pattern" runs on PCRE2 (Debian: libpcre2-dev to build).

@@ -65,10 +65,12 @@ apt-get install -y -qq "$deb" >"$work/apt.log" 2>&1 || { cat "$work/apt.log" >&2
 dpkg -L "$pkg" >"$work/files"
 has() { grep -q "$1" "$work/files" || { echo "the package lacks $1" >&2; exit 1; }; }
 has "/usr/lib/postgresql/$PGVER/lib/openwop_interrupt.so$"
-has "/usr/share/postgresql/$PGVER/extension/openwop_interrupt--$version.sql$"
-# the router extension ships in the same package
+# 0.1.0's install script and the updates to $version: PostgreSQL installs $version through them
+has "/usr/share/postgresql/$PGVER/extension/openwop_interrupt--0.1.0.sql$"
+has "/usr/share/postgresql/$PGVER/extension/openwop_interrupt--[0-9.]*--$version.sql$"
+# the router extension ships in the same package, its 0.1.0 script made by the build
 has "/usr/share/postgresql/$PGVER/extension/openwop_router.control$"
-has "/usr/share/postgresql/$PGVER/extension/openwop_router--[0-9.]*.sql$"
+has "/usr/share/postgresql/$PGVER/extension/openwop_router--0.1.0.sql$"
 if ! (cd "$src" && clean_env sh debian/tests/installcheck) >"$work/installcheck.log" 2>&1; then
 	tail -n 60 "$work/installcheck.log" >&2
 	echo "the installcheck against the installed package failed" >&2

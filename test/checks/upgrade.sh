@@ -2,11 +2,13 @@
 # ALTER EXTENSION openwop_interrupt UPDATE from every released version to
 # the newest: data recorded by 0.1.0 (principals as bare strings) keeps
 # working and is read with OpenWOP's legacy subject; each later release,
-# installed with its own script (the newest library serving it) and filled
-# with runs in every state as the newest writes them (the columns that
-# release has), updates and keeps working; every updated catalog (tables,
-# columns, indexes, constraints, functions, triggers, views, grants,
-# comments, dumped tables) is the same as a fresh install of the newest.
+# installed as CREATE EXTENSION ... VERSION installs it (0.1.0's script and
+# the update scripts up to it: sql/ holds no other install script; the
+# newest library serving it) and filled with runs in every state as the
+# newest writes them (the columns that release has), updates and keeps
+# working; every updated catalog (tables, columns, indexes, constraints,
+# functions, triggers, views, grants, comments, dumped tables) is the same
+# as a fresh install of the newest, which runs the same scripts on no data.
 # Needs the cluster test/run starts.
 set -euo pipefail
 . "$(dirname "$0")/../lib.sh"
@@ -15,7 +17,10 @@ fresh=openwop_fresh
 out=$(mktemp -d)
 q() { psql -X -A -t -q -v ON_ERROR_STOP=1 -d $up -c "SET openwop.tenant = 'acme'" -c "$1" | tail -n 1; }
 src=openwop_upgrade_source
-released=$(ls sql | sed -n 's/^openwop_interrupt--\([0-9]*\.[0-9]*\.[0-9]*\)\.sql$/\1/p' | sort -V)
+# every version of extension $1 whose scripts are in directory $2: its
+# install script's (X.sql, or a template X.sql.in) and each update's target
+versions() { ls "$2" | sed -n "s/^$1--\([0-9.]*--\)\{0,1\}\([0-9.]*\)\.sql\(\.in\)\{0,1\}$/\2/p" | sort -uV; }
+released=$(versions openwop_interrupt sql)
 dbs_of_releases() { for v in $released; do echo "openwop_upgrade_${v//./_}"; done; }
 trap 'rm -rf "$out"; for d in $up $fresh $src $(dbs_of_releases) openwop_upgrade_sealed openwop_router_fresh openwop_router_up; do dropdb --if-exists $d; done
       psql -X -q -d postgres -c "DROP ROLE IF EXISTS openwop_upgrade_second" >/dev/null 2>&1 || true' EXIT
@@ -166,6 +171,22 @@ qa() { psql -X -A -t -q -v ON_ERROR_STOP=1 -d "$1" -c "SET openwop.tenant = 'acm
 columns() { psql -X -A -t -q -v ON_ERROR_STOP=1 -d "$1" -c "SELECT string_agg(quote_ident(column_name), ', ' ORDER BY ordinal_position)
                                                      FROM information_schema.columns WHERE table_schema = 'openwop' AND table_name = '$2'"; }
 tables="runs node_executions events interrupts open_interrupts votes idempotency_keys conversations"
+# database $1, on an older release, gets the rows of $src (the columns that
+# release has; the library refuses calls on an older schema, so they are
+# copied, not made); a release before the conversations (0.8.0) never held
+# the conversation run
+fill() {
+	local d=$1 t cols only conversations
+	conversations=$(columns $d conversations)
+	for t in $tables; do
+		cols=$(columns $d $t)
+		[ -n "$cols" ] || continue   # a table of a later release
+		only=
+		[ -n "$conversations" ] || [[ " $cols," != *" run_id,"* ]] || only="WHERE run_id <> 'acme/upgrade-all-run-05'"
+		psql -X -q -v ON_ERROR_STOP=1 -d $src -c "\copy (SELECT $cols FROM openwop.$t $only) TO STDOUT" |
+			psql -X -q -v ON_ERROR_STOP=1 -d $d -c "\copy openwop.$t ($cols) FROM STDIN"
+	done
+}
 # a second approver, to decide the quorum gate the first voted on
 psql -X -q -v ON_ERROR_STOP=1 -d postgres -c "DROP ROLE IF EXISTS openwop_upgrade_second" -c "CREATE ROLE openwop_upgrade_second LOGIN PASSWORD '${PGPASSWORD:-unused}'" \
 	-c "ALTER ROLE openwop_upgrade_second SET openwop.bound_tenant = 'acme'" -c "GRANT openwop_approver TO openwop_upgrade_second" >/dev/null
@@ -176,16 +197,8 @@ for v in $released; do
 	createdb $d
 	make_login_approver $d
 	psql -X -q -v ON_ERROR_STOP=1 -d $d -c "CREATE EXTENSION openwop_interrupt VERSION '$v'" >/dev/null
-	# a release before the conversations (0.8.0) never held the conversation run
+	fill $d
 	conversations=$(columns $d conversations)
-	for t in $tables; do
-		cols=$(columns $d $t)
-		[ -n "$cols" ] || continue   # a table of a later release
-		only=
-		[ -n "$conversations" ] || [[ " $cols," != *" run_id,"* ]] || only="WHERE run_id <> 'acme/upgrade-all-run-05'"
-		psql -X -q -v ON_ERROR_STOP=1 -d $src -c "\copy (SELECT $cols FROM openwop.$t $only) TO STDOUT" |
-			psql -X -q -v ON_ERROR_STOP=1 -d $d -c "\copy openwop.$t ($cols) FROM STDIN"
-	done
 	psql -X -q -v ON_ERROR_STOP=1 -d $d -c "ALTER EXTENSION openwop_interrupt UPDATE" >/dev/null
 	[ "$(qa $d "SELECT extversion FROM pg_extension WHERE extname = 'openwop_interrupt'")" = "$newest" ]
 	# it keeps working: the counted vote still counts, a second decides; replay derives; the deadline is due work
@@ -232,12 +245,12 @@ CREATE EXTENSION pgcrypto;
 INSERT INTO openwop.signing_keys (kid, secret, encrypted) VALUES ('k-clear', 'a-clear-0.10.0-secret-01234567', false);
 INSERT INTO openwop.signing_keys (kid, secret, encrypted, state, retired_at, verify_until)
 VALUES ('k-clear-done', 'an-expired-0.10.0-secret-0123', false, 'retired', now() - interval '9 days', now() - interval '1 day');
-SET openwop.tenant = 'acme';
-SELECT openwop.create_run('up', '{"runId": "acme/upgrade-sealed-run-01"}');
-SELECT openwop.start_node('acme/upgrade-sealed-run-01', 'gate');
-SELECT openwop.interrupt('acme/upgrade-sealed-run-01', 'gate', '{"kind": "approval", "data": {"artifactId": "a", "artifactType": "doc", "title": "T", "actions": ["accept"]}}');
 SQL
-token=$(qa $d "SELECT openwop.mint_interrupt_token(interrupt_id, 'inspect') FROM openwop.interrupts WHERE run_id = 'acme/upgrade-sealed-run-01'")
+fill $d
+# a token k-clear signed under 0.10.0 for the pending quorum gate: the same
+# key signs it alike in $src, which holds the same gate (a token names no database)
+qa $src "SELECT openwop.add_signing_key('k-clear', convert_to('a-clear-0.10.0-secret-01234567', 'UTF8'))" >/dev/null
+token=$(qa $src "SELECT openwop.mint_interrupt_token(interrupt_id, 'inspect') FROM openwop.interrupts WHERE run_id = 'acme/upgrade-all-run-02'")
 # 0.10.0's statistics held the clear secrets: the table's, and those of an
 # expression index and a statistics object a DBA made on it
 psql -X -q -v ON_ERROR_STOP=1 -d $d -c "CREATE INDEX signing_keys_dba_expr ON openwop.signing_keys ((secret || '\\x00'::bytea))" \
@@ -289,7 +302,7 @@ SQL
 for d in openwop_router_fresh openwop_router_up; do dropdb --if-exists $d; createdb $d; done
 psql -X -q -v ON_ERROR_STOP=1 -d openwop_router_fresh -c "CREATE EXTENSION openwop_router CASCADE" >/dev/null
 router_catalog openwop_router_fresh >"$out/router-fresh"
-for v in $(ls router/sql | sed -n 's/^openwop_router--\([0-9]*\.[0-9]*\.[0-9]*\)\.sql$/\1/p' | sort -V); do
+for v in $(versions openwop_router router/sql); do
 	[ "$v" != "$router_newest" ] || continue
 	psql -X -q -v ON_ERROR_STOP=1 -d openwop_router_up -c "DROP EXTENSION IF EXISTS openwop_router" \
 		-c "CREATE EXTENSION openwop_router VERSION '$v' CASCADE" -c "ALTER EXTENSION openwop_router UPDATE" >/dev/null
