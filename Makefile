@@ -9,7 +9,11 @@ MODULE_big   = openwop_interrupt
 # The source tree: the Debian build (pg_buildext) builds in build-<version>/
 # with VPATH set, so every list below is taken from here, relative to it.
 src_dir     := $(dir $(abspath $(firstword $(MAKEFILE_LIST))))
-OBJS         = $(patsubst $(src_dir)%.c,%.o,$(sort $(wildcard $(src_dir)src/*.c)))
+# The C layers, the lowest first: a file calls only files of its own
+# folder and of the folders before it (test/checks/layers.sh; each folder's
+# header says what the folders after it may use; docs/architecture.md).
+LAYERS       = ipc base store auth domain api bgw
+OBJS         = $(patsubst $(src_dir)%.c,%.o,$(sort $(foreach l,$(LAYERS),$(wildcard $(src_dir)src/$(l)/*.c)))) src/module.o
 DATA         = $(patsubst $(src_dir)%,%,$(sort $(wildcard $(src_dir)sql/openwop_interrupt--*.sql)))
 # The router extension (router/, SQL and PL/Proxy only) is installed with it,
 # so one package holds both; make -C router install installs it alone.
@@ -22,9 +26,10 @@ PG_CONFIG   ?= pg_config
 SHLIB_LINK  += -lpcre2-8
 
 # Warnings are errors: the tree must build clean on Debian's PostgreSQL 15.
-# The library serves the schema of its own version (src/schema.c).
+# The library serves the schema of its own version (src/store/schema.c).
 EXTVERSION  := $(shell sed -n "s/^default_version = '\(.*\)'/\1/p" $(src_dir)openwop_interrupt.control)
 PG_CPPFLAGS += -DOW_SCHEMA_VERSION='"$(EXTVERSION)"'
+PG_CPPFLAGS += -I$(src_dir)src
 PG_CFLAGS   += -Wall -Wextra -Werror -Wno-unused-parameter -Wno-missing-field-initializers
 
 # pg_regress reads test/sql, the isolation suite test/specs; both compare with test/expected
@@ -43,13 +48,13 @@ PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 
 # Every object is rebuilt when a shared header changes (their structs cross files).
-$(OBJS): $(wildcard $(src_dir)src/*.h)
-src/schema.o: $(src_dir)openwop_interrupt.control
+$(OBJS): $(wildcard $(src_dir)src/*.h $(src_dir)src/*/*.h)
+src/store/schema.o: $(src_dir)openwop_interrupt.control
 # A VPATH build writes its objects and results under the build directory.
 $(OBJS): | build-dirs
 .PHONY: build-dirs
 build-dirs:
-	@mkdir -p src test/results/isolation
+	@mkdir -p $(addprefix src/,$(LAYERS)) test/results/isolation
 
 # The two installcheck halves on their own, so a pg_regress failure does not
 # keep the isolation suite from running (test/suites.sh runs both).

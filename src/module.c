@@ -11,7 +11,12 @@
  */
 #include "postgres.h"
 
-#include "openwop.h"
+#include "ipc/ipc.h"
+#include "base/base.h"
+#include "auth/auth.h"
+#include "domain/domain.h"
+#include "api/api.h"
+#include "bgw/bgw.h"
 
 #include "fmgr.h"
 #include "miscadmin.h"

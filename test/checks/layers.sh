@@ -1,54 +1,77 @@
 #!/usr/bin/env bash
-# One layer order: every C file calls only files before it in the order
-# src/openwop.h declares (its header comment lists the layers, the lowest
-# first).  Read from the built objects (nm), so a call hidden behind a
-# macro counts too.  Needs the objects test/run builds; no server.
+# The layers are the folders of src/, in the order LAYERS of the Makefile
+# names them (the lowest first), and src/module.c above them all: every C
+# file calls only files of its own folder and of the folders before it,
+# and includes only the headers of those folders.  Calls are read from the
+# built objects (nm), so a call hidden behind a macro counts too.  Needs
+# the objects test/run builds; no server.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
-# the order: the file names of the numbered layer lines of the header comment
-order=$(sed -n '/^ \*\t  1\. helpers/,/^ \*\t  6\. module/p' src/openwop.h |
-	sed -E -e 's/^ \*\t *//' -e 's/^[0-9]\. (helpers|plumbing|store|domain|entry points|module) +//' |
-	tr ',' ' ' | sed 's/(token_format\.h)//' | tr -s ' \t' '\n' | grep -v '^$' |
-	sed 's/^_PG_init$/module/')
+layers=$(sed -n 's/^LAYERS *= *//p' Makefile)
 declare -A rank
 i=0
-for f in $order; do
-	rank[$f]=$i
+for l in $layers; do
+	rank[$l]=$i
 	i=$((i + 1))
 done
+rank[module]=$i
+layer_of() {   # layer_of src/<layer>/<file>.{o,c} or src/module.{o,c}
+	case "$1" in
+	src/module.*) echo module ;;
+	src/*/*) local d=${1#src/}; echo "${d%%/*}" ;;
+	*) echo "" ;;
+	esac
+}
 
-# every object is in the order, and every file of the order is built
-for o in src/*.o; do
-	f=$(basename "$o" .o)
-	[ -n "${rank[$f]+x}" ] || { echo "src/$f.c is not in the layer order of src/openwop.h"; exit 1; }
+# every C file is in a layer, and every layer holds a file and its header
+for f in $(find src -name '*.c' | sort); do
+	l=$(layer_of "$f")
+	[ -n "$l" ] && [ -n "${rank[$l]+x}" ] || { echo "$f is in no layer of LAYERS (Makefile)"; exit 1; }
+	[ -f "${f%.c}.o" ] || { echo "$f is not built"; exit 1; }
 done
-for f in $order; do
-	[ -f "src/$f.o" ] || { echo "the layer order names $f, which is not built"; exit 1; }
+for l in $layers; do
+	ls src/$l/*.c >/dev/null 2>&1 || { echo "layer $l has no file"; exit 1; }
+	[ -f src/$l/$l.h ] || { echo "layer $l has no header src/$l/$l.h"; exit 1; }
 done
 
 # who defines each global symbol
 declare -A owner
-for o in src/*.o; do
-	f=$(basename "$o" .o)
+objects=$(find src -name '*.o' | sort)
+for o in $objects; do
 	for s in $(nm --defined-only -g "$o" | awk '{ print $3 }'); do
-		owner[$s]=$f
+		owner[$s]=$o
 	done
 done
 
 bad=0
 calls=0
-for o in src/*.o; do
-	f=$(basename "$o" .o)
+for o in $objects; do
+	l=$(layer_of "$o")
 	for s in $(nm -u "$o" | awk '{ print $2 }'); do
 		d=${owner[$s]:-}
-		[ -n "$d" ] && [ "$d" != "$f" ] || continue
+		[ -n "$d" ] && [ "$d" != "$o" ] || continue
 		calls=$((calls + 1))
-		if [ "${rank[$d]}" -ge "${rank[$f]}" ]; then
-			echo "src/$f.c uses $s of src/$d.c, which is not below it"
+		if [ "${rank[$(layer_of "$d")]}" -gt "${rank[$l]}" ]; then
+			echo "${o%.o}.c uses $s of ${d%.o}.c, a layer above it"
+			bad=$((bad + 1))
+		fi
+	done
+done
+
+# headers: a file includes its own layer's header and those below, by the
+# path from src/ ("store/store.h"), never a layer above
+includes=0
+for f in $(find src -name '*.c' -o -name '*.h' | sort); do
+	l=$(layer_of "$f")
+	for h in $(sed -n 's/^#include "\([a-z_]*\)\/[a-z_]*\.h"$/\1/p' "$f"); do
+		[ -n "${rank[$h]+x}" ] || continue   # the server's own (utils/, access/, ...)
+		includes=$((includes + 1))
+		if [ "${rank[$h]}" -gt "${rank[$l]}" ]; then
+			echo "$f includes the header of $h/, a layer above it"
 			bad=$((bad + 1))
 		fi
 	done
 done
 [ "$bad" -eq 0 ] || exit 1
-echo "$(echo $order | wc -w) files in one layer order; all $calls uses of another file's symbols go down"
+echo "$(echo $layers | wc -w) layers and module.c: all $calls uses of another file's symbols and $includes includes go down or stay in their layer"

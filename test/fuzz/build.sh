@@ -16,13 +16,13 @@ mkdir -p "$out"
 case "${1:-unit}" in
 unit)
 	gcc -O1 -g -Wall -Wextra -Werror -DFRONTEND -I"$top/src" -I"$inc" \
-		-o "$out/token_unit" "$here/token_unit.c" "$top/src/token_format.c" $libs -lcrypto -lm
+		-o "$out/token_unit" "$here/token_unit.c" "$top/src/base/token_format.c" $libs -lcrypto -lm
 	echo "$out/token_unit" ;;
 fuzz)
 	clang=$(command -v clang-14 || command -v clang)
 	$clang -O1 -g -Wno-ignored-attributes -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
 		-DFRONTEND -I"$top/src" -I"$inc" \
-		-o "$out/token_fuzz" "$here/token_fuzz.c" "$top/src/token_format.c" $libs -lcrypto -lm
+		-o "$out/token_fuzz" "$here/token_fuzz.c" "$top/src/base/token_format.c" $libs -lcrypto -lm
 	echo "$out/token_fuzz" ;;
 *)
 	echo "usage: build.sh unit|fuzz" >&2; exit 2 ;;

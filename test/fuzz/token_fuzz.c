@@ -1,5 +1,5 @@
 /*
- * token_fuzz.c — libFuzzer target for src/token_format.c: the token parser, the
+ * token_fuzz.c — libFuzzer target for src/base/token_format.c: the token parser, the
  * MAC verifier and base64url, under ASan and UBSan.  Invariants checked:
  * splitting never reads outside the input; a split token's segments obey
  * the grammar; a MAC recomputed over the parsed segments verifies; base64url
@@ -7,7 +7,7 @@
  */
 #include "postgres_fe.h"
 
-#include "token_format.h"
+#include "base/token_format.h"
 
 static const unsigned char secret[] = "fuzz-secret-0123456789";
 

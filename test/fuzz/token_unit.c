@@ -1,5 +1,5 @@
 /*
- * token_unit.c — standalone checks of src/token_format.c, linked with libpgcommon
+ * token_unit.c — standalone checks of src/base/token_format.c, linked with libpgcommon
  * and libpgport only: the worked example (test/fuzz/corpus/worked-example,
  * also checked against pgcrypto in test/pgtap/08_tokens.sql) reproduced
  * byte for byte, base64url round trips, and grammar refusals.
@@ -7,7 +7,7 @@
  */
 #include "postgres_fe.h"
 
-#include "token_format.h"
+#include "base/token_format.h"
 
 static int	tests = 0;
 static int	failures = 0;

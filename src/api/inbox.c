@@ -1,0 +1,185 @@
+/*-------------------------------------------------------------------------
+ *
+ * inbox.c
+ *	  The approver's inbox, openwop.pending_interrupts: the functions the
+ *	  view evaluates, each deciding the caller once per statement.
+ *
+ * The view is plain SQL over openwop.interrupts (the "inbox" section of
+ * the install script).  Its rows are the caller's tenant's pending
+ * interrupts, found through an index keyed by inbox_tenant() (a constant
+ * of the statement) in the order they were requested, so a page reads the
+ * interrupts it returns and the ones it skips, and no others; may_decide()
+ * keeps those the caller could resolve now, by the rules a resolve applies
+ * (approvals.c), and the tally and the caller's own vote are read for the
+ * rows returned only.
+ *
+ * Each function keeps the caller in its fn_extra, which lives as long as
+ * the executor state of the statement: the caller, its scope and its
+ * groups are read once per statement, whatever the number of rows, and
+ * never carried into the next statement (whose caller may differ).  (A
+ * PL/pgSQL simple expression calling one of them directly keeps its
+ * executor state for the transaction, and so its first caller; within a
+ * transaction a caller changes only by the session's own SET, to a caller
+ * the session could be anyway.)
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "base/base.h"
+#include "store/store.h"
+#include "auth/auth.h"
+#include "domain/domain.h"
+#include "api/api.h"
+
+#include "utils/builtins.h"
+
+PG_FUNCTION_INFO_V1(ow_inbox_waiting);
+PG_FUNCTION_INFO_V1(ow_inbox_tenant);
+PG_FUNCTION_INFO_V1(ow_inbox_voter);
+PG_FUNCTION_INFO_V1(ow_may_decide);
+
+/* The caller of one statement, as the inbox sees it. */
+typedef struct InboxCaller
+{
+	OwCaller	caller;
+	bool		scope;			/* holds approvals:respond */
+	bool		groups_read;
+	List	   *groups;			/* all its groups in its tenant, once read */
+} InboxCaller;
+
+/*
+ * The caller of the statement this call belongs to: decided on the first
+ * call, like every API function decides it (a refusal, e.g. inside a
+ * SECURITY DEFINER function or for a bound login naming another tenant,
+ * is the same), and kept in fn_extra for the rest of the statement.
+ */
+static InboxCaller *
+inbox_caller(FunctionCallInfo fcinfo)
+{
+	InboxCaller *ic = (InboxCaller *) fcinfo->flinfo->fn_extra;
+	MemoryContext old;
+
+	if (ic != NULL)
+		return ic;
+	ow_require_current_schema();
+	old = MemoryContextSwitchTo(fcinfo->flinfo->fn_mcxt);
+	ic = palloc0(sizeof(InboxCaller));
+	ow_caller(&ic->caller);
+	ic->scope = ow_has_scope(&ic->caller);
+	MemoryContextSwitchTo(old);
+	fcinfo->flinfo->fn_extra = ic;
+	return ic;
+}
+
+/*
+ * openwop.inbox_waiting(status) → boolean: status = 'pending', the
+ * predicate of index interrupts_inbox.  Its declared cost (see its COMMENT
+ * in the install script) is what steers the view onto that index.
+ */
+Datum
+ow_inbox_waiting(PG_FUNCTION_ARGS)
+{
+	text	   *status = PG_GETARG_TEXT_PP(0);
+
+	PG_RETURN_BOOL(VARSIZE_ANY_EXHDR(status) == 7 &&
+				   memcmp(VARDATA_ANY(status), "pending", 7) == 0);
+}
+
+/* The caller's tenant (or, voter, its subjectId) as text; NULL without approvals:respond. */
+static Datum
+caller_text(FunctionCallInfo fcinfo, bool voter)
+{
+	InboxCaller *ic = inbox_caller(fcinfo);
+
+	if (!ic->scope)
+		PG_RETURN_NULL();
+	PG_RETURN_TEXT_P(cstring_to_text(voter ? ic->caller.subject.subject_id
+									 : ic->caller.subject.tenant));
+}
+
+/*
+ * openwop.inbox_tenant() → text: the caller's tenant, or NULL for a
+ * caller without approvals:respond, who may decide nothing (the view then
+ * reads no row at all).
+ */
+Datum
+ow_inbox_tenant(PG_FUNCTION_ARGS)
+{
+	return caller_text(fcinfo, false);
+}
+
+/*
+ * openwop.inbox_voter() → text: the subjectId the caller's votes are
+ * recorded under (openwop.votes.voter), or NULL without approvals:respond.
+ */
+Datum
+ow_inbox_voter(PG_FUNCTION_ARGS)
+{
+	return caller_text(fcinfo, true);
+}
+
+/*
+ * The caller's groups in its tenant, read as the extension owner on the
+ * first gate that needs them and kept, like the caller, for the statement.
+ */
+static List *
+caller_groups(FunctionCallInfo fcinfo, InboxCaller *ic)
+{
+	OwCall		call;
+
+	if (ic->groups_read)
+		return ic->groups;
+	call.caller = ic->caller;
+	ow_call_enter(&call);
+	ic->groups = ow_subject_groups(ic->caller.subject.tenant, &ic->caller.subject,
+								   fcinfo->flinfo->fn_mcxt);
+	ic->groups_read = true;
+	ow_call_end(&call);
+	ow_call_finish(&call);
+	return ic->groups;
+}
+
+/*
+ * openwop.may_decide(tenant, interrupt_id, kind, payload) → boolean: may
+ * the caller resolve this pending interrupt now, as resolve_interrupt()
+ * would let it?  It needs approvals:respond and the interrupt's tenant.  An
+ * approval gate then asks for eligibility (approversList, approverGroupRefs,
+ * approverRoleRefs; a gate that names none is open to every holder of the
+ * scope) and for an answer left: a voter who has given the gate
+ * openwop.max_votes_per_voter answers may act no more, unless the gate
+ * takes an answer that is not counted (a one-vote gate decides on any
+ * answer but ask).  A voter whose vote counts may still change it.  Every
+ * other kind is for every holder of the scope in the tenant: a resolve
+ * checks no approvers for them.  Whether the interrupt is pending and
+ * before its deadline is the view's to check.
+ */
+Datum
+ow_may_decide(PG_FUNCTION_ARGS)
+{
+	InboxCaller *ic = inbox_caller(fcinfo);
+	char	   *tenant = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	JsonbValue *data;
+	OwCall		call;
+	bool		left;
+
+	if (!ic->scope || strcmp(tenant, ic->caller.subject.tenant) != 0)
+		PG_RETURN_BOOL(false);
+	if (strcmp(text_to_cstring(PG_GETARG_TEXT_PP(2)), "approval") != 0)
+		PG_RETURN_BOOL(true);
+	data = owj_get(PG_GETARG_JSONB_P(3), "data");
+	if (!owj_is_object(data) ||
+		!ow_approval_eligible(data->val.binary.data, &ic->caller.subject, ic->caller.login,
+							  caller_groups(fcinfo, ic)))
+		PG_RETURN_BOOL(false);
+	if (!ow_approval_answers_limited(data->val.binary.data))
+		PG_RETURN_BOOL(true);
+
+	call.caller = ic->caller;
+	ow_call_enter(&call);
+	left = ow_approval_answer_left(tenant, text_to_cstring(PG_GETARG_TEXT_PP(1)),
+								   &ic->caller.subject);
+	ow_call_end(&call);
+	ow_call_finish(&call);
+	PG_RETURN_BOOL(left);
+}

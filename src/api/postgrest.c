@@ -1,0 +1,340 @@
+/*-------------------------------------------------------------------------
+ *
+ * postgrest.c
+ *	  The PostgREST surface, schema openwop_api: one function per operation
+ *	  of "Resolve surfaces" in the OpenWOP interrupt spec, each the SQL
+ *	  entry point of its operation called with the request as PostgREST
+ *	  passes it:
+ *
+ *	  "resolveInterruptByRun"(body)       resolve_interrupt (resolve.c)
+ *	  "inspectInterruptByToken"(token)    inspect_interrupt (tokens.c)
+ *	  "resolveInterruptByToken"(body)     resolve_interrupt_by_token (tokens.c)
+ *
+ * A POST body arrives whole, as the function's one unnamed jsonb
+ * parameter (PostgREST passes a JSON body so to such a function), and is
+ * closed like the spec's bodies: the operation's path parameters and
+ * resumeValue, nothing else (400 validation_error).  The Idempotency-Key
+ * header is read from request.headers, PostgREST's JSON object of the
+ * request's headers (names in lower case); a replayed response is marked
+ * "OpenWOP-Idempotent-Replay: true" through response.headers.  Every
+ * success is 200, the only success status the spec names for these
+ * operations, so response.status is set for refusals alone.
+ *
+ * A refusal is answered with the spec's error envelope {error, message,
+ * details}.  PostgREST's own custom error (RAISE SQLSTATE 'PGRST') cannot
+ * carry it: its body is always {code, message, details, hint}, with
+ * details a string.  So the operation runs in a subtransaction, and a
+ * refusal of errors.c's table is rolled back and returned as the result,
+ * with response.status set to its HTTP status: PostgREST answers that
+ * status with that body and commits a transaction in which nothing is
+ * left.  Any other error (privileges, cancellation, lock timeouts and
+ * serialization failures, internal errors) is re-thrown untouched, for
+ * PostgREST to answer as it always does.  See docs/postgrest.md.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "base/base.h"
+#include "store/store.h"
+#include "auth/auth.h"
+#include "api/internal.h"
+
+#include "common/jsonapi.h"
+#include "mb/pg_wchar.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+
+PG_FUNCTION_INFO_V1(ow_api_resolve_by_run);
+PG_FUNCTION_INFO_V1(ow_api_inspect_by_token);
+PG_FUNCTION_INFO_V1(ow_api_resolve_by_token);
+
+/* The header that marks a replayed response ("Idempotency" in the OpenWOP spec). */
+#define REPLAY_HEADER "OpenWOP-Idempotent-Replay"
+
+#define MAX_ARGS 4
+
+/* One call of an operation. */
+typedef struct Operation
+{
+	PGFunction	entry;			/* the SQL entry point */
+	const char *const *members; /* of its POST body, in the entry point's
+								 * argument order; NULL: the openwop_api
+								 * function's own arguments are the entry
+								 * point's */
+	const char *json_member;	/* the member passed as jsonb (the others are
+								 * strings) */
+	bool		keyed;			/* the entry point takes an Idempotency-Key last */
+	FunctionCallInfo fcinfo;	/* of the openwop_api function */
+	Datum		result;
+} Operation;
+
+/* A JSON text as jsonb, or NULL when it is not JSON. */
+static Jsonb *
+parse_json(const char *text)
+{
+	JsonLexContext *lex = makeJsonLexContextCstringLen(pstrdup(text), strlen(text),
+													   GetDatabaseEncoding(), false);
+
+	if (pg_parse_json(lex, &nullSemAction) != JSON_SUCCESS)
+		return NULL;
+	return DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(text)));
+}
+
+/*
+ * The JSON a setting holds, as jsonb.  NULL with *set false when the
+ * setting is unset or empty; NULL with *set true when it holds no JSON.
+ */
+static Jsonb *
+setting_json(const char *name, bool *set)
+{
+	const char *raw = GetConfigOption(name, true, false);
+
+	*set = raw != NULL && raw[0] != '\0';
+	return *set ? parse_json(raw) : NULL;
+}
+
+/* set_config(name, value, true): for the rest of the transaction. */
+static void
+set_local(const char *name, const char *value)
+{
+	(void) set_config_option(name, value, PGC_USERSET, PGC_S_SESSION, GUC_ACTION_LOCAL,
+							 true, 0, false);
+}
+
+/*
+ * The entry point's arguments from the POST body (argument 0): a JSON
+ * object of no members but op->members, each passed as a string (or, the
+ * JSON member, as jsonb) and an absent one as NULL, which the entry point
+ * refuses as it always does.  Returns how many arguments it set.
+ */
+static int
+body_arguments(Operation *op, FunctionCallInfo call)
+{
+	FunctionCallInfo fcinfo = op->fcinfo;
+	StringInfoData list;
+	Jsonb	   *body;
+	const char *unknown;
+	int			n;
+
+	initStringInfo(&list);
+	for (n = 0; op->members[n]; n++)
+		appendStringInfo(&list, "%s%s", n > 0 ? ", " : "", op->members[n]);
+	body = PG_ARGISNULL(0) ? NULL : PG_GETARG_JSONB_P(0);
+	if (body == NULL || !JB_ROOT_IS_OBJECT(body))
+		ow_validation_error("body", "the request body must be a JSON object {%s}", list.data);
+	if ((unknown = owj_unknown_key(&body->root, op->members)) != NULL)
+		ow_validation_error(unknown, "the request body has unknown member \"%s\"; it takes {%s}",
+							ow_echo(unknown), list.data);
+	for (n = 0; op->members[n]; n++)
+	{
+		JsonbValue *v = owj_get(body, op->members[n]);
+
+		call->args[n].isnull = v == NULL;
+		if (v == NULL)
+			continue;
+		if (strcmp(op->members[n], op->json_member) == 0)
+			call->args[n].value = JsonbPGetDatum(owj_to_jsonb(v));
+		else if (v->type == jbvString)
+			call->args[n].value = PointerGetDatum(cstring_to_text_with_len(v->val.string.val,
+																		   v->val.string.len));
+		else
+			ow_validation_error(op->members[n], "%s must be a string, not %s", op->members[n],
+								owj_type_name(v));
+	}
+	return n;
+}
+
+/*
+ * The request's Idempotency-Key header, or NULL: member "idempotency-key"
+ * of request.headers, which PostgREST sets for each request to a JSON
+ * object of the request's headers, their names in lower case.
+ */
+static text *
+idempotency_key(void)
+{
+	bool		set;
+	Jsonb	   *headers = setting_json("request.headers", &set);
+	JsonbValue *v;
+
+	if (!set)
+		return NULL;
+	/* headers that code running as someone else set choose nothing */
+	if (!ow_request_headers_untampered())
+	{
+		OwDetails	d;
+
+		ow_details_init(&d);
+		ow_details_str(&d, "context", "request.headers");
+		ow_raise(OW_FORBIDDEN, &d,
+				 "Set request.headers from the session that acts, not from code a SECURITY DEFINER function, a trigger or ANALYZE runs.",
+				 "request.headers were changed by code running as someone else");
+	}
+	if (headers == NULL || !JB_ROOT_IS_OBJECT(headers))
+		ow_validation_error("request.headers", "request.headers is not a JSON object");
+	v = owj_get(headers, "idempotency-key");
+	if (v == NULL)
+		return NULL;
+	/* a header is a string: anything else is refused as a key outside the grammar */
+	if (v->type != jbvString)
+		return cstring_to_text("");
+	return cstring_to_text_with_len(v->val.string.val, v->val.string.len);
+}
+
+/* Call op's entry point with the request's arguments (in a subtransaction). */
+static void
+run_operation(void *arg)
+{
+	Operation  *op = arg;
+	FunctionCallInfo fcinfo = op->fcinfo;
+	FmgrInfo	flinfo;
+	LOCAL_FCINFO(call, MAX_ARGS);
+	int			n;
+
+	if (op->members)
+		n = body_arguments(op, call);
+	else
+	{
+		for (n = 0; n < PG_NARGS(); n++)
+			call->args[n] = fcinfo->args[n];
+	}
+	if (op->keyed)
+	{
+		text	   *key = idempotency_key();
+
+		call->args[n].value = PointerGetDatum(key);
+		call->args[n].isnull = key == NULL;
+		n++;
+	}
+	Assert(n <= MAX_ARGS);
+
+	MemSet(&flinfo, 0, sizeof(flinfo));
+	flinfo.fn_addr = op->entry;
+	flinfo.fn_oid = InvalidOid;
+	flinfo.fn_nargs = n;
+	flinfo.fn_mcxt = CurrentMemoryContext;
+	InitFunctionCallInfoData(*call, &flinfo, n, PG_GET_COLLATION(), NULL, NULL);
+	op->result = FunctionCallInvoke(call);
+	if (call->isnull)
+		elog(ERROR, "an openwop entry point returned null");
+}
+
+/*
+ * Add a header to the response.  response.headers is PostgREST's JSON
+ * array of one-member objects; one that something else set first (a
+ * db-pre-request function) is kept.
+ */
+static void
+add_response_header(const char *name, const char *value)
+{
+	bool		set;
+	Jsonb	   *prior = setting_json("response.headers", &set);
+	Jsonb	   *header;
+	char	   *headers;
+	OwJson		j;
+
+	owj_begin(&j);
+	owj_str(&j, name, value);
+	header = owj_end(&j);
+	headers = psprintf("[%s]", JsonbToCString(NULL, &header->root, VARSIZE(header)));
+	if (prior && JB_ROOT_IS_ARRAY(prior) && !JB_ROOT_IS_SCALAR(prior))
+	{
+		Jsonb	   *both = DatumGetJsonbP(DirectFunctionCall2(jsonb_concat, JsonbPGetDatum(prior),
+															  JsonbPGetDatum(parse_json(headers))));
+
+		headers = JsonbToCString(NULL, &both->root, VARSIZE(both));
+	}
+	set_local("response.headers", headers);
+}
+
+/*
+ * A stored response replayed under its Idempotency-Key comes back from
+ * the entry point with "idempotentReplay": true (idempotency.c): answer
+ * the stored body as it was, marked with the replay header.
+ */
+static Datum
+mark_replay(Datum result)
+{
+	static const char *const marker[] = {"idempotentReplay", NULL};
+	Jsonb	   *response = DatumGetJsonbP(result);
+	JsonbValue *v = owj_get(response, marker[0]);
+	OwJson		j;
+
+	if (v == NULL || v->type != jbvBool || !v->val.boolean)
+		return result;
+	add_response_header(REPLAY_HEADER, "true");
+	owj_begin(&j);
+	owj_members_except(&j, response, marker);
+	return JsonbPGetDatum(owj_end(&j));
+}
+
+/*
+ * Run op and answer: its result, or for a refusal the error envelope
+ * {error, message, details} and response.status, read from the refusal's
+ * own ereport ("Errors" in the OpenWOP interrupt spec).  Every other
+ * error is re-thrown as it was.
+ */
+static Datum
+answer(Operation *op)
+{
+	ErrorData  *edata = ow_try_subtransaction(run_operation, op);
+	OwRefusal	r;
+	Jsonb	   *details;
+	OwJson		j;
+
+	if (edata == NULL)
+		return op->keyed ? mark_replay(op->result) : op->result;
+	if (!ow_refusal_of(edata, &r) || (details = parse_json(r.details)) == NULL ||
+		!JB_ROOT_IS_OBJECT(details))
+		ReThrowError(edata);
+	set_local("response.status", psprintf("%d", r.status));
+	/* as PostgREST's own 401 answers have it: RFC 9110 asks every 401 for one */
+	if (r.status == 401)
+		add_response_header("WWW-Authenticate", "Bearer");
+	owj_begin(&j);
+	owj_str(&j, "error", r.code);
+	owj_str(&j, "message", r.message);
+	owj_jsonb(&j, "details", details);
+	return JsonbPGetDatum(owj_end(&j));
+}
+
+/*
+ * openwop_api."resolveInterruptByRun"(body jsonb): POST
+ * /rpc/resolveInterruptByRun {runId, nodeId, resumeValue}, with an
+ * optional Idempotency-Key header.
+ */
+Datum
+ow_api_resolve_by_run(PG_FUNCTION_ARGS)
+{
+	static const char *const members[] = {"runId", "nodeId", "resumeValue", NULL};
+	Operation	op = {ow_resolve_interrupt, members, "resumeValue", true, fcinfo, (Datum) 0};
+
+	PG_RETURN_DATUM(answer(&op));
+}
+
+/*
+ * openwop_api."inspectInterruptByToken"(token text): GET
+ * /rpc/inspectInterruptByToken?token=...  A GET does not honor an
+ * Idempotency-Key.
+ */
+Datum
+ow_api_inspect_by_token(PG_FUNCTION_ARGS)
+{
+	Operation	op = {ow_inspect_interrupt, NULL, NULL, false, fcinfo, (Datum) 0};
+
+	PG_RETURN_DATUM(answer(&op));
+}
+
+/*
+ * openwop_api."resolveInterruptByToken"(body jsonb): POST
+ * /rpc/resolveInterruptByToken {token, resumeValue}, with an optional
+ * Idempotency-Key header.
+ */
+Datum
+ow_api_resolve_by_token(PG_FUNCTION_ARGS)
+{
+	static const char *const members[] = {"token", "resumeValue", NULL};
+	Operation	op = {ow_resolve_interrupt_by_token, members, "resumeValue", true, fcinfo, (Datum) 0};
+
+	PG_RETURN_DATUM(answer(&op));
+}

@@ -1,0 +1,172 @@
+/*-------------------------------------------------------------------------
+ *
+ * domain/domain.h
+ *	  The interrupt domain: runs, conversations, approvals, idempotency,
+ *	  outcomes, deadlines, forks and suspending a node.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef OW_DOMAIN_H
+#define OW_DOMAIN_H
+
+#include "store/store.h"
+#include "auth/auth.h"
+
+/* ----------
+ * runs.c: the run lifecycle (and its API: create_run ... cancel_run).
+ * ----------
+ */
+/* The latest execution of a node in a run. */
+typedef struct OwExec
+{
+	bool		found;
+	int32		visit;
+	char	   *status;
+	int32		attempt;
+	TimestampTz started_at;
+} OwExec;
+
+typedef enum OwTerminal
+{
+	OW_COMPLETE,
+	OW_FAIL,
+	OW_CANCEL
+} OwTerminal;
+
+extern void ow_latest_exec(OwRun *run, const char *node_id, OwExec *ex);
+extern bool ow_exec_is_open(const OwExec *ex);
+extern void ow_node_not_found(OwRun *run, const char *node_id, const char *why) pg_attribute_noreturn();
+extern void ow_node_not_open(OwRun *run, const char *node_id, const OwExec *ex) pg_attribute_noreturn();
+
+/* ----------
+ * conversations.c: the conversation kinds over openwop.conversations
+ * (0.8.0 on): tenant-unique ids, monotonic turns, nothing after close.
+ * ----------
+ */
+/* A step of a conversation, as ow_conversation_raise checked and recorded it. */
+typedef struct OwConversation
+{
+	char	   *conversation_id;
+	bool		start;			/* conversation.start */
+	bool		close;			/* conversation.close */
+	char	   *reason;			/* a close's data.reason, or NULL */
+	int32		turn_index;		/* an exchange's turn; -1 otherwise */
+	bool		derived;		/* the host derived it (the request had none) */
+	int64		last_turn_index;	/* the latest turn before this step; -1: none */
+	int32		turn_count;		/* turns completed before this step */
+} OwConversation;
+
+extern void ow_conversation_answered(OwRun *run, const char *kind, const char *interrupt_id,
+									 const char *node_id, Jsonb *payload, Jsonb *value,
+									 int64 resolved_seq);
+
+/* ----------
+ * approvals.c: approval gates: eligibility, votes and their tally (and
+ * the group membership API).  Setting: openwop.override_group.
+ * ----------
+ */
+typedef struct OwVote
+{
+	bool		decided;
+	const char *decision;		/* when decided */
+	const char *action;			/* the deciding action */
+	const char *reason;
+	int			accepts;
+	int			rejects;
+	int			required;
+	int			voters;
+} OwVote;
+
+extern void ow_define_approval_settings(void);
+extern Datum ow_subject_refs_array(const OwSubject *who);
+extern List *ow_subject_groups(const char *tenant, const OwSubject *who, MemoryContext resultctx);
+extern Jsonb *ow_approval_eligibility(OwRun *run, JsonbContainer *data, const OwSubject *who,
+									  Oid login, List **known_groups, bool *is_override);
+extern bool ow_approval_eligible(JsonbContainer *data, const OwSubject *who, Oid login,
+								 List *groups);
+extern bool ow_approval_answers_limited(JsonbContainer *data);
+extern bool ow_approval_answer_left(const char *tenant, const char *interrupt_id,
+									const OwSubject *who);
+extern void ow_approval_vote(OwRun *run, const char *interrupt_id, JsonbContainer *data,
+							 const OwSubject *who, const char *action, Jsonb *resume_value,
+							 Jsonb *eligibility, bool is_override, OwVote *vote);
+
+/* ----------
+ * idempotency.c: Idempotency-Key records.  Setting:
+ * openwop.idempotency_retention.
+ * ----------
+ */
+extern void ow_define_idempotency_settings(void);
+extern void ow_check_idempotency_key(const char *key);
+extern Jsonb *ow_idempotency_claim(const char *tenant, const char *endpoint, const char *key,
+								   Jsonb *request, const OwSubject *who, MemoryContext resultctx);
+extern void ow_idempotency_complete(const char *tenant, const char *endpoint,
+									const char *key, Jsonb *response);
+extern int	ow_purge_idempotency(int max);
+
+/* ----------
+ * outcomes.c: recording an interrupt's outcome.
+ * ----------
+ */
+typedef struct OwResolution
+{
+	const char *interrupt_id;
+	const char *kind;
+	const char *node_id;
+	int32		visit;
+	Jsonb	   *resume_value;	/* NULL for a timeout */
+	const char *decision;		/* granted, rejected, overridden or NULL */
+	const char *action;			/* approval action, or NULL */
+	const char *reason;			/* e.g. timeout, quorum-reject, or NULL */
+	const OwSubject *resolver;	/* who decided; NULL: the host (deadlines) */
+	const OwSubject *confirmed_by;	/* the login that confirmed a credential, or NULL */
+	Jsonb	   *eligibility;	/* recorded eligibility decision, or NULL */
+	Jsonb	   *recorded;		/* a replay fork's inherited interrupt.resolved: its members are recorded as they are */
+	const char *fail_code;		/* fail closed with this code, or NULL */
+	const char *fail_message;
+	bool		other_known;	/* other_kind/other_node were read under the lock */
+	const char *other_kind;		/* the run's other pending interrupt, if any */
+	const char *other_node;
+	bool		saved;			/* out: the run row was written with the record */
+	ItemPointerData tid;		/* the interrupt's row version read under the lock, if known */
+	ItemPointerData open_tid;	/* its row in openwop.open_interrupts, if known */
+	ItemPointerData exec_tid;	/* where the raise wrote its node execution's row, if known */
+} OwResolution;
+
+extern void ow_fail_disposition(OwResolution *r);
+extern int64 ow_record_resolution(OwRun *run, OwResolution *r);
+
+/* ----------
+ * deadlines.c: the one expiry policy, and the fair sweep of due work.
+ * ----------
+ */
+typedef struct OwDeadline
+{
+	const char *interrupt_id;
+	const char *node_id;
+	const char *kind;
+	int32		visit;
+	bool		expired;		/* a late answer expired it: only its run is left to end */
+} OwDeadline;
+
+extern void ow_apply_deadline(OwRun *run, const OwDeadline *d, bool late);
+
+extern int	ow_sweep_deadlines(int max, void (*begin) (void), void (*end) (void), MemoryContext cxt,
+							   TimestampTz *next, char *turn);
+
+/* ----------
+ * forks.c: forks of a run (and its API, fork_run()): the copied prefix,
+ * the state folded from it, and the recorded resolutions a replay fork
+ * derives from its chain instead of deciding again.
+ * ----------
+ */
+
+/* ----------
+ * interrupts.c: suspending a node on an interrupt (and its API,
+ * interrupt()): the re-entry key and the envelopes.
+ * ----------
+ */
+extern Jsonb *ow_suspend(OwRun *run, const char *node_id, OwExec *ex, int32 ordinal,
+						 Jsonb *request, MemoryContext resultctx);
+
+#endif							/* OW_DOMAIN_H */

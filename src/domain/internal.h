@@ -1,0 +1,29 @@
+/*-------------------------------------------------------------------------
+ *
+ * domain/internal.h
+ *	  What the files of domain/ share among themselves and no layer above
+ *	  uses (domain/domain.h is the layer's face).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef OW_DOMAIN_INTERNAL_H
+#define OW_DOMAIN_INTERNAL_H
+
+#include "domain/domain.h"
+
+extern void ow_check_configurable(JsonbValue *cv);
+extern void ow_conversation_announce(OwRun *run, const char *node_id, const OwConversation *c,
+									 int64 suspended_seq);
+extern Jsonb *ow_conversation_raise(OwRun *run, const char *kind, Jsonb *payload,
+									const char *interrupt_id, OwConversation *c);
+extern bool ow_derive_recorded(OwRun *run, const char *node_id, const OwExec *ex, int32 ordinal,
+							   const char *key, const char *kind, char **interrupt_id, int64 *seq);
+extern int64 ow_end_run(OwRun *run, OwTerminal how, Jsonb *value, const char *failed_node,
+						const char *reason, const char *principal);
+extern int64 ow_fail_execution(OwRun *run, const char *node_id, const OwExec *ex, Jsonb *error);
+extern void ow_node_conflict(OwRun *run, const char *node_id, const char *hint,
+							 const char *fmt,...) pg_attribute_printf(4, 5) pg_attribute_noreturn();
+extern void ow_refuse_other_kind(const char *key, const char *stored_kind, const char *asked_kind)
+			pg_attribute_noreturn();
+
+#endif							/* OW_DOMAIN_INTERNAL_H */

@@ -1,0 +1,758 @@
+/*-------------------------------------------------------------------------
+ *
+ * interrupts.c
+ *	  openwop.interrupt(): the deterministic re-entry key, suspension (the
+ *	  request itself is checked by kinds.c), and the envelopes returned to
+ *	  the engine (FlowDrop INT-1 / INT-2, OpenWOP replay).
+ *
+ * The key is derived from the root of the run's replay chain (the run
+ * itself, unless it is a replay fork: forks.c), the node, the node's visit
+ * index and the ordinal of the call within the execution, so a replay of
+ * one execution re-derives it and a later visit cannot.  UNIQUE (tenant,
+ * root_run_id, key), root_run_id being the run itself, makes "requested at
+ * most once per run" a constraint.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "ipc/ipc.h"
+#include "base/base.h"
+#include "store/store.h"
+#include "auth/auth.h"
+#include "domain/internal.h"
+
+#include "access/detoast.h"
+#include "catalog/pg_type.h"
+#include "common/cryptohash.h"
+#include "common/sha2.h"
+#include "utils/builtins.h"
+
+PG_FUNCTION_INFO_V1(ow_interrupt);
+
+
+/*
+ * The re-entry key: "k1." + base64url(SHA-256(root run, node, visit,
+ * ordinal)).  Opaque, fixed length (well under the 256 limit), and a pure
+ * function of its inputs, so any process re-derives it.
+ */
+static char *
+derive_key(const char *root_run_id, const char *node_id, int32 visit, int32 ordinal)
+{
+	pg_cryptohash_ctx *ctx = pg_cryptohash_create(PG_SHA256);
+	uint8		digest[PG_SHA256_DIGEST_LENGTH];
+	char	   *material = psprintf("%s\n%s\n%d\n%d", root_run_id, node_id, visit, ordinal);
+
+	if (ctx == NULL || pg_cryptohash_init(ctx) < 0 ||
+		pg_cryptohash_update(ctx, (uint8 *) material, strlen(material)) < 0 ||
+		pg_cryptohash_final(ctx, digest, sizeof(digest)) < 0)
+		elog(ERROR, "could not compute SHA-256: %s", pg_cryptohash_error(ctx));
+	pg_cryptohash_free(ctx);
+	return psprintf("k1.%s", ow_base64url((const char *) digest, sizeof(digest)));
+}
+
+/* ----------
+ * Envelopes
+ * ----------
+ */
+
+/*
+ * Run a read of the locked run's events keyed by ($1 tenant, $2 run id,
+ * $3 sequence).  Not read-only: a read-only statement would see the calling
+ * statement's snapshot, taken before the run lock was granted, and miss
+ * events a resolve committed while this call waited for the lock (a replay
+ * would then find no interrupt.resolved for a key its fresh lookup found
+ * resolved).
+ */
+static uint64
+run_sequence_exec(OwQuery *q, OwRun *run, int64 sequence, long count)
+{
+	Datum		args[3];
+
+	args[0] = CStringGetTextDatum(run->tenant);
+	args[1] = CStringGetTextDatum(run->run_id);
+	args[2] = Int64GetDatum(sequence);
+	return ow_exec(q, args, NULL, false, count);
+}
+
+/* One node.completed event of the completed prefix. */
+typedef struct PrefixEvent
+{
+	char	   *node_id;		/* NULL: an event without a node */
+	int64		sequence;
+	ItemPointerData tid;		/* its row, read directly: the payload is fetched once kept */
+	Datum		stored;			/* the payload as the statement returned it (maybe a TOAST pointer) */
+	Size		size;			/* its size once detoasted; 0: none */
+	Jsonb	   *payload;		/* detoasted once the sizes were checked */
+} PrefixEvent;
+
+/*
+ * node_id, then the latest first; events without a node last, also the
+ * latest first: the order of the statement's ORDER BY node_id, sequence DESC
+ */
+static int
+prefix_order(const void *a, const void *b)
+{
+	const PrefixEvent *x = a;
+	const PrefixEvent *y = b;
+	int			c;
+
+	if ((x->node_id == NULL) != (y->node_id == NULL))
+		return (x->node_id == NULL) - (y->node_id == NULL);
+	if (x->node_id != NULL && (c = strcmp(x->node_id, y->node_id)) != 0)
+		return c;
+	return (x->sequence < y->sequence) - (x->sequence > y->sequence);
+}
+
+/* Do two events fall in one DISTINCT ON (node_id) group?  (NULLs do.) */
+static bool
+same_node(const char *a, const char *b)
+{
+	return a == NULL ? b == NULL : b != NULL && strcmp(a, b) == 0;
+}
+
+/*
+ * Refuse a prefix too large for an envelope, measured before any payload
+ * is detoasted (the envelope must stay a jsonb value).
+ */
+static void
+check_prefix_size(OwRun *run, PrefixEvent *events, int n)
+{
+	Size		total = 0;
+	int			i;
+
+	for (i = 0; i < n; i++)
+		total += events[i].size;
+	if (total > OW_ENVELOPE_MAX)
+	{
+		OwDetails	d;
+
+		ow_details_init(&d);
+		ow_details_str(&d, "runId", run->run_id);
+		ow_details_int(&d, "size", (int64) total);
+		ow_details_int(&d, "limit", (int64) OW_ENVELOPE_MAX);
+		ow_raise(OW_RUN_STATE_CONFLICT, &d,
+				 "An interrupt's envelope carries the outputs of every completed node: keep large data out of node outputs.",
+				 "the completed nodes of run \"%s\" hold %zu bytes of outputs, more than an envelope may carry",
+				 run->run_id, total);
+	}
+}
+
+/*
+ * The node.completed events before requested_seq, read without a statement
+ * (rowstore.c): false when the statement must run instead.  The scan keeps
+ * each event's row, not its payload: only the latest of each node (as
+ * DISTINCT ON keeps it) is measured and then read, so a long log costs no
+ * more memory than the envelope.
+ */
+static bool
+prefix_direct(OwRun *run, int64 requested_seq, PrefixEvent **events, int *n)
+{
+	OwDirect	d;
+	OwScan		s;
+	Datum		keys[2];
+	int			cap = 8;
+	int			i;
+
+	if (!ow_direct_begin(&d, OW_TABLE_BIT(OW_EVENTS), 0, 0))
+		return false;
+	*events = palloc(cap * sizeof(PrefixEvent));
+	*n = 0;
+	keys[0] = CStringGetTextDatum(run->tenant);
+	keys[1] = CStringGetTextDatum(run->run_id);
+	ow_scan_begin_below(&d, &s, OW_EVENTS_PKEY, 2, keys, requested_seq);
+	while (ow_scan_next(&s))
+	{
+		PrefixEvent *e;
+		bool		isnull;
+		Datum		payload;
+
+		if (!ow_get_text_is(s.slot, EV_TYPE, "node.completed"))
+			continue;
+		if (*n == cap)
+		{
+			cap *= 2;
+			*events = repalloc(*events, cap * sizeof(PrefixEvent));
+		}
+		e = &(*events)[(*n)++];
+		e->node_id = ow_get_text(s.slot, EV_NODE_ID);
+		e->sequence = DatumGetInt64(ow_get(s.slot, EV_SEQUENCE, &isnull));
+		e->tid = s.slot->tts_tid;
+		payload = ow_get(s.slot, EV_PAYLOAD, &isnull);
+		e->size = isnull ? 0 : toast_raw_datum_size(payload);
+		e->stored = (Datum) 0;
+		e->payload = NULL;
+	}
+	ow_scan_end(&s);
+
+	/* the latest of each node, as DISTINCT ON (node_id) keeps it; one without a node */
+	if (*n > 1)
+	{
+		int			kept = 0;
+
+		qsort(*events, *n, sizeof(PrefixEvent), prefix_order);
+		for (i = 0; i < *n; i++)
+		{
+			PrefixEvent *e = &(*events)[i];
+
+			if (kept > 0 && same_node(e->node_id, (*events)[kept - 1].node_id))
+				continue;
+			(*events)[kept++] = *e;
+		}
+		*n = kept;
+	}
+	check_prefix_size(run, *events, *n);
+	/* under the operation's snapshot, which saw these rows */
+	for (i = 0; i < *n; i++)
+	{
+		PrefixEvent *e = &(*events)[i];
+		TupleTableSlot *slot;
+
+		if (e->size == 0)
+			continue;
+		if (!ow_fetch_tid(&d, OW_EVENTS, &e->tid, &slot))
+			elog(ERROR, "could not read event %lld of run \"%s\"", (long long) e->sequence,
+				 run->run_id);
+		e->payload = ow_get_jsonb(slot, EV_PAYLOAD);
+	}
+	ow_direct_end(&d);
+	return true;
+}
+
+/* The same, by the statement. */
+static void
+prefix_sql(OwRun *run, int64 requested_seq, PrefixEvent **events, int *n)
+{
+	static OwQuery q = {
+		"SELECT DISTINCT ON (node_id) node_id, payload, sequence"
+		"  FROM openwop.events"
+		" WHERE tenant OPERATOR(pg_catalog.=) $1"
+		"   AND run_id OPERATOR(pg_catalog.=) $2"
+		"   AND sequence OPERATOR(pg_catalog.<) $3"
+		"   AND type OPERATOR(pg_catalog.=) 'node.completed'"
+		" ORDER BY node_id, sequence DESC",
+		3, {TEXTOID, TEXTOID, INT8OID}, SPI_OK_SELECT
+	};
+	uint64		count = run_sequence_exec(&q, run, requested_seq, 0);
+	uint64		i;
+
+	*events = palloc((count + 1) * sizeof(PrefixEvent));
+	for (i = 0; i < count; i++)
+	{
+		bool		isnull;
+		Datum		ev = ow_col_datum(i, 2, &isnull);
+
+		(*events)[i].node_id = ow_col_text(i, 1);
+		(*events)[i].stored = ev;
+		(*events)[i].size = isnull ? 0 : toast_raw_datum_size(ev);
+		(*events)[i].sequence = ow_col_int64(i, 3);
+	}
+	*n = (int) count;
+	check_prefix_size(run, *events, *n);
+	for (i = 0; i < count; i++)
+		(*events)[i].payload = (*events)[i].size ? DatumGetJsonbPCopy((*events)[i].stored) : NULL;
+}
+
+/*
+ * results: the completed prefix of the interrupt requested at sequence
+ * requested_seq (FlowDrop INT-1), read from the log: for every node with a
+ * node.completed event before the request, the outputs of its latest one.
+ * A node completed after the request (a parallel branch) is not part of
+ * the prefix, however often the pending envelope is returned again.
+ */
+static void
+add_completed_prefix(OwJson *j, OwRun *run, int64 requested_seq)
+{
+	PrefixEvent *events;
+	int			n;
+	int			i;
+
+	if (!prefix_direct(run, requested_seq, &events, &n))
+		prefix_sql(run, requested_seq, &events, &n);
+	owj_begin_object(j, "results");
+	for (i = 0; i < n; i++)
+	{
+		JsonbValue *out;
+
+		/* an event without a node or outputs (restored, not ours) names no result */
+		if (events[i].payload == NULL || events[i].node_id == NULL ||
+			(out = owj_get(events[i].payload, "outputs")) == NULL)
+			continue;
+		owj_value(j, events[i].node_id, out);
+	}
+	owj_end_object(j);
+}
+
+/* The INT-1 envelope of a stored, pending interrupt (built from the row: INT-2). */
+static Jsonb *
+pending_envelope(OwRun *run, const char *interrupt_id, const char *node_id,
+				 const char *status, const char *key, const char *kind,
+				 int64 requested_seq, MemoryContext resultctx)
+{
+	OwJson		j;
+	MemoryContext old = MemoryContextSwitchTo(resultctx);
+	Jsonb	   *env;
+
+	owj_begin(&j);
+	owj_str(&j, "status", "interrupted");
+	owj_str(&j, "runId", run->run_id);
+	MemoryContextSwitchTo(old);
+	add_completed_prefix(&j, run, requested_seq);	/* runs SPI: in the SPI context */
+	old = MemoryContextSwitchTo(resultctx);
+	owj_begin_object(&j, "metadata");
+	owj_begin_object(&j, "interrupt");
+	owj_str(&j, "id", interrupt_id);
+	owj_str(&j, "nodeId", node_id);
+	owj_str(&j, "status", status);
+	owj_end_object(&j);
+	owj_end_object(&j);
+	owj_str(&j, "key", key);
+	owj_str(&j, "kind", kind);
+	env = owj_end(&j);
+	MemoryContextSwitchTo(old);
+	return env;
+}
+
+/*
+ * The recorded resolution, read back from the interrupt.resolved event in
+ * the log (the log, not a cache, is what replay consults).
+ */
+static Jsonb *
+resolved_envelope(OwRun *run, const char *interrupt_id, int64 resolved_seq, MemoryContext resultctx)
+{
+	static const char *const copied[] = {"resumeValue", "decision", "action", "reason", "resolvedBy", NULL};
+	Jsonb	   *ev = ow_resolved_event(run->tenant, run->run_id, resolved_seq);
+	OwJson		j;
+	MemoryContext old;
+	const char *const *k;
+	Jsonb	   *env;
+
+	if (ev == NULL)
+		elog(ERROR, "interrupt \"%s\" has no interrupt.resolved event at sequence " INT64_FORMAT,
+			 interrupt_id, resolved_seq);
+	ev = ow_event_payload("interrupt.resolved", ev, run->tenant);
+
+	old = MemoryContextSwitchTo(resultctx);
+	owj_begin(&j);
+	owj_str(&j, "status", "resolved");
+	owj_str(&j, "interruptId", interrupt_id);
+	for (k = copied; *k; k++)
+	{
+		JsonbValue *v = owj_get(ev, *k);
+
+		if (v)
+			owj_value(&j, *k, v);
+	}
+	env = owj_end(&j);
+	MemoryContextSwitchTo(old);
+	return env;
+}
+
+/*
+ * The interrupt row without a statement (rowstore.c), from insert_interrupt's
+ * twelve parameters and what its column defaults give, at *tid: false when
+ * the statement must run instead.
+ */
+static bool
+insert_direct(const Datum *args, const char *nulls, ItemPointer tid)
+{
+	static const OwColumn cols[] = {INT_TENANT, INT_INTERRUPT_ID, INT_RUN_ID, INT_ROOT_RUN_ID,
+		INT_NODE_ID, INT_VISIT, INT_ORDINAL, INT_KEY, INT_KIND, INT_PAYLOAD, INT_REQUESTED_SEQUENCE,
+	INT_EXPIRES_AT, INT_STATUS, INT_CREATED_AT};
+	Datum		values[14];
+	bool		isnull[14];
+	int			i;
+
+	for (i = 0; i < 12; i++)
+	{
+		values[i] = args[i];
+		isnull[i] = nulls[i] == 'n';
+	}
+	values[12] = CStringGetTextDatum("pending");
+	isnull[12] = false;
+	values[13] = TimestampTzGetDatum(GetCurrentTransactionStartTimestamp());
+	isnull[13] = false;
+	return ow_direct_insert(OW_INTERRUPTS, 14, cols, values, isnull, tid);
+}
+
+/*
+ * suspend_exec without a statement, the execution's new version at *tid:
+ * false when the statement must run instead.
+ */
+static bool
+suspend_direct(const Datum *args, ItemPointer tid)
+{
+	static const OwColumn cols[] = {EXEC_STATUS, EXEC_INTERRUPT_ID};
+	Datum		values[2] = {CStringGetTextDatum("interrupted"), args[4]};
+	bool		updated;
+
+	if (!ow_direct_update(OW_NODE_EXECUTIONS, OW_NODE_EXECUTIONS_PKEY, args, 2, cols, values, NULL,
+						  &updated, tid))
+		return false;
+	if (!updated)
+		elog(ERROR, "could not suspend an execution of run %s", TextDatumGetCString(args[1]));
+	return true;
+}
+
+/*
+ * Suspend the open execution ex of node_id on a new interrupt (the run is
+ * locked): validate the request, store the interrupt first, append
+ * interrupt.requested and node.suspended, mark the job interrupted, move
+ * the run to waiting-*, save it.  Returns the INT-1 envelope built from the
+ * stored row, in resultctx.  Shared by interrupt() and low-confidence
+ * escalation (lowconf.c).
+ */
+Jsonb *
+ow_suspend(OwRun *run, const char *node_id, OwExec *ex, int32 ordinal, Jsonb *request,
+		   MemoryContext resultctx)
+{
+	static OwQuery insert_interrupt = {
+		"INSERT INTO openwop.interrupts"
+		" (tenant, interrupt_id, run_id, root_run_id, node_id, visit, ordinal,"
+		"  key, kind, payload, requested_sequence, expires_at)"
+		" VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)"
+		" RETURNING interrupt_id, node_id, status",
+		12, {TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, INT4OID, INT4OID, TEXTOID, TEXTOID,
+		JSONBOID, INT8OID, TIMESTAMPTZOID},
+		SPI_OK_INSERT_RETURNING
+	};
+	static OwQuery suspend_exec = {
+		"UPDATE openwop.node_executions"
+		"   SET status = 'interrupted', interrupt_id = $5"
+		" WHERE tenant OPERATOR(pg_catalog.=) $1"
+		"   AND run_id OPERATOR(pg_catalog.=) $2"
+		"   AND node_id OPERATOR(pg_catalog.=) $3"
+		"   AND visit OPERATOR(pg_catalog.=) $4",
+		5, {TEXTOID, TEXTOID, TEXTOID, INT4OID, TEXTOID}, SPI_OK_UPDATE
+	};
+	char	   *key = derive_key(run->key_root, node_id, ex->visit, ordinal);
+	char	   *kind;
+	int64		timeout_ms;
+	Jsonb	   *payload;
+	Datum		args[12];
+	char		nulls[12];
+	char	   *interrupt_id;
+	char	   *stored_id;
+	char	   *stored_node;
+	char	   *stored_status;
+	int64		req_seq;
+	OwJson		j;
+	bool		conversation;
+	OwConversation conv;
+	ItemPointerData interrupt_tid;	/* where the rows went, for the resolve: unknown through SQL */
+	ItemPointerData execution_tid;
+
+	/* a new interrupt: validate fully before writing anything */
+	payload = ow_check_request(request, key, &kind, &timeout_ms);
+	if (strcmp(ex->status, "interrupted") == 0)
+		ow_node_conflict(run, node_id,
+						 "Resolve the node's pending interrupt before raising another.",
+						 "node \"%s\" is already suspended on another interrupt", node_id);
+
+	/* a replay fork derives what its chain recorded under the key: no new request */
+	if (strcmp(run->key_root, run->run_id) != 0 &&
+		ow_derive_recorded(run, node_id, ex, ordinal, key, kind, &interrupt_id, &req_seq))
+		return resolved_envelope(run, interrupt_id, req_seq, resultctx);
+
+	interrupt_id = psprintf("%s/%s", run->tenant, ow_mint_opaque(16));
+	/* a conversation's step is checked against it, and taken, first */
+	conversation = strncmp(kind, "conversation.", 13) == 0;
+	if (conversation)
+		payload = ow_conversation_raise(run, kind, payload, interrupt_id, &conv);
+
+	owj_begin(&j);
+	owj_str(&j, "nodeId", node_id);
+	owj_str(&j, "interruptId", interrupt_id);
+	owj_str(&j, "kind", kind);
+	if (strcmp(kind, "low-confidence") == 0)
+		owj_str(&j, "reason", "low-confidence");
+	owj_str(&j, "key", key);
+	req_seq = ow_append_pair(run, node_id, "interrupt.requested", payload, "node.suspended", owj_end(&j));
+
+	memset(nulls, ' ', sizeof(nulls));
+	args[0] = CStringGetTextDatum(run->tenant);
+	args[1] = CStringGetTextDatum(interrupt_id);
+	args[2] = CStringGetTextDatum(run->run_id);
+	args[3] = CStringGetTextDatum(run->root_run_id);
+	args[4] = CStringGetTextDatum(node_id);
+	args[5] = Int32GetDatum(ex->visit);
+	args[6] = Int32GetDatum(ordinal);
+	args[7] = CStringGetTextDatum(key);
+	args[8] = CStringGetTextDatum(kind);
+	args[9] = JsonbPGetDatum(payload);
+	args[10] = Int64GetDatum(req_seq);
+	/* absent or 0: never expires (FlowDrop INT-23); nor does a deadline past year 100000 */
+	if (timeout_ms <= 0 || timeout_ms > INT64CONST(100000) * 365 * 24 * 3600 * 1000)
+		nulls[11] = 'n';
+	else
+		args[11] = TimestampTzGetDatum(TimestampTzPlusMilliseconds(GetCurrentTransactionStartTimestamp(),
+																	timeout_ms));
+	ItemPointerSetInvalid(&interrupt_tid);
+	ItemPointerSetInvalid(&execution_tid);
+	if (insert_direct(args, nulls, &interrupt_tid))
+	{
+		/* the row holds what was given: the answer is built from it (INT-2) */
+		stored_id = interrupt_id;
+		stored_node = (char *) node_id;
+		stored_status = "pending";
+	}
+	else
+	{
+		if (ow_exec(&insert_interrupt, args, nulls, false, 0) != 1)
+			elog(ERROR, "could not record interrupt \"%s\"", interrupt_id);
+		/* the answer is built from the stored row (INT-2) */
+		stored_id = ow_col_text(0, 1);
+		stored_node = ow_col_text(0, 2);
+		stored_status = ow_col_text(0, 3);
+	}
+
+	args[0] = CStringGetTextDatum(run->tenant);
+	args[1] = CStringGetTextDatum(run->run_id);
+	args[2] = CStringGetTextDatum(node_id);
+	args[3] = Int32GetDatum(ex->visit);
+	args[4] = CStringGetTextDatum(stored_id);
+	if (!suspend_direct(args, &execution_tid) && ow_exec(&suspend_exec, args, NULL, false, 0) != 1)
+		elog(ERROR, "could not suspend execution of node \"%s\"", node_id);
+
+	ow_open_interrupt(run, stored_id, node_id, ex->visit, kind, payload, req_seq, nulls[11] != 'n',
+					  nulls[11] != 'n' ? DatumGetTimestampTz(args[11]) : 0, &interrupt_tid,
+					  &execution_tid);
+	if (conversation)
+		ow_conversation_announce(run, node_id, &conv, req_seq + 1);
+	run->status = (char *) ow_waiting_status(kind);
+	run->current_node_id = (char *) node_id;
+	ow_save_run(run);
+	if (timeout_ms > 0)
+		ow_deadline_raised();	/* the timeout worker wakes at commit */
+	return pending_envelope(run, stored_id, stored_node, stored_status, key, kind,
+							req_seq, resultctx);
+}
+
+/* The interrupt requested before under a key, as find_key reads it. */
+typedef struct KeyedInterrupt
+{
+	char	   *key;			/* set when found under another key (find_inherited_invocation) */
+	char	   *id;
+	char	   *status;
+	char	   *kind;
+	int64		resolved_seq;
+	int64		requested_seq;
+} KeyedInterrupt;
+
+/*
+ * The interrupt of run requested under key, read without a statement
+ * (rowstore.c): false when the statement must run instead; *found says
+ * whether there is one.
+ */
+static bool
+find_key_direct(OwRun *run, const char *key, KeyedInterrupt *ki, bool *found)
+{
+	OwDirect	d;
+	OwScan		s;
+	Datum		keys[3];
+
+	if (!ow_direct_begin(&d, OW_TABLE_BIT(OW_INTERRUPTS), 0, 0))
+		return false;
+	keys[0] = CStringGetTextDatum(run->tenant);
+	keys[1] = CStringGetTextDatum(run->root_run_id);
+	keys[2] = CStringGetTextDatum(key);
+	ow_scan_begin(&d, &s, OW_INTERRUPTS_KEY, 3, keys);
+	*found = ow_scan_next(&s);
+	if (*found)
+	{
+		bool		isnull;
+		Datum		v;
+
+		ki->id = ow_get_text(s.slot, INT_INTERRUPT_ID);
+		ki->status = ow_get_text(s.slot, INT_STATUS);
+		ki->kind = ow_get_text(s.slot, INT_KIND);
+		v = ow_get(s.slot, INT_RESOLVED_SEQUENCE, &isnull);
+		ki->resolved_seq = isnull ? 0 : DatumGetInt64(v);
+		ki->requested_seq = DatumGetInt64(ow_get(s.slot, INT_REQUESTED_SEQUENCE, &isnull));
+	}
+	ow_scan_end(&s);
+	ow_direct_end(&d);
+	return true;
+}
+
+/* The interrupt of run requested under key: false if none. */
+static bool
+find_key(OwRun *run, const char *key, KeyedInterrupt *ki)
+{
+	static OwQuery q = {
+		"SELECT interrupt_id, status, kind, resolved_sequence, requested_sequence"
+		"  FROM openwop.interrupts"
+		" WHERE tenant OPERATOR(pg_catalog.=) $1"
+		"   AND root_run_id OPERATOR(pg_catalog.=) $2"
+		"   AND key OPERATOR(pg_catalog.=) $3",
+		3, {TEXTOID, TEXTOID, TEXTOID}, SPI_OK_SELECT
+	};
+	Datum		args[3];
+	bool		found;
+
+	if (find_key_direct(run, key, ki, &found))
+		return found;
+	args[0] = CStringGetTextDatum(run->tenant);
+	args[1] = CStringGetTextDatum(run->root_run_id);
+	args[2] = CStringGetTextDatum(key);
+	if (ow_exec(&q, args, NULL, false, 1) != 1)
+		return false;
+	ki->id = ow_col_text(0, 1);
+	ki->status = ow_col_text(0, 2);
+	ki->kind = ow_col_text(0, 3);
+	{
+		bool		isnull;
+		Datum		v = ow_col_datum(0, 4, &isnull);
+
+		ki->resolved_seq = isnull ? 0 : DatumGetInt64(v);
+	}
+	ki->requested_seq = ow_col_int64(0, 5);
+	return true;
+}
+
+/*
+ * In a fork, the interrupt of this invocation (node, visit, ordinal) its
+ * prefix holds under the key its source derived: a branch keys on itself,
+ * so the same invocation, inherited, has another key's spelling.
+ */
+static bool
+find_inherited_invocation(OwRun *run, const char *node_id, int32 visit, int32 ordinal,
+						  KeyedInterrupt *ki)
+{
+	static OwQuery q = {
+		"SELECT interrupt_id, status, kind, resolved_sequence, requested_sequence, key"
+		"  FROM openwop.interrupts"
+		" WHERE tenant OPERATOR(pg_catalog.=) $1 AND root_run_id OPERATOR(pg_catalog.=) $2"
+		"   AND node_id OPERATOR(pg_catalog.=) $3 AND visit OPERATOR(pg_catalog.=) $4"
+		"   AND ordinal OPERATOR(pg_catalog.=) $5",
+		5, {TEXTOID, TEXTOID, TEXTOID, INT4OID, INT4OID}, SPI_OK_SELECT
+	};
+	Datum		args[5];
+	bool		isnull;
+	Datum		v;
+
+	if (run->fork_of == NULL)
+		return false;
+	args[0] = CStringGetTextDatum(run->tenant);
+	args[1] = CStringGetTextDatum(run->run_id);
+	args[2] = CStringGetTextDatum(node_id);
+	args[3] = Int32GetDatum(visit);
+	args[4] = Int32GetDatum(ordinal);
+	if (ow_exec(&q, args, NULL, false, 1) != 1)
+		return false;
+	ki->id = ow_col_text(0, 1);
+	ki->status = ow_col_text(0, 2);
+	ki->kind = ow_col_text(0, 3);
+	v = ow_col_datum(0, 4, &isnull);
+	ki->resolved_seq = isnull ? 0 : DatumGetInt64(v);
+	ki->requested_seq = ow_col_int64(0, 5);
+	ki->key = ow_col_text(0, 6);
+	return true;
+}
+
+/* What interrupt() answers for a key requested before (ki), in resultctx. */
+static Jsonb *
+replayed(OwRun *run, const char *node_id, const char *key, const KeyedInterrupt *ki,
+		 Jsonb *request, MemoryContext resultctx)
+{
+	const char *id = ki->id;
+	const char *status = ki->status;
+	const char *stored_kind = ki->kind;
+	char	   *asked_kind = JB_ROOT_IS_OBJECT(request) ? owj_string(owj_get(request, "kind")) : NULL;
+	OwJson		j;
+	MemoryContext old;
+	Jsonb	   *env;
+
+	if (asked_kind && strcmp(asked_kind, stored_kind) != 0)
+		ow_refuse_other_kind(key, stored_kind, asked_kind);
+	if (strcmp(status, "resolved") == 0)
+		return resolved_envelope(run, id, ki->resolved_seq, resultctx);
+	if (strcmp(status, "pending") == 0)
+		return pending_envelope(run, id, node_id, status, key, stored_kind,
+								ki->requested_seq, resultctx);
+	/* cancelled, or expired with its run */
+	if (strcmp(status, "expired") != 0 || ow_run_is_terminal(run->status))
+		ow_run_terminal(run->run_id, run->status);
+
+	/* a late answer expired it; the next sweep ends the run (INT-18) */
+	old = MemoryContextSwitchTo(resultctx);
+	owj_begin(&j);
+	owj_str(&j, "status", "expired");
+	owj_str(&j, "runId", run->run_id);
+	owj_str(&j, "interruptId", id);
+	owj_str(&j, "kind", stored_kind);
+	env = owj_end(&j);
+	MemoryContextSwitchTo(old);
+	return env;
+}
+
+/* ----------
+ * openwop.interrupt(run_id, node_id, request, ordinal) → jsonb
+ * ----------
+ */
+Datum
+ow_interrupt(PG_FUNCTION_ARGS)
+{
+	const char *run_input;
+	char	   *node_id;
+	Jsonb	   *request;
+	int32		ordinal;
+	OwCall		call;
+	OwRun		run;
+	OwExec		ex;
+	char	   *key;
+	Jsonb	   *result;
+	KeyedInterrupt ki;
+
+	ow_refuse_read_only("interrupt()");
+	if (PG_ARGISNULL(0))
+		ow_validation_error("runId", "run_id must not be null");
+	if (PG_ARGISNULL(1))
+		ow_validation_error("nodeId", "node_id must not be null");
+	if (PG_ARGISNULL(2))
+		ow_validation_error("request", "request must not be null");
+	ow_check_json_arg(fcinfo, 2, "request", false);
+	run_input = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	node_id = text_to_cstring(PG_GETARG_TEXT_PP(1));
+	request = PG_GETARG_JSONB_P(2);
+	ordinal = PG_ARGISNULL(3) ? 0 : PG_GETARG_INT32(3);
+	if (!ow_valid_author_id(node_id))
+		ow_validation_error("nodeId", "\"%s\" is not a valid node id", ow_echo(node_id));
+	if (ordinal < 0)
+		ow_validation_error("ordinal", "ordinal must be 0 or greater, not %d", ordinal);
+
+	ow_call_begin(&call);
+	ow_lock_run(&run, call.caller.subject.tenant, run_input);
+	ow_latest_exec(&run, node_id, &ex);
+	if (!ex.found)
+	{
+		if (ow_run_is_terminal(run.status))
+			ow_run_terminal(run.run_id, run.status);
+		ow_node_not_found(&run, node_id, "has not been started");
+	}
+
+	/*
+	 * The key of the node's latest execution.  A resolved key is replayed
+	 * even when the host has since closed the execution or ended the run (a
+	 * rejected gate): replay derives, never re-decides.
+	 */
+	key = derive_key(run.key_root, node_id, ex.visit, ordinal);
+
+	/* the same key again: a replay or a repeated call; append nothing */
+	ki.key = NULL;
+	if (find_key(&run, key, &ki) ||
+		find_inherited_invocation(&run, node_id, ex.visit, ordinal, &ki))
+		result = replayed(&run, node_id, ki.key ? ki.key : key, &ki, request, call.callerctx);
+	else
+	{
+		if (ow_run_is_terminal(run.status))
+			ow_run_terminal(run.run_id, run.status);
+		if (!ow_exec_is_open(&ex))
+			ow_node_not_open(&run, node_id, &ex);
+		result = ow_suspend(&run, node_id, &ex, ordinal, request, call.callerctx);
+	}
+
+	ow_call_end(&call);
+	ow_call_finish(&call);
+	PG_RETURN_JSONB_P(result);
+}

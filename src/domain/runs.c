@@ -1,0 +1,1543 @@
+/*-------------------------------------------------------------------------
+ *
+ * runs.c
+ *	  The engine-side run lifecycle: create_run, start_node, complete_node,
+ *	  fail_node, complete_run, fail_run, cancel_run.
+ *
+ * Each function validates its arguments before touching any table (a
+ * refusal changes nothing), then takes the run row lock, checks state,
+ * appends its events and saves the run, all in the caller's transaction.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "ipc/ipc.h"
+#include "base/base.h"
+#include "store/store.h"
+#include "auth/auth.h"
+#include "domain/internal.h"
+
+#include "catalog/pg_type.h"
+#include "utils/builtins.h"
+#include "utils/memutils.h"
+#include "utils/numeric.h"
+
+PG_FUNCTION_INFO_V1(ow_create_run);
+PG_FUNCTION_INFO_V1(ow_start_node);
+PG_FUNCTION_INFO_V1(ow_complete_node);
+PG_FUNCTION_INFO_V1(ow_fail_node);
+PG_FUNCTION_INFO_V1(ow_complete_run);
+PG_FUNCTION_INFO_V1(ow_fail_run);
+PG_FUNCTION_INFO_V1(ow_cancel_run);
+
+/* typeId carried on node.started when neither the call nor the definition names one */
+#define OW_DEFAULT_TYPE_ID "openwop_interrupt.unspecified"
+
+/*
+ * The reply of an API function, built in the caller's context after
+ * ow_call_end: release SPI and return it.
+ */
+static Datum
+reply(OwCall *call, OwJson *j)
+{
+	Jsonb	   *result = owj_end(j);
+
+	ow_call_finish(call);
+	PG_RETURN_JSONB_P(result);
+}
+
+static void
+refuse_if_terminal(OwRun *run)
+{
+	if (ow_run_is_terminal(run->status))
+		ow_run_terminal(run->run_id, run->status);
+}
+
+static char *
+text_arg(FunctionCallInfo fcinfo, int n)
+{
+	return PG_ARGISNULL(n) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(n));
+}
+
+static const char *
+required_run_arg(FunctionCallInfo fcinfo)
+{
+	if (PG_ARGISNULL(0))
+		ow_validation_error("runId", "run_id must not be null");
+	return text_to_cstring(PG_GETARG_TEXT_PP(0));
+}
+
+static char *
+required_node_arg(FunctionCallInfo fcinfo, int n)
+{
+	char	   *node_id = text_arg(fcinfo, n);
+
+	if (node_id == NULL)
+		ow_validation_error("nodeId", "node_id must not be null");
+	if (!ow_valid_author_id(node_id))
+		ow_validation_error("nodeId",
+							"\"%s\" is not a valid node id (1 to 128 characters of A-Z a-z 0-9 . _ ~ : -)",
+							ow_echo(node_id));
+	return node_id;
+}
+
+/* A jsonb argument that must be an object; NULL becomes {}. */
+static Jsonb *
+object_arg(FunctionCallInfo fcinfo, int n, const char *field)
+{
+	Jsonb	   *jb;
+
+	if (PG_ARGISNULL(n))
+	{
+		OwJson		j;
+
+		owj_begin(&j);
+		return owj_end(&j);
+	}
+	ow_check_json_arg(fcinfo, n, field, false);
+	jb = PG_GETARG_JSONB_P(n);
+	if (!JB_ROOT_IS_OBJECT(jb))
+		ow_validation_error(field, "%s must be a JSON object", field);
+	return jb;
+}
+
+static bool
+is_vendor_key(const char *key)
+{
+	return strncmp(key, "openwop-", 8) == 0 || strncmp(key, "x-", 2) == 0 ||
+		strncmp(key, "vendor.", 7) == 0;
+}
+
+/*
+ * The closed _errorObject of node.failed / run.failed: code and message
+ * (non-empty strings), optional details (object) and retryable (boolean),
+ * plus vendor keys.
+ */
+static Jsonb *
+error_arg(FunctionCallInfo fcinfo, int n)
+{
+	static const char *const allowed[] = {"code", "message", "details", "retryable", NULL};
+	Jsonb	   *err;
+	JsonbIterator *it;
+	JsonbValue	v;
+	JsonbIteratorToken tok;
+	JsonbValue *m;
+
+	if (PG_ARGISNULL(n))
+		ow_validation_error("error", "error must not be null");
+	ow_check_json_arg(fcinfo, n, "error", false);
+	err = PG_GETARG_JSONB_P(n);
+	if (!JB_ROOT_IS_OBJECT(err))
+		ow_validation_error("error", "error must be a JSON object with code and message");
+
+	it = JsonbIteratorInit(&err->root);
+	while ((tok = JsonbIteratorNext(&it, &v, true)) != WJB_DONE)
+	{
+		char	   *key;
+		const char *const *a;
+		bool		known = false;
+
+		if (tok != WJB_KEY)
+			continue;
+		key = pnstrdup(v.val.string.val, v.val.string.len);
+		for (a = allowed; *a; a++)
+			known |= strcmp(*a, key) == 0;
+		if (!known && !is_vendor_key(key))
+			ow_validation_error(psprintf("error.%s", key),
+								"error has unknown member \"%s\"", key);
+	}
+
+	m = owj_get(err, "code");
+	if (m == NULL || m->type != jbvString || m->val.string.len == 0)
+		ow_validation_error("error.code", "error.code must be a non-empty string");
+	m = owj_get(err, "message");
+	if (m == NULL || m->type != jbvString || m->val.string.len == 0)
+		ow_validation_error("error.message", "error.message must be a non-empty string");
+	m = owj_get(err, "details");
+	if (m != NULL && !owj_is_object(m))
+		ow_validation_error("error.details", "error.details must be a JSON object");
+	m = owj_get(err, "retryable");
+	if (m != NULL && m->type != jbvBool)
+		ow_validation_error("error.retryable", "error.retryable must be a boolean");
+	return err;
+}
+
+/*
+ * The members of options are named bare in a refusal ("runId", not
+ * "options.runId"), unlike the "<prefix>.<key>" fields of members.c.
+ */
+static void
+refuse_unknown_options(Jsonb *options, const char *const *allowed)
+{
+	const char *unknown = owj_unknown_key(&options->root, allowed);
+
+	if (unknown)
+		ow_validation_error(unknown, "options has unknown member \"%s\"", unknown);
+}
+
+static char *
+option_string(Jsonb *options, const char *key)
+{
+	JsonbValue *v = owj_get(options, key);
+
+	if (v != NULL && v->type != jbvString)
+		ow_validation_error(key, "%s must be a string, not %s", key, owj_type_name(v));
+	return owj_string(v);
+}
+
+/*
+ * definition {nodes: [{id, typeId?}], edges: [{from, to, triggerRule?}]}:
+ * unique, well-formed node ids, edges between known nodes, known rules.
+ */
+static void
+validate_definition(JsonbValue *defv)
+{
+	static const char *const def_keys[] = {"nodes", "edges", NULL};
+	static const char *const node_keys[] = {"id", "typeId", NULL};
+	static const char *const edge_keys[] = {"from", "to", "triggerRule", NULL};
+	static const char *const rules[] = {"all_success", "any_success", "all_complete",
+	"none_failed", "any_failed", NULL};
+	JsonbContainer *def;
+	JsonbValue *nodes;
+	JsonbValue *edges;
+	int			nnodes;
+	char	  **ids;
+	int			i;
+
+	if (!owj_is_object(defv))
+		ow_validation_error("definition", "definition must be a JSON object {nodes, edges}");
+	def = defv->val.binary.data;
+	ow_member_closed(def, def_keys, "definition");
+
+	nodes = owj_get_container(def, "nodes");
+	if (!owj_is_array(nodes))
+		ow_validation_error("definition.nodes", "definition.nodes must be an array");
+	nnodes = JsonContainerSize(nodes->val.binary.data);
+	ids = palloc0(sizeof(char *) * (nnodes + 1));
+	for (i = 0; i < nnodes; i++)
+	{
+		JsonbValue *n = getIthJsonbValueFromContainer(nodes->val.binary.data, i);
+		char	   *field = psprintf("definition.nodes[%d]", i);
+		char	   *type_id;
+		int			k;
+
+		if (!owj_is_object(n))
+			ow_validation_error(field, "%s must be an object {id, typeId?}", field);
+		ow_member_closed(n->val.binary.data, node_keys, field);
+		ids[i] = ow_member_str(n->val.binary.data, field, "id", true, 0, 0);
+		if (!ow_valid_author_id(ids[i]))
+			ow_validation_error(ow_field_name(field, "id"), "\"%s\" is not a valid node id", ids[i]);
+		for (k = 0; k < i; k++)
+			if (strcmp(ids[k], ids[i]) == 0)
+				ow_validation_error(ow_field_name(field, "id"), "node id \"%s\" appears twice", ids[i]);
+		type_id = ow_member_str(n->val.binary.data, field, "typeId", false, 0, 0);
+		if (type_id && !ow_valid_type_id(type_id))
+			ow_validation_error(ow_field_name(field, "typeId"), "\"%s\" is not a valid node type id", type_id);
+	}
+
+	edges = owj_get_container(def, "edges");
+	if (edges == NULL)
+		return;
+	if (!owj_is_array(edges))
+		ow_validation_error("definition.edges", "definition.edges must be an array");
+	for (i = 0; i < (int) JsonContainerSize(edges->val.binary.data); i++)
+	{
+		JsonbValue *e = getIthJsonbValueFromContainer(edges->val.binary.data, i);
+		char	   *field = psprintf("definition.edges[%d]", i);
+		const char *ends[2] = {"from", "to"};
+		char	   *rule;
+		int			side;
+
+		if (!owj_is_object(e))
+			ow_validation_error(field, "%s must be an object {from, to, triggerRule?}", field);
+		ow_member_closed(e->val.binary.data, edge_keys, field);
+		for (side = 0; side < 2; side++)
+		{
+			char	   *id = ow_member_str(e->val.binary.data, field, ends[side], true, 0, 0);
+			bool		known = false;
+			int			k;
+
+			for (k = 0; k < nnodes; k++)
+				known |= strcmp(ids[k], id) == 0;
+			if (!known)
+				ow_validation_error(ow_field_name(field, ends[side]),
+									"edge endpoint \"%s\" is not a node of the definition", id);
+		}
+		rule = ow_member_str(e->val.binary.data, field, "triggerRule", false, 0, 0);
+		if (rule)
+		{
+			const char *const *r;
+			bool		known = false;
+
+			for (r = rules; *r; r++)
+				known |= strcmp(*r, rule) == 0;
+			if (!known)
+				ow_validation_error(ow_field_name(field, "triggerRule"),
+									"triggerRule \"%s\" is not one of all_success, any_success, all_complete, none_failed, any_failed",
+									rule);
+		}
+	}
+}
+
+/*
+ * configurable (createRun): OpenWOP's closed, versioned object,
+ * schemas/v2/configurable.schema.json @96c270a4 with BudgetPolicy inlined,
+ * in the subset ow_schema_validate() evaluates.  Two readings differ from
+ * the file: run.escalationThreshold is a number in [0, 1], the range of a
+ * low-confidence threshold (the file types it an integer >= 0, which cannot
+ * express the 0.7 default), and the extensions key grammar, a
+ * patternProperties upstream, is checked in C (the subset has no
+ * patternProperties).
+ */
+#define CONFIGURABLE_INT(min) "{\"type\": \"integer\", \"minimum\": " #min "}"
+#define CONFIGURABLE_STRINGS "{\"type\": \"array\", \"items\": {\"type\": \"string\"}, \"uniqueItems\": true}"
+#define CONFIGURABLE_SCHEMA \
+	"{\"type\": \"object\", \"additionalProperties\": false, \"required\": [\"version\"]," \
+	" \"properties\": {" \
+	"  \"version\": {\"const\": 1}," \
+	"  \"run\": {\"type\": \"object\", \"additionalProperties\": false, \"properties\": {" \
+	"    \"recursionLimit\": " CONFIGURABLE_INT(1) "," \
+	"    \"runTimeoutMs\": " CONFIGURABLE_INT(1) "," \
+	"    \"maxLoopIterations\": " CONFIGURABLE_INT(1) "," \
+	"    \"escalationThreshold\": {\"type\": \"number\", \"minimum\": 0, \"maximum\": 1}}}," \
+	"  \"ai\": {\"type\": \"object\", \"additionalProperties\": false, \"properties\": {" \
+	"    \"provider\": {\"type\": \"string\"}," \
+	"    \"model\": {\"type\": \"string\"}," \
+	"    \"temperature\": {\"type\": \"number\", \"minimum\": 0, \"maximum\": 2}," \
+	"    \"maxTokens\": " CONFIGURABLE_INT(1) "," \
+	"    \"credentialRef\": {\"type\": \"string\"}," \
+	"    \"promptOverrides\": {\"type\": \"object\", \"additionalProperties\": {\"type\": \"string\"}}," \
+	"    \"mockProvider\": {\"type\": \"object\"}," \
+	"    \"reasoningVerbosity\": {\"type\": \"string\", \"enum\": [\"none\", \"summary\", \"full\"]}," \
+	"    \"maxRefusals\": " CONFIGURABLE_INT(0) "}}," \
+	"  \"distillation\": {\"type\": \"object\", \"additionalProperties\": false, \"properties\": {" \
+	"    \"tokenBudget\": " CONFIGURABLE_INT(1) "}}," \
+	"  \"budget\": {\"type\": \"object\", \"additionalProperties\": false, \"properties\": {" \
+	"    \"maxTokens\": " CONFIGURABLE_INT(1) "," \
+	"    \"maxCostUsd\": {\"type\": \"number\", \"minimum\": 0}," \
+	"    \"maxToolCalls\": " CONFIGURABLE_INT(1) "," \
+	"    \"maxRetries\": " CONFIGURABLE_INT(0) "," \
+	"    \"modelAllow\": " CONFIGURABLE_STRINGS "," \
+	"    \"modelDeny\": " CONFIGURABLE_STRINGS "," \
+	"    \"thresholdPercent\": {\"type\": \"number\", \"minimum\": 0, \"maximum\": 100}," \
+	"    \"onExhaustion\": {\"type\": \"string\", \"enum\": [\"fail\", \"interrupt\"]}}}," \
+	"  \"extensions\": {\"type\": \"object\", \"additionalProperties\": {\"type\": \"object\"}}}}"
+
+/* A refused configurable: details.field, and details.errors when the schema failed. */
+#define configurable_error(field, errors, ...) \
+	ow_validation_errors((field), (errors), \
+						 "configurable is the closed OpenWOP object {version: 1, run?, ai?, distillation?, budget?, extensions?}.", \
+						 __VA_ARGS__)
+
+/* The schema above, parsed once per backend. */
+static Jsonb *
+configurable_schema(void)
+{
+	static Jsonb *schema = NULL;
+
+	if (schema == NULL)
+	{
+		Jsonb	   *parsed = DatumGetJsonbP(DirectFunctionCall1(jsonb_in,
+																CStringGetDatum(CONFIGURABLE_SCHEMA)));
+		char	   *problem = ow_schema_check(parsed);
+
+		if (problem)
+			elog(ERROR, "the configurable schema is outside the validator's subset: %s", problem);
+		schema = MemoryContextAlloc(TopMemoryContext, VARSIZE(parsed));
+		memcpy(schema, parsed, VARSIZE(parsed));
+	}
+	return schema;
+}
+
+/*
+ * The field a JSON pointer of the validator names inside configurable cv:
+ * "/budget/modelAllow/0" is configurable.budget.modelAllow[0].  The value
+ * is walked so that an array index and an object key "0" read differently,
+ * and the schema alongside it: *rule is the text of the subschema the
+ * member failed (NULL for a member no schema admits), to tell the caller
+ * what is expected.
+ */
+static char *
+configurable_field(JsonbValue *cv, const char *pointer, char **rule)
+{
+	StringInfoData f;
+	JsonbValue	root;
+	JsonbValue *at = cv;
+	JsonbValue *sch = &root;
+	const char *p = pointer;
+
+	root.type = jbvBinary;
+	root.val.binary.data = &configurable_schema()->root;
+	root.val.binary.len = VARSIZE(configurable_schema()) - VARHDRSZ;
+	initStringInfo(&f);
+	appendStringInfoString(&f, "configurable");
+	while (*p == '/')
+	{
+		StringInfoData seg;
+		int			len = strcspn(++p, "/");
+
+		/* the validator wrote the pointer: a stray "~" cannot occur, it is kept as is */
+		initStringInfo(&seg);
+		if (!owj_pointer_token(p, len, &seg))
+		{
+			resetStringInfo(&seg);
+			appendBinaryStringInfo(&seg, p, len);
+		}
+		p += len;
+		if (owj_is_array(at))
+		{
+			appendStringInfo(&f, "[%s]", seg.data);
+			at = getIthJsonbValueFromContainer(at->val.binary.data, atoi(seg.data));
+			sch = sch ? owj_get_container(sch->val.binary.data, "items") : NULL;
+		}
+		else
+		{
+			JsonbValue *props = sch ? owj_get_container(sch->val.binary.data, "properties") : NULL;
+			JsonbValue *named = props ? owj_get_container(props->val.binary.data, seg.data) : NULL;
+
+			appendStringInfo(&f, ".%s", seg.data);
+			at = owj_is_object(at) ? owj_get_container(at->val.binary.data, seg.data) : NULL;
+			sch = named ? named : sch ? owj_get_container(sch->val.binary.data, "additionalProperties") : NULL;
+		}
+		if (!owj_is_object(sch))
+			sch = NULL;
+	}
+	*rule = sch && sch != &root ? JsonbToCString(NULL, sch->val.binary.data, sch->val.binary.len) : NULL;
+	return f.data;
+}
+
+/* An extensions key: ^[a-z][a-z0-9]*(-[a-z0-9]+)*$ (an organisation). */
+static bool
+valid_extension_key(const char *s, int len)
+{
+	int			i;
+
+	if (len == 0 || s[0] < 'a' || s[0] > 'z')
+		return false;
+	for (i = 1; i < len; i++)
+	{
+		if (s[i] == '-')
+		{
+			if (i + 1 == len || s[i + 1] == '-')
+				return false;
+		}
+		else if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9')))
+			return false;
+	}
+	return true;
+}
+
+/*
+ * configurable (create_run, and a branch's overlay): version 1, then the
+ * schema (the first error's path is the field, all errors in
+ * details.errors), then the extensions keys.
+ */
+void
+ow_check_configurable(JsonbValue *cv)
+{
+	JsonbValue *version;
+	JsonbValue *ext;
+	char	   *errors;
+
+	if (!owj_is_object(cv))
+		configurable_error("configurable", NULL, "configurable must be a JSON object");
+	/* checked first: an unversioned object is read under no version at all */
+	version = owj_get_container(cv->val.binary.data, "version");
+	if (version == NULL)
+		configurable_error("configurable.version", NULL, "configurable.version is required and must be 1");
+	if (version->type != jbvNumeric ||
+		DatumGetInt32(DirectFunctionCall2(numeric_cmp, NumericGetDatum(version->val.numeric),
+										  NumericGetDatum(int64_to_numeric(1)))) != 0)
+		configurable_error("configurable.version", NULL, "configurable.version must be 1");
+
+	if (!ow_schema_validate(configurable_schema(), owj_to_jsonb(cv), &errors))
+	{
+		Jsonb	   *list = DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(errors)));
+		JsonbContainer *first = getIthJsonbValueFromContainer(&list->root, 0)->val.binary.data;
+		char	   *rule;
+		char	   *field = configurable_field(cv, owj_string(owj_get_container(first, "path")), &rule);
+		char	   *message = owj_string(owj_get_container(first, "message"));
+
+		if (rule)
+			configurable_error(field, errors, "%s is refused: %s; it must match %s", field, message, rule);
+		configurable_error(field, errors, "%s is refused: %s", field, message);
+	}
+
+	if ((ext = owj_get_container(cv->val.binary.data, "extensions")) != NULL)
+	{
+		JsonbIterator *it = JsonbIteratorInit(ext->val.binary.data);
+		JsonbValue	k;
+		JsonbIteratorToken tok;
+
+		while ((tok = JsonbIteratorNext(&it, &k, true)) != WJB_DONE)
+		{
+			char	   *key;
+
+			if (tok != WJB_KEY || valid_extension_key(k.val.string.val, k.val.string.len))
+				continue;
+			key = pnstrdup(k.val.string.val, k.val.string.len);
+			configurable_error(psprintf("configurable.extensions.%s", key), NULL,
+							   "configurable.extensions key \"%s\" is not an organisation name matching ^[a-z][a-z0-9]*(-[a-z0-9]+)*$",
+							   key);
+		}
+	}
+}
+
+/* create_run of a run id already taken: 409, with the existing run's status. */
+static void
+run_exists(OwRun *run, const char *tenant, const char *run_id)
+{
+	OwDetails	d;
+
+	/* lock the existing run, to report its status */
+	ow_lock_run_id(run, tenant, run_id);
+	ow_details_init(&d);
+	ow_details_str(&d, "runId", run_id);
+	ow_details_str(&d, "runStatus", run->status);
+	ow_raise(OW_RUN_STATE_CONFLICT, &d,
+			 "Omit options.runId to have the host mint a fresh run id.",
+			 "run \"%s\" already exists", run_id);
+}
+
+/*
+ * insert_run and run.started without a statement (rowstore.c), the row
+ * written once with the sequence after the event: false when the
+ * statements must run instead; *created false when the run id is taken.
+ */
+static bool
+create_direct(OwRun *run, const Datum *args, const char *nulls, Jsonb *started, bool *created)
+{
+	static const OwColumn optional[] = {RUN_CONFIGURABLE, RUN_DEFINITION, RUN_INPUTS, RUN_METADATA};
+	static const char *const type = "run.started";
+	Datum		now = TimestampTzGetDatum(run->created_at);
+	OwDirect	d;
+	TupleTableSlot *row;
+	int			i;
+
+	if (!ow_direct_begin(&d, 0, OW_TABLE_BIT(OW_RUNS) | OW_TABLE_BIT(OW_EVENTS), 0))
+		return false;
+	row = ow_new_row(&d, OW_RUNS);
+	ow_set(row, RUN_TENANT, args[0], false);
+	ow_set(row, RUN_RUN_ID, args[1], false);
+	ow_set(row, RUN_WORKFLOW_ID, args[2], false);
+	ow_set_text(row, RUN_STATUS, "running");
+	ow_set(row, RUN_OWNER, args[3], false);
+	ow_set(row, RUN_EVENT_PREFIX, args[4], false);
+	for (i = 0; i < 4; i++)
+		ow_set(row, optional[i], args[5 + i], nulls[5 + i] == 'n');
+	if (nulls[5] == 'n')
+		ow_set(row, RUN_CONFIGURABLE, DirectFunctionCall1(jsonb_in, CStringGetDatum("{}")), false);
+	ow_set(row, RUN_NEXT_SEQUENCE, Int64GetDatum(1), false);	/* run.started is 0 */
+	ow_set(row, RUN_CREATED_AT, now, false);
+	ow_set(row, RUN_UPDATED_AT, now, false);
+	*created = ow_insert_new(&d, OW_RUNS, row);
+	if (*created)
+		(void) ow_append_in(&d, run, NULL, 1, &type, &started);
+	ow_direct_end(&d);
+	return true;
+}
+
+/*
+ * openwop.create_run(workflow_id text, options jsonb) → jsonb
+ */
+Datum
+ow_create_run(PG_FUNCTION_ARGS)
+{
+	static const char *const option_keys[] = {"tenant", "runId", "configurable", "callbackUrl",
+	"definition", "metadata", "inputs", NULL};
+	static OwQuery insert_run = {
+		"INSERT INTO openwop.runs"
+		" (tenant, run_id, workflow_id, status, owner, event_prefix,"
+		"  configurable, definition, inputs, metadata)"
+		" VALUES ($1, $2, $3, 'running', $4, $5,"
+		"         COALESCE($6, '{}'::pg_catalog.jsonb), $7, $8, $9)"
+		" ON CONFLICT DO NOTHING"
+		" RETURNING created_at",
+		9, {TEXTOID, TEXTOID, TEXTOID, JSONBOID, TEXTOID, JSONBOID, JSONBOID, JSONBOID, JSONBOID},
+		SPI_OK_INSERT_RETURNING
+	};
+	char	   *workflow_id = text_arg(fcinfo, 0);
+	Jsonb	   *options = object_arg(fcinfo, 1, "options");
+	char	   *tenant;
+	char	   *run_id;
+	char	   *s;
+	JsonbValue *configurable;
+	JsonbValue *definition;
+	JsonbValue *metadata;
+	JsonbValue *inputs;
+	JsonbValue *optional[4];
+	Datum		args[9];
+	char		nulls[9] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
+	int			i;
+	OwCall		call;
+	OwRun		locked;
+	OwRun	   *run = &locked;
+	OwJson		j;
+	int64		seq;
+	Jsonb	   *started;
+	bool		created;
+
+	ow_refuse_read_only("create_run()");
+	/* who is calling, then everything else, before touching a table */
+	ow_caller(&call.caller);
+	tenant = call.caller.subject.tenant;
+	if (workflow_id == NULL)
+		ow_validation_error("workflowId", "workflow_id must not be null");
+	if (!ow_valid_author_id(workflow_id))
+		ow_validation_error("workflowId",
+							"\"%s\" is not a valid workflow id (1 to 128 characters of A-Z a-z 0-9 . _ ~ : -)",
+							ow_echo(workflow_id));
+	refuse_unknown_options(options, option_keys);
+	if (owj_get(options, "callbackUrl") != NULL)
+		ow_validation_error("callbackUrl",
+							"callbackUrl is refused: this host does not advertise interrupt.callbackDelivery");
+	s = option_string(options, "tenant");
+	if (s && strcmp(s, tenant) != 0)
+	{
+		OwDetails	d;
+
+		ow_details_init(&d);
+		ow_details_str(&d, "tenant", s);
+		ow_details_str(&d, "callerTenant", tenant);
+		ow_raise(OW_ID_TENANT_MISMATCH, &d, NULL,
+				 "options.tenant \"%s\" is not the caller's tenant \"%s\"", s, tenant);
+	}
+	s = option_string(options, "runId");
+	run_id = s ? ow_normalize_run_id(s, tenant)
+		: psprintf("%s/%s", tenant, ow_mint_opaque(16));
+
+	configurable = owj_get(options, "configurable");
+	if (configurable)
+		ow_check_configurable(configurable);
+	definition = owj_get(options, "definition");
+	if (definition)
+		validate_definition(definition);
+	metadata = owj_get(options, "metadata");
+	if (metadata && !owj_is_object(metadata))
+		ow_validation_error("metadata", "metadata must be a JSON object");
+	inputs = owj_get(options, "inputs");
+	if (inputs && !owj_is_object(inputs))
+		ow_validation_error("inputs", "inputs must be a JSON object");
+	optional[0] = configurable;
+	optional[1] = definition;
+	optional[2] = inputs;
+	optional[3] = metadata;
+
+	ow_call_enter(&call);
+	run->event_prefix = ow_mint_opaque(12);
+	args[0] = CStringGetTextDatum(tenant);
+	args[1] = CStringGetTextDatum(run_id);
+	args[2] = CStringGetTextDatum(workflow_id);
+	args[3] = JsonbPGetDatum(ow_subject_jsonb(&call.caller.subject));
+	args[4] = CStringGetTextDatum(run->event_prefix);
+	for (i = 0; i < 4; i++)
+	{
+		if (optional[i])
+			args[5 + i] = JsonbPGetDatum(owj_to_jsonb(optional[i]));
+		else
+			nulls[5 + i] = 'n';
+	}
+	run->tenant = tenant;
+	run->run_id = run_id;
+	run->root_run_id = run_id;
+	run->key_root = run_id;
+	run->fork_of = NULL;
+	run->workflow_id = workflow_id;
+	run->status = "running";
+	run->current_node_id = NULL;
+	run->next_sequence = 0;
+	run->first_sequence = 0;
+	run->appended = 0;
+	run->has_definition = definition != NULL;
+	run->error = NULL;
+	run->outputs = NULL;
+	run->created_at = GetCurrentTransactionStartTimestamp();	/* what now() gives the row */
+	ItemPointerSetInvalid(&run->tid);
+
+	/* run.started echoes the owner block of the snapshot */
+	owj_begin(&j);
+	owj_str(&j, "workflowId", workflow_id);
+	if (inputs)
+		owj_value(&j, "inputs", inputs);
+	owj_begin_object(&j, "owner");
+	owj_str(&j, "tenant", tenant);
+	owj_subject(&j, "subject", &call.caller.subject);
+	owj_end_object(&j);
+	if (metadata)
+		owj_value(&j, "metadata", metadata);
+	started = owj_end(&j);
+
+	if (create_direct(run, args, nulls, started, &created))
+	{
+		if (!created)
+			run_exists(run, tenant, run_id);
+		seq = 0;
+		ow_notify_later(run_id, 0, 0);
+	}
+	else
+	{
+		if (ow_exec(&insert_run, args, nulls, false, 0) == 0)
+			run_exists(run, tenant, run_id);
+		seq = ow_append(run, "run.started", NULL, started);
+		ow_save_run(run);
+	}
+
+	ow_call_end(&call);
+	owj_begin(&j);
+	owj_str(&j, "runId", run_id);
+	owj_str(&j, "status", "running");
+	owj_str(&j, "workflowId", workflow_id);
+	owj_int(&j, "sequence", seq);
+	return reply(&call, &j);
+}
+
+/* ----------
+ * Node executions
+ * ----------
+ */
+
+bool
+ow_exec_is_open(const OwExec *ex)
+{
+	return ex->found && (strcmp(ex->status, "running") == 0 ||
+						 strcmp(ex->status, "interrupted") == 0 ||
+						 strcmp(ex->status, "pending") == 0);
+}
+
+/* ow_latest_exec without a statement (rowstore.c): false when the statement must run instead. */
+static bool
+latest_exec_direct(OwRun *run, const char *node_id, OwExec *ex)
+{
+	OwDirect	d;
+	OwScan		s;
+	Datum		keys[3];
+	bool		isnull;
+
+	if (!ow_direct_begin(&d, OW_TABLE_BIT(OW_NODE_EXECUTIONS), 0, 0))
+		return false;
+	keys[0] = CStringGetTextDatum(run->tenant);
+	keys[1] = CStringGetTextDatum(run->run_id);
+	keys[2] = CStringGetTextDatum(node_id);
+	ow_scan_begin_dir(&d, &s, OW_NODE_EXECUTIONS_PKEY, 3, keys, true);
+	ex->found = ow_scan_next(&s);
+	if (ex->found)
+	{
+		ex->visit = DatumGetInt32(ow_get(s.slot, EXEC_VISIT, &isnull));
+		ex->status = ow_get_text(s.slot, EXEC_STATUS);
+		ex->attempt = DatumGetInt32(ow_get(s.slot, EXEC_ATTEMPT, &isnull));
+		ex->started_at = DatumGetTimestampTz(ow_get(s.slot, EXEC_STARTED_AT, &isnull));
+	}
+	ow_scan_end(&s);
+	ow_direct_end(&d);
+	return true;
+}
+
+/*
+ * Set n columns of execution (args[0..3]: tenant, run id, node id, visit)
+ * without a statement: false when the statement must run instead.
+ */
+static bool
+change_exec_direct(const Datum *args, int n, const OwColumn *cols, const Datum *values,
+				   const bool *nulls)
+{
+	bool		updated;
+
+	if (!ow_direct_update(OW_NODE_EXECUTIONS, OW_NODE_EXECUTIONS_PKEY, args, n, cols, values, nulls,
+						  &updated, NULL))
+		return false;
+	if (!updated)
+		elog(ERROR, "could not change an execution of run \"%s\"", TextDatumGetCString(args[1]));
+	return true;
+}
+
+/* The latest execution of node_id in the locked run (ex->found false if none). */
+void
+ow_latest_exec(OwRun *run, const char *node_id, OwExec *ex)
+{
+	static OwQuery q = {
+		"SELECT visit, status, attempt, started_at"
+		"  FROM openwop.node_executions"
+		" WHERE tenant OPERATOR(pg_catalog.=) $1"
+		"   AND run_id OPERATOR(pg_catalog.=) $2"
+		"   AND node_id OPERATOR(pg_catalog.=) $3"
+		" ORDER BY visit DESC LIMIT 1",
+		3, {TEXTOID, TEXTOID, TEXTOID}, SPI_OK_SELECT
+	};
+	bool		isnull;
+
+	if (latest_exec_direct(run, node_id, ex))
+		return;
+	ex->found = ow_run_exec(&q, run, node_id, false, 1) > 0;
+	if (!ex->found)
+		return;
+	ex->visit = (int32) ow_col_int64(0, 1);
+	ex->status = ow_col_text(0, 2);
+	ex->attempt = (int32) ow_col_int64(0, 3);
+	ex->started_at = DatumGetTimestampTz(ow_col_datum(0, 4, &isnull));
+}
+
+/*
+ * With a registered definition, the node must be one of its nodes; returns
+ * the node's typeId there (or NULL).  *found tells whether it is listed.
+ */
+static char *
+definition_type_id(OwRun *run, const char *node_id, bool *found)
+{
+	static OwQuery q = {
+		"SELECT definition FROM openwop.runs"
+		" WHERE tenant OPERATOR(pg_catalog.=) $1"
+		"   AND run_id OPERATOR(pg_catalog.=) $2",
+		2, {TEXTOID, TEXTOID}, SPI_OK_SELECT
+	};
+	Jsonb	   *def;
+	JsonbValue *nodes;
+	int			i;
+
+	if (ow_run_exec(&q, run, NULL, false, 1) != 1)
+		elog(ERROR, "could not read the definition of run \"%s\"", run->run_id);
+	def = ow_col_jsonb(0, 1);
+
+	*found = false;
+	nodes = owj_get(def, "nodes");
+	for (i = 0; i < (int) JsonContainerSize(nodes->val.binary.data); i++)
+	{
+		JsonbValue *n = getIthJsonbValueFromContainer(nodes->val.binary.data, i);
+		char	   *id = owj_string(owj_get_container(n->val.binary.data, "id"));
+
+		if (strcmp(id, node_id) == 0)
+		{
+			*found = true;
+			return owj_string(owj_get_container(n->val.binary.data, "typeId"));
+		}
+	}
+	return NULL;
+}
+
+void
+ow_node_not_found(OwRun *run, const char *node_id, const char *why)
+{
+	OwDetails	d;
+
+	ow_details_init(&d);
+	ow_details_str(&d, "runId", run->run_id);
+	ow_details_str(&d, "nodeId", node_id);
+	ow_raise(OW_NOT_FOUND, &d, NULL,
+			 "node \"%s\" %s in run \"%s\"", node_id, why, run->run_id);
+}
+
+/* The node's latest execution exists but is not open: a state conflict. */
+void
+ow_node_not_open(OwRun *run, const char *node_id, const OwExec *ex)
+{
+	OwDetails	d;
+
+	ow_details_init(&d);
+	ow_details_str(&d, "runId", run->run_id);
+	ow_details_str(&d, "runStatus", run->status);
+	ow_details_str(&d, "nodeId", node_id);
+	ow_details_str(&d, "nodeStatus", ex->status);
+	ow_raise(OW_RUN_STATE_CONFLICT, &d,
+			 "Call start_node first to begin a new execution of the node.",
+			 "node \"%s\" has no open execution in run \"%s\" (its latest execution is %s)",
+			 node_id, run->run_id, ex->status);
+}
+
+/* A 409 about one node of the run, with the run's and node's identity. */
+void
+ow_node_conflict(OwRun *run, const char *node_id, const char *hint,
+				 const char *fmt,...)
+{
+	StringInfoData msg;
+	OwDetails	d;
+
+	initStringInfo(&msg);
+	OW_APPEND_VA(&msg, fmt);
+
+	ow_details_init(&d);
+	ow_details_str(&d, "runId", run->run_id);
+	ow_details_str(&d, "runStatus", run->status);
+	ow_details_str(&d, "nodeId", node_id);
+	ow_raise(OW_RUN_STATE_CONFLICT, &d, hint, "%s", msg.data);
+}
+
+/*
+ * With a registered definition, a node fires by the triggerRule of its
+ * first incoming edge (all_success when unset), judged on the latest
+ * execution of every source, and never when a failed source reaches it over
+ * an all_success, any_success or none_failed edge (the "Rejection" section
+ * of the OpenWOP interrupt spec):
+ *   all_success  every source completed
+ *   any_success  at least one source completed
+ *   all_complete every source completed, failed, skipped or was cancelled
+ *   none_failed  no source failed and all are done
+ *   any_failed   at least one source failed
+ * A node with no incoming edge always fires.  Refuses 409 otherwise.
+ */
+static void
+check_trigger_rule(OwRun *run, const char *node_id)
+{
+	static OwQuery q = {
+		"WITH incoming AS ("
+		"  SELECT e.v OPERATOR(pg_catalog.->>) 'from' AS source,"
+		"         COALESCE(e.v OPERATOR(pg_catalog.->>) 'triggerRule', 'all_success') AS rule, e.ord"
+		"    FROM openwop.runs r,"
+		"         pg_catalog.jsonb_array_elements(r.definition OPERATOR(pg_catalog.->) 'edges')"
+		"           WITH ORDINALITY AS e(v, ord)"
+		"   WHERE r.tenant OPERATOR(pg_catalog.=) $1 AND r.run_id OPERATOR(pg_catalog.=) $2"
+		"     AND (e.v OPERATOR(pg_catalog.->>) 'to') OPERATOR(pg_catalog.=) $3),"
+		" latest AS ("
+		"  SELECT DISTINCT ON (x.node_id) x.node_id, x.status"
+		"    FROM openwop.node_executions x"
+		"   WHERE x.tenant OPERATOR(pg_catalog.=) $1 AND x.run_id OPERATOR(pg_catalog.=) $2"
+		"     AND x.node_id OPERATOR(pg_catalog.=) ANY (SELECT source FROM incoming)"
+		"   ORDER BY x.node_id, x.visit DESC)"
+		" SELECT (SELECT rule FROM incoming ORDER BY ord LIMIT 1),"
+		"        (SELECT pg_catalog.string_agg(i.source, ', ') FROM incoming i"
+		"           JOIN latest f ON f.node_id OPERATOR(pg_catalog.=) i.source"
+		"          WHERE f.status OPERATOR(pg_catalog.=) 'failed'"
+		"            AND i.rule OPERATOR(pg_catalog.=) ANY"
+		"                ('{all_success,any_success,none_failed}'::pg_catalog.text[])),"
+		"        pg_catalog.count(*) FILTER (WHERE l.status OPERATOR(pg_catalog.=) 'completed'),"
+		"        pg_catalog.count(*) FILTER (WHERE l.status OPERATOR(pg_catalog.=) 'failed'),"
+		"        pg_catalog.count(*) FILTER (WHERE l.status OPERATOR(pg_catalog.=) ANY"
+		"            ('{completed,failed,skipped,cancelled}'::pg_catalog.text[])),"
+		"        (SELECT pg_catalog.count(DISTINCT source) FROM incoming)"
+		"   FROM (SELECT DISTINCT source FROM incoming) s"
+		"   LEFT JOIN latest l ON l.node_id OPERATOR(pg_catalog.=) s.source",
+		3, {TEXTOID, TEXTOID, TEXTOID}, SPI_OK_SELECT
+	};
+	char	   *rule;
+	char	   *failed_edge;
+	int64		completed;
+	int64		failed;
+	int64		done;
+	int64		total;
+	bool		fires;
+
+	if (ow_run_exec(&q, run, node_id, true, 1) != 1)
+		elog(ERROR, "could not read the incoming edges of node \"%s\"", node_id);
+	rule = ow_col_text(0, 1);
+	if (rule == NULL)
+		return;					/* no incoming edge */
+	failed_edge = ow_col_text(0, 2);
+	completed = ow_col_int64(0, 3);
+	failed = ow_col_int64(0, 4);
+	done = ow_col_int64(0, 5);
+	total = ow_col_int64(0, 6);
+
+	if (strcmp(rule, "any_success") == 0)
+		fires = completed >= 1;
+	else if (strcmp(rule, "all_complete") == 0)
+		fires = done == total;
+	else if (strcmp(rule, "none_failed") == 0)
+		fires = failed == 0 && done == total;
+	else if (strcmp(rule, "any_failed") == 0)
+		fires = failed >= 1;
+	else
+		fires = completed == total;
+	/* whatever the node's own rule, a failed source never satisfies its edge unless it admits failure */
+	if (failed_edge != NULL)
+		fires = false;
+
+	if (!fires)
+	{
+		OwDetails	d;
+
+		ow_details_init(&d);
+		ow_details_str(&d, "runId", run->run_id);
+		ow_details_str(&d, "runStatus", run->status);
+		ow_details_str(&d, "nodeId", node_id);
+		ow_details_str(&d, "triggerRule", rule);
+		ow_raise(OW_RUN_STATE_CONFLICT, &d,
+				 "A failed source (such as a rejected approval) only satisfies all_complete or any_failed.",
+				 "node \"%s\" does not fire: its trigger rule %s is not met by its sources", node_id, rule);
+	}
+}
+
+/*
+ * A node whose latest execution failed with retryable: false (a rejected
+ * approval, a declined credential) must not be retried.  It may run again
+ * only as a new invocation reached over an edge: some source on an
+ * incoming edge of the registered definition completed after the failure.
+ */
+static void
+refuse_retry(OwRun *run, const char *node_id)
+{
+	static OwQuery q = {
+		"WITH last AS ("
+		"  SELECT error, ended_sequence FROM openwop.node_executions"
+		"   WHERE tenant OPERATOR(pg_catalog.=) $1 AND run_id OPERATOR(pg_catalog.=) $2"
+		"     AND node_id OPERATOR(pg_catalog.=) $3"
+		"   ORDER BY visit DESC LIMIT 1)"
+		" SELECT COALESCE((SELECT error OPERATOR(pg_catalog.->) 'retryable' FROM last)"
+		"                 OPERATOR(pg_catalog.<>) 'false'::pg_catalog.jsonb, true),"
+		"        EXISTS (SELECT 1 FROM openwop.runs r,"
+		"                  pg_catalog.jsonb_array_elements(r.definition OPERATOR(pg_catalog.->) 'edges') e,"
+		"                  openwop.node_executions x"
+		"                 WHERE r.tenant OPERATOR(pg_catalog.=) $1 AND r.run_id OPERATOR(pg_catalog.=) $2"
+		"                   AND (e OPERATOR(pg_catalog.->>) 'to') OPERATOR(pg_catalog.=) $3"
+		"                   AND x.tenant OPERATOR(pg_catalog.=) $1 AND x.run_id OPERATOR(pg_catalog.=) $2"
+		"                   AND x.node_id OPERATOR(pg_catalog.=) (e OPERATOR(pg_catalog.->>) 'from')"
+		"                   AND x.status OPERATOR(pg_catalog.=) 'completed'"
+		"                   AND x.ended_sequence OPERATOR(pg_catalog.>) (SELECT ended_sequence FROM last))",
+		3, {TEXTOID, TEXTOID, TEXTOID}, SPI_OK_SELECT
+	};
+	bool		retryable;
+	bool		reentered;
+
+	if (ow_run_exec(&q, run, node_id, true, 1) != 1)
+		elog(ERROR, "could not read the last execution of node \"%s\"", node_id);
+	retryable = ow_col_bool(0, 1);
+	reentered = ow_col_bool(0, 2);
+	if (!retryable && !reentered)
+		ow_node_conflict(run, node_id,
+						 "Reach the node again over an edge (a loop) to ask anew.",
+						 "node \"%s\" failed with retryable false and must not be retried", node_id);
+}
+
+/* A pending execution (args: tenant, run id, node id, visit) runs again. */
+static void
+resume_execution(Datum *args)
+{
+	static OwQuery resume_exec = {
+		"UPDATE openwop.node_executions SET status = 'running'"
+		" WHERE tenant OPERATOR(pg_catalog.=) $1"
+		"   AND run_id OPERATOR(pg_catalog.=) $2"
+		"   AND node_id OPERATOR(pg_catalog.=) $3"
+		"   AND visit OPERATOR(pg_catalog.=) $4",
+		4, {TEXTOID, TEXTOID, TEXTOID, INT4OID}, SPI_OK_UPDATE
+	};
+	static const OwColumn running[] = {EXEC_STATUS};
+	Datum		status = CStringGetTextDatum("running");
+
+	if (!change_exec_direct(args, 1, running, &status, NULL))
+		ow_exec(&resume_exec, args, NULL, false, 0);
+}
+
+/* A new running execution (args: tenant, run id, node id, visit, type id). */
+static void
+insert_execution(Datum *args)
+{
+	static OwQuery insert_exec = {
+		"INSERT INTO openwop.node_executions"
+		" (tenant, run_id, node_id, visit, type_id, status)"
+		" VALUES ($1, $2, $3, $4, $5, 'running')",
+		5, {TEXTOID, TEXTOID, TEXTOID, INT4OID, TEXTOID}, SPI_OK_INSERT
+	};
+	static const OwColumn cols[] = {EXEC_TENANT, EXEC_RUN_ID, EXEC_NODE_ID, EXEC_VISIT,
+	EXEC_TYPE_ID, EXEC_STATUS, EXEC_ATTEMPT, EXEC_STARTED_AT};
+	Datum		values[8];
+
+	memcpy(values, args, 5 * sizeof(Datum));
+	values[5] = CStringGetTextDatum("running");
+	values[6] = Int32GetDatum(0);
+	values[7] = TimestampTzGetDatum(GetCurrentTransactionStartTimestamp());
+	if (!ow_direct_insert(OW_NODE_EXECUTIONS, 8, cols, values, NULL, NULL))
+		ow_exec(&insert_exec, args, NULL, false, 0);
+}
+
+/*
+ * openwop.start_node(run_id, node_id, type_id) → jsonb
+ *
+ * A new execution gets visit = previous visit + 1 (0 for the first).  While
+ * the latest execution is still open (running, interrupted, or pending after
+ * a resolve) this is a recovery of that same execution: it is returned as it
+ * is, and a pending one becomes running again, with no new node.started.
+ */
+Datum
+ow_start_node(PG_FUNCTION_ARGS)
+{
+	const char *run_input = required_run_arg(fcinfo);
+	char	   *node_id = required_node_arg(fcinfo, 1);
+	char	   *type_id = text_arg(fcinfo, 2);
+	OwCall		call;
+	OwRun		locked;
+	OwRun	   *run = &locked;
+	OwExec		ex;
+	OwJson		j;
+	Datum		args[5];
+	int32		visit;
+	int64		seq = -1;
+	bool		recovered;
+
+	ow_refuse_read_only("start_node()");
+	if (type_id && !ow_valid_type_id(type_id))
+		ow_validation_error("typeId", "\"%s\" is not a valid node type id (e.g. core.ai.callPrompt)", ow_echo(type_id));
+
+	ow_call_begin(&call);
+	ow_lock_run(run, call.caller.subject.tenant, run_input);
+	refuse_if_terminal(run);
+	if (run->has_definition)
+	{
+		bool		listed;
+		char	   *def_type = definition_type_id(run, node_id, &listed);
+
+		if (!listed)
+			ow_node_not_found(run, node_id, "is not a node of the definition registered");
+		if (type_id == NULL)
+			type_id = def_type;
+	}
+	if (type_id == NULL)
+		type_id = OW_DEFAULT_TYPE_ID;
+
+	ow_latest_exec(run, node_id, &ex);
+	args[0] = CStringGetTextDatum(run->tenant);
+	args[1] = CStringGetTextDatum(run->run_id);
+	args[2] = CStringGetTextDatum(node_id);
+	recovered = ow_exec_is_open(&ex);
+	if (recovered)
+	{
+		visit = ex.visit;
+		if (strcmp(ex.status, "pending") == 0)
+		{
+			args[3] = Int32GetDatum(visit);
+			resume_execution(args);
+			ex.status = "running";
+		}
+	}
+	else
+	{
+		if (ex.found && strcmp(ex.status, "failed") == 0)
+			refuse_retry(run, node_id);
+		if (run->has_definition)
+			check_trigger_rule(run, node_id);
+		visit = ex.found ? ex.visit + 1 : 0;
+		args[3] = Int32GetDatum(visit);
+		args[4] = CStringGetTextDatum(type_id);
+		insert_execution(args);
+
+		owj_begin(&j);
+		owj_str(&j, "nodeId", node_id);
+		owj_str(&j, "typeId", type_id);
+		owj_int(&j, "attempt", 0);
+		seq = ow_append(run, "node.started", node_id, owj_end(&j));
+		ex.status = "running";
+	}
+
+	/* a run suspended elsewhere keeps its waiting status */
+	if (strcmp(run->status, "pending") == 0 || strcmp(run->status, "paused") == 0)
+		run->status = "running";
+	if (strcmp(run->status, "running") == 0)
+		run->current_node_id = node_id;
+	ow_save_run(run);
+
+	ow_call_end(&call);
+	owj_begin(&j);
+	owj_str(&j, "runId", run->run_id);
+	owj_str(&j, "nodeId", node_id);
+	owj_int(&j, "visit", visit);
+	owj_str(&j, "status", ex.status);
+	owj_bool(&j, "recovered", recovered);
+	if (seq >= 0)
+		owj_int(&j, "sequence", seq);
+	return reply(&call, &j);
+}
+
+/* end_exec's change without a statement, from its eight parameters: false when the statement must run instead. */
+static bool
+end_exec_direct(const Datum *args, const char *nulls)
+{
+	static const OwColumn cols[] = {EXEC_STATUS, EXEC_OUTPUTS, EXEC_ERROR, EXEC_ENDED_AT,
+	EXEC_ENDED_SEQUENCE};
+	Datum		values[5] = {args[4], args[5], args[6],
+		TimestampTzGetDatum(GetCurrentTransactionStartTimestamp()), args[7]};
+	bool		isnull[5] = {false, nulls[5] == 'n', nulls[6] == 'n', false, false};
+
+	return change_exec_direct(args, 5, cols, values, isnull);
+}
+
+/*
+ * End an open execution as completed (value = outputs) or failed (value =
+ * error) and append node.completed / node.failed.  Returns the sequence.
+ */
+static int64
+finish_execution(OwRun *run, const char *node_id, const OwExec *ex, bool failed, Jsonb *value)
+{
+	static OwQuery end_exec = {
+		"UPDATE openwop.node_executions"
+		"   SET status = $5, outputs = $6, error = $7, ended_at = pg_catalog.now(),"
+		"       ended_sequence = $8"
+		" WHERE tenant OPERATOR(pg_catalog.=) $1"
+		"   AND run_id OPERATOR(pg_catalog.=) $2"
+		"   AND node_id OPERATOR(pg_catalog.=) $3"
+		"   AND visit OPERATOR(pg_catalog.=) $4",
+		8, {TEXTOID, TEXTOID, TEXTOID, INT4OID, TEXTOID, JSONBOID, JSONBOID, INT8OID}, SPI_OK_UPDATE
+	};
+	Datum		args[8];
+	char		nulls[8] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
+	OwJson		j;
+	int64		seq;
+
+	owj_begin(&j);
+	owj_str(&j, "nodeId", node_id);
+	if (failed)
+	{
+		owj_jsonb(&j, "error", value);
+		owj_int(&j, "attempts", ex->attempt + 1);
+	}
+	else
+	{
+		owj_jsonb(&j, "outputs", value);
+		owj_int(&j, "durationMs",
+				Max(0, (GetCurrentTransactionStartTimestamp() - ex->started_at) / 1000));
+	}
+	if (run->current_node_id && strcmp(run->current_node_id, node_id) == 0)
+		run->current_node_id = NULL;
+	seq = ow_append(run, failed ? "node.failed" : "node.completed", node_id, owj_end(&j));
+
+	args[0] = CStringGetTextDatum(run->tenant);
+	args[1] = CStringGetTextDatum(run->run_id);
+	args[2] = CStringGetTextDatum(node_id);
+	args[3] = Int32GetDatum(ex->visit);
+	args[4] = CStringGetTextDatum(failed ? "failed" : "completed");
+	args[5] = JsonbPGetDatum(value);
+	args[6] = JsonbPGetDatum(value);
+	nulls[failed ? 5 : 6] = 'n';
+	args[7] = Int64GetDatum(seq);
+	if (end_exec_direct(args, nulls))
+		return seq;
+	if (ow_exec(&end_exec, args, nulls, false, 0) != 1)
+		elog(ERROR, "could not end execution of node \"%s\"", node_id);
+	return seq;
+}
+
+/* Fail an open execution (node.failed): fail_run, rejected approvals. */
+int64
+ow_fail_execution(OwRun *run, const char *node_id, const OwExec *ex, Jsonb *error)
+{
+	return finish_execution(run, node_id, ex, true, error);
+}
+
+/*
+ * A gate whose last answer was refine was sent back, not approved: the
+ * execution may not complete on it.  The node raises the gate again (the
+ * next ordinal) or fails.
+ */
+static void
+refuse_after_refine(OwRun *run, const char *node_id, const OwExec *ex)
+{
+	static OwQuery q = {
+		"SELECT action FROM openwop.interrupts"
+		" WHERE tenant OPERATOR(pg_catalog.=) $1"
+		"   AND root_run_id OPERATOR(pg_catalog.=) $2"
+		"   AND run_id OPERATOR(pg_catalog.=) $2"
+		"   AND node_id OPERATOR(pg_catalog.=) $3"
+		"   AND visit OPERATOR(pg_catalog.=) $4"
+		" ORDER BY ordinal DESC LIMIT 1",
+		4, {TEXTOID, TEXTOID, TEXTOID, INT4OID}, SPI_OK_SELECT
+	};
+	Datum		args[4];
+
+	args[0] = CStringGetTextDatum(run->tenant);
+	args[1] = CStringGetTextDatum(run->run_id);
+	args[2] = CStringGetTextDatum(node_id);
+	args[3] = Int32GetDatum(ex->visit);
+	/* not read-only: a refine committed while this call waited for the run lock counts */
+	if (ow_exec(&q, args, NULL, false, 1) == 1)
+	{
+		char	   *action = ow_col_text(0, 1);
+
+		if (action && strcmp(action, "refine") == 0)
+			ow_node_conflict(run, node_id,
+							 "Raise the gate again (the next ordinal) after revising, or fail the node.",
+							 "node \"%s\" cannot complete: its approval gate was sent back with refine", node_id);
+	}
+}
+
+/* complete_node and fail_node */
+static Datum
+end_node(FunctionCallInfo fcinfo, bool failed)
+{
+	const char *run_input = required_run_arg(fcinfo);
+	char	   *node_id = required_node_arg(fcinfo, 1);
+	Jsonb	   *value = failed ? error_arg(fcinfo, 2) : object_arg(fcinfo, 2, "outputs");
+	OwCall		call;
+	OwRun		locked;
+	OwRun	   *run = &locked;
+	OwExec		ex;
+	OwJson		j;
+	int64		seq;
+
+	ow_refuse_read_only(failed ? "fail_node()" : "complete_node()");
+	ow_call_begin(&call);
+	ow_lock_run(run, call.caller.subject.tenant, run_input);
+	refuse_if_terminal(run);
+	ow_latest_exec(run, node_id, &ex);
+	if (!ex.found)
+		ow_node_not_found(run, node_id, "has not been started");
+	if (!ow_exec_is_open(&ex) || strcmp(ex.status, "interrupted") == 0)
+		ow_node_not_open(run, node_id, &ex);
+	if (!failed)
+		refuse_after_refine(run, node_id, &ex);
+	seq = finish_execution(run, node_id, &ex, failed, value);
+	ow_save_run(run);
+
+	ow_call_end(&call);
+	owj_begin(&j);
+	owj_str(&j, "runId", run->run_id);
+	owj_str(&j, "nodeId", node_id);
+	owj_int(&j, "visit", ex.visit);
+	owj_str(&j, "status", failed ? "failed" : "completed");
+	owj_int(&j, "sequence", seq);
+	return reply(&call, &j);
+}
+
+Datum
+ow_complete_node(PG_FUNCTION_ARGS)
+{
+	return end_node(fcinfo, false);
+}
+
+Datum
+ow_fail_node(PG_FUNCTION_ARGS)
+{
+	return end_node(fcinfo, true);
+}
+
+/* ----------
+ * Terminal transitions
+ * ----------
+ */
+
+/*
+ * True when the locked run has no pending interrupt and no open execution,
+ * read without a statement (rowstore.c); false when it has, or when the
+ * statements must look.
+ */
+static bool
+nothing_open_direct(OwRun *run)
+{
+	OwDirect	d;
+	OwScan		s;
+	Datum		keys[2];
+	bool		open;
+
+	/* in place of cancel_open, ow_close_run_interrupts and cancel_execs */
+	if (!ow_direct_begin_instead(&d, OW_TABLE_BIT(OW_OPEN_INTERRUPTS) | OW_TABLE_BIT(OW_NODE_EXECUTIONS),
+								 OW_TABLE_BIT(OW_INTERRUPTS) | OW_TABLE_BIT(OW_NODE_EXECUTIONS),
+								 OW_TABLE_BIT(OW_OPEN_INTERRUPTS)))
+		return false;
+	keys[0] = CStringGetTextDatum(run->tenant);
+	keys[1] = CStringGetTextDatum(run->run_id);
+	/* the index holds the pending ones only */
+	ow_scan_begin(&d, &s, OW_OPEN_PENDING, 2, keys);
+	open = ow_scan_next(&s);
+	ow_scan_end(&s);
+	if (!open)
+	{
+		ow_scan_begin(&d, &s, OW_NODE_EXECUTIONS_PKEY, 2, keys);
+		while (!open && ow_scan_next(&s))
+			open = ow_get_text_is(s.slot, EXEC_STATUS, "running") ||
+				ow_get_text_is(s.slot, EXEC_STATUS, "interrupted") ||
+				ow_get_text_is(s.slot, EXEC_STATUS, "pending");
+		ow_scan_end(&s);
+	}
+	ow_direct_end(&d);
+	return !open;
+}
+
+/*
+ * Cancel every open execution of the run (node.cancelled, in node id order
+ * so the log is deterministic) and invalidate its pending interrupts, so no
+ * resolve or token can act on them.  Runs before the terminal event, which
+ * must be the run's last.
+ */
+static void
+cancel_open_executions(OwRun *run, const char *reason)
+{
+	/* the run's pending interrupts, found among the open ones */
+	static OwQuery cancel_open = {
+		"UPDATE openwop.interrupts i"
+		"   SET status = 'cancelled', resolved_at = pg_catalog.now()"
+		"  FROM openwop.open_interrupts o"
+		" WHERE o.tenant OPERATOR(pg_catalog.=) $1"
+		"   AND o.run_id OPERATOR(pg_catalog.=) $2"
+		"   AND o.status OPERATOR(pg_catalog.=) 'pending'"
+		"   AND i.tenant OPERATOR(pg_catalog.=) o.tenant"
+		"   AND i.interrupt_id OPERATOR(pg_catalog.=) o.interrupt_id"
+		"   AND i.status OPERATOR(pg_catalog.=) 'pending'",
+		2, {TEXTOID, TEXTOID}, SPI_OK_UPDATE
+	};
+	static OwQuery cancel_execs = {
+		"WITH c AS ("
+		"  UPDATE openwop.node_executions"
+		"     SET status = 'cancelled', ended_at = pg_catalog.now()"
+		"   WHERE tenant OPERATOR(pg_catalog.=) $1"
+		"     AND run_id OPERATOR(pg_catalog.=) $2"
+		"     AND status OPERATOR(pg_catalog.=) ANY"
+		"         ('{running,interrupted,pending}'::pg_catalog.text[])"
+		"  RETURNING node_id)"
+		" SELECT node_id FROM c ORDER BY node_id COLLATE pg_catalog.\"C\"",
+		2, {TEXTOID, TEXTOID}, SPI_OK_SELECT
+	};
+	uint64		n;
+	uint64		i;
+	char	  **nodes;
+
+	/* the usual end: nothing left open, nothing to cancel */
+	if (nothing_open_direct(run))
+		return;
+	ow_run_exec(&cancel_open, run, NULL, false, 0);
+	ow_close_run_interrupts(run);
+	n = ow_run_exec(&cancel_execs, run, NULL, false, 0);
+
+	/* copy out: ow_append runs SPI again and replaces SPI_tuptable */
+	nodes = palloc(sizeof(char *) * (n + 1));
+	for (i = 0; i < n; i++)
+		nodes[i] = ow_col_text(i, 1);
+	for (i = 0; i < n; i++)
+	{
+		OwJson		j;
+
+		owj_begin(&j);
+		owj_str(&j, "nodeId", nodes[i]);
+		owj_str(&j, "reason", reason);
+		ow_append(run, "node.cancelled", nodes[i], owj_end(&j));
+	}
+}
+
+/* The snapshot's closed error {code, message, details?} of an event error. */
+static Jsonb *
+snapshot_error(Jsonb *error)
+{
+	OwJson		j;
+	JsonbValue *v;
+
+	owj_begin(&j);
+	owj_value(&j, "code", owj_get(error, "code"));
+	owj_value(&j, "message", owj_get(error, "message"));
+	if ((v = owj_get(error, "details")) != NULL)
+		owj_value(&j, "details", v);
+	return owj_end(&j);
+}
+
+/*
+ * End the open execution of node_id as failed with error (node.failed),
+ * when it has one.  Used by fail_run for its failedNodeId, so the log
+ * reads node.failed then run.failed rather than node.cancelled.
+ */
+static void
+fail_open_execution(OwRun *run, const char *node_id, Jsonb *error)
+{
+	OwExec		ex;
+
+	ow_latest_exec(run, node_id, &ex);
+	if (ow_exec_is_open(&ex))
+		ow_fail_execution(run, node_id, &ex, error);
+}
+
+/*
+ * A terminal transition of a locked, live run: cancel open executions and
+ * pending interrupts, then append the one terminal event.  value is the
+ * outputs (complete) or the error (fail).  The caller saves the run.
+ * Exactly one terminal event per run: the run row lock orders racing
+ * callers, and whoever comes second sees the terminal status.
+ */
+int64
+ow_end_run(OwRun *run, OwTerminal how, Jsonb *value, const char *failed_node,
+		   const char *reason, const char *principal)
+{
+	OwJson		j;
+	int64		seq;
+
+	if (how == OW_FAIL && failed_node)
+		fail_open_execution(run, failed_node, value);
+	cancel_open_executions(run, how == OW_COMPLETE ? "run-completed" :
+						   how == OW_FAIL ? "run-failed" : "run-cancelled");
+
+	owj_begin(&j);
+	switch (how)
+	{
+		case OW_COMPLETE:
+			owj_jsonb(&j, "outputs", value);
+			run->status = "completed";
+			run->outputs = value;
+			break;
+		case OW_FAIL:
+			owj_jsonb(&j, "error", value);
+			if (failed_node)
+				owj_str(&j, "failedNodeId", failed_node);
+			run->status = "failed";
+			run->error = snapshot_error(value);
+			break;
+		case OW_CANCEL:
+			if (reason)
+				owj_str(&j, "reason", reason);
+			if (principal)
+				owj_str(&j, "cancelledBy", principal);
+			run->status = "cancelled";
+			break;
+	}
+	owj_int(&j, "durationMs", ow_duration_ms(run));
+	seq = ow_append(run, how == OW_COMPLETE ? "run.completed" :
+					how == OW_FAIL ? "run.failed" : "run.cancelled",
+					NULL, owj_end(&j));
+	run->current_node_id = NULL;
+	return seq;
+}
+
+/* complete_run, fail_run and cancel_run */
+static Datum
+end_run(FunctionCallInfo fcinfo, OwTerminal how)
+{
+	const char *run_input = required_run_arg(fcinfo);
+	Jsonb	   *value = NULL;
+	char	   *failed_node = NULL;
+	char	   *reason = NULL;
+	OwCall		call;
+	OwRun		locked;
+	OwRun	   *run = &locked;
+	OwJson		j;
+	int64		seq;
+
+	ow_refuse_read_only(how == OW_COMPLETE ? "complete_run()" : how == OW_FAIL ? "fail_run()" : "cancel_run()");
+	switch (how)
+	{
+		case OW_COMPLETE:
+			value = object_arg(fcinfo, 1, "outputs");
+			break;
+		case OW_FAIL:
+			value = error_arg(fcinfo, 1);
+			failed_node = text_arg(fcinfo, 2);
+			if (failed_node && !ow_valid_author_id(failed_node))
+				ow_validation_error("failedNodeId", "\"%s\" is not a valid node id", ow_echo(failed_node));
+			break;
+		case OW_CANCEL:
+			ow_check_arg_size(fcinfo, 1, "reason", false);
+			reason = text_arg(fcinfo, 1);
+			break;
+	}
+
+	ow_call_begin(&call);
+	ow_lock_run(run, call.caller.subject.tenant, run_input);
+	refuse_if_terminal(run);
+	/* cancelledBy is a string: the issuer-qualified ref tells a login from a JWT subject */
+	seq = ow_end_run(run, how, value, failed_node, reason, ow_subject_ref(&call.caller.subject));
+	ow_save_run(run);
+
+	ow_call_end(&call);
+	owj_begin(&j);
+	owj_str(&j, "runId", run->run_id);
+	owj_str(&j, "status", run->status);
+	owj_int(&j, "sequence", seq);
+	return reply(&call, &j);
+}
+
+Datum
+ow_complete_run(PG_FUNCTION_ARGS)
+{
+	return end_run(fcinfo, OW_COMPLETE);
+}
+
+Datum
+ow_fail_run(PG_FUNCTION_ARGS)
+{
+	return end_run(fcinfo, OW_FAIL);
+}
+
+Datum
+ow_cancel_run(PG_FUNCTION_ARGS)
+{
+	return end_run(fcinfo, OW_CANCEL);
+}

@@ -1,0 +1,20 @@
+/*-------------------------------------------------------------------------
+ *
+ * store/internal.h
+ *	  What the files of store/ share among themselves and no layer above
+ *	  uses (store/store.h is the layer's face).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef OW_STORE_INTERNAL_H
+#define OW_STORE_INTERNAL_H
+
+#include "store/store.h"
+
+extern void ow_insert(OwDirect *d, OwTableId t, TupleTableSlot *row);
+extern bool ow_lock_row(OwDirect *d, OwTableId t, TupleTableSlot *slot, bool skip_locked);
+extern int	ow_trigger_column(struct TriggerData *trigdata, const char *function, const char *column);
+extern struct TriggerData *ow_trigger_data(FunctionCallInfo fcinfo, const char *function,
+										   const char *table, int allowed);
+
+#endif							/* OW_STORE_INTERNAL_H */

@@ -1,0 +1,1049 @@
+/*-------------------------------------------------------------------------
+ *
+ * rowstore.c
+ *	  Direct row access for the hot paths: index probes, row locks, inserts
+ *	  and updates of the store's tables through the relation cache, with no
+ *	  statement to plan or executor to start.
+ *
+ * A resolve is a handful of single-row operations on known indexes.  Run
+ * as SQL statements, most of their cost was executor start-up, not the
+ * rows (docs/benchmarks.md).  An operation here does what its statement
+ * would: a snapshot taken as SPI takes one for a statement (after a
+ * command counter increment, so it sees this transaction's earlier
+ * writes), row locks that follow the update chain in READ COMMITTED and
+ * fail with a serialization error above it, and writes through
+ * ExecSimpleRelationInsert/Update (what logical replication applies rows
+ * with): NOT NULL and CHECK constraints, unique and partial index
+ * maintenance, HOT updates.  The access methods take the SSI predicate
+ * locks a statement's scans would.
+ *
+ * It is used only while the tables are plain.  A DBA who adds a trigger, a
+ * rule or row-level security to a table the operation touches, or a
+ * column to a table it inserts into (its default would be skipped), gets
+ * the SQL statement instead: ow_direct_begin() says no and the caller
+ * runs its OwQuery, so whatever PostgreSQL does for a statement happens.
+ * So does one who changes the type of a column (another type, a domain, a
+ * length): the values are written as Datums of the install script's
+ * types, with no coercion, domain check or length check, so the whole
+ * direct path is off until the column is as the install script made it.
+ *
+ * Relations, indexes and attribute numbers are looked up by name once per
+ * backend and forgotten on any relation cache invalidation of them (DROP
+ * and CREATE EXTENSION, ALTER TABLE, ANALYZE, ...).  The schema is the
+ * library's version (schema.c) before anything is looked up.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "store/internal.h"
+
+#include "access/genam.h"
+#include "access/heapam.h"
+#include "access/relscan.h"
+#include "access/sysattr.h"
+#include "access/table.h"
+#include "access/tableam.h"
+#include "access/xact.h"
+#include "catalog/index.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_am.h"
+#include "catalog/pg_trigger.h"
+#include "catalog/pg_type.h"
+#include "commands/trigger.h"
+#include "executor/executor.h"
+#include "miscadmin.h"
+#include "nodes/makefuncs.h"
+#include "nodes/value.h"
+#include "storage/bufmgr.h"
+#include "storage/lmgr.h"
+#include "parser/parse_func.h"
+#include "utils/builtins.h"
+#include "utils/fmgroids.h"
+#include "utils/inval.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+#include "utils/ruleutils.h"
+#include "utils/snapmgr.h"
+
+static const char *const table_names[OW_TABLE_COUNT] = {
+	[OW_RUNS] = "runs",
+	[OW_EVENTS] = "events",
+	[OW_INTERRUPTS] = "interrupts",
+	[OW_NODE_EXECUTIONS] = "node_executions",
+	[OW_GROUP_MEMBERS] = "group_members",
+	[OW_OPEN_INTERRUPTS] = "open_interrupts",
+};
+
+typedef struct OwColumnDef
+{
+	OwTableId	table;
+	const char *name;
+	Oid			type;			/* the install script's type: the Datums written are of it */
+} OwColumnDef;
+
+static const OwColumnDef columns[OW_COLUMN_COUNT] = {
+	[RUN_TENANT] = {OW_RUNS, "tenant", TEXTOID},
+	[RUN_RUN_ID] = {OW_RUNS, "run_id", TEXTOID},
+	[RUN_WORKFLOW_ID] = {OW_RUNS, "workflow_id", TEXTOID},
+	[RUN_STATUS] = {OW_RUNS, "status", TEXTOID},
+	[RUN_CURRENT_NODE_ID] = {OW_RUNS, "current_node_id", TEXTOID},
+	[RUN_OWNER] = {OW_RUNS, "owner", JSONBOID},
+	[RUN_CONFIGURABLE] = {OW_RUNS, "configurable", JSONBOID},
+	[RUN_DEFINITION] = {OW_RUNS, "definition", JSONBOID},
+	[RUN_INPUTS] = {OW_RUNS, "inputs", JSONBOID},
+	[RUN_METADATA] = {OW_RUNS, "metadata", JSONBOID},
+	[RUN_OUTPUTS] = {OW_RUNS, "outputs", JSONBOID},
+	[RUN_ERROR] = {OW_RUNS, "error", JSONBOID},
+	[RUN_NEXT_SEQUENCE] = {OW_RUNS, "next_sequence", INT8OID},
+	[RUN_EVENT_PREFIX] = {OW_RUNS, "event_prefix", TEXTOID},
+	[RUN_FORK_OF] = {OW_RUNS, "fork_of", TEXTOID},
+	[RUN_CREATED_AT] = {OW_RUNS, "created_at", TIMESTAMPTZOID},
+	[RUN_UPDATED_AT] = {OW_RUNS, "updated_at", TIMESTAMPTZOID},
+	[RUN_ENDED_AT] = {OW_RUNS, "ended_at", TIMESTAMPTZOID},
+	[EV_TENANT] = {OW_EVENTS, "tenant", TEXTOID},
+	[EV_RUN_ID] = {OW_EVENTS, "run_id", TEXTOID},
+	[EV_SEQUENCE] = {OW_EVENTS, "sequence", INT8OID},
+	[EV_TYPE] = {OW_EVENTS, "type", TEXTOID},
+	[EV_NODE_ID] = {OW_EVENTS, "node_id", TEXTOID},
+	[EV_PAYLOAD] = {OW_EVENTS, "payload", JSONBOID},
+	[EV_CREATED_AT] = {OW_EVENTS, "created_at", TIMESTAMPTZOID},
+	[EV_SCHEMA_VERSION] = {OW_EVENTS, "schema_version", INT4OID},
+	[EV_CAUSATION_ID] = {OW_EVENTS, "causation_id", TEXTOID},
+	[INT_TENANT] = {OW_INTERRUPTS, "tenant", TEXTOID},
+	[INT_INTERRUPT_ID] = {OW_INTERRUPTS, "interrupt_id", TEXTOID},
+	[INT_RUN_ID] = {OW_INTERRUPTS, "run_id", TEXTOID},
+	[INT_ROOT_RUN_ID] = {OW_INTERRUPTS, "root_run_id", TEXTOID},
+	[INT_NODE_ID] = {OW_INTERRUPTS, "node_id", TEXTOID},
+	[INT_VISIT] = {OW_INTERRUPTS, "visit", INT4OID},
+	[INT_ORDINAL] = {OW_INTERRUPTS, "ordinal", INT4OID},
+	[INT_KEY] = {OW_INTERRUPTS, "key", TEXTOID},
+	[INT_KIND] = {OW_INTERRUPTS, "kind", TEXTOID},
+	[INT_PAYLOAD] = {OW_INTERRUPTS, "payload", JSONBOID},
+	[INT_STATUS] = {OW_INTERRUPTS, "status", TEXTOID},
+	[INT_EXPIRES_AT] = {OW_INTERRUPTS, "expires_at", TIMESTAMPTZOID},
+	[INT_REQUESTED_SEQUENCE] = {OW_INTERRUPTS, "requested_sequence", INT8OID},
+	[INT_RESOLVED_SEQUENCE] = {OW_INTERRUPTS, "resolved_sequence", INT8OID},
+	[INT_RESUME_VALUE] = {OW_INTERRUPTS, "resume_value", JSONBOID},
+	[INT_DECISION] = {OW_INTERRUPTS, "decision", TEXTOID},
+	[INT_ACTION] = {OW_INTERRUPTS, "action", TEXTOID},
+	[INT_REASON] = {OW_INTERRUPTS, "reason", TEXTOID},
+	[INT_RESOLVED_BY] = {OW_INTERRUPTS, "resolved_by", JSONBOID},
+	[INT_CREATED_AT] = {OW_INTERRUPTS, "created_at", TIMESTAMPTZOID},
+	[INT_RESOLVED_AT] = {OW_INTERRUPTS, "resolved_at", TIMESTAMPTZOID},
+	[EXEC_TENANT] = {OW_NODE_EXECUTIONS, "tenant", TEXTOID},
+	[EXEC_RUN_ID] = {OW_NODE_EXECUTIONS, "run_id", TEXTOID},
+	[EXEC_NODE_ID] = {OW_NODE_EXECUTIONS, "node_id", TEXTOID},
+	[EXEC_VISIT] = {OW_NODE_EXECUTIONS, "visit", INT4OID},
+	[EXEC_TYPE_ID] = {OW_NODE_EXECUTIONS, "type_id", TEXTOID},
+	[EXEC_STATUS] = {OW_NODE_EXECUTIONS, "status", TEXTOID},
+	[EXEC_ATTEMPT] = {OW_NODE_EXECUTIONS, "attempt", INT4OID},
+	[EXEC_OUTPUTS] = {OW_NODE_EXECUTIONS, "outputs", JSONBOID},
+	[EXEC_ERROR] = {OW_NODE_EXECUTIONS, "error", JSONBOID},
+	[EXEC_INTERRUPT_ID] = {OW_NODE_EXECUTIONS, "interrupt_id", TEXTOID},
+	[EXEC_ENDED_SEQUENCE] = {OW_NODE_EXECUTIONS, "ended_sequence", INT8OID},
+	[EXEC_STARTED_AT] = {OW_NODE_EXECUTIONS, "started_at", TIMESTAMPTZOID},
+	[EXEC_ENDED_AT] = {OW_NODE_EXECUTIONS, "ended_at", TIMESTAMPTZOID},
+	[GM_TENANT] = {OW_GROUP_MEMBERS, "tenant", TEXTOID},
+	[GM_PRINCIPAL] = {OW_GROUP_MEMBERS, "principal", TEXTOID},
+	[GM_GROUP_REF] = {OW_GROUP_MEMBERS, "group_ref", TEXTOID},
+	[OPEN_TENANT] = {OW_OPEN_INTERRUPTS, "tenant", TEXTOID},
+	[OPEN_INTERRUPT_ID] = {OW_OPEN_INTERRUPTS, "interrupt_id", TEXTOID},
+	[OPEN_RUN_ID] = {OW_OPEN_INTERRUPTS, "run_id", TEXTOID},
+	[OPEN_NODE_ID] = {OW_OPEN_INTERRUPTS, "node_id", TEXTOID},
+	[OPEN_VISIT] = {OW_OPEN_INTERRUPTS, "visit", INT4OID},
+	[OPEN_KIND] = {OW_OPEN_INTERRUPTS, "kind", TEXTOID},
+	[OPEN_PAYLOAD] = {OW_OPEN_INTERRUPTS, "payload", JSONBOID},
+	[OPEN_STATUS] = {OW_OPEN_INTERRUPTS, "status", TEXTOID},
+	[OPEN_REQUESTED_SEQUENCE] = {OW_OPEN_INTERRUPTS, "requested_sequence", INT8OID},
+	[OPEN_CREATED_AT] = {OW_OPEN_INTERRUPTS, "created_at", TIMESTAMPTZOID},
+	[OPEN_EXPIRES_AT] = {OW_OPEN_INTERRUPTS, "expires_at", TIMESTAMPTZOID},
+	[OPEN_INTERRUPT_TID] = {OW_OPEN_INTERRUPTS, "interrupt_tid", TIDOID},
+	[OPEN_EXECUTION_TID] = {OW_OPEN_INTERRUPTS, "execution_tid", TIDOID},
+};
+
+/*
+ * The column defaults of the install script, as pg_get_expr() prints them.
+ * A direct insert sets every column itself, with what these give where the
+ * statements leave a column out; a default a DBA changed or added sends
+ * the inserts into that table back to the statements, which apply it.
+ */
+typedef struct OwDefault
+{
+	OwTableId	table;
+	const char *column;
+	const char *expr;
+} OwDefault;
+
+static const OwDefault install_defaults[] = {
+	{OW_RUNS, "configurable", "'{}'::jsonb"},
+	{OW_RUNS, "next_sequence", "0"},
+	{OW_RUNS, "created_at", "now()"},
+	{OW_RUNS, "updated_at", "now()"},
+	{OW_EVENTS, "created_at", "clock_timestamp()"},
+	{OW_EVENTS, "schema_version", "1"},
+	{OW_INTERRUPTS, "status", "'pending'::text"},
+	{OW_INTERRUPTS, "created_at", "now()"},
+	{OW_NODE_EXECUTIONS, "attempt", "0"},
+	{OW_NODE_EXECUTIONS, "started_at", "now()"},
+	{OW_GROUP_MEMBERS, "added_at", "now()"},
+};
+
+#define INDEX_MAX_PROBE_KEYS 4
+
+typedef struct OwIndexDef
+{
+	OwTableId	table;
+	const char *name;
+	int			nkeys;			/* key columns, in index order */
+	OwColumn	keys[INDEX_MAX_PROBE_KEYS];
+} OwIndexDef;
+
+static const OwIndexDef indexes[OW_INDEX_COUNT] = {
+	[OW_RUNS_PKEY] = {OW_RUNS, "runs_pkey", 2, {RUN_TENANT, RUN_RUN_ID}},
+	[OW_INTERRUPTS_PKEY] = {OW_INTERRUPTS, "interrupts_pkey", 2, {INT_TENANT, INT_INTERRUPT_ID}},
+	[OW_OPEN_PKEY] = {OW_OPEN_INTERRUPTS, "open_interrupts_pkey", 2, {OPEN_TENANT, OPEN_INTERRUPT_ID}},
+	[OW_OPEN_PENDING] = {OW_OPEN_INTERRUPTS, "interrupts_one_pending_per_node", 3,
+	{OPEN_TENANT, OPEN_RUN_ID, OPEN_NODE_ID}},
+	[OW_NODE_EXECUTIONS_PKEY] = {OW_NODE_EXECUTIONS, "node_executions_pkey", 4,
+	{EXEC_TENANT, EXEC_RUN_ID, EXEC_NODE_ID, EXEC_VISIT}},
+	[OW_GROUP_MEMBERS_PKEY] = {OW_GROUP_MEMBERS, "group_members_pkey", 3,
+	{GM_TENANT, GM_PRINCIPAL, GM_GROUP_REF}},
+	[OW_EVENTS_PKEY] = {OW_EVENTS, "events_pkey", 3, {EV_TENANT, EV_RUN_ID, EV_SEQUENCE}},
+	[OW_INTERRUPTS_KEY] = {OW_INTERRUPTS, "interrupts_key_once_per_run", 3,
+	{INT_TENANT, INT_ROOT_RUN_ID, INT_KEY}},
+};
+
+/* What the catalog says, looked up on first use. */
+static struct
+{
+	bool		valid;
+	Oid			relids[OW_TABLE_COUNT];
+	int			known[OW_TABLE_COUNT];	/* columns named above, per table */
+	bool		defaults[OW_TABLE_COUNT];	/* its column defaults are the install script's */
+	AttrNumber	attnums[OW_COLUMN_COUNT];
+	Oid			indexids[OW_INDEX_COUNT];
+	RegProcedure eqprocs[OW_INDEX_COUNT][INDEX_MAX_PROBE_KEYS];
+	Oid			collations[OW_INDEX_COUNT][INDEX_MAX_PROBE_KEYS];
+	Oid			keep_open;		/* openwop.interrupts_keep_open() */
+} cache;
+
+static void
+forget(Datum arg, Oid relid)
+{
+	int			i;
+
+	if (!cache.valid)
+		return;
+	if (relid == InvalidOid)
+	{
+		cache.valid = false;
+		return;
+	}
+	for (i = 0; i < OW_TABLE_COUNT; i++)
+		if (cache.relids[i] == relid)
+			cache.valid = false;
+	for (i = 0; i < OW_INDEX_COUNT; i++)
+		if (cache.indexids[i] == relid)
+			cache.valid = false;
+}
+
+/* The equality function of a probe key of type typid, or InvalidOid. */
+static RegProcedure
+equality_of(Oid typid)
+{
+	switch (typid)
+	{
+		case TEXTOID:
+			return F_TEXTEQ;
+		case INT4OID:
+			return F_INT4EQ;
+		case INT8OID:
+			return F_INT8EQ;
+		default:
+			return InvalidOid;
+	}
+}
+
+/*
+ * The direct path is off for table t, for reason: said in the server log
+ * once per backend and table, so a DBA who changed a table learns why the
+ * hot paths now run statements.
+ */
+static bool
+refuse(OwTableId t, const char *reason)
+{
+	static uint32 logged = 0;
+
+	if (logged & OW_TABLE_BIT(t))
+		return false;
+	logged |= OW_TABLE_BIT(t);
+	ereport(LOG,
+			(errmsg("openwop: openwop.%s is written with SQL statements, not directly: %s",
+					table_names[t], reason),
+			 errdetail("The hot paths write a table directly only while it is as the install script made it."),
+			 errhint("Undo the change to the table to have the faster path again.")));
+	return false;
+}
+
+/* Are the column defaults of table t (relid) those of the install script? */
+static bool
+defaults_as_installed(OwTableId t, Oid relid)
+{
+	Relation	rel = table_open(relid, AccessShareLock);
+	TupleConstr *constr = RelationGetDescr(rel)->constr;
+	int			expected = 0;
+	int			n = constr ? constr->num_defval : 0;
+	bool		same = true;
+	int			i;
+	size_t		j;
+
+	for (j = 0; j < lengthof(install_defaults); j++)
+		if (install_defaults[j].table == t)
+			expected++;
+	for (i = 0; same && i < n; i++)
+	{
+		AttrDefault *def = &constr->defval[i];
+		const char *column = NameStr(TupleDescAttr(RelationGetDescr(rel), def->adnum - 1)->attname);
+		char	   *expr = deparse_expression(stringToNode(def->adbin), NIL, false, false);
+
+		same = false;
+		for (j = 0; j < lengthof(install_defaults); j++)
+			if (install_defaults[j].table == t && strcmp(install_defaults[j].column, column) == 0)
+				same = strcmp(install_defaults[j].expr, expr) == 0;
+	}
+	table_close(rel, AccessShareLock);
+	return same && n == expected;
+}
+
+/*
+ * Look everything up.  False, with the cache left invalid, when anything
+ * is not as the install script made it (the SQL statements then run).
+ */
+static bool
+fill_cache(void)
+{
+	static bool registered = false;
+	Oid			nsp = get_namespace_oid("openwop", true);
+	int			i;
+
+	ow_require_current_schema();
+	if (!registered)
+	{
+		CacheRegisterRelcacheCallback(forget, (Datum) 0);
+		registered = true;
+	}
+	if (!OidIsValid(nsp))
+		return false;
+	for (i = 0; i < OW_TABLE_COUNT; i++)
+	{
+		cache.relids[i] = get_relname_relid(table_names[i], nsp);
+		cache.known[i] = 0;
+		if (!OidIsValid(cache.relids[i]))
+			return false;
+		cache.defaults[i] = defaults_as_installed(i, cache.relids[i]);
+	}
+	for (i = 0; i < OW_COLUMN_COUNT; i++)
+	{
+		Oid			type;
+		int32		typmod;
+		Oid			collation;
+
+		cache.attnums[i] = get_attnum(cache.relids[columns[i].table], columns[i].name);
+		if (cache.attnums[i] <= 0)
+			return refuse(columns[i].table, psprintf("its column %s is gone", columns[i].name));
+		/* a column retyped (another type, a domain, a length) gets the statements' coercion */
+		get_atttypetypmodcoll(cache.relids[columns[i].table], cache.attnums[i], &type, &typmod, &collation);
+		if (type != columns[i].type || typmod != -1)
+			return refuse(columns[i].table, psprintf("its column %s is no longer of type %s",
+													 columns[i].name, format_type_be(columns[i].type)));
+		cache.known[columns[i].table]++;
+	}
+	for (i = 0; i < OW_INDEX_COUNT; i++)
+	{
+		const OwIndexDef *def = &indexes[i];
+		Relation	index;
+		bool		usable;
+		int			k;
+
+		cache.indexids[i] = get_relname_relid(def->name, nsp);
+		if (!OidIsValid(cache.indexids[i]))
+			return refuse(def->table, psprintf("its index %s is gone", def->name));
+		index = index_open(cache.indexids[i], AccessShareLock);
+		usable = index->rd_rel->relam == BTREE_AM_OID &&
+			index->rd_index->indrelid == cache.relids[def->table] &&
+			index->rd_index->indisvalid &&
+			IndexRelationGetNumberOfKeyAttributes(index) == def->nkeys;
+		for (k = 0; usable && k < def->nkeys; k++)
+		{
+			AttrNumber	attnum = cache.attnums[def->keys[k]];
+
+			cache.eqprocs[i][k] = equality_of(TupleDescAttr(RelationGetDescr(index), k)->atttypid);
+			cache.collations[i][k] = index->rd_indcollation[k];
+			usable = index->rd_index->indkey.values[k] == attnum &&
+				OidIsValid(cache.eqprocs[i][k]);
+		}
+		index_close(index, NoLock);
+		if (!usable)
+			return refuse(def->table, psprintf("its index %s is not the install script's (a btree on the same columns, valid)",
+											   def->name));
+	}
+	{
+		List	   *name = list_make2(makeString("openwop"), makeString("interrupts_keep_open"));
+
+		cache.keep_open = LookupFuncName(name, 0, NULL, true);
+	}
+	cache.valid = true;
+	return true;
+}
+
+/* Can the operation act on rel itself, as its statement would? */
+/*
+ * Does rel have a trigger for a command the operation runs on it?  The
+ * extension's own interrupts_keep_open does not count: it fires only for
+ * changes to columns these operations never change.
+ */
+static bool
+has_trigger(Relation rel, bool inserts, bool updates, bool deletes)
+{
+	TriggerDesc *trig = rel->trigdesc;
+	int			i;
+
+	if (trig == NULL)
+		return false;
+	for (i = 0; i < trig->numtriggers; i++)
+	{
+		Trigger    *tg = &trig->triggers[i];
+
+		if (tg->tgfoid == cache.keep_open)
+			continue;
+		if ((inserts && TRIGGER_FOR_INSERT(tg->tgtype)) ||
+			(updates && TRIGGER_FOR_UPDATE(tg->tgtype)) ||
+			(deletes && TRIGGER_FOR_DELETE(tg->tgtype)))
+			return true;
+	}
+	return false;
+}
+
+static bool
+plain(Relation rel, OwTableId t, uint32 inserts, uint32 updates, uint32 deletes)
+{
+	TupleDesc	desc = RelationGetDescr(rel);
+
+	if (rel->rd_rel->relkind != RELKIND_RELATION)
+		return refuse(t, "it is not a plain table");
+	if (rel->rd_rules != NULL)
+		return refuse(t, "it has a rule");
+	if (rel->rd_rel->relrowsecurity)
+		return refuse(t, "it has row-level security");
+	if (desc->constr && desc->constr->has_generated_stored && (inserts | updates) & OW_TABLE_BIT(t))
+		return refuse(t, "it has a generated column");
+	if (has_trigger(rel, inserts & OW_TABLE_BIT(t), updates & OW_TABLE_BIT(t), deletes & OW_TABLE_BIT(t)))
+		return refuse(t, "it has a trigger");
+	if (inserts & OW_TABLE_BIT(t))
+	{
+		int			live = 0;
+		int			i;
+
+		if (!cache.defaults[t])
+			return refuse(t, "a column default is not the install script's");
+		/* every column is one the insert sets: no default to evaluate */
+		for (i = 0; i < desc->natts; i++)
+			if (!TupleDescAttr(desc, i)->attisdropped)
+				live++;
+		if (live != cache.known[t])
+			return refuse(t, "it has a column the install script did not make");
+	}
+	return true;
+}
+
+/*
+ * What ow_direct_begin, ow_direct_begin_delete and ow_direct_begin_instead
+ * do: open the tables, check each is plain for what the operation (or the
+ * statements it skips) would do to it, take the snapshot, set up the writes.
+ */
+static bool
+direct_begin(OwDirect *d, uint32 reads, uint32 inserts, uint32 updates, uint32 deletes,
+			 uint32 skipped_updates, uint32 skipped_deletes)
+{
+	uint32		all = reads | inserts | updates | deletes | skipped_updates | skipped_deletes;
+	uint32		writes = inserts | updates | deletes;
+	List	   *rtable = NIL;
+	int			i;
+
+	/*
+	 * The executor refuses a statement that writes in a read-only
+	 * transaction (or on a standby); direct writes must too.
+	 */
+	if (writes && XactReadOnly)
+		ereport(ERROR,
+				(errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
+				 errmsg("cannot execute %s in a read-only transaction",
+						inserts ? "INSERT" : updates ? "UPDATE" : "DELETE")));
+	memset(d, 0, sizeof(*d));
+	if (!cache.valid && !fill_cache())
+		return false;
+	for (i = 0; i < OW_TABLE_COUNT; i++)
+	{
+		if (!(all & OW_TABLE_BIT(i)))
+			continue;
+		d->rel[i] = table_open(cache.relids[i],
+							   (writes & OW_TABLE_BIT(i)) ? RowExclusiveLock : AccessShareLock);
+		if (!plain(d->rel[i], i, inserts, updates | skipped_updates, deletes | skipped_deletes))
+		{
+			for (; i >= 0; i--)
+				if (d->rel[i])
+					table_close(d->rel[i], NoLock);
+			return false;
+		}
+	}
+
+	/* as SPI does for a statement that may write */
+	CommandCounterIncrement();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	UpdateActiveSnapshotCommandId();
+	d->snapshot = GetActiveSnapshot();
+
+	if (writes)
+	{
+		d->estate = CreateExecutorState();
+		for (i = 0; i < OW_TABLE_COUNT; i++)
+		{
+			RangeTblEntry *rte;
+
+			if (!(writes & OW_TABLE_BIT(i)))
+				continue;
+			rte = makeNode(RangeTblEntry);
+			rte->rtekind = RTE_RELATION;
+			rte->relid = cache.relids[i];
+			rte->relkind = RELKIND_RELATION;
+			rte->rellockmode = RowExclusiveLock;
+			rtable = lappend(rtable, rte);
+			d->rri[i] = makeNode(ResultRelInfo);
+			InitResultRelInfo(d->rri[i], d->rel[i], list_length(rtable), NULL, 0);
+			/* a delete leaves the index entries to VACUUM */
+			if ((inserts | updates) & OW_TABLE_BIT(i))
+				ExecOpenIndices(d->rri[i], false);
+			d->newslot[i] = ExecInitExtraTupleSlot(d->estate, RelationGetDescr(d->rel[i]),
+												   &TTSOpsVirtual);
+		}
+		ExecInitRangeTable(d->estate, rtable);
+		d->estate->es_snapshot = d->snapshot;
+		d->estate->es_output_cid = GetCurrentCommandId(true);
+		/* a trigger that may stay (interrupts_keep_open) is checked in a query of our own */
+		for (i = 0; i < OW_TABLE_COUNT; i++)
+			if ((writes & OW_TABLE_BIT(i)) && d->rel[i]->trigdesc)
+				d->triggers = true;
+		if (d->triggers)
+			AfterTriggerBeginQuery();
+	}
+	return true;
+}
+
+/*
+ * Open the tables an operation reads (reads), inserts into (inserts) and
+ * updates (updates), as OW_TABLE_BIT masks, and take its snapshot.  False
+ * when the operation must run as SQL instead; nothing was done then.
+ */
+bool
+ow_direct_begin(OwDirect *d, uint32 reads, uint32 inserts, uint32 updates)
+{
+	return ow_direct_begin_delete(d, reads, inserts, updates, 0);
+}
+
+/* The same for an operation that also deletes from the tables deletes. */
+bool
+ow_direct_begin_delete(OwDirect *d, uint32 reads, uint32 inserts, uint32 updates, uint32 deletes)
+{
+	return direct_begin(d, reads, inserts, updates, deletes, 0, 0);
+}
+
+/*
+ * ow_direct_begin for an operation that reads reads to decide that the
+ * statements updating the tables updates and deleting from deletes would
+ * change no row, and skips them: those tables must be plain too (a
+ * statement-level trigger, or a rule, acts on a statement that changes no
+ * row).  They are checked, not written.
+ */
+bool
+ow_direct_begin_instead(OwDirect *d, uint32 reads, uint32 updates, uint32 deletes)
+{
+	return direct_begin(d, reads, 0, 0, 0, updates, deletes);
+}
+
+/* Close what ow_direct_begin opened; later statements see what was written. */
+void
+ow_direct_end(OwDirect *d)
+{
+	int			i;
+
+	for (i = 0; i < OW_TABLE_COUNT; i++)
+	{
+		if (d->slot[i])
+			ExecDropSingleTupleTableSlot(d->slot[i]);
+		if (d->lockslot[i])
+			ExecDropSingleTupleTableSlot(d->lockslot[i]);
+		if (d->rri[i])
+			ExecCloseIndices(d->rri[i]);
+	}
+	if (d->estate)
+	{
+		if (d->triggers)
+			AfterTriggerEndQuery(d->estate);
+		ExecResetTupleTable(d->estate->es_tupleTable, false);
+		FreeExecutorState(d->estate);
+	}
+	PopActiveSnapshot();
+	for (i = 0; i < OW_TABLE_COUNT; i++)
+		if (d->rel[i])
+			table_close(d->rel[i], NoLock);	/* locks are kept to the end of the transaction */
+	CommandCounterIncrement();
+}
+
+/*
+ * Scan index idx for the rows whose first nkeys key columns equal keys,
+ * under the operation's snapshot (bounded: and whose next key column, a
+ * bigint, is below bound).  ow_scan_next() puts each in s->slot.
+ */
+static void
+begin_scan(OwDirect *d, OwScan *s, OwIndexId idx, int nkeys, const Datum *keys, bool backward,
+		   bool bounded, int64 bound)
+{
+	OwTableId	t = indexes[idx].table;
+	ScanKeyData skeys[INDEX_MAX_PROBE_KEYS];
+	int			n = nkeys;
+	int			k;
+
+	Assert(d->rel[t] != NULL && nkeys > 0 && nkeys + (bounded ? 1 : 0) <= indexes[idx].nkeys);
+	Assert(!bounded || columns[indexes[idx].keys[nkeys]].type == INT8OID);
+	if (d->slot[t] == NULL)
+		d->slot[t] = table_slot_create(d->rel[t], NULL);
+	s->slot = d->slot[t];
+	s->index = index_open(cache.indexids[idx], AccessShareLock);
+	for (k = 0; k < nkeys; k++)
+	{
+		ScanKeyEntryInitialize(&skeys[k], 0, k + 1, BTEqualStrategyNumber, InvalidOid,
+							   cache.collations[idx][k], cache.eqprocs[idx][k], keys[k]);
+	}
+	if (bounded)
+		ScanKeyEntryInitialize(&skeys[n++], 0, nkeys + 1, BTLessStrategyNumber, InvalidOid,
+							   InvalidOid, F_INT8LT, Int64GetDatum(bound));
+	s->backward = backward;
+	s->scan = index_beginscan(d->rel[t], s->index, d->snapshot, n, 0);
+	index_rescan(s->scan, skeys, n, NULL, 0);
+}
+
+void
+ow_scan_begin(OwDirect *d, OwScan *s, OwIndexId idx, int nkeys, const Datum *keys)
+{
+	begin_scan(d, s, idx, nkeys, keys, false, false, 0);
+}
+
+/* The same, last row first when backward. */
+void
+ow_scan_begin_dir(OwDirect *d, OwScan *s, OwIndexId idx, int nkeys, const Datum *keys, bool backward)
+{
+	begin_scan(d, s, idx, nkeys, keys, backward, false, 0);
+}
+
+/* The rows of ow_scan_begin whose next key column is below bound, last row first. */
+void
+ow_scan_begin_below(OwDirect *d, OwScan *s, OwIndexId idx, int nkeys, const Datum *keys,
+					int64 bound)
+{
+	begin_scan(d, s, idx, nkeys, keys, true, true, bound);
+}
+
+bool
+ow_scan_next(OwScan *s)
+{
+	return index_getnext_slot(s->scan, s->backward ? BackwardScanDirection : ForwardScanDirection,
+							  s->slot);
+}
+
+void
+ow_scan_end(OwScan *s)
+{
+	index_endscan(s->scan);
+	index_close(s->index, NoLock);
+}
+
+/*
+ * The row version at tid, a row of t this transaction read or locked
+ * earlier, into the table's slot: false when that version is no longer the
+ * one the operation's snapshot sees (something updated it since), and the
+ * caller probes its index instead.
+ */
+bool
+ow_fetch_tid(OwDirect *d, OwTableId t, ItemPointer tid, TupleTableSlot **slot)
+{
+	Assert(d->rel[t] != NULL);
+	if (!ItemPointerIsValid(tid))
+		return false;
+	if (d->slot[t] == NULL)
+		d->slot[t] = table_slot_create(d->rel[t], NULL);
+	*slot = d->slot[t];
+	return table_tuple_fetch_row_version(d->rel[t], tid, d->snapshot, *slot);
+}
+
+/*
+ * ow_fetch_tid for a tid an earlier transaction stored as a hint (the open
+ * row's interrupt_tid, execution_tid): VACUUM FULL, CLUSTER or a restore
+ * may have moved the row, even past the end of the table now, so a block
+ * beyond it is not read (nor one of a table of another access method,
+ * whose tids may mean something else); the caller checks the row's keys,
+ * as the version there may be another row's.  Under SERIALIZABLE a hint
+ * that names another row predicate-locks that row, as a statement reading
+ * it would: at worst a spurious, retryable serialization failure.
+ *
+ * The page is pruned first, as an index scan prunes each heap page it
+ * reaches: a fetch by tid does not, and without it the claim that follows
+ * found no room for the resolved version beside the old one in one claim
+ * of five, so it was no HOT update and wrote both unique indexes of
+ * interrupts (and their full-page images) anew.
+ */
+bool
+ow_fetch_hint(OwDirect *d, OwTableId t, ItemPointer tid, TupleTableSlot **slot)
+{
+	Buffer		buf;
+
+	if (!ItemPointerIsValid(tid) || d->rel[t]->rd_rel->relam != HEAP_TABLE_AM_OID ||
+		ItemPointerGetBlockNumber(tid) >= RelationGetNumberOfBlocks(d->rel[t]))
+		return false;
+	buf = ReadBuffer(d->rel[t], ItemPointerGetBlockNumber(tid));
+	heap_page_prune_opt(d->rel[t], buf);
+	ReleaseBuffer(buf);
+	return ow_fetch_tid(d, t, tid, slot);
+}
+
+/*
+ * Lock the row in slot FOR UPDATE (or SKIP LOCKED), as a statement would:
+ * in READ COMMITTED the latest version is locked and put in slot; in
+ * REPEATABLE READ and SERIALIZABLE a concurrent update is a serialization
+ * failure.  False when the row was skipped or deleted meanwhile.
+ */
+bool
+ow_lock_row(OwDirect *d, OwTableId t, TupleTableSlot *slot, bool skip_locked)
+{
+	TM_FailureData tmfd;
+	TM_Result	res;
+	ItemPointerData tid = slot->tts_tid;
+
+	/* as the executor refuses SELECT ... FOR UPDATE there */
+	if (XactReadOnly)
+		ereport(ERROR,
+				(errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
+				 errmsg("cannot execute %s in a read-only transaction", "SELECT FOR UPDATE")));
+	res = table_tuple_lock(d->rel[t], &tid, d->snapshot, slot, GetCurrentCommandId(false),
+						   LockTupleExclusive, skip_locked ? LockWaitSkip : LockWaitBlock,
+						   IsolationUsesXactSnapshot() ? 0 : TUPLE_LOCK_FLAG_FIND_LAST_VERSION,
+						   &tmfd);
+	switch (res)
+	{
+		case TM_Ok:
+			return true;
+		case TM_WouldBlock:
+			return false;
+		case TM_Updated:
+		case TM_Deleted:
+			if (IsolationUsesXactSnapshot())
+				ereport(ERROR,
+						(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+						 errmsg("could not serialize access due to concurrent update")));
+			if (res == TM_Deleted)
+				return false;
+			break;
+		default:
+			break;
+	}
+	elog(ERROR, "unexpected result %d locking a row of openwop.%s", (int) res, table_names[t]);
+	return false;				/* keep the compiler quiet */
+}
+
+/* Column c of the row in slot. */
+Datum
+ow_get(TupleTableSlot *slot, OwColumn c, bool *isnull)
+{
+	return slot_getattr(slot, cache.attnums[c], isnull);
+}
+
+/* Column c as a C string, NULL when null. */
+char *
+ow_get_text(TupleTableSlot *slot, OwColumn c)
+{
+	bool		isnull;
+	Datum		v = slot_getattr(slot, cache.attnums[c], &isnull);
+
+	return isnull ? NULL : TextDatumGetCString(v);
+}
+
+/* Does text column c equal s?  (NULL equals nothing.) */
+bool
+ow_get_text_is(TupleTableSlot *slot, OwColumn c, const char *s)
+{
+	bool		isnull;
+	Datum		v = slot_getattr(slot, cache.attnums[c], &isnull);
+	text	   *t;
+	size_t		len = strlen(s);
+
+	if (isnull)
+		return false;
+	t = DatumGetTextPP(v);
+	return VARSIZE_ANY_EXHDR(t) == len && memcmp(VARDATA_ANY(t), s, len) == 0;
+}
+
+/* Column c as a jsonb copied out of the row, NULL when null. */
+Jsonb *
+ow_get_jsonb(TupleTableSlot *slot, OwColumn c)
+{
+	bool		isnull;
+	Datum		v = slot_getattr(slot, cache.attnums[c], &isnull);
+
+	return isnull ? NULL : DatumGetJsonbPCopy(v);
+}
+
+/*
+ * The row an insert into t will write, every column null: set its values
+ * with ow_set, then ow_insert.
+ */
+TupleTableSlot *
+ow_new_row(OwDirect *d, OwTableId t)
+{
+	TupleTableSlot *row = d->newslot[t];
+	int			i;
+
+	Assert(row != NULL);
+	ExecClearTuple(row);
+	for (i = 0; i < row->tts_tupleDescriptor->natts; i++)
+	{
+		row->tts_values[i] = (Datum) 0;
+		row->tts_isnull[i] = true;
+	}
+	return row;
+}
+
+/*
+ * The row an update of old (a row of t read by this operation) will
+ * write: old's values, to be changed with ow_set, then ow_update.
+ */
+TupleTableSlot *
+ow_changed_row(OwDirect *d, OwTableId t, TupleTableSlot *old)
+{
+	TupleTableSlot *row = d->newslot[t];
+	int			natts = row->tts_tupleDescriptor->natts;
+
+	Assert(row != NULL);
+	ExecMaterializeSlot(old);	/* its values must outlive any change to its page */
+	slot_getallattrs(old);
+	ExecClearTuple(row);
+	memcpy(row->tts_values, old->tts_values, natts * sizeof(Datum));
+	memcpy(row->tts_isnull, old->tts_isnull, natts * sizeof(bool));
+	return row;
+}
+
+void
+ow_set(TupleTableSlot *row, OwColumn c, Datum value, bool isnull)
+{
+	/* a row hint the schema does not have (dropped since the caller looked) */
+	if (unlikely(cache.attnums[c] == InvalidAttrNumber))
+		return;
+	row->tts_values[cache.attnums[c] - 1] = value;
+	row->tts_isnull[cache.attnums[c] - 1] = isnull;
+}
+
+void
+ow_set_text(TupleTableSlot *row, OwColumn c, const char *s)
+{
+	ow_set(row, c, s ? CStringGetTextDatum(s) : (Datum) 0, s == NULL);
+}
+
+/* Insert row into t: constraints, then the row, then its index entries. */
+void
+ow_insert(OwDirect *d, OwTableId t, TupleTableSlot *row)
+{
+	ExecStoreVirtualTuple(row);
+	ExecSimpleRelationInsert(d->rri[t], d->estate, row);
+}
+
+/*
+ * Above READ COMMITTED, a conflicting row this transaction's snapshot does
+ * not see (committed by another since the snapshot was taken) is a
+ * serialization failure, as ON CONFLICT DO NOTHING raises it: "nothing to
+ * do" must not rest on a row the transaction cannot read.
+ */
+static void
+check_conflict_visible(OwDirect *d, OwTableId t, ItemPointer conflict)
+{
+	TupleTableSlot *slot;
+	bool		isnull;
+
+	if (!IsolationUsesXactSnapshot())
+		return;
+	slot = table_slot_create(d->rel[t], NULL);
+	if (!table_tuple_fetch_row_version(d->rel[t], conflict, SnapshotAny, slot))
+		elog(ERROR, "could not fetch the row a unique key conflicts with");
+	if (!table_tuple_satisfies_snapshot(d->rel[t], slot, d->snapshot) &&
+		!TransactionIdIsCurrentTransactionId(DatumGetTransactionId(slot_getsysattr(slot, MinTransactionIdAttributeNumber, &isnull))))
+		ereport(ERROR,
+				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+				 errmsg("could not serialize access due to concurrent update")));
+	ExecDropSingleTupleTableSlot(slot);
+}
+
+/*
+ * Insert row into t unless a row with the same key of a unique index
+ * exists, as INSERT ... ON CONFLICT DO NOTHING does (speculative
+ * insertion): false when one exists, committed or by a transaction that
+ * committed while this one waited for it.  t has no trigger (plain).
+ */
+bool
+ow_insert_new(OwDirect *d, OwTableId t, TupleTableSlot *row)
+{
+	ResultRelInfo *rri = d->rri[t];
+	TransactionId xid = GetCurrentTransactionId();
+	int			i;
+
+	ExecStoreVirtualTuple(row);
+	if (RelationGetDescr(d->rel[t])->constr)
+		ExecConstraints(rri, row, d->estate);
+	/* the unique indexes' equality functions, which ExecOpenIndices left out */
+	for (i = 0; i < rri->ri_NumIndices; i++)
+	{
+		IndexInfo  *ii = rri->ri_IndexRelationInfo[i];
+
+		if (ii->ii_Unique && ii->ii_UniqueOps == NULL)
+			BuildSpeculativeIndexInfo(rri->ri_IndexRelationDescs[i], ii);
+	}
+	for (;;)
+	{
+		ItemPointerData conflict;
+		bool		raced = false;
+		uint32		token;
+		List	   *recheck;
+
+		CHECK_FOR_INTERRUPTS();
+		if (!ExecCheckIndexConstraints(rri, row, d->estate, &conflict, NIL))
+		{
+			check_conflict_visible(d, t, &conflict);
+			return false;
+		}
+		token = SpeculativeInsertionLockAcquire(xid);
+		table_tuple_insert_speculative(d->rel[t], row, d->estate->es_output_cid, 0, NULL, token);
+		recheck = ExecInsertIndexTuples(rri, row, d->estate, false, true, &raced, NIL);
+		table_tuple_complete_speculative(d->rel[t], row, token, !raced);
+		SpeculativeInsertionLockRelease(xid);
+		list_free(recheck);
+		if (!raced)
+			return true;
+		/* another inserted the key meanwhile: look again, as ON CONFLICT does */
+	}
+}
+
+/*
+ * Lock old, the version of a row of t this operation read, before it is
+ * changed, as logical apply locks a row before ExecSimpleRelationUpdate or
+ * Delete (those raise XX000 on a row another transaction changed): a
+ * transaction that holds the row is waited for.  If it committed a new
+ * version or deleted the row, this operation decided on a version that is
+ * gone: a serialization failure (40001), in READ COMMITTED too, which the
+ * caller retries.  A row this transaction holds already (the run row) is
+ * no new lock.
+ */
+static void
+lock_to_write(OwDirect *d, OwTableId t, TupleTableSlot *old, LockTupleMode mode)
+{
+	TM_FailureData tmfd;
+	TM_Result	res;
+	ItemPointerData tid = old->tts_tid;
+
+	if (d->lockslot[t] == NULL)
+		d->lockslot[t] = table_slot_create(d->rel[t], NULL);
+	res = table_tuple_lock(d->rel[t], &tid, d->snapshot, d->lockslot[t], d->estate->es_output_cid,
+						   mode, LockWaitBlock, 0, &tmfd);
+	if (res == TM_Ok)
+		return;
+	if (res == TM_Updated || res == TM_Deleted)
+		ereport(ERROR,
+				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+				 errmsg("could not serialize access due to concurrent %s", res == TM_Updated ? "update" : "delete"),
+				 errdetail("Another transaction changed a row of openwop.%s that this call had read.",
+						   table_names[t]),
+				 errhint("Retry the call.")));
+	elog(ERROR, "unexpected result %d locking a row of openwop.%s to change it", (int) res, table_names[t]);
+}
+
+/* Delete old, a row of t read by this operation. */
+void
+ow_delete(OwDirect *d, OwTableId t, TupleTableSlot *old)
+{
+	lock_to_write(d, t, old, LockTupleExclusive);
+	ExecSimpleRelationDelete(d->rri[t], d->estate, NULL, old);
+}
+
+/* Replace old, a row of t read by this operation, with row. */
+void
+ow_update(OwDirect *d, OwTableId t, TupleTableSlot *old, TupleTableSlot *row)
+{
+	/* an UPDATE's lock: heap_update takes the stronger one if a key column changes */
+	lock_to_write(d, t, old, LockTupleNoKeyExclusive);
+	ExecStoreVirtualTuple(row);
+	ExecSimpleRelationUpdate(d->rri[t], d->estate, NULL, old, row);
+}
+
+/*
+ * Insert one row into t without a statement: the n columns given, every
+ * other column null (a table the hot paths insert into has no default the
+ * caller does not set).  False when the statement must run instead.
+ */
+bool
+ow_direct_insert(OwTableId t, int n, const OwColumn *cols, const Datum *values, const bool *nulls,
+				 ItemPointer tid)
+{
+	OwDirect	d;
+	TupleTableSlot *row;
+	int			i;
+
+	if (!ow_direct_begin(&d, 0, OW_TABLE_BIT(t), 0))
+		return false;
+	row = ow_new_row(&d, t);
+	for (i = 0; i < n; i++)
+		ow_set(row, cols[i], values[i], nulls && nulls[i]);
+	ow_insert(&d, t, row);
+	if (tid)
+		*tid = row->tts_tid;
+	ow_direct_end(&d);
+	return true;
+}
+
+/*
+ * Set n columns of the row of t whose key in index idx is keys (all the
+ * index's key columns): *updated says whether there was one, and tid (if
+ * not NULL) where the new version went.  False when the statement must
+ * run instead.
+ */
+bool
+ow_direct_update(OwTableId t, OwIndexId idx, const Datum *keys, int n, const OwColumn *cols,
+				 const Datum *values, const bool *nulls, bool *updated, ItemPointer tid)
+{
+	OwDirect	d;
+	OwScan		s;
+	int			i;
+
+	if (!ow_direct_begin(&d, OW_TABLE_BIT(t), 0, OW_TABLE_BIT(t)))
+		return false;
+	ow_scan_begin(&d, &s, idx, indexes[idx].nkeys, keys);
+	*updated = ow_scan_next(&s);
+	ow_scan_end(&s);
+	if (*updated)
+	{
+		TupleTableSlot *row = ow_changed_row(&d, t, s.slot);
+
+		for (i = 0; i < n; i++)
+			ow_set(row, cols[i], values[i], nulls && nulls[i]);
+		ow_update(&d, t, s.slot, row);
+		if (tid)
+			*tid = row->tts_tid;
+	}
+	ow_direct_end(&d);
+	return true;
+}
