@@ -76,6 +76,19 @@ COMMENT ON COLUMN openwop.workers.reason IS 'Why no worker serves this database 
 GRANT EXECUTE ON FUNCTION openwop.worker_status() TO pg_monitor;
 GRANT SELECT ON openwop.workers TO pg_monitor;
 
+/*
+ * Whether the hot paths read and write each table directly or with SQL
+ * statements, and why: a DBA's change to a table turns its direct path off
+ * (the server log says so too).
+ */
+CREATE FUNCTION openwop.direct_path(OUT table_name text, OUT direct boolean, OUT reason text)
+    RETURNS SETOF record AS 'MODULE_PATHNAME', 'ow_direct_path'
+    LANGUAGE C STABLE;
+COMMENT ON FUNCTION openwop.direct_path() IS
+  'For each table the hot paths write (runs, events, interrupts, node_executions, group_members, open_interrupts): direct, whether they read and write it through the relation cache, or with SQL statements because a DBA changed it; reason, what the change is (a trigger, a rule, row security, a generated column, a column default or column the install script did not make, a retyped or dropped column, an index). See docs/operations.md.';
+REVOKE ALL ON FUNCTION openwop.direct_path() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION openwop.direct_path() TO pg_monitor;
+
 /* Every database's counters are a superuser's to reset, whatever the grants. */
 COMMENT ON FUNCTION openwop.stats_reset(boolean) IS
   'Starts the counters of openwop.stats again: this database''s (superusers, unless a DBA grants EXECUTE), or with all_databases every database''s (superusers only, whatever the grants: 403).';

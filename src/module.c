@@ -69,6 +69,7 @@ _PG_init(void)
 	ow_preloaded = process_shared_preload_libraries_in_progress;
 
 	ow_define_caller_settings();
+	ow_define_request_settings();
 	ow_define_limit_settings();
 	ow_define_kind_settings();
 	ow_define_approval_settings();

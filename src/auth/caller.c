@@ -1,9 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * caller.c
- *	  Who is calling (a Subject in a tenant, with or without the
- *	  approvals:respond scope), the switch to the extension owner around
- *	  table access, and the call bracket of every API function.
+ *	  Who is calling: a Subject in a tenant, with or without the
+ *	  approvals:respond scope (the call bracket that uses it is call.c).
  *
  * Identity is decided once per API call, before the call becomes the
  * extension owner, from what the caller cannot forge:
@@ -20,8 +19,7 @@
  * MATERIALIZED VIEW, and the index expressions they evaluate), where code
  * written by a table's owner runs in somebody else's session; nor inside a
  * SECURITY DEFINER function, whose code is its owner's, not the caller's.
- * request.jwt.claims itself cannot be set in either (see the setting's
- * hooks below).
+ * request.jwt.claims itself cannot be set in either (request_settings.c).
  * Superuser status never makes claims count.
  *
  * A shard behind a router (PL/Proxy, docs/scale-out.md) hears every call
@@ -30,18 +28,14 @@
  * openwop.forwarded_caller (the identity the router decided for its own
  * caller, in the form ow_router_caller() returns), that is the caller,
  * checked member by member and held to the forwarder's own bound tenant.
- * The setting has the hooks of request.jwt.claims, and a session that is
- * not a forwarder may not set it at all.
+ * The setting is guarded as request.jwt.claims is, and a session that is
+ * not a forwarder may not set it at all (request_settings.c).
  *
  * The tenant is bound by the DBA: openwop.bound_tenant, a superuser-only
  * setting given to a login with ALTER ROLE ... SET, names the one tenant the
  * login acts in, or "*" for the few roles that serve many tenants (their
  * openwop.tenant chooses).  An unbound login acts in openwop.default_tenant
  * only.  See docs/security.md.
- *
- * The API functions are SECURITY INVOKER; they become the owner of schema
- * openwop only while running their own prepared statements, in a restricted
- * security context, so application roles need no privilege on the tables.
  *
  *-------------------------------------------------------------------------
  */
@@ -92,198 +86,8 @@ static char *ow_bound_tenant = NULL;
 /* The role whose members hold approvals:respond in SQL sessions. */
 static char *ow_approver_role = NULL;
 
-/* Logins that are members of this role may speak for another caller (openwop.forwarded_caller). */
-static char *ow_forwarding_role = NULL;
-
 /* Roles with the privileges of this role may mint resolve tokens (defined in tokens.c's settings). */
 char	   *ow_token_issuer_role = NULL;
-
-/* ----------
- * Where identity may be taken from
- * ----------
- */
-
-/*
- * request.jwt.claims and request.headers, which PostgREST sets at the top
- * of each request, are defined by this extension (ow_define_caller_settings,
- * with these hooks) so that code running as someone else cannot set them: a
- * SECURITY DEFINER function or a security-restricted operation (ANALYZE, an
- * index expression) changing the claims would change who a request session
- * is for the rest of its transaction, and changing the headers would choose
- * the Idempotency-Key of the session's next resolve over HTTP.
- */
-static char *ow_jwt_claims_setting = NULL;
-static char *ow_request_headers_setting = NULL;
-
-/*
- * openwop.forwarded_caller, the caller a forwarder speaks for ("Forwarded
- * callers" below), has the same hooks, and one more: only a forwarder's
- * session may set it.
- */
-static char *ow_forwarded_caller_setting = NULL;
-
-/*
- * Each as last set by code running as itself (not a SECURITY DEFINER
- * function, not a security-restricted operation); NULL if unknown.  A
- * RESET inside such code skips the check hook, so a reader compares the
- * current value with this one and trusts nothing when they differ.
- */
-static char *ow_jwt_claims_trusted = NULL;
-static char *ow_request_headers_trusted = NULL;
-static char *ow_forwarded_caller_trusted = NULL;
-
-/* How many triggers deep this backend is (pg_trigger_depth()). */
-static int
-trigger_depth(void)
-{
-	LOCAL_FCINFO(fcinfo, 0);
-
-	InitFunctionCallInfoData(*fcinfo, NULL, 0, InvalidOid, NULL, NULL);
-	return DatumGetInt32(pg_trigger_depth(fcinfo));
-}
-
-/*
- * Is the running code someone else's rather than the session's own: a
- * SECURITY DEFINER function, a security-restricted operation, a trigger
- * (immediate or deferred to commit, on a table another role may own), or a
- * WITH HOLD cursor being materialised at commit?  Such code may not set the
- * claims.
- */
-static bool
-foreign_code(void)
-{
-	return InSecurityRestrictedOperation() || InLocalUserIdChange() || trigger_depth() > 0 ||
-		(ActivePortal != NULL && (ActivePortal->cursorOptions & CURSOR_OPT_HOLD) != 0);
-}
-
-/*
- * A request setting (name) may only be set by a session's own SET or
- * set_config() (source PGC_S_SESSION), outside foreign code: no database,
- * role or file default, no startup option.  Clearing it is always allowed.
- */
-static bool
-check_request_setting(const char *name, char **newval, GucSource source)
-{
-	if (**newval == '\0')
-		return true;
-	if (source != PGC_S_SESSION)
-	{
-		GUC_check_errcode(ERRCODE_INSUFFICIENT_PRIVILEGE);
-		GUC_check_errmsg("%s can only be set by SET or set_config in the session that uses it", name);
-		return false;
-	}
-	if (foreign_code())
-	{
-		GUC_check_errcode(ERRCODE_INSUFFICIENT_PRIVILEGE);
-		GUC_check_errmsg("%s cannot be set inside a SECURITY DEFINER function, a security-restricted operation, a trigger or a WITH HOLD cursor", name);
-		return false;
-	}
-	return true;
-}
-
-/* Remember newval as *trusted when the session's own code set it. */
-static void
-assign_request_setting(char **trusted, const char *newval)
-{
-	if (foreign_code())
-		return;
-	free(*trusted);
-	*trusted = strdup(newval);	/* NULL (unknown) on failure: trusted nowhere */
-}
-
-/* Is value (the setting's current value) the one last set by code running as itself? */
-static bool
-request_setting_untampered(const char *value, const char *trusted)
-{
-	return trusted != NULL && strcmp(value ? value : "", trusted) == 0;
-}
-
-static bool
-check_jwt_claims(char **newval, void **extra, GucSource source)
-{
-	return check_request_setting("request.jwt.claims", newval, source);
-}
-
-static void
-assign_jwt_claims(const char *newval, void *extra)
-{
-	assign_request_setting(&ow_jwt_claims_trusted, newval);
-}
-
-static bool
-check_request_headers(char **newval, void **extra, GucSource source)
-{
-	return check_request_setting("request.headers", newval, source);
-}
-
-static void
-assign_request_headers(const char *newval, void *extra)
-{
-	assign_request_setting(&ow_request_headers_trusted, newval);
-}
-
-/*
- * Is this a forwarder's session: does the login really belong to the role
- * named by openwop.forwarding_role (superuser status does not count)?
- */
-static bool
-forwarding_session(void)
-{
-	Oid			role;
-
-	if (ow_forwarding_role == NULL || ow_forwarding_role[0] == '\0')
-		return false;
-	role = get_role_oid(ow_forwarding_role, true);
-	return OidIsValid(role) && is_member_of_role_nosuper(GetSessionUserId(), role);
-}
-
-/*
- * openwop.forwarded_caller: a request setting, that only a forwarder's
- * session may set.  The membership is read where the catalogs can be
- * (in a transaction; not while a parallel worker copies its leader's
- * settings, which the leader's own check admitted); whoever reads the
- * setting asks again (ow_caller), as forwarding_role may have changed.
- */
-static bool
-check_forwarded_caller(char **newval, void **extra, GucSource source)
-{
-	if (!check_request_setting("openwop.forwarded_caller", newval, source))
-		return false;
-	if (**newval == '\0' || !IsTransactionState() || IsParallelWorker() || forwarding_session())
-		return true;
-	GUC_check_errcode(ERRCODE_INSUFFICIENT_PRIVILEGE);
-	GUC_check_errmsg("openwop.forwarded_caller can only be set by a member of the role named by openwop.forwarding_role");
-	GUC_check_errdetail("A forwarded caller is believed only from a router's login; any other session is the caller itself.");
-	GUC_check_errhint("A DBA grants the role named by openwop.forwarding_role to the router's login.");
-	return false;
-}
-
-static void
-assign_forwarded_caller(const char *newval, void *extra)
-{
-	assign_request_setting(&ow_forwarded_caller_trusted, newval);
-}
-
-/* Is the forwarded caller the one last set by code running as itself? */
-static bool
-forwarded_caller_untampered(void)
-{
-	return request_setting_untampered(ow_forwarded_caller_setting, ow_forwarded_caller_trusted);
-}
-
-/* Are the current claims the ones last set by code running as itself? */
-static bool
-claims_untampered(void)
-{
-	return request_setting_untampered(ow_jwt_claims_setting, ow_jwt_claims_trusted);
-}
-
-/* The same for request.headers (the PostgREST surface reads its Idempotency-Key there). */
-bool
-ow_request_headers_untampered(void)
-{
-	return request_setting_untampered(ow_request_headers_setting, ow_request_headers_trusted);
-}
 
 void
 ow_no_identity_here(const char *where)
@@ -685,8 +489,8 @@ ow_caller(OwCaller *c)
 		ow_no_identity_here("a security-restricted operation");
 	if (InLocalUserIdChange())
 		ow_no_identity_here("a SECURITY DEFINER function");
-	forwarder = forwarding_session();
-	if (forwarder && !forwarded_caller_untampered())
+	forwarder = ow_forwarding_session();
+	if (forwarder && !ow_forwarded_caller_untampered())
 		ow_no_identity_here("a call whose forwarded caller was changed by a SECURITY DEFINER function or a security-restricted operation");
 	request = request_session();
 
@@ -709,7 +513,7 @@ ow_caller(OwCaller *c)
 	}
 	else if (request)
 	{
-		if (!claims_untampered())
+		if (!ow_claims_untampered())
 			ow_no_identity_here("a request whose claims were changed by a SECURITY DEFINER function or a security-restricted operation");
 		c->claims = request_claims();
 		c->subject.tenant = caller_tenant(c->claims, c->login);
@@ -955,24 +759,6 @@ ow_define_caller_settings(void)
 							   0,
 							   NULL, NULL, NULL);
 
-	DefineCustomStringVariable("request.jwt.claims",
-							   "Verified JWT claims of the current PostgREST request.",
-							   "PostgREST sets it per request; openwop trusts it only in sessions of openwop.jwt_session_role.",
-							   &ow_jwt_claims_setting,
-							   "",
-							   PGC_USERSET,
-							   GUC_NO_SHOW_ALL | GUC_NOT_IN_SAMPLE,
-							   check_jwt_claims, assign_jwt_claims, NULL);
-
-	DefineCustomStringVariable("request.headers",
-							   "Headers of the current PostgREST request, as a JSON object.",
-							   "PostgREST sets it per request; openwop reads the Idempotency-Key header there, and only a value the session's own code set.",
-							   &ow_request_headers_setting,
-							   "",
-							   PGC_USERSET,
-							   GUC_NO_SHOW_ALL | GUC_NOT_IN_SAMPLE,
-							   check_request_headers, assign_request_headers, NULL);
-
 	DefineCustomStringVariable("openwop.jwt_session_role",
 							   "Role whose member logins speak through request.jwt.claims.",
 							   "Set it to PostgREST's authenticator role. Only sessions whose login is a real member of it (superuser status does not count) take identity, tenant and scope from the claims; everyone else is their login. Empty: no session does.",
@@ -990,24 +776,6 @@ ow_define_caller_settings(void)
 							   PGC_SUSET,
 							   GUC_NO_RESET_ALL,
 							   check_bound_tenant, NULL, NULL);
-
-	DefineCustomStringVariable("openwop.forwarding_role",
-							   "Role whose member logins may speak for another caller through openwop.forwarded_caller.",
-							   "Set it to a role granted to the router's login (openwop_router). Only sessions whose login is a real member of it (superuser status does not count) forward a caller; the forwarded tenant must also be one the login's own openwop.bound_tenant allows. Empty: no session does.",
-							   &ow_forwarding_role,
-							   "",
-							   PGC_SUSET,
-							   0,
-							   NULL, NULL, NULL);
-
-	DefineCustomStringVariable("openwop.forwarded_caller",
-							   "The caller a forwarding router's call is for, as JSON.",
-							   "The router sets it per call (openwop_forward.*); openwop believes it only in sessions of openwop.forwarding_role and refuses it in any other.",
-							   &ow_forwarded_caller_setting,
-							   "",
-							   PGC_USERSET,
-							   GUC_NO_SHOW_ALL | GUC_NOT_IN_SAMPLE,
-							   check_forwarded_caller, assign_forwarded_caller, NULL);
 
 	DefineCustomStringVariable("openwop.approver_role",
 							   "Role whose members hold the approvals:respond scope in SQL sessions.",

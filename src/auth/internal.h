@@ -13,4 +13,11 @@
 
 extern void ow_no_identity_here(const char *where) pg_attribute_noreturn();
 
+/* request_settings.c: the settings identity is read from, and who may set them */
+extern char *ow_forwarding_role;
+extern char *ow_forwarded_caller_setting;
+extern bool ow_forwarding_session(void);
+extern bool ow_forwarded_caller_untampered(void);
+extern bool ow_claims_untampered(void);
+
 #endif							/* OW_AUTH_INTERNAL_H */

@@ -27,6 +27,10 @@
  * small allowance per application, all pattern matching of one validation
  * shares REGEX_BUDGET match steps.
  *
+ * One file, though long: the checker and the validator walk the same
+ * keywords with the same weights, and a keyword's check, weight and
+ * evaluation are kept side by side so that none can change alone.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"

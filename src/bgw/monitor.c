@@ -26,6 +26,7 @@
 PG_FUNCTION_INFO_V1(ow_worker_status);
 PG_FUNCTION_INFO_V1(ow_stats);
 PG_FUNCTION_INFO_V1(ow_stats_reset_all);
+PG_FUNCTION_INFO_V1(ow_direct_path);
 
 #define NCOLS 15
 
@@ -278,4 +279,33 @@ ow_stats_reset_all(PG_FUNCTION_ARGS)
 	}
 	ow_stats_reset(all);
 	PG_RETURN_VOID();
+}
+
+/*
+ * openwop.direct_path() → SETOF (table_name, direct, reason): for each
+ * table of the hot paths, whether they read and write it directly
+ * (store/rowstore.c) or with SQL statements, and why (a DBA's trigger,
+ * rule, row security, column, default, retyped column or index).
+ */
+Datum
+ow_direct_path(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	int			t;
+
+	ow_require_current_schema();
+	InitMaterializedSRF(fcinfo, 0);
+	for (t = 0; t < OW_TABLE_COUNT; t++)
+	{
+		const char *name;
+		const char *why = ow_direct_path_refusal(t, &name);
+		Datum		values[3];
+		bool		nulls[3] = {false, false, why == NULL};
+
+		values[0] = CStringGetTextDatum(name);
+		values[1] = BoolGetDatum(why == NULL);
+		values[2] = why ? CStringGetTextDatum(why) : (Datum) 0;
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	return (Datum) 0;
 }

@@ -32,6 +32,10 @@
  * and CREATE EXTENSION, ALTER TABLE, ANALYZE, ...).  The schema is the
  * library's version (schema.c) before anything is looked up.
  *
+ * One file, though long: the checks that a table is as the install script
+ * made it and the operations that rely on them are one contract, and the
+ * table, column and index descriptions they share stay private to it.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -270,11 +274,24 @@ equality_of(Oid typid)
  * once per backend and table, so a DBA who changed a table learns why the
  * hot paths now run statements.
  */
+static bool quiet = false;		/* refuse() records, logs nothing */
+static const char *quiet_reason = NULL;
+static int	quiet_table = -1;
+
 static bool
 refuse(OwTableId t, const char *reason)
 {
 	static uint32 logged = 0;
 
+	if (quiet)
+	{
+		if (quiet_reason == NULL)
+		{
+			quiet_reason = reason;
+			quiet_table = t;
+		}
+		return false;
+	}
 	if (logged & OW_TABLE_BIT(t))
 		return false;
 	logged |= OW_TABLE_BIT(t);
@@ -455,6 +472,50 @@ plain(Relation rel, OwTableId t, uint32 inserts, uint32 updates, uint32 deletes)
 			return refuse(t, "it has a column the install script did not make");
 	}
 	return true;
+}
+
+/* What the hot paths write directly, per table (what plain() asks of each). */
+#define WRITTEN_INSERTS (OW_TABLE_BIT(OW_RUNS) | OW_TABLE_BIT(OW_EVENTS) | OW_TABLE_BIT(OW_INTERRUPTS) | \
+						 OW_TABLE_BIT(OW_NODE_EXECUTIONS) | OW_TABLE_BIT(OW_OPEN_INTERRUPTS))
+#define WRITTEN_UPDATES (OW_TABLE_BIT(OW_RUNS) | OW_TABLE_BIT(OW_INTERRUPTS) | \
+						 OW_TABLE_BIT(OW_NODE_EXECUTIONS))
+#define WRITTEN_DELETES OW_TABLE_BIT(OW_OPEN_INTERRUPTS)
+
+/*
+ * Why the hot paths do not read and write table t directly, or NULL when
+ * they do; *name is the table's.  For monitoring (openwop.direct_path()):
+ * the checks the operations make, with nothing logged.
+ */
+const char *
+ow_direct_path_refusal(int t, const char **name)
+{
+	const char *volatile why = NULL;
+
+	Assert(t >= 0 && t < OW_TABLE_COUNT);
+	*name = table_names[t];
+	quiet = true;
+	quiet_reason = NULL;
+	PG_TRY();
+	{
+		if (!cache.valid && !fill_cache())
+			why = quiet_reason == NULL ? "a table of the store is gone" :
+				psprintf("openwop.%s: %s, so every table is written with statements",
+						 table_names[quiet_table], quiet_reason);
+		else
+		{
+			Relation	rel = table_open(cache.relids[t], AccessShareLock);
+
+			if (!plain(rel, t, WRITTEN_INSERTS, WRITTEN_UPDATES, WRITTEN_DELETES))
+				why = quiet_reason;
+			table_close(rel, AccessShareLock);
+		}
+	}
+	PG_FINALLY();
+	{
+		quiet = false;
+	}
+	PG_END_TRY();
+	return why;
 }
 
 /*

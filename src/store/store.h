@@ -166,6 +166,7 @@ extern void ow_set_text(TupleTableSlot *row, OwColumn c, const char *s);
 extern bool ow_insert_new(OwDirect *d, OwTableId t, TupleTableSlot *row);
 extern void ow_update(OwDirect *d, OwTableId t, TupleTableSlot *old, TupleTableSlot *row);
 extern void ow_delete(OwDirect *d, OwTableId t, TupleTableSlot *old);
+extern const char *ow_direct_path_refusal(int t, const char **name);
 extern bool ow_direct_insert(OwTableId t, int n, const OwColumn *cols, const Datum *values,
 							 const bool *nulls, ItemPointer tid);
 extern bool ow_direct_update(OwTableId t, OwIndexId idx, const Datum *keys, int n,

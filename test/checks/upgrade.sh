@@ -21,6 +21,12 @@ src=openwop_upgrade_source
 # install script's (X.sql, or a template X.sql.in) and each update's target
 versions() { ls "$2" | sed -n "s/^$1--\([0-9.]*--\)\{0,1\}\([0-9.]*\)\.sql\(\.in\)\{0,1\}$/\2/p" | sort -uV; }
 released=$(versions openwop_interrupt sql)
+# every table of the hot paths read and written directly in database $1 ($2: how it got there)
+direct_path_on() {
+	local off
+	off=$(psql -X -A -t -q -v ON_ERROR_STOP=1 -d "$1" -c "SELECT string_agg(table_name || ': ' || reason, '; ') FROM openwop.direct_path() WHERE NOT direct")
+	[ -z "$off" ] || { echo "the direct path is off in a database $2: $off" >&2; exit 1; }
+}
 dbs_of_releases() { for v in $released; do echo "openwop_upgrade_${v//./_}"; done; }
 trap 'rm -rf "$out"; for d in $up $fresh $src $(dbs_of_releases) openwop_upgrade_sealed openwop_router_fresh openwop_router_up; do dropdb --if-exists $d; done
       psql -X -q -d postgres -c "DROP ROLE IF EXISTS openwop_upgrade_second" >/dev/null 2>&1 || true' EXIT
@@ -74,6 +80,7 @@ SQL
 
 psql -X -q -v ON_ERROR_STOP=1 -d $up -c "ALTER EXTENSION openwop_interrupt UPDATE" >/dev/null
 [ "$(q "SELECT extversion FROM pg_extension WHERE extname = 'openwop_interrupt'")" = "$newest" ]
+direct_path_on $up "updated from 0.1.0"
 echo "0.1.0 updated to $newest"
 
 # history is read with the legacy subject, stamped once
@@ -97,6 +104,7 @@ echo "the updated run keeps working; a 0.1.0 idempotency record replays for nobo
 
 # the updated catalog is a fresh install's
 psql -X -q -v ON_ERROR_STOP=1 -d $fresh -c "CREATE EXTENSION openwop_interrupt" >/dev/null
+direct_path_on $fresh "freshly installed"
 catalog() {
 	psql -X -A -t -q -v ON_ERROR_STOP=1 -d "$1" <<'SQL'
 SELECT 'column ' || table_name || '.' || column_name || ' ' || ordinal_position || ' ' || data_type || ' '
@@ -201,6 +209,8 @@ for v in $released; do
 	conversations=$(columns $d conversations)
 	psql -X -q -v ON_ERROR_STOP=1 -d $d -c "ALTER EXTENSION openwop_interrupt UPDATE" >/dev/null
 	[ "$(qa $d "SELECT extversion FROM pg_extension WHERE extname = 'openwop_interrupt'")" = "$newest" ]
+	# direct_path_on_after_update: the hot paths read and write every table directly
+	direct_path_on $d "updated from $v"
 	# it keeps working: the counted vote still counts, a second decides; replay derives; the deadline is due work
 	[ "$(qa $d "SELECT string_agg(openwop.run_snapshot('acme/upgrade-all-run-0' || i) ->> 'status', ',' ORDER BY i) FROM generate_series(1, 4) i")" \
 		= "completed,waiting-approval,waiting-external,cancelled" ]
