@@ -11,6 +11,9 @@ set -euo pipefail
 . "$(dirname "$0")/../lib.sh"
 version=$(sed -n "s/^default_version = '\(.*\)'/\1/p" openwop_interrupt.control)
 work=$(mktemp -d)
+# the build's test cluster runs as postgres and reads the extension from the
+# build tree (extension_destdir): it lists the scripts to chain them
+chmod 711 "$work"
 pkg=postgresql-$PGVER-openwop-interrupt
 PG_CONFIG=${PG_CONFIG:-/usr/lib/postgresql/$PGVER/bin/pg_config}
 restore() {
