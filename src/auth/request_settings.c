@@ -21,6 +21,7 @@
 
 #include "access/parallel.h"
 #include "access/xact.h"
+#include "commands/extension.h"
 #include "miscadmin.h"
 #include "tcop/pquery.h"
 #include "utils/acl.h"
@@ -90,14 +91,33 @@ foreign_code(void)
 }
 
 /*
+ * Are the request settings guarded in this database: does it have
+ * openwop_interrupt, or openwop_router (whose caller() reads the claims)?
+ * They are defined in every database the library is loaded in, but only
+ * where a caller's identity is read from them are they refused to anyone
+ * but the session's own code; elsewhere they are left as PostgREST and
+ * other code use them.  Outside a transaction (the configuration file,
+ * read at a reload) the catalog cannot be read: guarded.
+ */
+static bool
+guarded_here(void)
+{
+	if (!IsTransactionState())
+		return true;
+	return OidIsValid(get_extension_oid("openwop_interrupt", true)) ||
+		OidIsValid(get_extension_oid("openwop_router", true));
+}
+
+/*
  * A request setting (name) may only be set by a session's own SET or
  * set_config() (source PGC_S_SESSION), outside foreign code: no database,
- * role or file default, no startup option.  Clearing it is always allowed.
+ * role or file default, no startup option, where it is guarded.  Clearing
+ * it is always allowed.
  */
 static bool
 check_request_setting(const char *name, char **newval, GucSource source)
 {
-	if (**newval == '\0')
+	if (**newval == '\0' || !guarded_here())
 		return true;
 	if (source != PGC_S_SESSION)
 	{
