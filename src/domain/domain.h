@@ -13,7 +13,20 @@
 #include "auth/auth.h"
 
 /* ----------
- * runs.c: the run lifecycle (and its API: create_run ... cancel_run).
+ * runs.c: the run lifecycle (and its API: create_run, complete_run,
+ * fail_run, cancel_run).
+ * ----------
+ */
+typedef enum OwTerminal
+{
+	OW_COMPLETE,
+	OW_FAIL,
+	OW_CANCEL
+} OwTerminal;
+
+/* ----------
+ * nodes.c: node executions (and their API: start_node, complete_node,
+ * fail_node).
  * ----------
  */
 /* The latest execution of a node in a run. */
@@ -25,13 +38,6 @@ typedef struct OwExec
 	int32		attempt;
 	TimestampTz started_at;
 } OwExec;
-
-typedef enum OwTerminal
-{
-	OW_COMPLETE,
-	OW_FAIL,
-	OW_CANCEL
-} OwTerminal;
 
 extern void ow_latest_exec(OwRun *run, const char *node_id, OwExec *ex);
 extern bool ow_exec_is_open(const OwExec *ex);
