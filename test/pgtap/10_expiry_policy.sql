@@ -1,4 +1,4 @@
--- One expiry policy (src/deadlines.c), every order of arrival that one
+-- One expiry policy (src/domain/deadlines.c), every order of arrival that one
 -- transaction can show: sweep() first, a late answer first, and what each
 -- leaves for the other.  FlowDrop INT-18 (an expired outward interrupt
 -- ends the run it held open, announced once) and INT-23 (the late answer

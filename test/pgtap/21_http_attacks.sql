@@ -1,6 +1,6 @@
 -- Attacks on the HTTP-facing surfaces that landed with 0.5.0: schema
--- openwop_api (src/postgrest.c) and openwop.flowdrop_interrupt(s)
--- (src/flowdrop.c).  Each block is one attack; a pass means the attack
+-- openwop_api (src/api/postgrest.c) and openwop.flowdrop_interrupt(s)
+-- (src/api/flowdrop.c).  Each block is one attack; a pass means the attack
 -- failed.  Concurrency (timeouts, serialization failures, deadlocks, one
 -- key twice) is test/specs/api_rethrow.spec.
 BEGIN;

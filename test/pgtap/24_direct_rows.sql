@@ -1,4 +1,4 @@
--- Direct row access (src/rowstore.c): the resolve's rows are read and
+-- Direct row access (src/store/rowstore.c): the resolve's rows are read and
 -- written without statements while the tables are plain, and through the
 -- SQL statements as soon as a DBA adds a trigger, a rule, row security or
 -- a column with a default; constraints hold on both paths, and the rows

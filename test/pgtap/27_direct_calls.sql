@@ -1,4 +1,4 @@
--- Direct row access beyond the resolve (src/rowstore.c): create_run writes
+-- Direct row access beyond the resolve (src/store/rowstore.c): create_run writes
 -- its run row once and takes a taken run id as ON CONFLICT DO NOTHING does
 -- (speculative insertion); the end of a run with nothing left open runs no
 -- cancelling statement; interrupt() finds a key and reads the completed

@@ -1,4 +1,4 @@
--- The completed prefix read from the index (interrupt(), src/interrupts.c
+-- The completed prefix read from the index (interrupt(), src/domain/interrupts.c
 -- prefix_direct) measures what its statement measures: DISTINCT ON
 -- (node_id) keeps one event of those without a node (the latest), so a
 -- log holding several node.completed events without a node (restored, not

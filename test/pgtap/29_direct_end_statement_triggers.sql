@@ -1,5 +1,5 @@
 -- The end of a run with nothing open skips its cancelling statements
--- (src/runs.c nothing_open_direct) only while the tables those statements
+-- (src/domain/runs.c nothing_open_direct) only while the tables those statements
 -- write are plain: a DBA's statement-level trigger fires for an UPDATE or
 -- DELETE that changes no row, so with one on openwop.interrupts,
 -- openwop.node_executions or openwop.open_interrupts the statements run,

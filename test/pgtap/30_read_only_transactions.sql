@@ -2,7 +2,7 @@
 -- default_transaction_read_only) changes nothing through the API: every
 -- function that changes the store refuses with 25006 before it reads
 -- anything, as PostgreSQL refuses an INSERT there -- the rows a resolve
--- writes directly (src/rowstore.c) bypass the executor, so the check is the
+-- writes directly (src/store/rowstore.c) bypass the executor, so the check is the
 -- extension's own.  The readers still answer.  (On a standby the same
 -- functions refuse with a hint naming the primary: test/checks/standby.sh.)
 BEGIN;

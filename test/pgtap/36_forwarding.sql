@@ -90,7 +90,7 @@ SELECT is((SELECT array_agg(p.proname::text ORDER BY p.proname)
              FROM pg_proc p
             WHERE p.pronamespace = 'openwop'::regnamespace
               AND p.proname NOT IN ('add_signing_key', 'retire_signing_key', 'add_group_member', 'remove_group_member',
-                                    'sweep', 'stats_reset', 'stats_counts', 'worker_status', 'inbox_waiting',
+                                    'sweep', 'stats_reset', 'stats_counts', 'worker_status', 'direct_path', 'inbox_waiting',
                                     'events_append_only', 'interrupts_keep_open',
                                     'export_signing_key', 'import_signing_key',
                                     'serve_database', 'listen', 'unlisten')   -- the database's own, the session's own
