@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The layers are the folders of src/, in the order LAYERS of the Makefile
 # names them (the lowest first), and src/module.c above them all: every C
-# file calls only files of its own folder and of the folders before it,
-# and includes only the headers of those folders.  Calls are read from the
+# file calls only files of its own folder and of the folders before it
+# (the files of one folder without a circle), and includes only the
+# headers of those folders.  Calls are read from the
 # built objects (nm), so a call hidden behind a macro counts too.  Needs
 # the objects test/run builds; no server.
 set -euo pipefail
@@ -46,18 +47,28 @@ done
 
 bad=0
 calls=0
+pairs=$(mktemp)
+trap 'rm -f "$pairs"' EXIT
 for o in $objects; do
 	l=$(layer_of "$o")
 	for s in $(nm -u "$o" | awk '{ print $2 }'); do
 		d=${owner[$s]:-}
 		[ -n "$d" ] && [ "$d" != "$o" ] || continue
 		calls=$((calls + 1))
+		[ "$(layer_of "$d")" != "$l" ] || echo "$d $o" >>"$pairs"
 		if [ "${rank[$(layer_of "$d")]}" -gt "${rank[$l]}" ]; then
 			echo "${o%.o}.c uses $s of ${d%.o}.c, a layer above it"
 			bad=$((bad + 1))
 		fi
 	done
 done
+
+# within a layer the files call each other without a circle (tsort names one)
+if ! loop=$(tsort "$pairs" 2>&1 >/dev/null) || [ -n "$loop" ]; then
+	echo "files of one layer call each other in a circle:"
+	echo "$loop"
+	bad=$((bad + 1))
+fi
 
 # headers: a file includes its own layer's header and those below, by the
 # path from src/ ("store/store.h"), never a layer above
