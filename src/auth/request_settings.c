@@ -96,13 +96,14 @@ foreign_code(void)
  * They are defined in every database the library is loaded in, but only
  * where a caller's identity is read from them are they refused to anyone
  * but the session's own code; elsewhere they are left as PostgREST and
- * other code use them.  Outside a transaction (the configuration file,
- * read at a reload) the catalog cannot be read: guarded.
+ * other code use them.  Where the catalog cannot be read (outside a
+ * transaction: the configuration file at a reload; a backend of no
+ * database: a physical walsender): guarded.
  */
 static bool
 guarded_here(void)
 {
-	if (!IsTransactionState())
+	if (!IsTransactionState() || !OidIsValid(MyDatabaseId))
 		return true;
 	return OidIsValid(get_extension_oid("openwop_interrupt", true)) ||
 		OidIsValid(get_extension_oid("openwop_router", true));
@@ -112,36 +113,59 @@ guarded_here(void)
  * A request setting (name) may only be set by a session's own SET or
  * set_config() (source PGC_S_SESSION), outside foreign code: no database,
  * role or file default, no startup option, where it is guarded.  Clearing
- * it is always allowed.
+ * it is always allowed.  *extra says whether the value was approved so
+ * (a value accepted where the setting is not guarded was not): it travels
+ * with the value, so a value the GUC machinery restores later (at the end
+ * of a transaction, a function or a savepoint, where no check runs) is
+ * trusted only if it was approved when it was set.
  */
 static bool
-check_request_setting(const char *name, char **newval, GucSource source)
+check_request_setting(const char *name, char **newval, void **extra, GucSource source)
 {
-	if (**newval == '\0' || !guarded_here())
-		return true;
-	if (source != PGC_S_SESSION)
+	bool		guarded = guarded_here();
+	bool	   *approved;
+
+	if (**newval != '\0' && guarded)
 	{
-		GUC_check_errcode(ERRCODE_INSUFFICIENT_PRIVILEGE);
-		GUC_check_errmsg("%s can only be set by SET or set_config in the session that uses it", name);
+		if (source != PGC_S_SESSION)
+		{
+			GUC_check_errcode(ERRCODE_INSUFFICIENT_PRIVILEGE);
+			GUC_check_errmsg("%s can only be set by SET or set_config in the session that uses it", name);
+			return false;
+		}
+		if (foreign_code())
+		{
+			GUC_check_errcode(ERRCODE_INSUFFICIENT_PRIVILEGE);
+			GUC_check_errmsg("%s cannot be set inside a SECURITY DEFINER function, a security-restricted operation, a trigger or a WITH HOLD cursor", name);
+			return false;
+		}
+	}
+	approved = malloc(sizeof(bool));
+	if (approved == NULL)
+	{
+		GUC_check_errcode(ERRCODE_OUT_OF_MEMORY);
+		GUC_check_errmsg("out of memory");
 		return false;
 	}
-	if (foreign_code())
-	{
-		GUC_check_errcode(ERRCODE_INSUFFICIENT_PRIVILEGE);
-		GUC_check_errmsg("%s cannot be set inside a SECURITY DEFINER function, a security-restricted operation, a trigger or a WITH HOLD cursor", name);
-		return false;
-	}
+	*approved = **newval == '\0' || guarded;
+	*extra = approved;
 	return true;
 }
 
-/* Remember newval as *trusted when the session's own code set it. */
+/*
+ * Remember newval as *trusted when the session's own code set it, and it
+ * was approved when it was set (extra); a value that was not approved
+ * leaves nothing trusted.
+ */
 static void
-assign_request_setting(char **trusted, const char *newval)
+assign_request_setting(char **trusted, const char *newval, void *extra)
 {
 	if (foreign_code())
 		return;
 	free(*trusted);
-	*trusted = strdup(newval);	/* NULL (unknown) on failure: trusted nowhere */
+	*trusted = NULL;
+	if (extra != NULL && *(bool *) extra)
+		*trusted = strdup(newval);	/* NULL (unknown) on failure: trusted nowhere */
 }
 
 /* Is value (the setting's current value) the one last set by code running as itself? */
@@ -154,25 +178,25 @@ request_setting_untampered(const char *value, const char *trusted)
 static bool
 check_jwt_claims(char **newval, void **extra, GucSource source)
 {
-	return check_request_setting("request.jwt.claims", newval, source);
+	return check_request_setting("request.jwt.claims", newval, extra, source);
 }
 
 static void
 assign_jwt_claims(const char *newval, void *extra)
 {
-	assign_request_setting(&ow_jwt_claims_trusted, newval);
+	assign_request_setting(&ow_jwt_claims_trusted, newval, extra);
 }
 
 static bool
 check_request_headers(char **newval, void **extra, GucSource source)
 {
-	return check_request_setting("request.headers", newval, source);
+	return check_request_setting("request.headers", newval, extra, source);
 }
 
 static void
 assign_request_headers(const char *newval, void *extra)
 {
-	assign_request_setting(&ow_request_headers_trusted, newval);
+	assign_request_setting(&ow_request_headers_trusted, newval, extra);
 }
 
 /*
@@ -200,7 +224,7 @@ ow_forwarding_session(void)
 static bool
 check_forwarded_caller(char **newval, void **extra, GucSource source)
 {
-	if (!check_request_setting("openwop.forwarded_caller", newval, source))
+	if (!check_request_setting("openwop.forwarded_caller", newval, extra, source))
 		return false;
 	if (**newval == '\0' || !IsTransactionState() || IsParallelWorker() || ow_forwarding_session())
 		return true;
@@ -214,7 +238,7 @@ check_forwarded_caller(char **newval, void **extra, GucSource source)
 static void
 assign_forwarded_caller(const char *newval, void *extra)
 {
-	assign_request_setting(&ow_forwarded_caller_trusted, newval);
+	assign_request_setting(&ow_forwarded_caller_trusted, newval, extra);
 }
 
 /* Is the forwarded caller the one last set by code running as itself? */

@@ -349,52 +349,6 @@ resolved_envelope(OwRun *run, const char *interrupt_id, int64 resolved_seq, Memo
 }
 
 /*
- * The interrupt row without a statement (rowstore.c), from insert_interrupt's
- * twelve parameters and what its column defaults give, at *tid: false when
- * the statement must run instead.
- */
-static bool
-insert_direct(const Datum *args, const char *nulls, ItemPointer tid)
-{
-	static const OwColumn cols[] = {INT_TENANT, INT_INTERRUPT_ID, INT_RUN_ID, INT_ROOT_RUN_ID,
-		INT_NODE_ID, INT_VISIT, INT_ORDINAL, INT_KEY, INT_KIND, INT_PAYLOAD, INT_REQUESTED_SEQUENCE,
-	INT_EXPIRES_AT, INT_STATUS, INT_CREATED_AT};
-	Datum		values[14];
-	bool		isnull[14];
-	int			i;
-
-	for (i = 0; i < 12; i++)
-	{
-		values[i] = args[i];
-		isnull[i] = nulls[i] == 'n';
-	}
-	values[12] = CStringGetTextDatum("pending");
-	isnull[12] = false;
-	values[13] = TimestampTzGetDatum(GetCurrentTransactionStartTimestamp());
-	isnull[13] = false;
-	return ow_direct_insert(OW_INTERRUPTS, 14, cols, values, isnull, tid);
-}
-
-/*
- * suspend_exec without a statement, the execution's new version at *tid:
- * false when the statement must run instead.
- */
-static bool
-suspend_direct(const Datum *args, ItemPointer tid)
-{
-	static const OwColumn cols[] = {EXEC_STATUS, EXEC_INTERRUPT_ID};
-	Datum		values[2] = {CStringGetTextDatum("interrupted"), args[4]};
-	bool		updated;
-
-	if (!ow_direct_update(OW_NODE_EXECUTIONS, OW_NODE_EXECUTIONS_PKEY, args, 2, cols, values, NULL,
-						  &updated, tid))
-		return false;
-	if (!updated)
-		elog(ERROR, "could not suspend an execution of run %s", TextDatumGetCString(args[1]));
-	return true;
-}
-
-/*
  * Suspend the open execution ex of node_id on a new interrupt (the run is
  * locked): validate the request, store the interrupt first, append
  * interrupt.requested and node.suspended, mark the job interrupted, move
@@ -406,35 +360,19 @@ Jsonb *
 ow_suspend(OwRun *run, const char *node_id, OwExec *ex, int32 ordinal, Jsonb *request,
 		   MemoryContext resultctx)
 {
-	static OwQuery insert_interrupt = {
-		"INSERT INTO openwop.interrupts"
-		" (tenant, interrupt_id, run_id, root_run_id, node_id, visit, ordinal,"
-		"  key, kind, payload, requested_sequence, expires_at)"
-		" VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)"
-		" RETURNING interrupt_id, node_id, status",
-		12, {TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, INT4OID, INT4OID, TEXTOID, TEXTOID,
-		JSONBOID, INT8OID, TIMESTAMPTZOID},
-		SPI_OK_INSERT_RETURNING
-	};
-	static OwQuery suspend_exec = {
-		"UPDATE openwop.node_executions"
-		"   SET status = 'interrupted', interrupt_id = $5"
-		" WHERE tenant OPERATOR(pg_catalog.=) $1"
-		"   AND run_id OPERATOR(pg_catalog.=) $2"
-		"   AND node_id OPERATOR(pg_catalog.=) $3"
-		"   AND visit OPERATOR(pg_catalog.=) $4",
-		5, {TEXTOID, TEXTOID, TEXTOID, INT4OID, TEXTOID}, SPI_OK_UPDATE
-	};
+	static OwWrite insert_interrupt = {OW_INTERRUPTS, OW_NO_KEY, 14,
+		{INT_TENANT, INT_INTERRUPT_ID, INT_RUN_ID, INT_ROOT_RUN_ID, INT_NODE_ID, INT_VISIT,
+			INT_ORDINAL, INT_KEY, INT_KIND, INT_PAYLOAD, INT_REQUESTED_SEQUENCE, INT_EXPIRES_AT,
+	INT_STATUS, INT_CREATED_AT}};
+	static OwWrite suspend_exec = {OW_NODE_EXECUTIONS, OW_NODE_EXECUTIONS_PKEY, 2,
+	{EXEC_STATUS, EXEC_INTERRUPT_ID}};
 	char	   *key = derive_key(run->key_root, node_id, ex->visit, ordinal);
 	char	   *kind;
 	int64		timeout_ms;
 	Jsonb	   *payload;
-	Datum		args[12];
-	char		nulls[12];
+	Datum		args[14];
+	bool		nulls[14];
 	char	   *interrupt_id;
-	char	   *stored_id;
-	char	   *stored_node;
-	char	   *stored_status;
 	int64		req_seq;
 	OwJson		j;
 	bool		conversation;
@@ -469,7 +407,7 @@ ow_suspend(OwRun *run, const char *node_id, OwExec *ex, int32 ordinal, Jsonb *re
 	owj_str(&j, "key", key);
 	req_seq = ow_append_pair(run, node_id, "interrupt.requested", payload, "node.suspended", owj_end(&j));
 
-	memset(nulls, ' ', sizeof(nulls));
+	memset(nulls, false, sizeof(nulls));
 	args[0] = CStringGetTextDatum(run->tenant);
 	args[1] = CStringGetTextDatum(interrupt_id);
 	args[2] = CStringGetTextDatum(run->run_id);
@@ -483,40 +421,25 @@ ow_suspend(OwRun *run, const char *node_id, OwExec *ex, int32 ordinal, Jsonb *re
 	args[10] = Int64GetDatum(req_seq);
 	/* absent or 0: never expires (FlowDrop INT-23); nor does a deadline past year 100000 */
 	if (timeout_ms <= 0 || timeout_ms > INT64CONST(100000) * 365 * 24 * 3600 * 1000)
-		nulls[11] = 'n';
+		nulls[11] = true;
 	else
 		args[11] = TimestampTzGetDatum(TimestampTzPlusMilliseconds(GetCurrentTransactionStartTimestamp(),
 																	timeout_ms));
-	ItemPointerSetInvalid(&interrupt_tid);
-	ItemPointerSetInvalid(&execution_tid);
-	if (insert_direct(args, nulls, &interrupt_tid))
+	args[12] = CStringGetTextDatum("pending");
+	args[13] = TimestampTzGetDatum(GetCurrentTransactionStartTimestamp());
+	ow_insert_row(&insert_interrupt, args, nulls, &interrupt_tid);
+
 	{
-		/* the row holds what was given: the answer is built from it (INT-2) */
-		stored_id = interrupt_id;
-		stored_node = (char *) node_id;
-		stored_status = "pending";
-	}
-	else
-	{
-		if (ow_exec(&insert_interrupt, args, nulls, false, 0) != 1)
-			elog(ERROR, "could not record interrupt \"%s\"", interrupt_id);
-		/* the answer is built from the stored row (INT-2) */
-		stored_id = ow_col_text(0, 1);
-		stored_node = ow_col_text(0, 2);
-		stored_status = ow_col_text(0, 3);
+		Datum		keys[4] = {CStringGetTextDatum(run->tenant), CStringGetTextDatum(run->run_id),
+		CStringGetTextDatum(node_id), Int32GetDatum(ex->visit)};
+		Datum		values[2] = {CStringGetTextDatum("interrupted"), CStringGetTextDatum(interrupt_id)};
+
+		if (!ow_update_row(&suspend_exec, keys, values, NULL, &execution_tid))
+			elog(ERROR, "could not suspend execution of node \"%s\"", node_id);
 	}
 
-	args[0] = CStringGetTextDatum(run->tenant);
-	args[1] = CStringGetTextDatum(run->run_id);
-	args[2] = CStringGetTextDatum(node_id);
-	args[3] = Int32GetDatum(ex->visit);
-	args[4] = CStringGetTextDatum(stored_id);
-	if (!suspend_direct(args, &execution_tid) && ow_exec(&suspend_exec, args, NULL, false, 0) != 1)
-		elog(ERROR, "could not suspend execution of node \"%s\"", node_id);
-
-	ow_open_interrupt(run, stored_id, node_id, ex->visit, kind, payload, req_seq, nulls[11] != 'n',
-					  nulls[11] != 'n' ? DatumGetTimestampTz(args[11]) : 0, &interrupt_tid,
-					  &execution_tid);
+	ow_open_interrupt(run, interrupt_id, node_id, ex->visit, kind, payload, req_seq, !nulls[11],
+					  nulls[11] ? 0 : DatumGetTimestampTz(args[11]), &interrupt_tid, &execution_tid);
 	if (conversation)
 		ow_conversation_announce(run, node_id, &conv, req_seq + 1);
 	run->status = (char *) ow_waiting_status(kind);
@@ -524,8 +447,7 @@ ow_suspend(OwRun *run, const char *node_id, OwExec *ex, int32 ordinal, Jsonb *re
 	ow_save_run(run);
 	if (timeout_ms > 0)
 		ow_deadline_raised();	/* the timeout worker wakes at commit */
-	return pending_envelope(run, stored_id, stored_node, stored_status, key, kind,
-							req_seq, resultctx);
+	return pending_envelope(run, interrupt_id, node_id, "pending", key, kind, req_seq, resultctx);
 }
 
 /* The interrupt requested before under a key, as find_key reads it. */

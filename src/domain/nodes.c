@@ -81,21 +81,14 @@ latest_exec_direct(OwRun *run, const char *node_id, OwExec *ex)
 }
 
 /*
- * Set n columns of execution (args[0..3]: tenant, run id, node id, visit)
- * without a statement: false when the statement must run instead.
+ * Write w (an update of node_executions by its key) to the execution
+ * args[0..3] (tenant, run id, node id, visit); it must be there.
  */
-static bool
-change_exec_direct(const Datum *args, int n, const OwColumn *cols, const Datum *values,
-				   const bool *nulls)
+static void
+change_exec(OwWrite *w, const Datum *args, const Datum *values, const bool *nulls)
 {
-	bool		updated;
-
-	if (!ow_direct_update(OW_NODE_EXECUTIONS, OW_NODE_EXECUTIONS_PKEY, args, n, cols, values, nulls,
-						  &updated, NULL))
-		return false;
-	if (!updated)
+	if (!ow_update_row(w, args, values, nulls, NULL))
 		elog(ERROR, "could not change an execution of run \"%s\"", TextDatumGetCString(args[1]));
-	return true;
 }
 
 /* The latest execution of node_id in the locked run (ex->found false if none). */
@@ -347,41 +340,26 @@ refuse_retry(OwRun *run, const char *node_id)
 static void
 resume_execution(Datum *args)
 {
-	static OwQuery resume_exec = {
-		"UPDATE openwop.node_executions SET status = 'running'"
-		" WHERE tenant OPERATOR(pg_catalog.=) $1"
-		"   AND run_id OPERATOR(pg_catalog.=) $2"
-		"   AND node_id OPERATOR(pg_catalog.=) $3"
-		"   AND visit OPERATOR(pg_catalog.=) $4",
-		4, {TEXTOID, TEXTOID, TEXTOID, INT4OID}, SPI_OK_UPDATE
-	};
-	static const OwColumn running[] = {EXEC_STATUS};
+	static OwWrite running = {OW_NODE_EXECUTIONS, OW_NODE_EXECUTIONS_PKEY, 1, {EXEC_STATUS}};
 	Datum		status = CStringGetTextDatum("running");
 
-	if (!change_exec_direct(args, 1, running, &status, NULL))
-		ow_exec(&resume_exec, args, NULL, false, 0);
+	change_exec(&running, args, &status, NULL);
 }
 
 /* A new running execution (args: tenant, run id, node id, visit, type id). */
 static void
 insert_execution(Datum *args)
 {
-	static OwQuery insert_exec = {
-		"INSERT INTO openwop.node_executions"
-		" (tenant, run_id, node_id, visit, type_id, status)"
-		" VALUES ($1, $2, $3, $4, $5, 'running')",
-		5, {TEXTOID, TEXTOID, TEXTOID, INT4OID, TEXTOID}, SPI_OK_INSERT
-	};
-	static const OwColumn cols[] = {EXEC_TENANT, EXEC_RUN_ID, EXEC_NODE_ID, EXEC_VISIT,
-	EXEC_TYPE_ID, EXEC_STATUS, EXEC_ATTEMPT, EXEC_STARTED_AT};
+	static OwWrite insert = {OW_NODE_EXECUTIONS, OW_NO_KEY, 8,
+		{EXEC_TENANT, EXEC_RUN_ID, EXEC_NODE_ID, EXEC_VISIT, EXEC_TYPE_ID, EXEC_STATUS,
+	EXEC_ATTEMPT, EXEC_STARTED_AT}};
 	Datum		values[8];
 
 	memcpy(values, args, 5 * sizeof(Datum));
 	values[5] = CStringGetTextDatum("running");
 	values[6] = Int32GetDatum(0);
 	values[7] = TimestampTzGetDatum(GetCurrentTransactionStartTimestamp());
-	if (!ow_direct_insert(OW_NODE_EXECUTIONS, 8, cols, values, NULL, NULL))
-		ow_exec(&insert_exec, args, NULL, false, 0);
+	ow_insert_row(&insert, values, NULL, NULL);
 }
 
 /*
@@ -481,19 +459,6 @@ ow_start_node(PG_FUNCTION_ARGS)
 	return ow_reply(&call, &j);
 }
 
-/* end_exec's change without a statement, from its eight parameters: false when the statement must run instead. */
-static bool
-end_exec_direct(const Datum *args, const char *nulls)
-{
-	static const OwColumn cols[] = {EXEC_STATUS, EXEC_OUTPUTS, EXEC_ERROR, EXEC_ENDED_AT,
-	EXEC_ENDED_SEQUENCE};
-	Datum		values[5] = {args[4], args[5], args[6],
-		TimestampTzGetDatum(GetCurrentTransactionStartTimestamp()), args[7]};
-	bool		isnull[5] = {false, nulls[5] == 'n', nulls[6] == 'n', false, false};
-
-	return change_exec_direct(args, 5, cols, values, isnull);
-}
-
 /*
  * End an open execution as completed (value = outputs) or failed (value =
  * error) and append node.completed / node.failed.  Returns the sequence.
@@ -501,18 +466,11 @@ end_exec_direct(const Datum *args, const char *nulls)
 static int64
 finish_execution(OwRun *run, const char *node_id, const OwExec *ex, bool failed, Jsonb *value)
 {
-	static OwQuery end_exec = {
-		"UPDATE openwop.node_executions"
-		"   SET status = $5, outputs = $6, error = $7, ended_at = pg_catalog.now(),"
-		"       ended_sequence = $8"
-		" WHERE tenant OPERATOR(pg_catalog.=) $1"
-		"   AND run_id OPERATOR(pg_catalog.=) $2"
-		"   AND node_id OPERATOR(pg_catalog.=) $3"
-		"   AND visit OPERATOR(pg_catalog.=) $4",
-		8, {TEXTOID, TEXTOID, TEXTOID, INT4OID, TEXTOID, JSONBOID, JSONBOID, INT8OID}, SPI_OK_UPDATE
-	};
-	Datum		args[8];
-	char		nulls[8] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
+	static OwWrite end_exec = {OW_NODE_EXECUTIONS, OW_NODE_EXECUTIONS_PKEY, 5,
+	{EXEC_STATUS, EXEC_OUTPUTS, EXEC_ERROR, EXEC_ENDED_AT, EXEC_ENDED_SEQUENCE}};
+	Datum		keys[4];
+	Datum		values[5];
+	bool		nulls[5] = {false, false, false, false, false};
 	OwJson		j;
 	int64		seq;
 
@@ -533,19 +491,17 @@ finish_execution(OwRun *run, const char *node_id, const OwExec *ex, bool failed,
 		run->current_node_id = NULL;
 	seq = ow_append(run, failed ? "node.failed" : "node.completed", node_id, owj_end(&j));
 
-	args[0] = CStringGetTextDatum(run->tenant);
-	args[1] = CStringGetTextDatum(run->run_id);
-	args[2] = CStringGetTextDatum(node_id);
-	args[3] = Int32GetDatum(ex->visit);
-	args[4] = CStringGetTextDatum(failed ? "failed" : "completed");
-	args[5] = JsonbPGetDatum(value);
-	args[6] = JsonbPGetDatum(value);
-	nulls[failed ? 5 : 6] = 'n';
-	args[7] = Int64GetDatum(seq);
-	if (end_exec_direct(args, nulls))
-		return seq;
-	if (ow_exec(&end_exec, args, nulls, false, 0) != 1)
-		elog(ERROR, "could not end execution of node \"%s\"", node_id);
+	keys[0] = CStringGetTextDatum(run->tenant);
+	keys[1] = CStringGetTextDatum(run->run_id);
+	keys[2] = CStringGetTextDatum(node_id);
+	keys[3] = Int32GetDatum(ex->visit);
+	values[0] = CStringGetTextDatum(failed ? "failed" : "completed");
+	values[1] = JsonbPGetDatum(value);
+	values[2] = JsonbPGetDatum(value);
+	nulls[failed ? 1 : 2] = true;
+	values[3] = TimestampTzGetDatum(GetCurrentTransactionStartTimestamp());
+	values[4] = Int64GetDatum(seq);
+	change_exec(&end_exec, keys, values, nulls);
 	return seq;
 }
 

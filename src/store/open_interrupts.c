@@ -47,18 +47,12 @@ ow_open_interrupt(OwRun *run, const char *interrupt_id, const char *node_id, int
 				  const char *kind, Jsonb *payload, int64 requested_seq, bool has_deadline,
 				  TimestampTz expires_at, ItemPointer interrupt_tid, ItemPointer execution_tid)
 {
-	static OwQuery insert = {"INSERT INTO openwop.open_interrupts"
-		" (tenant, interrupt_id, run_id, node_id, visit, kind, payload, status, requested_sequence,"
-		"  created_at, expires_at)"
-		" VALUES ($1, $2, $3, $4, $5, $6, $7, 'pending', $8, $9, $10)",
-		10, {TEXTOID, TEXTOID, TEXTOID, TEXTOID, INT4OID, TEXTOID, JSONBOID, INT8OID, TIMESTAMPTZOID,
-	TIMESTAMPTZOID}, SPI_OK_INSERT};
-	static const OwColumn cols[] = {OPEN_TENANT, OPEN_INTERRUPT_ID, OPEN_RUN_ID, OPEN_NODE_ID,
-		OPEN_VISIT, OPEN_KIND, OPEN_PAYLOAD, OPEN_REQUESTED_SEQUENCE, OPEN_CREATED_AT,
-	OPEN_EXPIRES_AT, OPEN_STATUS, OPEN_INTERRUPT_TID, OPEN_EXECUTION_TID};
+	static OwWrite insert = {OW_OPEN_INTERRUPTS, OW_NO_KEY, 13,
+		{OPEN_TENANT, OPEN_INTERRUPT_ID, OPEN_RUN_ID, OPEN_NODE_ID, OPEN_VISIT, OPEN_KIND,
+			OPEN_PAYLOAD, OPEN_REQUESTED_SEQUENCE, OPEN_CREATED_AT, OPEN_EXPIRES_AT, OPEN_STATUS,
+		OPEN_INTERRUPT_TID, OPEN_EXECUTION_TID}};
 	Datum		values[13];
 	bool		nulls[13] = {false};
-	char		spi_nulls[10];
 
 	values[0] = CStringGetTextDatum(run->tenant);
 	values[1] = CStringGetTextDatum(interrupt_id);
@@ -76,11 +70,7 @@ ow_open_interrupt(OwRun *run, const char *interrupt_id, const char *node_id, int
 	nulls[11] = !ItemPointerIsValid(interrupt_tid);
 	values[12] = PointerGetDatum(execution_tid);
 	nulls[12] = !ItemPointerIsValid(execution_tid);
-	if (ow_direct_insert(OW_OPEN_INTERRUPTS, lengthof(cols), cols, values, nulls, NULL))
-		return;
-	memset(spi_nulls, ' ', sizeof(spi_nulls));
-	spi_nulls[9] = nulls[9] ? 'n' : ' ';
-	(void) ow_exec(&insert, values, spi_nulls, false, 0);
+	ow_insert_row(&insert, values, nulls, NULL);
 }
 
 /* Interrupt interrupt_id is no longer open: resolved, cancelled, or its expiry announced. */

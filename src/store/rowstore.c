@@ -56,6 +56,7 @@
 #include "catalog/pg_type.h"
 #include "commands/trigger.h"
 #include "executor/executor.h"
+#include "lib/stringinfo.h"
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
 #include "nodes/value.h"
@@ -66,6 +67,7 @@
 #include "utils/fmgroids.h"
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
+#include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/ruleutils.h"
 #include "utils/snapmgr.h"
@@ -1052,59 +1054,146 @@ ow_update(OwDirect *d, OwTableId t, TupleTableSlot *old, TupleTableSlot *row)
 }
 
 /*
- * Insert one row into t without a statement: the n columns given, every
- * other column null (a table the hot paths insert into has no default the
- * caller does not set).  False when the statement must run instead.
+ * A write of one row, as its call site describes it once (OwWrite: the
+ * table, the columns it sets and, for an update, the key index): done
+ * directly while the table is plain, else by the statement made from the
+ * same description, the first time it is needed, so each write exists
+ * once whatever carries it.  The statement's text is made of the install
+ * script's names and parameters only; no input reaches it.
  */
-bool
-ow_direct_insert(OwTableId t, int n, const OwColumn *cols, const Datum *values, const bool *nulls,
-				 ItemPointer tid)
+static void
+make_statement(OwWrite *w)
+{
+	StringInfoData sql;
+	MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+	int			i;
+
+	Assert(w->ncols > 0 && w->ncols <= OW_QUERY_MAX_ARGS);
+	initStringInfo(&sql);
+	w->sql.nargs = w->ncols;
+	for (i = 0; i < w->ncols; i++)
+	{
+		Assert(columns[w->cols[i]].table == w->table);
+		w->sql.types[i] = columns[w->cols[i]].type;
+	}
+	if (w->key == OW_NO_KEY)
+	{
+		appendStringInfo(&sql, "INSERT INTO openwop.%s (", table_names[w->table]);
+		for (i = 0; i < w->ncols; i++)
+			appendStringInfo(&sql, "%s%s", i ? ", " : "", columns[w->cols[i]].name);
+		appendStringInfoString(&sql, ") VALUES (");
+		for (i = 0; i < w->ncols; i++)
+			appendStringInfo(&sql, "%s$%d", i ? ", " : "", i + 1);
+		appendStringInfoChar(&sql, ')');
+		w->sql.expect = SPI_OK_INSERT;
+	}
+	else
+	{
+		const OwIndexDef *key = &indexes[w->key];
+
+		Assert(key->table == w->table && w->ncols + key->nkeys <= OW_QUERY_MAX_ARGS);
+		appendStringInfo(&sql, "UPDATE openwop.%s SET ", table_names[w->table]);
+		for (i = 0; i < w->ncols; i++)
+			appendStringInfo(&sql, "%s%s = $%d", i ? ", " : "", columns[w->cols[i]].name, i + 1);
+		for (i = 0; i < key->nkeys; i++)
+		{
+			appendStringInfo(&sql, " %s %s OPERATOR(pg_catalog.=) $%d", i ? "AND" : "WHERE",
+							 columns[key->keys[i]].name, w->ncols + i + 1);
+			w->sql.types[w->ncols + i] = columns[key->keys[i]].type;
+		}
+		w->sql.nargs += key->nkeys;
+		w->sql.expect = SPI_OK_UPDATE;
+	}
+	w->sql.sql = sql.data;
+	MemoryContextSwitchTo(old);
+}
+
+/* Run w's statement with args (values, then keys) and nulls (the values'). */
+static uint64
+write_by_statement(OwWrite *w, const Datum *values, const bool *nulls, const Datum *keys)
+{
+	Datum		args[OW_QUERY_MAX_ARGS];
+	char		spi_nulls[OW_QUERY_MAX_ARGS];
+	int			i;
+
+	if (w->sql.sql == NULL)
+		make_statement(w);
+	for (i = 0; i < w->sql.nargs; i++)
+	{
+		bool		isnull = i < w->ncols && nulls && nulls[i];
+
+		args[i] = i < w->ncols ? values[i] : keys[i - w->ncols];
+		spi_nulls[i] = isnull ? 'n' : ' ';
+	}
+	return ow_exec(&w->sql, args, spi_nulls, false, 0);
+}
+
+/*
+ * Insert the row w describes: its columns set to values (nulls[i]: null;
+ * nulls may be NULL), every other column null (a table the hot paths
+ * insert into has no default they do not set), or its default when the
+ * statement carries it.  tid (if not NULL): where the row went, invalid
+ * when the statement carried it.
+ */
+void
+ow_insert_row(OwWrite *w, const Datum *values, const bool *nulls, ItemPointer tid)
 {
 	OwDirect	d;
 	TupleTableSlot *row;
 	int			i;
 
-	if (!ow_direct_begin(&d, 0, OW_TABLE_BIT(t), 0))
-		return false;
-	row = ow_new_row(&d, t);
-	for (i = 0; i < n; i++)
-		ow_set(row, cols[i], values[i], nulls && nulls[i]);
-	ow_insert(&d, t, row);
+	Assert(w->key == OW_NO_KEY);
+	if (!ow_direct_begin(&d, 0, OW_TABLE_BIT(w->table), 0))
+	{
+		(void) write_by_statement(w, values, nulls, NULL);
+		if (tid)
+			ItemPointerSetInvalid(tid);
+		return;
+	}
+	row = ow_new_row(&d, w->table);
+	for (i = 0; i < w->ncols; i++)
+		ow_set(row, w->cols[i], values[i], nulls && nulls[i]);
+	ow_insert(&d, w->table, row);
 	if (tid)
 		*tid = row->tts_tid;
 	ow_direct_end(&d);
-	return true;
 }
 
 /*
- * Set n columns of the row of t whose key in index idx is keys (all the
- * index's key columns): *updated says whether there was one, and tid (if
- * not NULL) where the new version went.  False when the statement must
- * run instead.
+ * Set w's columns of the row whose key in w's index is keys (all the
+ * index's key columns) to values: false when there is none.  tid (if not
+ * NULL): where the new version went, invalid when the statement carried
+ * it.
  */
 bool
-ow_direct_update(OwTableId t, OwIndexId idx, const Datum *keys, int n, const OwColumn *cols,
-				 const Datum *values, const bool *nulls, bool *updated, ItemPointer tid)
+ow_update_row(OwWrite *w, const Datum *keys, const Datum *values, const bool *nulls,
+			  ItemPointer tid)
 {
 	OwDirect	d;
 	OwScan		s;
+	bool		found;
 	int			i;
 
-	if (!ow_direct_begin(&d, OW_TABLE_BIT(t), 0, OW_TABLE_BIT(t)))
-		return false;
-	ow_scan_begin(&d, &s, idx, indexes[idx].nkeys, keys);
-	*updated = ow_scan_next(&s);
-	ow_scan_end(&s);
-	if (*updated)
+	Assert(w->key != OW_NO_KEY);
+	if (!ow_direct_begin(&d, OW_TABLE_BIT(w->table), 0, OW_TABLE_BIT(w->table)))
 	{
-		TupleTableSlot *row = ow_changed_row(&d, t, s.slot);
+		if (tid)
+			ItemPointerSetInvalid(tid);
+		return write_by_statement(w, values, nulls, keys) > 0;
+	}
+	ow_scan_begin(&d, &s, w->key, indexes[w->key].nkeys, keys);
+	found = ow_scan_next(&s);
+	ow_scan_end(&s);
+	if (found)
+	{
+		TupleTableSlot *row = ow_changed_row(&d, w->table, s.slot);
 
-		for (i = 0; i < n; i++)
-			ow_set(row, cols[i], values[i], nulls && nulls[i]);
-		ow_update(&d, t, s.slot, row);
+		for (i = 0; i < w->ncols; i++)
+			ow_set(row, w->cols[i], values[i], nulls && nulls[i]);
+		ow_update(&d, w->table, s.slot, row);
 		if (tid)
 			*tid = row->tts_tid;
 	}
 	ow_direct_end(&d);
-	return true;
+	return found;
 }

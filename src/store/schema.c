@@ -16,8 +16,9 @@
  * while it is the library's; any relation cache invalidation forgets it
  * (DROP EXTENSION drops the tables, so a schema that changes back to an
  * older version is always seen).  An update script runs with the new
- * version already recorded; a script that calls the library while the
- * extension is being created or updated is not refused.
+ * version already recorded; a script of this extension that calls the
+ * library while it is being created or updated is not refused (another
+ * extension's script is).
  *
  *-------------------------------------------------------------------------
  */
@@ -104,7 +105,8 @@ ow_schema_is_current(char **version)
 		CacheRegisterRelcacheCallback(forget, (Datum) 0);
 		registered = true;
 	}
-	if (current || creating_extension)
+	if (current || (creating_extension &&
+					CurrentExtensionObject == get_extension_oid("openwop_interrupt", true)))
 	{
 		if (version)
 			*version = pstrdup(OW_SCHEMA_VERSION);

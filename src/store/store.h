@@ -167,11 +167,25 @@ extern bool ow_insert_new(OwDirect *d, OwTableId t, TupleTableSlot *row);
 extern void ow_update(OwDirect *d, OwTableId t, TupleTableSlot *old, TupleTableSlot *row);
 extern void ow_delete(OwDirect *d, OwTableId t, TupleTableSlot *old);
 extern const char *ow_direct_path_refusal(int t, const char **name);
-extern bool ow_direct_insert(OwTableId t, int n, const OwColumn *cols, const Datum *values,
-							 const bool *nulls, ItemPointer tid);
-extern bool ow_direct_update(OwTableId t, OwIndexId idx, const Datum *keys, int n,
-							 const OwColumn *cols, const Datum *values, const bool *nulls,
-							 bool *updated, ItemPointer tid);
+/*
+ * A write of one row of the hot paths, described once at its call site:
+ * the table, the columns it sets and, for an update, the index whose key
+ * names the row (OW_NO_KEY: an insert).  Done directly while the table is
+ * plain, else by the statement rowstore.c makes from the description.
+ */
+#define OW_NO_KEY (-1)
+typedef struct OwWrite
+{
+	OwTableId	table;
+	int			key;			/* an OwIndexId, or OW_NO_KEY */
+	int			ncols;
+	OwColumn	cols[OW_QUERY_MAX_ARGS];
+	OwQuery		sql;			/* made on first use */
+} OwWrite;
+
+extern void ow_insert_row(OwWrite *w, const Datum *values, const bool *nulls, ItemPointer tid);
+extern bool ow_update_row(OwWrite *w, const Datum *keys, const Datum *values, const bool *nulls,
+						  ItemPointer tid);
 
 /* ----------
  * eventlog.c: the run row lock and the append-only event log.

@@ -12,10 +12,11 @@ set -euo pipefail
 . "$(dirname "$0")/../lib.sh"
 plain=openwop_settings_plain
 guarded=openwop_settings_guarded
+later=openwop_settings_later
 role=openwop_settings_role
 cleanup() {
-	for d in $plain $guarded; do dropdb --if-exists $d >/dev/null 2>&1 || true; done
-	psql -X -q -d postgres -c "DROP ROLE IF EXISTS $role" >/dev/null 2>&1 || true
+	for d in $plain $guarded $later; do dropdb --if-exists $d >/dev/null 2>&1 || true; done
+	psql -X -q -d postgres -c "DROP ROLE IF EXISTS $role" -c "DROP ROLE IF EXISTS openwop_settings_authenticator" >/dev/null 2>&1 || true
 }
 trap cleanup EXIT
 cleanup
@@ -56,3 +57,43 @@ echo "$out" | grep -q "can only be set by SET or set_config" || { echo "a databa
 psql -X -q -v ON_ERROR_STOP=1 -d $plain -c "ALTER ROLE $role IN DATABASE $guarded SET request.jwt.claims = '{\"sub\": \"r\"}'" >/dev/null
 [ "$(psql -X -A -t -q -d $guarded -U $role -c "SELECT current_setting('request.jwt.claims')" 2>/dev/null)" = "" ]
 echo "request_settings_guarded: where the extension is, the same are refused, and a role default stored from elsewhere is not applied"
+
+# request_settings_unguarded_never_trusted: a value taken while a database
+# was not guarded (a default the database's owner set, a SECURITY DEFINER
+# function's) is never a caller's identity once the extension is there: not
+# when the session goes on after CREATE EXTENSION, nor when the end of a
+# request's transaction restores it
+createdb $later
+forged='{"sub": "cfo", "tenant": "acme", "scope": "approvals:respond"}'
+psql -X -q -v ON_ERROR_STOP=1 -d $later -c "ALTER DATABASE $later SET request.jwt.claims = '$forged'" \
+	-c "CREATE ROLE openwop_settings_authenticator" -c "GRANT openwop_settings_authenticator TO CURRENT_USER" \
+	-c "CREATE FUNCTION public.definer_sets_session() RETURNS text LANGUAGE sql SECURITY DEFINER
+	      AS \$\$ SELECT set_config('request.jwt.claims', '$forged', false) \$\$" >/dev/null
+caller_in_session() {   # the caller, or the refusal, at each step of one session that sees the extension installed
+	psql -X -A -t -q -d $later 2>&1 <<SQL | grep -v '^$' || true
+SET openwop.jwt_session_role = 'openwop_settings_authenticator';
+$1
+CREATE EXTENSION openwop_interrupt;
+SELECT openwop.current_caller() ->> 'subject';
+BEGIN;
+SELECT set_config('request.jwt.claims', '{"sub": "clerk", "tenant": "acme"}', true) IS NOT NULL;
+SELECT openwop.current_caller() #>> '{subject,subjectId}';
+COMMIT;
+SELECT openwop.current_caller() ->> 'subject';
+DROP EXTENSION openwop_interrupt;
+SQL
+}
+out=$(caller_in_session "SELECT current_setting('request.jwt.claims') IS NOT NULL;")
+[ "$(echo "$out" | grep -c 'forbidden: openwop cannot tell who is calling')" = 2 ] && ! echo "$out" | grep -q cfo &&
+	echo "$out" | grep -qx clerk || { echo "a database default taken before the extension was installed named the caller:" >&2; echo "$out" >&2; exit 1; }
+psql -X -q -d $later -c "ALTER DATABASE $later RESET request.jwt.claims" >/dev/null
+out=$(caller_in_session "SELECT public.definer_sets_session() IS NOT NULL;")
+[ "$(echo "$out" | grep -c 'forbidden: openwop cannot tell who is calling')" = 2 ] && ! echo "$out" | grep -q cfo &&
+	echo "$out" | grep -qx clerk || { echo "claims a SECURITY DEFINER function set before the extension was installed named the caller:" >&2; echo "$out" >&2; exit 1; }
+echo "request_settings_unguarded_never_trusted: a default and a SECURITY DEFINER function's claims from before CREATE EXTENSION are refused (403), before and after a request of the session's own (which is served)"
+
+# request_settings_no_database: a backend of no database (a physical
+# walsender) does not read the catalog to decide; the claims are refused
+out=$(psql -X -A -t "dbname=replication replication=true options='-c request.jwt.claims={}'" -c "IDENTIFY_SYSTEM" 2>&1 || true)
+echo "$out" | grep -q "can only be set by SET or set_config" || { echo "a walsender's startup option: $out" >&2; exit 1; }
+echo "request_settings_no_database: a walsender's startup claims are refused without reading a catalog"
