@@ -228,6 +228,9 @@ check_forwarded_caller(char **newval, void **extra, GucSource source)
 		return false;
 	if (**newval == '\0' || !IsTransactionState() || IsParallelWorker() || ow_forwarding_session())
 		return true;
+	/* refused after all: the approval made above goes (the caller frees no extra of a refusal) */
+	free(*extra);
+	*extra = NULL;
 	GUC_check_errcode(ERRCODE_INSUFFICIENT_PRIVILEGE);
 	GUC_check_errmsg("openwop.forwarded_caller can only be set by a member of the role named by openwop.forwarding_role");
 	GUC_check_errdetail("A forwarded caller is believed only from a router's login; any other session is the caller itself.");

@@ -97,3 +97,23 @@ echo "request_settings_unguarded_never_trusted: a default and a SECURITY DEFINER
 out=$(psql -X -A -t "dbname=replication replication=true options='-c request.jwt.claims={}'" -c "IDENTIFY_SYSTEM" 2>&1 || true)
 echo "$out" | grep -q "can only be set by SET or set_config" || { echo "a walsender's startup option: $out" >&2; exit 1; }
 echo "request_settings_no_database: a walsender's startup claims are refused without reading a catalog"
+
+# request_settings_refusal_frees: a refused openwop.forwarded_caller leaves
+# nothing allocated behind (each refusal leaked its approval once): after a
+# first round of refusals has grown what it may, a second round of as many
+# grows the backend by less than 2 MB
+rss_growth=$(psql -X -A -t -q -d $guarded 2>/dev/null <<'SQL' | tail -n 1
+CREATE TEMP TABLE rss (n int, kb bigint);
+CREATE FUNCTION pg_temp.rss_kb() RETURNS bigint LANGUAGE sql
+    AS $$ SELECT (regexp_match(pg_read_file('/proc/' || pg_backend_pid() || '/status'), 'VmRSS:\s+(\d+)'))[1]::bigint $$;
+DO $$ BEGIN FOR i IN 1..200000 LOOP BEGIN PERFORM set_config('openwop.forwarded_caller', '{"x": 1}', false);
+      EXCEPTION WHEN insufficient_privilege THEN NULL; END; END LOOP; END $$;
+INSERT INTO rss SELECT 1, pg_temp.rss_kb();
+DO $$ BEGIN FOR i IN 1..200000 LOOP BEGIN PERFORM set_config('openwop.forwarded_caller', '{"x": 1}', false);
+      EXCEPTION WHEN insufficient_privilege THEN NULL; END; END LOOP; END $$;
+INSERT INTO rss SELECT 2, pg_temp.rss_kb();
+SELECT max(kb) FILTER (WHERE n = 2) - max(kb) FILTER (WHERE n = 1) FROM rss;
+SQL
+)
+[ -n "$rss_growth" ] && [ "$rss_growth" -lt 2048 ] || { echo "200,000 more refusals grew the backend by ${rss_growth:-?} kB" >&2; exit 1; }
+echo "request_settings_refusal_frees: 200,000 more refused forwarded callers grew the backend by $rss_growth kB"
