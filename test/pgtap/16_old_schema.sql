@@ -7,6 +7,15 @@
 BEGIN;
 SELECT * FROM no_plan();
 DROP EXTENSION openwop_interrupt;
+
+-- no_extension_refused: a function of the library reached in a database
+-- without the extension (a DBA's own CREATE FUNCTION) is refused too
+CREATE FUNCTION public.tap_capabilities() RETURNS jsonb AS 'openwop_interrupt', 'ow_capabilities' LANGUAGE C;
+SELECT throws_ok('SELECT public.tap_capabilities()', '55000',
+                 format('extension openwop_interrupt is not installed in database "%s"', current_database()),
+                 'no_extension_refused: without the extension a library function is 55000, naming CREATE EXTENSION');
+DROP FUNCTION public.tap_capabilities();
+
 CREATE EXTENSION openwop_interrupt VERSION '0.10.0';
 SET LOCAL openwop.tenant = 'acme';
 \ir callers.psql

@@ -45,6 +45,9 @@ ALTER TABLE openwop.interrupts DROP CONSTRAINT interrupts_key_once_per_run;
 SELECT is(pg_temp.why('runs'), 'openwop.interrupts: its index interrupts_key_once_per_run is gone, so every table is written with statements',
           'direct_path_index: an index gone (with its constraint)');
 ROLLBACK TO s;
+ALTER TABLE openwop.group_members RENAME TO group_members_moved;
+SELECT is(pg_temp.why('runs'), 'a table of the store is gone', 'direct_path_table_gone: a table renamed away turns every table''s direct path off');
+ROLLBACK TO s;
 SELECT is((SELECT count(*) FROM openwop.direct_path() WHERE direct), 6::bigint, 'direct_path_undone: undone, every table is direct again');
 
 -- who may look
