@@ -47,6 +47,18 @@ endif
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 
+# sql/ and router/sql/ ship 0.1.0's scripts and the updates: CREATE EXTENSION
+# takes a full script of the version asked for when there is one, so one
+# an older build installed (0.2.0 ... 0.11.0) would be run instead of the
+# chain.  make install removes those it does not install.
+installed_scripts = $(notdir $(wildcard $(DESTDIR)$(datadir)/$(datamoduledir)/openwop_interrupt--*.sql \
+                                        $(DESTDIR)$(datadir)/$(datamoduledir)/openwop_router--*.sql))
+stale_scripts     = $(filter-out $(notdir $(DATA) $(DATA_built)),$(installed_scripts))
+install: remove-stale-scripts
+.PHONY: remove-stale-scripts
+remove-stale-scripts:
+	$(if $(stale_scripts),rm -f $(addprefix '$(DESTDIR)$(datadir)/$(datamoduledir)/,$(addsuffix ',$(stale_scripts))))
+
 # Every object is rebuilt when a shared header changes (their structs cross files).
 $(OBJS): $(wildcard $(src_dir)src/*.h $(src_dir)src/*/*.h)
 src/store/schema.o: $(src_dir)openwop_interrupt.control

@@ -21,6 +21,17 @@ src=openwop_upgrade_source
 # install script's (X.sql, or a template X.sql.in) and each update's target
 versions() { ls "$2" | sed -n "s/^$1--\([0-9.]*--\)\{0,1\}\([0-9.]*\)\.sql\(\.in\)\{0,1\}$/\2/p" | sort -uV; }
 released=$(versions openwop_interrupt sql)
+
+# installed_scripts_are_shipped: the server's extension directory holds only
+# the scripts sql/ and router/sql/ ship (make install removes a full script
+# an older build left, which CREATE EXTENSION would take over the chain)
+extdir="$("${PG_CONFIG:-pg_config}" --sharedir)/extension"
+for f in "$extdir"/openwop_interrupt--*.sql "$extdir"/openwop_router--*.sql; do
+	b=$(basename "$f")
+	[ -e "sql/$b" ] || [ -e "router/sql/$b" ] || [ -e "router/sql/$b.in" ] ||
+		{ echo "$b is installed but not shipped: CREATE EXTENSION would take it over the update chain" >&2; exit 1; }
+done
+echo "installed_scripts_are_shipped: $(ls "$extdir"/openwop_interrupt--*.sql "$extdir"/openwop_router--*.sql | wc -l) scripts, each one sql/ or router/sql/ ships"
 # every table of the hot paths read and written directly in database $1 ($2: how it got there)
 direct_path_on() {
 	local off
