@@ -111,7 +111,6 @@ ow_require_admin(const char *what)
 void
 ow_call_begin(OwCall *call)
 {
-	ow_require_current_schema();
 	ow_caller(&call->caller);
 	ow_call_enter(call);
 }

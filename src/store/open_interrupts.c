@@ -39,8 +39,8 @@ open_exec(OwQuery *q, const char *tenant, const char *id)
  * Interrupt interrupt_id, just raised by node_id (visit) of the locked run
  * with requested_seq, is open: pending, with deadline expires_at when
  * has_deadline.  interrupt_tid and execution_tid say where the raise wrote
- * its row and its node execution's (invalid: unknown); the direct insert
- * keeps them for the resolve (outcomes.c), the statement leaves them NULL.
+ * its row and its node execution's (invalid: unknown, NULL in the row);
+ * the resolve reads those rows there (outcomes.c).
  */
 void
 ow_open_interrupt(OwRun *run, const char *interrupt_id, const char *node_id, int32 visit,

@@ -20,8 +20,9 @@
  * It is used only while the tables are plain.  A DBA who adds a trigger, a
  * rule or row-level security to a table the operation touches, or a
  * column to a table it inserts into (its default would be skipped), gets
- * the SQL statement instead: ow_direct_begin() says no and the caller
- * runs its OwQuery, so whatever PostgreSQL does for a statement happens.
+ * the SQL statement instead: ow_direct_begin() says no and the statement
+ * runs (the one made from a write's OwWrite, or the caller's OwQuery), so
+ * whatever PostgreSQL does for a statement happens.
  * So does one who changes the type of a column (another type, a domain, a
  * length): the values are written as Datums of the install script's
  * types, with no coercion, domain check or length check, so the whole
