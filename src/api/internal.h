@@ -32,8 +32,7 @@ typedef struct OwPending
 	ItemPointerData exec_tid;	/* where the raise wrote its node execution's row, when read directly */
 } OwPending;
 
-extern bool ow_find_pending_by_id(OwRun *run, const char *interrupt_id, const OwSubject *who,
-								  OwPending *p);
+extern bool ow_find_pending_by_id(OwRun *run, const char *interrupt_id, OwPending *p);
 /* the token surface, also called by the PostgREST surface (postgrest.c) */
 extern Datum ow_inspect_interrupt(PG_FUNCTION_ARGS);
 /* resolve_interrupt(), also called by the PostgREST surface (postgrest.c) */

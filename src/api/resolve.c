@@ -39,190 +39,115 @@ PG_FUNCTION_INFO_V1(ow_resolve_interrupt);
  * The pending interrupt of a locked run, named by node (find_pending) or by
  * id (ow_find_pending_by_id), read with what the resolve needs next under
  * the same lock: the run's other pending interrupt, latest raised first
- * (it holds the run once this one settles), and the groups the answering
- * principal belongs to in the tenant (eligibility).  One statement, so the
- * resolve path runs fewer; the direct read (read_pending_direct) is tried
- * first.
+ * (it holds the run once this one settles).  One walk over the run's
+ * pending interrupts finds both.  The subject's groups are left to
+ * eligibility, which reads only those a gate asks about.
  */
-#define PENDING_SQL(match) \
-	"SELECT w.interrupt_id, w.node_id, w.kind, w.payload, w.visit," \
-	"       COALESCE(w.expires_at OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp(), false)," \
-	"       o.kind, o.node_id," \
-	"       ARRAY(SELECT g.group_ref FROM openwop.group_members g" \
-	"              WHERE g.tenant OPERATOR(pg_catalog.=) w.tenant" \
-	"                AND g.principal OPERATOR(pg_catalog.=) ANY ($4)" \
-	"              GROUP BY g.group_ref ORDER BY g.group_ref)," \
-	"       w.expires_at" \
-	"  FROM openwop.open_interrupts w" \
-	"  LEFT JOIN LATERAL (SELECT x.kind, x.node_id FROM openwop.open_interrupts x" \
-	"                      WHERE x.tenant OPERATOR(pg_catalog.=) w.tenant" \
-	"                        AND x.run_id OPERATOR(pg_catalog.=) w.run_id" \
-	"                        AND x.status OPERATOR(pg_catalog.=) 'pending'" \
-	"                        AND x.interrupt_id OPERATOR(pg_catalog.<>) w.interrupt_id" \
-	"                      ORDER BY x.requested_sequence DESC LIMIT 1) o ON true" \
-	" WHERE w.tenant OPERATOR(pg_catalog.=) $1" \
-	"   AND w.run_id OPERATOR(pg_catalog.=) $2" \
-	"   AND " match " OPERATOR(pg_catalog.=) $3" \
-	"   AND w.status OPERATOR(pg_catalog.=) 'pending'"
-
-#define PENDING_TYPES {TEXTOID, TEXTOID, TEXTOID, TEXTARRAYOID}
-
-static bool
-read_pending(OwQuery *q, OwRun *run, const char *match, const OwSubject *who, OwPending *p)
+typedef struct PendingRead
 {
-	Datum		args[4];
-	bool		isnull;
-	Datum		groups;
+	OwColumn	by;				/* OPEN_NODE_ID or OPEN_INTERRUPT_ID */
+	const char *match;
+	OwPending  *p;
+	bool		found;
+	int64		latest;			/* the other one's requested sequence */
+} PendingRead;
 
-	args[0] = CStringGetTextDatum(run->tenant);
-	args[1] = CStringGetTextDatum(run->run_id);
-	args[2] = CStringGetTextDatum(match);
-	args[3] = ow_subject_refs_array(who);
-	if (ow_exec(q, args, NULL, false, 1) == 0)
-		return false;
-	p->interrupt_id = ow_col_text(0, 1);
-	p->node_id = ow_col_text(0, 2);
-	p->kind = ow_col_text(0, 3);
-	p->payload = DatumGetJsonbP(ow_col_datum(0, 4, &isnull));
-	p->visit = (int32) ow_col_int64(0, 5);
-	p->overdue = ow_col_bool(0, 6);
-	p->other_kind = ow_col_text(0, 7);
-	p->other_node = ow_col_text(0, 8);
-	p->expires_at = DatumGetTimestampTz(ow_col_datum(0, 10, &isnull));
-	p->has_deadline = !isnull;
-	p->groups = NIL;
-	p->groups_read = true;
-	ItemPointerSetInvalid(&p->tid);
-	ItemPointerSetInvalid(&p->open_tid);
-	ItemPointerSetInvalid(&p->exec_tid);
-	groups = ow_col_datum(0, 9, &isnull);
-	if (!isnull)
-	{
-		Datum	   *elems;
-		int			n;
-		int			k;
+/* The columns read, in order. */
+enum
+{
+	PR_INTERRUPT_ID, PR_NODE_ID, PR_KIND, PR_PAYLOAD, PR_VISIT, PR_EXPIRES_AT, PR_STATUS,
+	PR_REQUESTED_SEQUENCE, PR_INTERRUPT_TID, PR_EXECUTION_TID
+};
 
-		deconstruct_array(DatumGetArrayTypeP(groups), TEXTOID, -1, false, TYPALIGN_INT,
-						  &elems, NULL, &n);
-		for (k = 0; k < n; k++)
-			p->groups = lappend(p->groups, TextDatumGetCString(elems[k]));
-	}
-	return true;
-}
-
-/* Where the raise wrote a row, as open row r keeps it (c), or invalid. */
+/* Where the raise wrote a row, as the open row keeps it (column c), or invalid. */
 static void
-tid_hint(TupleTableSlot *r, OwColumn c, ItemPointer tid)
+tid_hint(const OwRow *row, int c, ItemPointer tid)
 {
-	bool		isnull = true;
-	Datum		d = ow_get(r, c, &isnull);
-
-	if (isnull)
+	if (row->nulls[c])
 		ItemPointerSetInvalid(tid);
 	else
-		ItemPointerCopy((ItemPointer) DatumGetPointer(d), tid);
+		ItemPointerCopy((ItemPointer) DatumGetPointer(row->values[c]), tid);
 }
 
-/*
- * Open row r as the pending interrupt p (what read_pending reads), with
- * where the raise wrote the interrupt's row and its execution's.
- */
-static void
-pending_of(TupleTableSlot *r, OwPending *p)
-{
-	bool		isnull;
-	Datum		expires;
-
-	p->interrupt_id = ow_get_text(r, OPEN_INTERRUPT_ID);
-	p->node_id = ow_get_text(r, OPEN_NODE_ID);
-	p->kind = ow_get_text(r, OPEN_KIND);
-	p->payload = ow_get_jsonb(r, OPEN_PAYLOAD);
-	p->visit = DatumGetInt32(ow_get(r, OPEN_VISIT, &isnull));
-	expires = ow_get(r, OPEN_EXPIRES_AT, &isnull);
-	p->has_deadline = !isnull;
-	p->expires_at = isnull ? 0 : DatumGetTimestampTz(expires);
-	p->overdue = p->has_deadline && p->expires_at <= GetCurrentTimestamp();
-	p->open_tid = r->tts_tid;
-	tid_hint(r, OPEN_INTERRUPT_TID, &p->tid);
-	tid_hint(r, OPEN_EXECUTION_TID, &p->exec_tid);
-}
-
-/*
- * read_pending without a statement (rowstore.c), matching the interrupt by
- * node (by_id false) or by id: false when the statement must run instead;
- * else *found says whether the interrupt is pending.  One walk over the
- * run's open interrupts finds it and the latest raised other one.  The
- * subject's groups are left to eligibility, which reads only those a gate
- * asks about.
- */
 static bool
-read_pending_direct(OwRun *run, bool by_id, const char *match, OwPending *p, bool *found)
+text_is(Datum v, const char *s)
 {
-	OwDirect	d;
-	OwScan		s;
-	Datum		keys[2];
-	bool		isnull;
-	int64		latest = -1;
+	text	   *t = DatumGetTextPP(v);
+	size_t		len = strlen(s);
 
-	if (!ow_direct_begin(&d, OW_TABLE_BIT(OW_OPEN_INTERRUPTS), 0, 0))
-		return false;
-	*found = false;
+	return VARSIZE_ANY_EXHDR(t) == len && memcmp(VARDATA_ANY(t), s, len) == 0;
+}
+
+static void
+pending_read(const OwRow *row, void *arg)
+{
+	PendingRead *pr = arg;
+	OwPending  *p = pr->p;
+	int64		seq;
+
+	if (!text_is(row->values[PR_STATUS], "pending"))
+		return;
+	if (!pr->found &&
+		text_is(row->values[pr->by == OPEN_NODE_ID ? PR_NODE_ID : PR_INTERRUPT_ID], pr->match))
+	{
+		p->interrupt_id = TextDatumGetCString(row->values[PR_INTERRUPT_ID]);
+		p->node_id = TextDatumGetCString(row->values[PR_NODE_ID]);
+		p->kind = TextDatumGetCString(row->values[PR_KIND]);
+		p->payload = DatumGetJsonbPCopy(row->values[PR_PAYLOAD]);
+		p->visit = DatumGetInt32(row->values[PR_VISIT]);
+		p->has_deadline = !row->nulls[PR_EXPIRES_AT];
+		p->expires_at = p->has_deadline ? DatumGetTimestampTz(row->values[PR_EXPIRES_AT]) : 0;
+		p->overdue = p->has_deadline && p->expires_at <= GetCurrentTimestamp();
+		p->open_tid = row->tid;
+		tid_hint(row, PR_INTERRUPT_TID, &p->tid);
+		tid_hint(row, PR_EXECUTION_TID, &p->exec_tid);
+		pr->found = true;
+		return;
+	}
+	seq = DatumGetInt64(row->values[PR_REQUESTED_SEQUENCE]);
+	if (seq > pr->latest)
+	{
+		pr->latest = seq;
+		p->other_kind = TextDatumGetCString(row->values[PR_KIND]);
+		p->other_node = TextDatumGetCString(row->values[PR_NODE_ID]);
+	}
+}
+
+static bool
+read_pending(OwRun *run, OwColumn by, const char *match, OwPending *p)
+{
+	static OwRead pending = {.table = OW_OPEN_INTERRUPTS,.index = OW_OPEN_PENDING,.nkeys = 2,
+		.ncols = 10,.cols = {OPEN_INTERRUPT_ID, OPEN_NODE_ID, OPEN_KIND, OPEN_PAYLOAD, OPEN_VISIT,
+			OPEN_EXPIRES_AT, OPEN_STATUS, OPEN_REQUESTED_SEQUENCE, OPEN_INTERRUPT_TID,
+	OPEN_EXECUTION_TID}};
+	PendingRead pr = {by, match, p, false, -1};
+	Datum		keys[2];
+
 	p->other_kind = NULL;
 	p->other_node = NULL;
 	p->groups = NIL;
 	p->groups_read = false;
 	ItemPointerSetInvalid(&p->tid);
+	ItemPointerSetInvalid(&p->open_tid);
 	ItemPointerSetInvalid(&p->exec_tid);
 	keys[0] = CStringGetTextDatum(run->tenant);
 	keys[1] = CStringGetTextDatum(run->run_id);
-	ow_scan_begin(&d, &s, OW_OPEN_PENDING, 2, keys);
-	while (ow_scan_next(&s))
-	{
-		int64		seq;
-
-		if (!ow_get_text_is(s.slot, OPEN_STATUS, "pending"))
-			continue;
-		if (!*found && ow_get_text_is(s.slot, by_id ? OPEN_INTERRUPT_ID : OPEN_NODE_ID, match))
-		{
-			pending_of(s.slot, p);
-			*found = true;
-			continue;
-		}
-		seq = DatumGetInt64(ow_get(s.slot, OPEN_REQUESTED_SEQUENCE, &isnull));
-		if (seq > latest)
-		{
-			latest = seq;
-			p->other_kind = ow_get_text(s.slot, OPEN_KIND);
-			p->other_node = ow_get_text(s.slot, OPEN_NODE_ID);
-		}
-	}
-	ow_scan_end(&s);
-	ow_direct_end(&d);
-	return true;
+	(void) ow_read(NULL, &pending, keys, 0, OW_NO_LOCK, 0, NULL, pending_read, &pr);
+	return pr.found;
 }
 
 /* The pending interrupt of node_id in the locked run, if any. */
 static bool
-find_pending(OwRun *run, const char *node_id, const OwSubject *who, OwPending *p)
+find_pending(OwRun *run, const char *node_id, OwPending *p)
 {
-	static OwQuery q = {PENDING_SQL("w.node_id"), 4, PENDING_TYPES, SPI_OK_SELECT};
-	bool		found;
-
-	if (read_pending_direct(run, false, node_id, p, &found))
-		return found;
-	return read_pending(&q, run, node_id, who, p);
+	return read_pending(run, OPEN_NODE_ID, node_id, p);
 }
 
 /* Interrupt interrupt_id of the locked run, if it is still pending. */
 bool
-ow_find_pending_by_id(OwRun *run, const char *interrupt_id, const OwSubject *who, OwPending *p)
+ow_find_pending_by_id(OwRun *run, const char *interrupt_id, OwPending *p)
 {
-	static OwQuery q = {PENDING_SQL("w.interrupt_id"), 4, PENDING_TYPES, SPI_OK_SELECT};
-	bool		found;
-
-	if (read_pending_direct(run, true, interrupt_id, p, &found))
-		return found;
-	return read_pending(&q, run, interrupt_id, who, p);
+	return read_pending(run, OPEN_INTERRUPT_ID, interrupt_id, p);
 }
 
 /* Did the node ever raise an interrupt in this run? */
@@ -843,10 +768,10 @@ claim_run_request(OwCall *call, const char *endpoint, const char *idem_key,
  */
 static void
 lock_pending(OwRun *run, const char *tenant, const char *run_id, const char *node_id,
-			 const OwSubject *who, OwPending *p)
+			 OwPending *p)
 {
 	ow_lock_run_id(run, tenant, run_id);
-	if (find_pending(run, node_id, who, p))
+	if (find_pending(run, node_id, p))
 		return;
 	if (node_had_interrupt(run, node_id))
 		already_resolved(run, node_id);
@@ -890,7 +815,7 @@ ow_resolve_interrupt(PG_FUNCTION_ARGS)
 	if (idem_key &&
 		(result = claim_run_request(&call, RUN_ENDPOINT, idem_key, run_id, node_id, value)) != NULL)
 		return ow_resolve_respond(&call, NULL, NULL, NULL, result);
-	lock_pending(&run, tenant, run_id, node_id, &call.caller.subject, &p);
+	lock_pending(&run, tenant, run_id, node_id, &p);
 	result = ow_resolve_locked(&run, &p, value, &call.caller.subject, call.caller.login,
 							   call.callerctx);
 	return ow_resolve_respond(&call, tenant, RUN_ENDPOINT, idem_key, result);
@@ -934,7 +859,7 @@ ow_confirm_credential(PG_FUNCTION_ARGS)
 	if (idem_key &&
 		(result = claim_run_request(&call, CONFIRM_ENDPOINT, idem_key, run_id, node_id, NULL)) != NULL)
 		return ow_resolve_respond(&call, NULL, NULL, NULL, result);
-	lock_pending(&run, tenant, run_id, node_id, &call.caller.subject, &p);
+	lock_pending(&run, tenant, run_id, node_id, &p);
 	if (strcmp(p.kind, "credential") != 0)
 	{
 		OwDetails	d;

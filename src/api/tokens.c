@@ -240,7 +240,6 @@ token_interrupt(OwClaims *c, bool lock_run, OwRun *run, OwPending *p, Jsonb **pa
 		" WHERE i.tenant OPERATOR(pg_catalog.=) $1"
 		"   AND i.interrupt_id OPERATOR(pg_catalog.=) $2",
 	2, {TEXTOID, TEXTOID}, SPI_OK_SELECT};
-	OwSubject	who;
 	char	   *status;
 	char	   *run_status;
 	char	   *run_id;
@@ -266,8 +265,7 @@ token_interrupt(OwClaims *c, bool lock_run, OwRun *run, OwPending *p, Jsonb **pa
 	ow_lock_run_id(run, c->tenant, run_id);
 	if (ow_run_is_terminal(run->status))
 		token_already_resolved(c->interrupt_id, psprintf("its run is %s", run->status));
-	ow_token_subject(&who, c->tenant, c->principal);
-	if (!ow_find_pending_by_id(run, c->interrupt_id, &who, p))
+	if (!ow_find_pending_by_id(run, c->interrupt_id, p))
 		token_already_resolved(c->interrupt_id, "it was already resolved");
 }
 

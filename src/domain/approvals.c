@@ -82,80 +82,59 @@ too_many_answers(const OwSubject *who, const char *interrupt_id)
 			 who->subject_id, interrupt_id, ow_max_votes_per_voter);
 }
 
-/* The refs that name a subject in group_members: its subjectId and its issuer-qualified form. */
-Datum
-ow_subject_refs_array(const OwSubject *who)
-{
-	Datum		elems[2];
-
-	elems[0] = CStringGetTextDatum(who->subject_id);
-	elems[1] = CStringGetTextDatum(ow_subject_ref(who));
-	return PointerGetDatum(construct_array(elems, 2, TEXTOID, -1, false, TYPALIGN_INT));
-}
-
 static int
 strcmp_cells(const ListCell *a, const ListCell *b)
 {
 	return strcmp(lfirst(a), lfirst(b));
 }
 
-/*
- * Every group the subject belongs to in the tenant, without a statement
- * (rowstore.c: two probes of group_members, by subjectId and by its
- * issuer-qualified ref), sorted as COLLATE "C" and each once, in
- * resultctx; keep (when not NIL) keeps only those among it.  False when
- * the statement must run instead.
- */
-static bool
-groups_direct(const char *tenant, const OwSubject *who, List *keep, MemoryContext resultctx,
-			  List **out)
+/* A group_members row read: its group, onto the list (arg), when kept. */
+typedef struct GroupsRead
 {
-	const char *refs[2] = {who->subject_id, ow_subject_ref(who)};
-	OwDirect	d;
-	List	   *groups = NIL;
-	ListCell   *lc;
-	MemoryContext old;
-	int			i;
+	List	   *keep;
+	List	   *groups;
+} GroupsRead;
 
-	if (!ow_direct_begin(&d, OW_TABLE_BIT(OW_GROUP_MEMBERS), 0, 0))
-		return false;
-	old = MemoryContextSwitchTo(resultctx);
-	for (i = 0; i < 2; i++)
-	{
-		OwScan		s;
-		Datum		keys[2] = {CStringGetTextDatum(tenant), CStringGetTextDatum(refs[i])};
+static void
+group_read(const OwRow *row, void *arg)
+{
+	GroupsRead *g = arg;
+	char	   *ref = TextDatumGetCString(row->values[0]);
 
-		ow_scan_begin(&d, &s, OW_GROUP_MEMBERS_PKEY, 2, keys);
-		while (ow_scan_next(&s))
-		{
-			char	   *g = ow_get_text(s.slot, GM_GROUP_REF);
-
-			if (keep == NIL || list_has_string(keep, g))
-				groups = lappend(groups, g);
-		}
-		ow_scan_end(&s);
-	}
-	list_sort(groups, strcmp_cells);
-	*out = NIL;
-	foreach(lc, groups)
-		if (*out == NIL || strcmp(llast(*out), lfirst(lc)) != 0)
-			*out = lappend(*out, lfirst(lc));
-	MemoryContextSwitchTo(old);
-	ow_direct_end(&d);
-	return true;
+	if (g->keep == NIL || list_has_string(g->keep, ref))
+		g->groups = lappend(g->groups, ref);
 }
 
-/* The group refs q returns (column 1), in resultctx. */
+/*
+ * Every group the subject belongs to in the tenant (read by its subjectId
+ * and by its issuer-qualified ref), sorted as COLLATE "C" and each once,
+ * in resultctx; keep (when not NIL) keeps only those among it.
+ */
 static List *
-group_list(OwQuery *q, Datum *args, MemoryContext resultctx)
+groups_of(const char *tenant, const OwSubject *who, List *keep, MemoryContext resultctx)
 {
+	static OwRead members = {.table = OW_GROUP_MEMBERS,.index = OW_GROUP_MEMBERS_PKEY,.nkeys = 2,
+	.ncols = 1,.cols = {GM_GROUP_REF}};
+	const char *refs[2] = {who->subject_id, ow_subject_ref(who)};
+	GroupsRead	g = {keep, NIL};
+	OwDirect	d;
 	List	   *out = NIL;
-	uint64		rows = ow_exec(q, args, NULL, true, 0);
-	uint64		i;
+	ListCell   *lc;
 	MemoryContext old = MemoryContextSwitchTo(resultctx);
+	int			i;
 
-	for (i = 0; i < rows; i++)
-		out = lappend(out, ow_col_text(i, 1));
+	ow_begin(&d, OW_TABLE_BIT(OW_GROUP_MEMBERS), 0, 0, 0);
+	for (i = 0; i < 2; i++)
+	{
+		Datum		keys[2] = {CStringGetTextDatum(tenant), CStringGetTextDatum(refs[i])};
+
+		(void) ow_read(&d, &members, keys, 0, OW_NO_LOCK, 0, NULL, group_read, &g);
+	}
+	ow_end(&d);
+	list_sort(g.groups, strcmp_cells);
+	foreach(lc, g.groups)
+		if (out == NIL || strcmp(llast(out), lfirst(lc)) != 0)
+			out = lappend(out, lfirst(lc));
 	MemoryContextSwitchTo(old);
 	return out;
 }
@@ -164,31 +143,9 @@ group_list(OwQuery *q, Datum *args, MemoryContext resultctx)
 static List *
 member_groups(const char *tenant, const OwSubject *who, List *refs)
 {
-	static OwQuery q = {
-		"SELECT group_ref FROM openwop.group_members"
-		" WHERE tenant OPERATOR(pg_catalog.=) $1"
-		"   AND principal OPERATOR(pg_catalog.=) ANY ($2)"
-		"   AND group_ref OPERATOR(pg_catalog.=) ANY ($3)"
-		" GROUP BY group_ref ORDER BY group_ref",
-		3, {TEXTOID, TEXTARRAYOID, TEXTARRAYOID}, SPI_OK_SELECT
-	};
-	Datum	   *elems;
-	Datum		args[3];
-	ListCell   *lc;
-	List	   *out;
-	int			n = 0;
-
 	if (refs == NIL)
 		return NIL;
-	if (groups_direct(tenant, who, refs, CurrentMemoryContext, &out))
-		return out;
-	elems = palloc(sizeof(Datum) * list_length(refs));
-	foreach(lc, refs)
-		elems[n++] = CStringGetTextDatum((char *) lfirst(lc));
-	args[0] = CStringGetTextDatum(tenant);
-	args[1] = ow_subject_refs_array(who);
-	args[2] = PointerGetDatum(construct_array(elems, n, TEXTOID, -1, false, TYPALIGN_INT));
-	return group_list(&q, args, CurrentMemoryContext);
+	return groups_of(tenant, who, refs, CurrentMemoryContext);
 }
 
 /*
@@ -198,21 +155,7 @@ member_groups(const char *tenant, const OwSubject *who, List *refs)
 List *
 ow_subject_groups(const char *tenant, const OwSubject *who, MemoryContext resultctx)
 {
-	static OwQuery q = {
-		"SELECT group_ref FROM openwop.group_members"
-		" WHERE tenant OPERATOR(pg_catalog.=) $1"
-		"   AND principal OPERATOR(pg_catalog.=) ANY ($2)"
-		" GROUP BY group_ref ORDER BY group_ref",
-		2, {TEXTOID, TEXTARRAYOID}, SPI_OK_SELECT
-	};
-	Datum		args[2];
-	List	   *out;
-
-	if (groups_direct(tenant, who, NIL, resultctx, &out))
-		return out;
-	args[0] = CStringGetTextDatum(tenant);
-	args[1] = ow_subject_refs_array(who);
-	return group_list(&q, args, resultctx);
+	return groups_of(tenant, who, NIL, resultctx);
 }
 
 /*

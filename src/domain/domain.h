@@ -84,7 +84,6 @@ typedef struct OwVote
 } OwVote;
 
 extern void ow_define_approval_settings(void);
-extern Datum ow_subject_refs_array(const OwSubject *who);
 extern List *ow_subject_groups(const char *tenant, const OwSubject *who, MemoryContext resultctx);
 extern Jsonb *ow_approval_eligibility(OwRun *run, JsonbContainer *data, const OwSubject *who,
 									  Oid login, List **known_groups, bool *is_override);

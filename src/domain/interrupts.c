@@ -56,32 +56,12 @@ derive_key(const char *root_run_id, const char *node_id, int32 visit, int32 ordi
  * ----------
  */
 
-/*
- * Run a read of the locked run's events keyed by ($1 tenant, $2 run id,
- * $3 sequence).  Not read-only: a read-only statement would see the calling
- * statement's snapshot, taken before the run lock was granted, and miss
- * events a resolve committed while this call waited for the lock (a replay
- * would then find no interrupt.resolved for a key its fresh lookup found
- * resolved).
- */
-static uint64
-run_sequence_exec(OwQuery *q, OwRun *run, int64 sequence, long count)
-{
-	Datum		args[3];
-
-	args[0] = CStringGetTextDatum(run->tenant);
-	args[1] = CStringGetTextDatum(run->run_id);
-	args[2] = Int64GetDatum(sequence);
-	return ow_exec(q, args, NULL, false, count);
-}
-
 /* One node.completed event of the completed prefix. */
 typedef struct PrefixEvent
 {
 	char	   *node_id;		/* NULL: an event without a node */
 	int64		sequence;
-	ItemPointerData tid;		/* its row, read directly: the payload is fetched once kept */
-	Datum		stored;			/* the payload as the statement returned it (maybe a TOAST pointer) */
+	ItemPointerData tid;		/* its row (invalid: a statement read it) */
 	Size		size;			/* its size once detoasted; 0: none */
 	Jsonb	   *payload;		/* detoasted once the sizes were checked */
 } PrefixEvent;
@@ -138,119 +118,101 @@ check_prefix_size(OwRun *run, PrefixEvent *events, int n)
 	}
 }
 
-/*
- * The node.completed events before requested_seq, read without a statement
- * (rowstore.c): false when the statement must run instead.  The scan keeps
- * each event's row, not its payload: only the latest of each node (as
- * DISTINCT ON keeps it) is measured and then read, so a long log costs no
- * more memory than the envelope.
- */
-static bool
-prefix_direct(OwRun *run, int64 requested_seq, PrefixEvent **events, int *n)
+/* A node.completed event before the request, onto the list (arg): its row, not its payload. */
+typedef struct PrefixRead
 {
+	PrefixEvent *events;
+	int			n;
+	int			cap;
+} PrefixRead;
+
+static void
+prefix_event_read(const OwRow *row, void *arg)
+{
+	PrefixRead *pr = arg;
+	PrefixEvent *e;
+	text	   *type = DatumGetTextPP(row->values[0]);
+
+	if (VARSIZE_ANY_EXHDR(type) != 14 || memcmp(VARDATA_ANY(type), "node.completed", 14) != 0)
+		return;
+	if (pr->n == pr->cap)
+	{
+		pr->cap *= 2;
+		pr->events = repalloc(pr->events, pr->cap * sizeof(PrefixEvent));
+	}
+	e = &pr->events[pr->n++];
+	e->node_id = row->nulls[1] ? NULL : TextDatumGetCString(row->values[1]);
+	e->sequence = DatumGetInt64(row->values[2]);
+	e->tid = row->tid;
+	e->size = row->nulls[3] ? 0 : toast_raw_datum_size(row->values[3]);
+	e->payload = NULL;
+}
+
+static void
+prefix_payload_read(const OwRow *row, void *arg)
+{
+	PrefixEvent *e = arg;
+
+	e->payload = row->nulls[0] ? NULL : DatumGetJsonbPCopy(row->values[0]);
+}
+
+/*
+ * The latest node.completed event of each node before requested_seq (as
+ * DISTINCT ON (node_id) keeps it; one without a node), in node order.  The
+ * walk keeps each event's row, not its payload: only the kept ones are
+ * measured and then read, so a long log costs no more memory than the
+ * envelope.
+ */
+static void
+read_prefix(OwRun *run, int64 requested_seq, PrefixEvent **events, int *n)
+{
+	static OwRead completed = {.table = OW_EVENTS,.index = OW_EVENTS_PKEY,.nkeys = 2,.below = true,
+	.backward = true,.ncols = 4,.cols = {EV_TYPE, EV_NODE_ID, EV_SEQUENCE, EV_PAYLOAD}};
+	static OwRead payload = {.table = OW_EVENTS,.index = OW_EVENTS_PKEY,.nkeys = 3,.ncols = 1,
+	.cols = {EV_PAYLOAD}};
+	PrefixRead	pr;
 	OwDirect	d;
-	OwScan		s;
-	Datum		keys[2];
-	int			cap = 8;
+	Datum		keys[3];
 	int			i;
 
-	if (!ow_direct_begin(&d, OW_TABLE_BIT(OW_EVENTS), 0, 0))
-		return false;
-	*events = palloc(cap * sizeof(PrefixEvent));
-	*n = 0;
+	pr.cap = 8;
+	pr.n = 0;
+	pr.events = palloc(pr.cap * sizeof(PrefixEvent));
 	keys[0] = CStringGetTextDatum(run->tenant);
 	keys[1] = CStringGetTextDatum(run->run_id);
-	ow_scan_begin_below(&d, &s, OW_EVENTS_PKEY, 2, keys, requested_seq);
-	while (ow_scan_next(&s))
-	{
-		PrefixEvent *e;
-		bool		isnull;
-		Datum		payload;
-
-		if (!ow_get_text_is(s.slot, EV_TYPE, "node.completed"))
-			continue;
-		if (*n == cap)
-		{
-			cap *= 2;
-			*events = repalloc(*events, cap * sizeof(PrefixEvent));
-		}
-		e = &(*events)[(*n)++];
-		e->node_id = ow_get_text(s.slot, EV_NODE_ID);
-		e->sequence = DatumGetInt64(ow_get(s.slot, EV_SEQUENCE, &isnull));
-		e->tid = s.slot->tts_tid;
-		payload = ow_get(s.slot, EV_PAYLOAD, &isnull);
-		e->size = isnull ? 0 : toast_raw_datum_size(payload);
-		e->stored = (Datum) 0;
-		e->payload = NULL;
-	}
-	ow_scan_end(&s);
+	ow_begin(&d, OW_TABLE_BIT(OW_EVENTS), 0, 0, 0);
+	(void) ow_read(&d, &completed, keys, requested_seq, OW_NO_LOCK, 0, NULL, prefix_event_read, &pr);
 
 	/* the latest of each node, as DISTINCT ON (node_id) keeps it; one without a node */
-	if (*n > 1)
+	if (pr.n > 1)
 	{
 		int			kept = 0;
 
-		qsort(*events, *n, sizeof(PrefixEvent), prefix_order);
-		for (i = 0; i < *n; i++)
+		qsort(pr.events, pr.n, sizeof(PrefixEvent), prefix_order);
+		for (i = 0; i < pr.n; i++)
 		{
-			PrefixEvent *e = &(*events)[i];
-
-			if (kept > 0 && same_node(e->node_id, (*events)[kept - 1].node_id))
+			if (kept > 0 && same_node(pr.events[i].node_id, pr.events[kept - 1].node_id))
 				continue;
-			(*events)[kept++] = *e;
+			pr.events[kept++] = pr.events[i];
 		}
-		*n = kept;
+		pr.n = kept;
 	}
-	check_prefix_size(run, *events, *n);
-	/* under the operation's snapshot, which saw these rows */
-	for (i = 0; i < *n; i++)
+	check_prefix_size(run, pr.events, pr.n);
+	/* in the same operation, which saw these rows */
+	for (i = 0; i < pr.n; i++)
 	{
-		PrefixEvent *e = &(*events)[i];
-		TupleTableSlot *slot;
+		PrefixEvent *e = &pr.events[i];
 
 		if (e->size == 0)
 			continue;
-		if (!ow_fetch_tid(&d, OW_EVENTS, &e->tid, &slot))
+		keys[2] = Int64GetDatum(e->sequence);
+		if (ow_read(&d, &payload, keys, 0, OW_NO_LOCK, 1, &e->tid, prefix_payload_read, e) != 1)
 			elog(ERROR, "could not read event %lld of run \"%s\"", (long long) e->sequence,
 				 run->run_id);
-		e->payload = ow_get_jsonb(slot, EV_PAYLOAD);
 	}
-	ow_direct_end(&d);
-	return true;
-}
-
-/* The same, by the statement. */
-static void
-prefix_sql(OwRun *run, int64 requested_seq, PrefixEvent **events, int *n)
-{
-	static OwQuery q = {
-		"SELECT DISTINCT ON (node_id) node_id, payload, sequence"
-		"  FROM openwop.events"
-		" WHERE tenant OPERATOR(pg_catalog.=) $1"
-		"   AND run_id OPERATOR(pg_catalog.=) $2"
-		"   AND sequence OPERATOR(pg_catalog.<) $3"
-		"   AND type OPERATOR(pg_catalog.=) 'node.completed'"
-		" ORDER BY node_id, sequence DESC",
-		3, {TEXTOID, TEXTOID, INT8OID}, SPI_OK_SELECT
-	};
-	uint64		count = run_sequence_exec(&q, run, requested_seq, 0);
-	uint64		i;
-
-	*events = palloc((count + 1) * sizeof(PrefixEvent));
-	for (i = 0; i < count; i++)
-	{
-		bool		isnull;
-		Datum		ev = ow_col_datum(i, 2, &isnull);
-
-		(*events)[i].node_id = ow_col_text(i, 1);
-		(*events)[i].stored = ev;
-		(*events)[i].size = isnull ? 0 : toast_raw_datum_size(ev);
-		(*events)[i].sequence = ow_col_int64(i, 3);
-	}
-	*n = (int) count;
-	check_prefix_size(run, *events, *n);
-	for (i = 0; i < count; i++)
-		(*events)[i].payload = (*events)[i].size ? DatumGetJsonbPCopy((*events)[i].stored) : NULL;
+	ow_end(&d);
+	*events = pr.events;
+	*n = pr.n;
 }
 
 /*
@@ -267,8 +229,7 @@ add_completed_prefix(OwJson *j, OwRun *run, int64 requested_seq)
 	int			n;
 	int			i;
 
-	if (!prefix_direct(run, requested_seq, &events, &n))
-		prefix_sql(run, requested_seq, &events, &n);
+	read_prefix(run, requested_seq, &events, &n);
 	owj_begin_object(j, "results");
 	for (i = 0; i < n; i++)
 	{
@@ -360,18 +321,20 @@ Jsonb *
 ow_suspend(OwRun *run, const char *node_id, OwExec *ex, int32 ordinal, Jsonb *request,
 		   MemoryContext resultctx)
 {
-	static OwWrite insert_interrupt = {OW_INTERRUPTS, OW_NO_KEY, 14,
-		{INT_TENANT, INT_INTERRUPT_ID, INT_RUN_ID, INT_ROOT_RUN_ID, INT_NODE_ID, INT_VISIT,
+	/* pending: what a resolve sets is null */
+	static OwWrite insert_interrupt = {.table = OW_INTERRUPTS,.kind = OW_WRITE_INSERT,.ncols = 21,
+		.cols = {INT_TENANT, INT_INTERRUPT_ID, INT_RUN_ID, INT_ROOT_RUN_ID, INT_NODE_ID, INT_VISIT,
 			INT_ORDINAL, INT_KEY, INT_KIND, INT_PAYLOAD, INT_REQUESTED_SEQUENCE, INT_EXPIRES_AT,
-	INT_STATUS, INT_CREATED_AT}};
-	static OwWrite suspend_exec = {OW_NODE_EXECUTIONS, OW_NODE_EXECUTIONS_PKEY, 2,
-	{EXEC_STATUS, EXEC_INTERRUPT_ID}};
+			INT_STATUS, INT_CREATED_AT, INT_RESOLVED_SEQUENCE, INT_RESUME_VALUE, INT_DECISION,
+	INT_ACTION, INT_REASON, INT_RESOLVED_BY, INT_RESOLVED_AT}};
+	static OwWrite suspend_exec = {.table = OW_NODE_EXECUTIONS,.kind = OW_WRITE_UPDATE,
+	.key = OW_NODE_EXECUTIONS_PKEY,.ncols = 2,.cols = {EXEC_STATUS, EXEC_INTERRUPT_ID}};
 	char	   *key = derive_key(run->key_root, node_id, ex->visit, ordinal);
 	char	   *kind;
 	int64		timeout_ms;
 	Jsonb	   *payload;
-	Datum		args[14];
-	bool		nulls[14];
+	Datum		args[21];
+	bool		nulls[21];
 	char	   *interrupt_id;
 	int64		req_seq;
 	OwJson		j;
@@ -427,14 +390,17 @@ ow_suspend(OwRun *run, const char *node_id, OwExec *ex, int32 ordinal, Jsonb *re
 																	timeout_ms));
 	args[12] = CStringGetTextDatum("pending");
 	args[13] = TimestampTzGetDatum(GetCurrentTransactionStartTimestamp());
-	ow_insert_row(&insert_interrupt, args, nulls, &interrupt_tid);
+	memset(nulls + 14, true, 7 * sizeof(bool));
+	ItemPointerSetInvalid(&interrupt_tid);
+	(void) ow_write(NULL, &insert_interrupt, NULL, args, nulls, &interrupt_tid);
 
 	{
 		Datum		keys[4] = {CStringGetTextDatum(run->tenant), CStringGetTextDatum(run->run_id),
 		CStringGetTextDatum(node_id), Int32GetDatum(ex->visit)};
 		Datum		values[2] = {CStringGetTextDatum("interrupted"), CStringGetTextDatum(interrupt_id)};
 
-		if (!ow_update_row(&suspend_exec, keys, values, NULL, &execution_tid))
+		ItemPointerSetInvalid(&execution_tid);
+		if (!ow_write(NULL, &suspend_exec, keys, values, NULL, &execution_tid))
 			elog(ERROR, "could not suspend execution of node \"%s\"", node_id);
 	}
 
@@ -461,75 +427,31 @@ typedef struct KeyedInterrupt
 	int64		requested_seq;
 } KeyedInterrupt;
 
-/*
- * The interrupt of run requested under key, read without a statement
- * (rowstore.c): false when the statement must run instead; *found says
- * whether there is one.
- */
-static bool
-find_key_direct(OwRun *run, const char *key, KeyedInterrupt *ki, bool *found)
+/* What find_key reads of the row into the KeyedInterrupt (arg). */
+static void
+keyed_read(const OwRow *row, void *arg)
 {
-	OwDirect	d;
-	OwScan		s;
-	Datum		keys[3];
+	KeyedInterrupt *ki = arg;
 
-	if (!ow_direct_begin(&d, OW_TABLE_BIT(OW_INTERRUPTS), 0, 0))
-		return false;
-	keys[0] = CStringGetTextDatum(run->tenant);
-	keys[1] = CStringGetTextDatum(run->root_run_id);
-	keys[2] = CStringGetTextDatum(key);
-	ow_scan_begin(&d, &s, OW_INTERRUPTS_KEY, 3, keys);
-	*found = ow_scan_next(&s);
-	if (*found)
-	{
-		bool		isnull;
-		Datum		v;
-
-		ki->id = ow_get_text(s.slot, INT_INTERRUPT_ID);
-		ki->status = ow_get_text(s.slot, INT_STATUS);
-		ki->kind = ow_get_text(s.slot, INT_KIND);
-		v = ow_get(s.slot, INT_RESOLVED_SEQUENCE, &isnull);
-		ki->resolved_seq = isnull ? 0 : DatumGetInt64(v);
-		ki->requested_seq = DatumGetInt64(ow_get(s.slot, INT_REQUESTED_SEQUENCE, &isnull));
-	}
-	ow_scan_end(&s);
-	ow_direct_end(&d);
-	return true;
+	ki->id = TextDatumGetCString(row->values[0]);
+	ki->status = TextDatumGetCString(row->values[1]);
+	ki->kind = TextDatumGetCString(row->values[2]);
+	ki->resolved_seq = row->nulls[3] ? 0 : DatumGetInt64(row->values[3]);
+	ki->requested_seq = DatumGetInt64(row->values[4]);
 }
 
 /* The interrupt of run requested under key: false if none. */
 static bool
 find_key(OwRun *run, const char *key, KeyedInterrupt *ki)
 {
-	static OwQuery q = {
-		"SELECT interrupt_id, status, kind, resolved_sequence, requested_sequence"
-		"  FROM openwop.interrupts"
-		" WHERE tenant OPERATOR(pg_catalog.=) $1"
-		"   AND root_run_id OPERATOR(pg_catalog.=) $2"
-		"   AND key OPERATOR(pg_catalog.=) $3",
-		3, {TEXTOID, TEXTOID, TEXTOID}, SPI_OK_SELECT
-	};
-	Datum		args[3];
-	bool		found;
+	static OwRead read = {.table = OW_INTERRUPTS,.index = OW_INTERRUPTS_KEY,.nkeys = 3,.ncols = 5,
+	.cols = {INT_INTERRUPT_ID, INT_STATUS, INT_KIND, INT_RESOLVED_SEQUENCE, INT_REQUESTED_SEQUENCE}};
+	Datum		keys[3];
 
-	if (find_key_direct(run, key, ki, &found))
-		return found;
-	args[0] = CStringGetTextDatum(run->tenant);
-	args[1] = CStringGetTextDatum(run->root_run_id);
-	args[2] = CStringGetTextDatum(key);
-	if (ow_exec(&q, args, NULL, false, 1) != 1)
-		return false;
-	ki->id = ow_col_text(0, 1);
-	ki->status = ow_col_text(0, 2);
-	ki->kind = ow_col_text(0, 3);
-	{
-		bool		isnull;
-		Datum		v = ow_col_datum(0, 4, &isnull);
-
-		ki->resolved_seq = isnull ? 0 : DatumGetInt64(v);
-	}
-	ki->requested_seq = ow_col_int64(0, 5);
-	return true;
+	keys[0] = CStringGetTextDatum(run->tenant);
+	keys[1] = CStringGetTextDatum(run->root_run_id);
+	keys[2] = CStringGetTextDatum(key);
+	return ow_read(NULL, &read, keys, 0, OW_NO_LOCK, 1, NULL, keyed_read, ki) == 1;
 }
 
 /*

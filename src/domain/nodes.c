@@ -52,32 +52,16 @@ ow_exec_is_open(const OwExec *ex)
 						 strcmp(ex->status, "pending") == 0);
 }
 
-/* ow_latest_exec without a statement (rowstore.c): false when the statement must run instead. */
-static bool
-latest_exec_direct(OwRun *run, const char *node_id, OwExec *ex)
+/* What ow_latest_exec reads of the row into the OwExec (arg). */
+static void
+exec_read(const OwRow *row, void *arg)
 {
-	OwDirect	d;
-	OwScan		s;
-	Datum		keys[3];
-	bool		isnull;
+	OwExec	   *ex = arg;
 
-	if (!ow_direct_begin(&d, OW_TABLE_BIT(OW_NODE_EXECUTIONS), 0, 0))
-		return false;
-	keys[0] = CStringGetTextDatum(run->tenant);
-	keys[1] = CStringGetTextDatum(run->run_id);
-	keys[2] = CStringGetTextDatum(node_id);
-	ow_scan_begin_dir(&d, &s, OW_NODE_EXECUTIONS_PKEY, 3, keys, true);
-	ex->found = ow_scan_next(&s);
-	if (ex->found)
-	{
-		ex->visit = DatumGetInt32(ow_get(s.slot, EXEC_VISIT, &isnull));
-		ex->status = ow_get_text(s.slot, EXEC_STATUS);
-		ex->attempt = DatumGetInt32(ow_get(s.slot, EXEC_ATTEMPT, &isnull));
-		ex->started_at = DatumGetTimestampTz(ow_get(s.slot, EXEC_STARTED_AT, &isnull));
-	}
-	ow_scan_end(&s);
-	ow_direct_end(&d);
-	return true;
+	ex->visit = DatumGetInt32(row->values[0]);
+	ex->status = TextDatumGetCString(row->values[1]);
+	ex->attempt = DatumGetInt32(row->values[2]);
+	ex->started_at = DatumGetTimestampTz(row->values[3]);
 }
 
 /*
@@ -87,7 +71,7 @@ latest_exec_direct(OwRun *run, const char *node_id, OwExec *ex)
 static void
 change_exec(OwWrite *w, const Datum *args, const Datum *values, const bool *nulls)
 {
-	if (!ow_update_row(w, args, values, nulls, NULL))
+	if (!ow_write(NULL, w, args, values, nulls, NULL))
 		elog(ERROR, "could not change an execution of run \"%s\"", TextDatumGetCString(args[1]));
 }
 
@@ -95,26 +79,15 @@ change_exec(OwWrite *w, const Datum *args, const Datum *values, const bool *null
 void
 ow_latest_exec(OwRun *run, const char *node_id, OwExec *ex)
 {
-	static OwQuery q = {
-		"SELECT visit, status, attempt, started_at"
-		"  FROM openwop.node_executions"
-		" WHERE tenant OPERATOR(pg_catalog.=) $1"
-		"   AND run_id OPERATOR(pg_catalog.=) $2"
-		"   AND node_id OPERATOR(pg_catalog.=) $3"
-		" ORDER BY visit DESC LIMIT 1",
-		3, {TEXTOID, TEXTOID, TEXTOID}, SPI_OK_SELECT
-	};
-	bool		isnull;
+	static OwRead latest = {.table = OW_NODE_EXECUTIONS,.index = OW_NODE_EXECUTIONS_PKEY,
+		.nkeys = 3,.backward = true,.ncols = 4,
+	.cols = {EXEC_VISIT, EXEC_STATUS, EXEC_ATTEMPT, EXEC_STARTED_AT}};
+	Datum		keys[3];
 
-	if (latest_exec_direct(run, node_id, ex))
-		return;
-	ex->found = ow_run_exec(&q, run, node_id, false, 1) > 0;
-	if (!ex->found)
-		return;
-	ex->visit = (int32) ow_col_int64(0, 1);
-	ex->status = ow_col_text(0, 2);
-	ex->attempt = (int32) ow_col_int64(0, 3);
-	ex->started_at = DatumGetTimestampTz(ow_col_datum(0, 4, &isnull));
+	keys[0] = CStringGetTextDatum(run->tenant);
+	keys[1] = CStringGetTextDatum(run->run_id);
+	keys[2] = CStringGetTextDatum(node_id);
+	ex->found = ow_read(NULL, &latest, keys, 0, OW_NO_LOCK, 1, NULL, exec_read, ex) == 1;
 }
 
 /*
@@ -340,7 +313,8 @@ refuse_retry(OwRun *run, const char *node_id)
 static void
 resume_execution(Datum *args)
 {
-	static OwWrite running = {OW_NODE_EXECUTIONS, OW_NODE_EXECUTIONS_PKEY, 1, {EXEC_STATUS}};
+	static OwWrite running = {.table = OW_NODE_EXECUTIONS,.kind = OW_WRITE_UPDATE,
+	.key = OW_NODE_EXECUTIONS_PKEY,.ncols = 1,.cols = {EXEC_STATUS}};
 	Datum		status = CStringGetTextDatum("running");
 
 	change_exec(&running, args, &status, NULL);
@@ -350,16 +324,20 @@ resume_execution(Datum *args)
 static void
 insert_execution(Datum *args)
 {
-	static OwWrite insert = {OW_NODE_EXECUTIONS, OW_NO_KEY, 8,
-		{EXEC_TENANT, EXEC_RUN_ID, EXEC_NODE_ID, EXEC_VISIT, EXEC_TYPE_ID, EXEC_STATUS,
-	EXEC_ATTEMPT, EXEC_STARTED_AT}};
-	Datum		values[8];
+	/* running: what its end sets is null */
+	static OwWrite insert = {.table = OW_NODE_EXECUTIONS,.kind = OW_WRITE_INSERT,.ncols = 13,
+		.cols = {EXEC_TENANT, EXEC_RUN_ID, EXEC_NODE_ID, EXEC_VISIT, EXEC_TYPE_ID, EXEC_STATUS,
+			EXEC_ATTEMPT, EXEC_STARTED_AT, EXEC_OUTPUTS, EXEC_ERROR, EXEC_INTERRUPT_ID,
+	EXEC_ENDED_SEQUENCE, EXEC_ENDED_AT}};
+	Datum		values[13];
+	bool		nulls[13] = {false, false, false, false, false, false, false, false,
+	true, true, true, true, true};
 
 	memcpy(values, args, 5 * sizeof(Datum));
 	values[5] = CStringGetTextDatum("running");
 	values[6] = Int32GetDatum(0);
 	values[7] = TimestampTzGetDatum(GetCurrentTransactionStartTimestamp());
-	ow_insert_row(&insert, values, NULL, NULL);
+	(void) ow_write(NULL, &insert, NULL, values, nulls, NULL);
 }
 
 /*
@@ -466,8 +444,9 @@ ow_start_node(PG_FUNCTION_ARGS)
 static int64
 finish_execution(OwRun *run, const char *node_id, const OwExec *ex, bool failed, Jsonb *value)
 {
-	static OwWrite end_exec = {OW_NODE_EXECUTIONS, OW_NODE_EXECUTIONS_PKEY, 5,
-	{EXEC_STATUS, EXEC_OUTPUTS, EXEC_ERROR, EXEC_ENDED_AT, EXEC_ENDED_SEQUENCE}};
+	static OwWrite end_exec = {.table = OW_NODE_EXECUTIONS,.kind = OW_WRITE_UPDATE,
+		.key = OW_NODE_EXECUTIONS_PKEY,.ncols = 5,
+	.cols = {EXEC_STATUS, EXEC_OUTPUTS, EXEC_ERROR, EXEC_ENDED_AT, EXEC_ENDED_SEQUENCE}};
 	Datum		keys[4];
 	Datum		values[5];
 	bool		nulls[5] = {false, false, false, false, false};

@@ -156,151 +156,56 @@ resume_run_status(OwRun *run, const char *node_id, const char *other_kind, const
 }
 
 /*
- * The claim as statements: the run lock makes it the only one.  It names
- * run and node too, so no generic plan can walk the tenant's pending
- * interrupts; then the node's execution returns from interrupted to
- * pending (INT-3).  Two plain statements, not one with data-modifying
- * CTEs, so that rules a DBA adds to these tables apply.
+ * The claim, with the writes of d: interrupt r becomes resolved with
+ * sequence seq and is no longer open, and its node's execution returns
+ * from interrupted to pending (INT-3).  The run lock makes it the only
+ * one.  The interrupt is named by run and node too, so no generic plan of
+ * its statement can walk the tenant's pending interrupts.  Each row is
+ * looked for where the raise wrote it first.
  */
 static void
-claim_sql(OwRun *run, OwResolution *r, int64 seq, Jsonb *resolved_by)
+claim(OwDirect *d, OwRun *run, OwResolution *r, int64 seq, Jsonb *resolved_by)
 {
-	static OwQuery claim = {"UPDATE openwop.interrupts"
-		"   SET status = 'resolved', resolved_at = pg_catalog.clock_timestamp(),"
-		"       resume_value = $5, decision = $6, action = $7,"
-		"       resolved_by = $8, resolved_sequence = $9, reason = $10"
-		" WHERE tenant OPERATOR(pg_catalog.=) $1 AND run_id OPERATOR(pg_catalog.=) $2"
-		"   AND node_id OPERATOR(pg_catalog.=) $3 AND status OPERATOR(pg_catalog.=) 'pending'"
-		"   AND interrupt_id OPERATOR(pg_catalog.=) $4",
-		10, {TEXTOID, TEXTOID, TEXTOID, TEXTOID, JSONBOID, TEXTOID, TEXTOID, JSONBOID, INT8OID,
-	TEXTOID}, SPI_OK_UPDATE};
-	static OwQuery resume = {"UPDATE openwop.node_executions SET status = 'pending'"
-		" WHERE tenant OPERATOR(pg_catalog.=) $1 AND run_id OPERATOR(pg_catalog.=) $2"
-		"   AND node_id OPERATOR(pg_catalog.=) $3 AND visit OPERATOR(pg_catalog.=) $4"
-		"   AND status OPERATOR(pg_catalog.=) 'interrupted'",
-	4, {TEXTOID, TEXTOID, TEXTOID, INT4OID}, SPI_OK_UPDATE};
-	Datum		args[10];
-	char		nulls[10];
+	static OwWrite resolve = {.table = OW_INTERRUPTS,.kind = OW_WRITE_UPDATE,
+		.key = OW_INTERRUPTS_PKEY,.stored_tid = true,.ncols = 8,
+		.cols = {INT_STATUS, INT_RESOLVED_AT, INT_RESUME_VALUE, INT_DECISION, INT_ACTION,
+		INT_RESOLVED_BY, INT_RESOLVED_SEQUENCE, INT_REASON},
+	.nconds = 3,.conds = {INT_RUN_ID, INT_NODE_ID, INT_STATUS}};
+	static OwWrite resume = {.table = OW_NODE_EXECUTIONS,.kind = OW_WRITE_UPDATE,
+		.key = OW_NODE_EXECUTIONS_PKEY,.stored_tid = true,.ncols = 1,.cols = {EXEC_STATUS},
+	.nconds = 1,.conds = {EXEC_STATUS}};
+	Datum		keys[5];
+	Datum		values[8];
+	bool		nulls[8] = {false};
 
-	memset(nulls, ' ', sizeof(nulls));
-	args[0] = CStringGetTextDatum(run->tenant);
-	args[1] = CStringGetTextDatum(run->run_id);
-	args[2] = CStringGetTextDatum(r->node_id);
-	args[3] = CStringGetTextDatum(r->interrupt_id);
-	args[4] = r->resume_value ? JsonbPGetDatum(r->resume_value) : (Datum) 0;
-	nulls[4] = r->resume_value ? ' ' : 'n';
-	args[5] = r->decision ? CStringGetTextDatum(r->decision) : (Datum) 0;
-	nulls[5] = r->decision ? ' ' : 'n';
-	args[6] = r->action ? CStringGetTextDatum(r->action) : (Datum) 0;
-	nulls[6] = r->action ? ' ' : 'n';
-	args[7] = JsonbPGetDatum(resolved_by);
-	args[8] = Int64GetDatum(seq);
-	args[9] = r->reason ? CStringGetTextDatum(r->reason) : (Datum) 0;
-	nulls[9] = r->reason ? ' ' : 'n';
-	if (ow_exec(&claim, args, nulls, false, 0) != 1)
-		elog(ERROR, "interrupt \"%s\" is no longer pending", r->interrupt_id);
-	ow_close_interrupt(run->tenant, r->interrupt_id);
-	args[3] = Int32GetDatum(r->visit);
-	(void) ow_exec(&resume, args, NULL, false, 0);
-}
-
-/* Is row the execution of r's node and visit in run? */
-static bool
-exec_of(TupleTableSlot *row, OwRun *run, OwResolution *r)
-{
-	bool		isnull;
-
-	return ow_get_text_is(row, EXEC_TENANT, run->tenant) &&
-		ow_get_text_is(row, EXEC_RUN_ID, run->run_id) &&
-		ow_get_text_is(row, EXEC_NODE_ID, r->node_id) &&
-		DatumGetInt32(ow_get(row, EXEC_VISIT, &isnull)) == r->visit && !isnull;
-}
-
-/* The execution in slot returns from interrupted to pending (INT-3), if interrupted. */
-static void
-resume_exec(OwDirect *d, TupleTableSlot *slot)
-{
-	TupleTableSlot *row;
-
-	if (!ow_get_text_is(slot, EXEC_STATUS, "interrupted"))
-		return;
-	row = ow_changed_row(d, OW_NODE_EXECUTIONS, slot);
-	ow_set_text(row, EXEC_STATUS, "pending");
-	ow_update(d, OW_NODE_EXECUTIONS, slot, row);
-}
-
-/*
- * The claim without a statement (rowstore.c), in the direct operation d:
- * interrupt r becomes resolved with sequence seq and is no longer open,
- * and its node's execution returns from interrupted to pending (INT-3).
- */
-static void
-claim_in(OwDirect *d, OwRun *run, OwResolution *r, int64 seq, Jsonb *resolved_by)
-{
-	OwScan		s;
-	Datum		keys[4];
-	TupleTableSlot *old;
-	TupleTableSlot *row;
-	bool		claimed = false;
-
-	/*
-	 * The version the raise wrote, unless something changed or moved it
-	 * since (then, or if it is another row now, its index says where it is)
-	 */
 	keys[0] = CStringGetTextDatum(run->tenant);
 	keys[1] = CStringGetTextDatum(r->interrupt_id);
-	if (!ow_fetch_hint(d, OW_INTERRUPTS, &r->tid, &old) ||
-		!ow_get_text_is(old, INT_TENANT, run->tenant) ||
-		!ow_get_text_is(old, INT_INTERRUPT_ID, r->interrupt_id))
-	{
-		ow_scan_begin(d, &s, OW_INTERRUPTS_PKEY, 2, keys);
-		old = ow_scan_next(&s) ? s.slot : NULL;
-		ow_scan_end(&s);
-	}
-	if (old && ow_get_text_is(old, INT_STATUS, "pending") &&
-		ow_get_text_is(old, INT_INTERRUPT_ID, r->interrupt_id) &&
-		ow_get_text_is(old, INT_RUN_ID, run->run_id) &&
-		ow_get_text_is(old, INT_NODE_ID, r->node_id))
-	{
-		row = ow_changed_row(d, OW_INTERRUPTS, old);
-		ow_set_text(row, INT_STATUS, "resolved");
-		ow_set(row, INT_RESOLVED_AT, TimestampTzGetDatum(GetCurrentTimestamp()), false);
-		ow_set(row, INT_RESUME_VALUE, PointerGetDatum(r->resume_value), r->resume_value == NULL);
-		ow_set_text(row, INT_DECISION, r->decision);
-		ow_set_text(row, INT_ACTION, r->action);
-		ow_set(row, INT_RESOLVED_BY, JsonbPGetDatum(resolved_by), false);
-		ow_set(row, INT_RESOLVED_SEQUENCE, Int64GetDatum(seq), false);
-		ow_set_text(row, INT_REASON, r->reason);
-		ow_update(d, OW_INTERRUPTS, old, row);
-		claimed = true;
-	}
-	if (!claimed)
+	keys[2] = CStringGetTextDatum(run->run_id);
+	keys[3] = CStringGetTextDatum(r->node_id);
+	keys[4] = CStringGetTextDatum("pending");
+	values[0] = CStringGetTextDatum("resolved");
+	values[1] = TimestampTzGetDatum(GetCurrentTimestamp());
+	values[2] = PointerGetDatum(r->resume_value);
+	nulls[2] = r->resume_value == NULL;
+	values[3] = r->decision ? CStringGetTextDatum(r->decision) : (Datum) 0;
+	nulls[3] = r->decision == NULL;
+	values[4] = r->action ? CStringGetTextDatum(r->action) : (Datum) 0;
+	nulls[4] = r->action == NULL;
+	values[5] = JsonbPGetDatum(resolved_by);
+	values[6] = Int64GetDatum(seq);
+	values[7] = r->reason ? CStringGetTextDatum(r->reason) : (Datum) 0;
+	nulls[7] = r->reason == NULL;
+	if (!ow_write(d, &resolve, keys, values, nulls, &r->tid))
 		elog(ERROR, "interrupt \"%s\" is no longer pending", r->interrupt_id);
+	ow_close_interrupt_in(d, run->tenant, r->interrupt_id, &r->open_tid);
 
-	/* it is no longer open */
-	if (!ow_fetch_tid(d, OW_OPEN_INTERRUPTS, &r->open_tid, &old))
-	{
-		ow_scan_begin(d, &s, OW_OPEN_PKEY, 2, keys);
-		old = ow_scan_next(&s) ? s.slot : NULL;
-		ow_scan_end(&s);
-	}
-	if (old == NULL || !ow_get_text_is(old, OPEN_INTERRUPT_ID, r->interrupt_id))
-		elog(ERROR, "interrupt \"%s\" is not open", r->interrupt_id);
-	ow_delete(d, OW_OPEN_INTERRUPTS, old);
-
-	/* its execution: where the raise wrote it, else where its index says */
-	if (ow_fetch_hint(d, OW_NODE_EXECUTIONS, &r->exec_tid, &old) && exec_of(old, run, r))
-		resume_exec(d, old);
-	else
-	{
-		keys[1] = CStringGetTextDatum(run->run_id);
-		keys[2] = CStringGetTextDatum(r->node_id);
-		keys[3] = Int32GetDatum(r->visit);
-		ow_scan_begin(d, &s, OW_NODE_EXECUTIONS_PKEY, 4, keys);
-		if (ow_scan_next(&s))
-			resume_exec(d, s.slot);
-		ow_scan_end(&s);
-	}
+	/* keys: tenant, run, node, visit; the condition: interrupted */
+	keys[1] = CStringGetTextDatum(run->run_id);
+	keys[2] = CStringGetTextDatum(r->node_id);
+	keys[3] = Int32GetDatum(r->visit);
+	keys[4] = CStringGetTextDatum("interrupted");
+	values[0] = CStringGetTextDatum("pending");
+	(void) ow_write(d, &resume, keys, values, NULL, &r->exec_tid);
 }
 
 /* The tables a claim reads, updates and deletes from. */
@@ -309,48 +214,33 @@ claim_in(OwDirect *d, OwRun *run, OwResolution *r, int64 seq, Jsonb *resolved_by
 #define CLAIM_UPDATES (OW_TABLE_BIT(OW_INTERRUPTS) | OW_TABLE_BIT(OW_NODE_EXECUTIONS))
 #define CLAIM_DELETES OW_TABLE_BIT(OW_OPEN_INTERRUPTS)
 
-/* claim_in in a direct operation of its own: false when the statements must run instead. */
-static bool
-claim_direct(OwRun *run, OwResolution *r, int64 seq, Jsonb *resolved_by)
-{
-	OwDirect	d;
-
-	if (!ow_direct_begin_delete(&d, CLAIM_READS, 0, CLAIM_UPDATES, CLAIM_DELETES))
-		return false;
-	claim_in(&d, run, r, seq, resolved_by);
-	ow_direct_end(&d);
-	return true;
-}
-
 /*
- * The whole record in one direct operation: the events, the claim and,
- * when the run's new state is known (it resumes and what else holds it was
- * read under the lock), the run row.  False when a table is not plain:
- * the caller records it operation by operation.
+ * The whole record in one operation: the events, the claim and, when the
+ * run's new state is known (it resumes and what else holds it was read
+ * under the lock), the run row.  Returns the sequence of the first event.
  */
-static bool
-record_direct(OwRun *run, OwResolution *r, Jsonb *resolved, Jsonb *resumed, Jsonb *resolved_by,
-			  int64 *seq)
+static int64
+record(OwRun *run, OwResolution *r, Jsonb *resolved, Jsonb *resumed, Jsonb *resolved_by)
 {
 	const char *const types[2] = {"interrupt.resolved", "node.resumed"};
 	Jsonb	   *payloads[2] = {resolved, resumed};
 	bool		save = resumed != NULL && r->other_known;
 	uint32		runs = save ? OW_TABLE_BIT(OW_RUNS) : 0;
 	OwDirect	d;
+	int64		seq;
 
-	if (!ow_direct_begin_delete(&d, CLAIM_READS | runs, OW_TABLE_BIT(OW_EVENTS), CLAIM_UPDATES | runs,
-								CLAIM_DELETES))
-		return false;
-	*seq = ow_append_in(&d, run, r->node_id, resumed ? 2 : 1, types, payloads);
-	claim_in(&d, run, r, *seq, resolved_by);
+	ow_begin(&d, CLAIM_READS | runs, OW_TABLE_BIT(OW_EVENTS), CLAIM_UPDATES | runs,
+				   CLAIM_DELETES);
+	seq = ow_append_in(&d, run, r->node_id, resumed ? 2 : 1, types, payloads);
+	claim(&d, run, r, seq, resolved_by);
 	if (save)
 	{
 		resume_run_status(run, r->node_id, r->other_kind, r->other_node);
 		ow_save_run_in(&d, run);
 		r->saved = true;
 	}
-	ow_direct_end(&d);
-	return true;
+	ow_end(&d);
+	return seq;
 }
 
 /*
@@ -441,19 +331,9 @@ ow_record_resolution(OwRun *run, OwResolution *r)
 	resolved_by = ow_subject_jsonb(r->resolver);
 	if (r->recorded)
 		resolved = recorded_payload(r, resolved_by, &resolved_by);
-	if (record_direct(run, r, resolved, resumed, resolved_by, &seq))
-	{
-		if (r->saved)
-			return seq;
-	}
-	else
-	{
-		seq = resumed
-			? ow_append_pair(run, r->node_id, "interrupt.resolved", resolved, "node.resumed", resumed)
-			: ow_append(run, "interrupt.resolved", r->node_id, resolved);
-		if (!claim_direct(run, r, seq, resolved_by))
-			claim_sql(run, r, seq, resolved_by);
-	}
+	seq = record(run, r, resolved, resumed, resolved_by);
+	if (r->saved)
+		return seq;
 
 	if (r->fail_code)
 	{

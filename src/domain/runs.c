@@ -368,41 +368,41 @@ run_exists(OwRun *run, const char *tenant, const char *run_id)
 }
 
 /*
- * insert_run and run.started without a statement (rowstore.c), the row
- * written once with the sequence after the event: false when the
- * statements must run instead; *created false when the run id is taken.
+ * The run row and run.started, in one operation: the row is written once,
+ * with the sequence after the event.  False when the run id is taken.
+ * values: tenant, run id, workflow id, owner, event prefix, then the
+ * optional configurable, definition, inputs and metadata (nulls).
  */
 static bool
-create_direct(OwRun *run, const Datum *args, const char *nulls, Jsonb *started, bool *created)
+insert_run(OwRun *run, Datum *values, bool *nulls, Jsonb *started)
 {
-	static const OwColumn optional[] = {RUN_CONFIGURABLE, RUN_DEFINITION, RUN_INPUTS, RUN_METADATA};
+	static OwWrite insert = {.table = OW_RUNS,.kind = OW_WRITE_INSERT_NEW,.ncols = 18,
+		.cols = {RUN_TENANT, RUN_RUN_ID, RUN_WORKFLOW_ID, RUN_OWNER, RUN_EVENT_PREFIX,
+			RUN_CONFIGURABLE, RUN_DEFINITION, RUN_INPUTS, RUN_METADATA, RUN_STATUS,
+			RUN_NEXT_SEQUENCE, RUN_CREATED_AT, RUN_UPDATED_AT, RUN_CURRENT_NODE_ID, RUN_OUTPUTS,
+	RUN_ERROR, RUN_FORK_OF, RUN_ENDED_AT}};
 	static const char *const type = "run.started";
 	Datum		now = TimestampTzGetDatum(run->created_at);
 	OwDirect	d;
-	TupleTableSlot *row;
-	int			i;
+	bool		created;
 
-	if (!ow_direct_begin(&d, 0, OW_TABLE_BIT(OW_RUNS) | OW_TABLE_BIT(OW_EVENTS), 0))
-		return false;
-	row = ow_new_row(&d, OW_RUNS);
-	ow_set(row, RUN_TENANT, args[0], false);
-	ow_set(row, RUN_RUN_ID, args[1], false);
-	ow_set(row, RUN_WORKFLOW_ID, args[2], false);
-	ow_set_text(row, RUN_STATUS, "running");
-	ow_set(row, RUN_OWNER, args[3], false);
-	ow_set(row, RUN_EVENT_PREFIX, args[4], false);
-	for (i = 0; i < 4; i++)
-		ow_set(row, optional[i], args[5 + i], nulls[5 + i] == 'n');
-	if (nulls[5] == 'n')
-		ow_set(row, RUN_CONFIGURABLE, DirectFunctionCall1(jsonb_in, CStringGetDatum("{}")), false);
-	ow_set(row, RUN_NEXT_SEQUENCE, Int64GetDatum(1), false);	/* run.started is 0 */
-	ow_set(row, RUN_CREATED_AT, now, false);
-	ow_set(row, RUN_UPDATED_AT, now, false);
-	*created = ow_insert_new(&d, OW_RUNS, row);
-	if (*created)
+	if (nulls[5])
+	{
+		values[5] = DirectFunctionCall1(jsonb_in, CStringGetDatum("{}"));
+		nulls[5] = false;
+	}
+	values[9] = CStringGetTextDatum("running");
+	values[10] = Int64GetDatum(1);	/* run.started is 0 */
+	values[11] = now;
+	values[12] = now;
+	memset(nulls + 9, false, 4 * sizeof(bool));
+	memset(nulls + 13, true, 5 * sizeof(bool));
+	ow_begin(&d, 0, OW_TABLE_BIT(OW_RUNS) | OW_TABLE_BIT(OW_EVENTS), 0, 0);
+	created = ow_write(&d, &insert, NULL, values, nulls, NULL);
+	if (created)
 		(void) ow_append_in(&d, run, NULL, 1, &type, &started);
-	ow_direct_end(&d);
-	return true;
+	ow_end(&d);
+	return created;
 }
 
 /*
@@ -413,17 +413,6 @@ ow_create_run(PG_FUNCTION_ARGS)
 {
 	static const char *const option_keys[] = {"tenant", "runId", "configurable", "callbackUrl",
 	"definition", "metadata", "inputs", NULL};
-	static OwQuery insert_run = {
-		"INSERT INTO openwop.runs"
-		" (tenant, run_id, workflow_id, status, owner, event_prefix,"
-		"  configurable, definition, inputs, metadata)"
-		" VALUES ($1, $2, $3, 'running', $4, $5,"
-		"         COALESCE($6, '{}'::pg_catalog.jsonb), $7, $8, $9)"
-		" ON CONFLICT DO NOTHING"
-		" RETURNING created_at",
-		9, {TEXTOID, TEXTOID, TEXTOID, JSONBOID, TEXTOID, JSONBOID, JSONBOID, JSONBOID, JSONBOID},
-		SPI_OK_INSERT_RETURNING
-	};
 	char	   *workflow_id = ow_text_arg(fcinfo, 0);
 	Jsonb	   *options = ow_object_arg(fcinfo, 1, "options");
 	char	   *tenant;
@@ -434,8 +423,8 @@ ow_create_run(PG_FUNCTION_ARGS)
 	JsonbValue *metadata;
 	JsonbValue *inputs;
 	JsonbValue *optional[4];
-	Datum		args[9];
-	char		nulls[9] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
+	Datum		args[18];
+	bool		nulls[18] = {false};
 	int			i;
 	OwCall		call;
 	OwRun		locked;
@@ -443,7 +432,6 @@ ow_create_run(PG_FUNCTION_ARGS)
 	OwJson		j;
 	int64		seq;
 	Jsonb	   *started;
-	bool		created;
 
 	ow_refuse_read_only("create_run()");
 	/* who is calling, then everything else, before touching a table */
@@ -503,7 +491,7 @@ ow_create_run(PG_FUNCTION_ARGS)
 		if (optional[i])
 			args[5 + i] = JsonbPGetDatum(owj_to_jsonb(optional[i]));
 		else
-			nulls[5 + i] = 'n';
+			nulls[5 + i] = true;
 	}
 	run->tenant = tenant;
 	run->run_id = run_id;
@@ -535,20 +523,10 @@ ow_create_run(PG_FUNCTION_ARGS)
 		owj_value(&j, "metadata", metadata);
 	started = owj_end(&j);
 
-	if (create_direct(run, args, nulls, started, &created))
-	{
-		if (!created)
-			run_exists(run, tenant, run_id);
-		seq = 0;
-		ow_notify_later(run_id, 0, 0);
-	}
-	else
-	{
-		if (ow_exec(&insert_run, args, nulls, false, 0) == 0)
-			run_exists(run, tenant, run_id);
-		seq = ow_append(run, "run.started", NULL, started);
-		ow_save_run(run);
-	}
+	if (!insert_run(run, args, nulls, started))
+		run_exists(run, tenant, run_id);
+	seq = 0;
+	ow_notify_later(run_id, 0, 0);
 
 	ow_call_end(&call);
 	owj_begin(&j);
@@ -564,18 +542,38 @@ ow_create_run(PG_FUNCTION_ARGS)
  * ----------
  */
 
+/* An execution read: is it open (running, interrupted or pending)?  Into arg. */
+static void
+open_exec_read(const OwRow *row, void *arg)
+{
+	char	   *status = TextDatumGetCString(row->values[0]);
+
+	if (strcmp(status, "running") == 0 || strcmp(status, "interrupted") == 0 ||
+		strcmp(status, "pending") == 0)
+		*(bool *) arg = true;
+}
+
+static void
+any_read(const OwRow *row, void *arg)
+{
+}
+
 /*
  * True when the locked run has no pending interrupt and no open execution,
- * read without a statement (rowstore.c); false when it has, or when the
- * statements must look.
+ * read directly, so the statements that would cancel them are skipped;
+ * false when it has, or when the tables are not plain (a DBA's statement
+ * trigger or rule acts on a statement that changes no row: they run).
  */
 static bool
-nothing_open_direct(OwRun *run)
+nothing_open(OwRun *run)
 {
+	static OwRead pending = {.table = OW_OPEN_INTERRUPTS,.index = OW_OPEN_PENDING,.nkeys = 2,
+	.ncols = 1,.cols = {OPEN_STATUS}};
+	static OwRead execs = {.table = OW_NODE_EXECUTIONS,.index = OW_NODE_EXECUTIONS_PKEY,.nkeys = 2,
+	.ncols = 1,.cols = {EXEC_STATUS}};
 	OwDirect	d;
-	OwScan		s;
 	Datum		keys[2];
-	bool		open;
+	bool		open = false;
 
 	/* in place of cancel_open, ow_close_run_interrupts and cancel_execs */
 	if (!ow_direct_begin_instead(&d, OW_TABLE_BIT(OW_OPEN_INTERRUPTS) | OW_TABLE_BIT(OW_NODE_EXECUTIONS),
@@ -585,19 +583,10 @@ nothing_open_direct(OwRun *run)
 	keys[0] = CStringGetTextDatum(run->tenant);
 	keys[1] = CStringGetTextDatum(run->run_id);
 	/* the index holds the pending ones only */
-	ow_scan_begin(&d, &s, OW_OPEN_PENDING, 2, keys);
-	open = ow_scan_next(&s);
-	ow_scan_end(&s);
+	open = ow_read(&d, &pending, keys, 0, OW_NO_LOCK, 1, NULL, any_read, NULL) > 0;
 	if (!open)
-	{
-		ow_scan_begin(&d, &s, OW_NODE_EXECUTIONS_PKEY, 2, keys);
-		while (!open && ow_scan_next(&s))
-			open = ow_get_text_is(s.slot, EXEC_STATUS, "running") ||
-				ow_get_text_is(s.slot, EXEC_STATUS, "interrupted") ||
-				ow_get_text_is(s.slot, EXEC_STATUS, "pending");
-		ow_scan_end(&s);
-	}
-	ow_direct_end(&d);
+		(void) ow_read(&d, &execs, keys, 0, OW_NO_LOCK, 0, NULL, open_exec_read, &open);
+	ow_end(&d);
 	return !open;
 }
 
@@ -640,7 +629,7 @@ cancel_open_executions(OwRun *run, const char *reason)
 	char	  **nodes;
 
 	/* the usual end: nothing left open, nothing to cancel */
-	if (nothing_open_direct(run))
+	if (nothing_open(run))
 		return;
 	ow_run_exec(&cancel_open, run, NULL, false, 0);
 	ow_close_run_interrupts(run);

@@ -86,40 +86,22 @@ run_key(OwRun *run, Datum *keys)
 	keys[1] = CStringGetTextDatum(run->run_id);
 }
 
-/*
- * lock_run_row without a statement (rowstore.c): false when the SQL
- * statement must run instead; else *found says whether the row was locked.
- */
-static bool
-lock_run_direct(OwRun *run, bool skip_locked, bool *found)
+/* What the run lock reads of the row into the OwRun (arg). */
+static void
+run_read(const OwRow *row, void *arg)
 {
-	OwDirect	d;
-	OwScan		s;
-	Datum		keys[2];
-	bool		isnull;
+	OwRun	   *run = arg;
 
-	if (!ow_direct_begin(&d, OW_TABLE_BIT(OW_RUNS), 0, 0))
-		return false;
-	run_key(run, keys);
-	ow_scan_begin(&d, &s, OW_RUNS_PKEY, 2, keys);
-	*found = ow_scan_next(&s) && ow_lock_row(&d, OW_RUNS, s.slot, skip_locked);
-	if (*found)
-	{
-		run->workflow_id = ow_get_text(s.slot, RUN_WORKFLOW_ID);
-		run->status = ow_get_text(s.slot, RUN_STATUS);
-		run->current_node_id = ow_get_text(s.slot, RUN_CURRENT_NODE_ID);
-		run->event_prefix = ow_get_text(s.slot, RUN_EVENT_PREFIX);
-		run->created_at = DatumGetTimestampTz(ow_get(s.slot, RUN_CREATED_AT, &isnull));
-		run->next_sequence = DatumGetInt64(ow_get(s.slot, RUN_NEXT_SEQUENCE, &isnull));
-		run->first_sequence = run->next_sequence;
-		(void) ow_get(s.slot, RUN_DEFINITION, &isnull);
-		run->has_definition = !isnull;
-		run->fork_of = ow_get_text(s.slot, RUN_FORK_OF);
-		run->tid = s.slot->tts_tid;
-	}
-	ow_scan_end(&s);
-	ow_direct_end(&d);
-	return true;
+	run->workflow_id = TextDatumGetCString(row->values[0]);
+	run->status = TextDatumGetCString(row->values[1]);
+	run->current_node_id = row->nulls[2] ? NULL : TextDatumGetCString(row->values[2]);
+	run->event_prefix = TextDatumGetCString(row->values[3]);
+	run->created_at = DatumGetTimestampTz(row->values[4]);
+	run->next_sequence = DatumGetInt64(row->values[5]);
+	run->first_sequence = run->next_sequence;
+	run->has_definition = !row->nulls[6];
+	run->fork_of = row->nulls[7] ? NULL : TextDatumGetCString(row->values[7]);
+	run->tid = row->tid;
 }
 
 /*
@@ -151,16 +133,10 @@ ow_try_lock_run_id(OwRun *run, const char *tenant, const char *run_id)
 static bool
 lock_run_row(OwRun *run, const char *tenant, const char *run_id, bool skip_locked)
 {
-#define LOCK_RUN_SQL "SELECT workflow_id, status, current_node_id, event_prefix," \
-		"       created_at, next_sequence, definition IS NOT NULL, fork_of" \
-		"  FROM openwop.runs" \
-		" WHERE tenant OPERATOR(pg_catalog.=) $1" \
-		"   AND run_id OPERATOR(pg_catalog.=) $2"
-	static OwQuery wait = {LOCK_RUN_SQL " FOR UPDATE", 2, {TEXTOID, TEXTOID}, SPI_OK_SELECT};
-	static OwQuery skip = {LOCK_RUN_SQL " FOR UPDATE SKIP LOCKED", 2, {TEXTOID, TEXTOID}, SPI_OK_SELECT};
-#undef LOCK_RUN_SQL
-	bool		isnull;
-	bool		found;
+	static OwRead lock = {.table = OW_RUNS,.index = OW_RUNS_PKEY,.nkeys = 2,.ncols = 8,
+		.cols = {RUN_WORKFLOW_ID, RUN_STATUS, RUN_CURRENT_NODE_ID, RUN_EVENT_PREFIX, RUN_CREATED_AT,
+	RUN_NEXT_SEQUENCE, RUN_DEFINITION, RUN_FORK_OF}};
+	Datum		keys[2];
 
 	run->tenant = pstrdup(tenant);
 	run->run_id = pstrdup(run_id);
@@ -170,282 +146,144 @@ lock_run_row(OwRun *run, const char *tenant, const char *run_id, bool skip_locke
 	run->error = NULL;
 	run->outputs = NULL;
 	ItemPointerSetInvalid(&run->tid);
-	if (lock_run_direct(run, skip_locked, &found))
-	{
-		if (found)
-			read_key_root(run);
-		return found;
-	}
-	if (ow_run_exec(skip_locked ? &skip : &wait, run, NULL, false, 1) == 0)
+	run_key(run, keys);
+	if (ow_read(NULL, &lock, keys, 0, skip_locked ? OW_LOCK_SKIP_LOCKED : OW_LOCK, 1, NULL,
+				run_read, run) == 0)
 		return false;
-
-	run->workflow_id = ow_col_text(0, 1);
-	run->status = ow_col_text(0, 2);
-	run->current_node_id = ow_col_text(0, 3);
-	run->event_prefix = ow_col_text(0, 4);
-	run->created_at = DatumGetTimestampTz(ow_col_datum(0, 5, &isnull));
-	run->next_sequence = ow_col_int64(0, 6);
-	run->first_sequence = run->next_sequence;
-	run->has_definition = ow_col_bool(0, 7);
-	run->fork_of = ow_col_text(0, 8);
 	read_key_root(run);
 	return true;
 }
 
 /*
- * Insert n events at the run's next sequences in the direct operation d
- * (which inserts into events); advances the run.  created_at and
- * schema_version get what their column defaults give.  Returns the
+ * Insert n events at the run's next sequences, caused by the run's event
+ * causation_id (NULL: none), with the writes of d (NULL: an operation of
+ * their own, which inserts into events); advances the run.  Returns the
  * sequence of the first.
  */
-int64
-ow_append_in(OwDirect *d, OwRun *run, const char *node_id, int n, const char *const *types,
-			 Jsonb *const *payloads)
+static int64
+append_events(OwDirect *d, OwRun *run, const char *node_id, int n, const char *const *types,
+			  Jsonb *const *payloads, const char *causation_id)
 {
+	static OwWrite insert = {.table = OW_EVENTS,.kind = OW_WRITE_INSERT,.ncols = 9,
+		.cols = {EV_TENANT, EV_RUN_ID, EV_SEQUENCE, EV_TYPE, EV_NODE_ID, EV_PAYLOAD, EV_CREATED_AT,
+	EV_SCHEMA_VERSION, EV_CAUSATION_ID}};
 	int64		seq = run->next_sequence;
+	OwDirect	own;
+	Datum		values[9];
+	bool		nulls[9] = {false};
 	int			i;
 
+	if (d == NULL)
+	{
+		d = &own;
+		ow_begin(d, 0, OW_TABLE_BIT(OW_EVENTS), 0, 0);
+	}
+	values[0] = CStringGetTextDatum(run->tenant);
+	values[1] = CStringGetTextDatum(run->run_id);
+	values[4] = node_id ? CStringGetTextDatum(node_id) : (Datum) 0;
+	nulls[4] = node_id == NULL;
+	values[7] = Int32GetDatum(1);
+	values[8] = causation_id ? CStringGetTextDatum(causation_id) : (Datum) 0;
+	nulls[8] = causation_id == NULL;
 	for (i = 0; i < n; i++)
 	{
-		TupleTableSlot *row = ow_new_row(d, OW_EVENTS);
-
-		ow_set_text(row, EV_TENANT, run->tenant);
-		ow_set_text(row, EV_RUN_ID, run->run_id);
-		ow_set(row, EV_SEQUENCE, Int64GetDatum(seq + i), false);
-		ow_set_text(row, EV_TYPE, types[i]);
-		ow_set_text(row, EV_NODE_ID, node_id);
-		ow_set(row, EV_PAYLOAD, JsonbPGetDatum(payloads[i]), false);
-		ow_set(row, EV_CREATED_AT, TimestampTzGetDatum(GetCurrentTimestamp()), false);
-		ow_set(row, EV_SCHEMA_VERSION, Int32GetDatum(1), false);
-		ow_insert(d, OW_EVENTS, row);
+		values[2] = Int64GetDatum(seq + i);
+		values[3] = CStringGetTextDatum(types[i]);
+		values[5] = JsonbPGetDatum(payloads[i]);
+		values[6] = TimestampTzGetDatum(GetCurrentTimestamp());	/* clock_timestamp(), as the default */
+		(void) ow_write(d, &insert, NULL, values, nulls, NULL);
 	}
+	if (d == &own)
+		ow_end(d);
 	run->next_sequence = seq + n;
 	run->appended += n;
 	return seq;
 }
 
-/* ow_append_in in a direct operation of its own: false when the statement must run instead. */
-static bool
-append_direct(OwRun *run, const char *node_id, int n, const char *const *types,
-			  Jsonb *const *payloads)
+/* Insert n events at the run's next sequences with the writes of d (which inserts into events). */
+int64
+ow_append_in(OwDirect *d, OwRun *run, const char *node_id, int n, const char *const *types,
+			 Jsonb *const *payloads)
 {
-	OwDirect	d;
-
-	if (!ow_direct_begin(&d, 0, OW_TABLE_BIT(OW_EVENTS), 0))
-		return false;
-	(void) ow_append_in(&d, run, node_id, n, types, payloads);
-	ow_direct_end(&d);
-	return true;
-}
-
-/* The parameters of one event row, from args[0] and nulls[0] on, and their types. */
-#define EVENT_TYPES TEXTOID, TEXTOID, INT8OID, TEXTOID, TEXTOID, JSONBOID
-
-static void
-event_args(OwRun *run, int64 seq, const char *type, const char *node_id, Jsonb *payload,
-		   Datum *args, char *nulls)
-{
-	args[0] = CStringGetTextDatum(run->tenant);
-	args[1] = CStringGetTextDatum(run->run_id);
-	args[2] = Int64GetDatum(seq);
-	args[3] = CStringGetTextDatum(type);
-	args[4] = node_id ? CStringGetTextDatum(node_id) : (Datum) 0;
-	args[5] = JsonbPGetDatum(payload);
-	memset(nulls, ' ', 6);
-	nulls[4] = node_id ? ' ' : 'n';
-}
-
-/* Insert one event row at sequence seq, caused by event causation_id (NULL: none). */
-static void
-insert_event(OwRun *run, int64 seq, const char *type, const char *node_id, Jsonb *payload,
-			 const char *causation_id)
-{
-	static OwQuery insert = {"INSERT INTO openwop.events"
-		" (tenant, run_id, sequence, type, node_id, payload, causation_id)"
-		" VALUES ($1, $2, $3, $4, $5, $6, $7)",
-	7, {EVENT_TYPES, TEXTOID}, SPI_OK_INSERT};
-	Datum		args[7];
-	char		nulls[7];
-
-	event_args(run, seq, type, node_id, payload, args, nulls);
-	args[6] = causation_id ? CStringGetTextDatum(causation_id) : (Datum) 0;
-	nulls[6] = causation_id ? ' ' : 'n';
-	(void) ow_exec(&insert, args, nulls, false, 0);
+	return append_events(d, run, node_id, n, types, payloads, NULL);
 }
 
 /*
- * Append two events in one statement (the pairs the hot paths write:
- * interrupt.requested + node.suspended, interrupt.resolved + node.resumed);
- * each statement costs executor start-up more than its row.  Returns the
- * sequence of the first.
+ * Append two events (the pairs the hot paths write: interrupt.requested +
+ * node.suspended, interrupt.resolved + node.resumed) in one operation.
+ * Returns the sequence of the first.
  */
 int64
 ow_append_pair(OwRun *run, const char *node_id,
 			   const char *type1, Jsonb *payload1, const char *type2, Jsonb *payload2)
 {
-	static OwQuery insert = {"INSERT INTO openwop.events"
-		" (tenant, run_id, sequence, type, node_id, payload)"
-		" VALUES ($1, $2, $3, $4, $5, $6), ($7, $8, $9, $10, $11, $12)",
-	12, {EVENT_TYPES, EVENT_TYPES}, SPI_OK_INSERT};
-	int64		seq = run->next_sequence;
-	Datum		args[12];
-	char		nulls[12];
 	const char *types[2] = {type1, type2};
 	Jsonb	   *payloads[2] = {payload1, payload2};
 
-	if (append_direct(run, node_id, 2, types, payloads))
-		return seq;
-	event_args(run, seq, type1, node_id, payload1, args, nulls);
-	event_args(run, seq + 1, type2, node_id, payload2, args + 6, nulls + 6);
-	if (ow_exec(&insert, args, nulls, false, 0) != 2)
-		elog(ERROR, "could not append events to run \"%s\"", run->run_id);
-	run->next_sequence = seq + 2;
-	run->appended += 2;
-	return seq;
-}
-
-/*
- * Append one event at the run's next sequence, caused by event
- * causation_id (NULL: none; the direct path writes none); returns that
- * sequence.
- */
-static int64
-append_one(OwRun *run, const char *type, const char *node_id, Jsonb *payload, const char *causation_id)
-{
-	int64		seq = run->next_sequence;
-
-	if (causation_id == NULL && append_direct(run, node_id, 1, &type, &payload))
-		return seq;
-	insert_event(run, seq, type, node_id, payload, causation_id);
-	run->next_sequence = seq + 1;
-	run->appended++;
-	return seq;
+	return append_events(NULL, run, node_id, 2, types, payloads, NULL);
 }
 
 /* Append one event at the run's next sequence; returns that sequence. */
 int64
 ow_append(OwRun *run, const char *type, const char *node_id, Jsonb *payload)
 {
-	return append_one(run, type, node_id, payload, NULL);
+	return append_events(NULL, run, node_id, 1, &type, &payload, NULL);
 }
 
 /*
  * Append one event caused by the run's event at cause_seq (its envelope
- * causationId is that event's id); returns its sequence.  For the
- * conversation events, off the hot paths: always the statement.
+ * causationId is that event's id); returns its sequence.
  */
 int64
 ow_append_caused(OwRun *run, const char *type, const char *node_id, Jsonb *payload, int64 cause_seq)
 {
-	return append_one(run, type, node_id, payload,
-					  psprintf("%s." INT64_FORMAT, run->event_prefix, cause_seq));
-}
-
-/* Write the run row back in the direct operation d (which updates runs). */
-static void
-save_row(OwDirect *d, OwRun *run)
-{
-	TupleTableSlot *old;
-	TupleTableSlot *row;
-	Datum		now = TimestampTzGetDatum(GetCurrentTransactionStartTimestamp());
-
-	/* the version locked, unless this transaction changed the row since */
-	if (!ow_fetch_tid(d, OW_RUNS, &run->tid, &old))
-	{
-		OwScan		s;
-		Datum		keys[2];
-
-		run_key(run, keys);
-		ow_scan_begin(d, &s, OW_RUNS_PKEY, 2, keys);
-		if (!ow_scan_next(&s))
-			elog(ERROR, "could not update run \"%s\"", run->run_id);
-		old = s.slot;
-		ow_scan_end(&s);
-	}
-	row = ow_changed_row(d, OW_RUNS, old);
-	ow_set(row, RUN_NEXT_SEQUENCE, Int64GetDatum(run->next_sequence), false);
-	ow_set_text(row, RUN_STATUS, run->status);
-	ow_set_text(row, RUN_CURRENT_NODE_ID, run->current_node_id);
-	if (run->error)
-		ow_set(row, RUN_ERROR, JsonbPGetDatum(run->error), false);
-	if (run->outputs)
-		ow_set(row, RUN_OUTPUTS, JsonbPGetDatum(run->outputs), false);
-	ow_set(row, RUN_UPDATED_AT, now, false);
-	ow_set(row, RUN_ENDED_AT, now, !ow_run_is_terminal(run->status));
-	ow_update(d, OW_RUNS, old, row);
-	run->tid = row->tts_tid;
-}
-
-/* ow_save_run in the direct operation d, which reads and updates runs. */
-void
-ow_save_run_in(OwDirect *d, OwRun *run)
-{
-	save_row(d, run);
-	if (run->appended > 0)
-		ow_notify_later(run->run_id, run->first_sequence, run->next_sequence - 1);
-}
-
-/* save_row in a direct operation of its own: false when the statement must run instead. */
-static bool
-save_run_direct(OwRun *run)
-{
-	OwDirect	d;
-
-	if (!ow_direct_begin(&d, OW_TABLE_BIT(OW_RUNS), 0, OW_TABLE_BIT(OW_RUNS)))
-		return false;
-	save_row(&d, run);
-	ow_direct_end(&d);
-	return true;
-}
-
-/* ow_save_run as a statement. */
-static void
-save_run_sql(OwRun *run)
-{
-	static OwQuery update = {"UPDATE openwop.runs"
-		"   SET next_sequence = $3, status = $4, current_node_id = $5,"
-		"       error = COALESCE($6, error), outputs = COALESCE($7, outputs),"
-		"       updated_at = pg_catalog.now(),"
-		"       ended_at = CASE WHEN $4 OPERATOR(pg_catalog.=) ANY"
-		"                     ('{completed,failed,cancelled}'::pg_catalog.text[])"
-		"                  THEN pg_catalog.now() END"
-		" WHERE tenant OPERATOR(pg_catalog.=) $1"
-		"   AND run_id OPERATOR(pg_catalog.=) $2",
-	7, {TEXTOID, TEXTOID, INT8OID, TEXTOID, TEXTOID, JSONBOID, JSONBOID}, SPI_OK_UPDATE};
-	Datum		args[7];
-	char		nulls[7] = {' ', ' ', ' ', ' ', ' ', ' ', ' '};
-
-	args[0] = CStringGetTextDatum(run->tenant);
-	args[1] = CStringGetTextDatum(run->run_id);
-	args[2] = Int64GetDatum(run->next_sequence);
-	args[3] = CStringGetTextDatum(run->status);
-	if (run->current_node_id)
-		args[4] = CStringGetTextDatum(run->current_node_id);
-	else
-		nulls[4] = 'n';
-	if (run->error)
-		args[5] = JsonbPGetDatum(run->error);
-	else
-		nulls[5] = 'n';
-	if (run->outputs)
-		args[6] = JsonbPGetDatum(run->outputs);
-	else
-		nulls[6] = 'n';
-	if (ow_exec(&update, args, nulls, false, 0) != 1)
-		elog(ERROR, "could not update run \"%s\"", run->run_id);
+	return append_events(NULL, run, node_id, 1, &type, &payload,
+						 psprintf("%s." INT64_FORMAT, run->event_prefix, cause_seq));
 }
 
 /*
  * Write the run row back (sequence, status, current node, terminal fields)
- * and remember the appended range for the commit-time NOTIFY.
+ * with the writes of d (NULL: an operation of its own, which reads and
+ * updates runs) and remember the appended range for the commit-time
+ * NOTIFY.  The row is found where the lock left it, unless this
+ * transaction changed it since.
  */
+void
+ow_save_run_in(OwDirect *d, OwRun *run)
+{
+#define SAVE_COLS RUN_NEXT_SEQUENCE, RUN_STATUS, RUN_CURRENT_NODE_ID, RUN_UPDATED_AT, RUN_ENDED_AT
+	/* a run that ends may record its error or its outputs; else they stay */
+	static OwWrite save[3] = {
+		{.table = OW_RUNS,.kind = OW_WRITE_UPDATE,.key = OW_RUNS_PKEY,.ncols = 5,.cols = {SAVE_COLS}},
+		{.table = OW_RUNS,.kind = OW_WRITE_UPDATE,.key = OW_RUNS_PKEY,.ncols = 6,.cols = {SAVE_COLS, RUN_ERROR}},
+		{.table = OW_RUNS,.kind = OW_WRITE_UPDATE,.key = OW_RUNS_PKEY,.ncols = 6,.cols = {SAVE_COLS, RUN_OUTPUTS}},
+	};
+#undef SAVE_COLS
+	Datum		now = TimestampTzGetDatum(GetCurrentTransactionStartTimestamp());
+	Datum		keys[2];
+	Datum		values[6];
+	bool		nulls[6] = {false};
+
+	run_key(run, keys);
+	values[0] = Int64GetDatum(run->next_sequence);
+	values[1] = CStringGetTextDatum(run->status);
+	values[2] = run->current_node_id ? CStringGetTextDatum(run->current_node_id) : (Datum) 0;
+	nulls[2] = run->current_node_id == NULL;
+	values[3] = now;
+	values[4] = now;
+	nulls[4] = !ow_run_is_terminal(run->status);
+	values[5] = run->error ? JsonbPGetDatum(run->error) : JsonbPGetDatum(run->outputs);
+	if (!ow_write(d, &save[run->error ? 1 : run->outputs ? 2 : 0], keys, values, nulls, &run->tid))
+		elog(ERROR, "could not update run \"%s\"", run->run_id);
+	if (run->appended > 0)
+		ow_notify_later(run->run_id, run->first_sequence, run->next_sequence - 1);
+}
+
+/* ow_save_run_in in an operation of its own. */
 void
 ow_save_run(OwRun *run)
 {
-	if (!save_run_direct(run))
-		save_run_sql(run);
-	if (run->appended > 0)
-		ow_notify_later(run->run_id, run->first_sequence, run->next_sequence - 1);
+	ow_save_run_in(NULL, run);
 }
 
 /* Milliseconds from the run's creation to now (transaction start). */

@@ -11,8 +11,6 @@
 
 #include "store/store.h"
 
-extern void ow_insert(OwDirect *d, OwTableId t, TupleTableSlot *row);
-extern bool ow_lock_row(OwDirect *d, OwTableId t, TupleTableSlot *slot, bool skip_locked);
 extern int	ow_trigger_column(struct TriggerData *trigdata, const char *function, const char *column);
 extern struct TriggerData *ow_trigger_data(FunctionCallInfo fcinfo, const char *function,
 										   const char *table, int allowed);

@@ -8,7 +8,7 @@
  * late answer expires it (ow_expire_open_interrupt) and deleted when it
  * stops being open (ow_close_interrupt, ow_close_run_interrupts), always
  * in the transaction that changes openwop.interrupts, under the run lock.
- * The resolve's own claim deletes the row directly (outcomes.c).
+ * The resolve's claim deletes the row with its other writes (outcomes.c).
  * A trigger on openwop.interrupts (ow_interrupts_keep_open) carries a DBA's
  * own changes to the copied columns over.
  *
@@ -47,8 +47,8 @@ ow_open_interrupt(OwRun *run, const char *interrupt_id, const char *node_id, int
 				  const char *kind, Jsonb *payload, int64 requested_seq, bool has_deadline,
 				  TimestampTz expires_at, ItemPointer interrupt_tid, ItemPointer execution_tid)
 {
-	static OwWrite insert = {OW_OPEN_INTERRUPTS, OW_NO_KEY, 13,
-		{OPEN_TENANT, OPEN_INTERRUPT_ID, OPEN_RUN_ID, OPEN_NODE_ID, OPEN_VISIT, OPEN_KIND,
+	static OwWrite insert = {.table = OW_OPEN_INTERRUPTS,.kind = OW_WRITE_INSERT,.ncols = 13,
+		.cols = {OPEN_TENANT, OPEN_INTERRUPT_ID, OPEN_RUN_ID, OPEN_NODE_ID, OPEN_VISIT, OPEN_KIND,
 			OPEN_PAYLOAD, OPEN_REQUESTED_SEQUENCE, OPEN_CREATED_AT, OPEN_EXPIRES_AT, OPEN_STATUS,
 		OPEN_INTERRUPT_TID, OPEN_EXECUTION_TID}};
 	Datum		values[13];
@@ -70,29 +70,40 @@ ow_open_interrupt(OwRun *run, const char *interrupt_id, const char *node_id, int
 	nulls[11] = !ItemPointerIsValid(interrupt_tid);
 	values[12] = PointerGetDatum(execution_tid);
 	nulls[12] = !ItemPointerIsValid(execution_tid);
-	ow_insert_row(&insert, values, nulls, NULL);
+	(void) ow_write(NULL, &insert, NULL, values, nulls, NULL);
 }
 
-/* Interrupt interrupt_id is no longer open: resolved, cancelled, or its expiry announced. */
+/*
+ * Interrupt interrupt_id is no longer open: resolved, cancelled, or its
+ * expiry announced.  With the writes of d (NULL: an operation of its
+ * own); tid (if not NULL): where its row may be.  It may be gone already:
+ * a statement that resolved the interrupt had the trigger below delete it.
+ */
+void
+ow_close_interrupt_in(OwDirect *d, const char *tenant, const char *interrupt_id, ItemPointer tid)
+{
+	static OwWrite delete = {.table = OW_OPEN_INTERRUPTS,.kind = OW_WRITE_DELETE,.key = OW_OPEN_PKEY};
+	Datum		keys[2] = {CStringGetTextDatum(tenant), CStringGetTextDatum(interrupt_id)};
+
+	(void) ow_write(d, &delete, keys, NULL, NULL, tid);
+}
+
 void
 ow_close_interrupt(const char *tenant, const char *interrupt_id)
 {
-	static OwQuery q = {"DELETE FROM openwop.open_interrupts"
-		" WHERE tenant OPERATOR(pg_catalog.=) $1 AND interrupt_id OPERATOR(pg_catalog.=) $2",
-	2, {TEXTOID, TEXTOID}, SPI_OK_DELETE};
-
-	(void) open_exec(&q, tenant, interrupt_id);
+	ow_close_interrupt_in(NULL, tenant, interrupt_id, NULL);
 }
 
 /* A late answer expired pending interrupt interrupt_id: open until its run is ended (INT-18). */
 void
 ow_expire_open_interrupt(const char *tenant, const char *interrupt_id)
 {
-	static OwQuery q = {"UPDATE openwop.open_interrupts SET status = 'expired'"
-		" WHERE tenant OPERATOR(pg_catalog.=) $1 AND interrupt_id OPERATOR(pg_catalog.=) $2",
-	2, {TEXTOID, TEXTOID}, SPI_OK_UPDATE};
+	static OwWrite expire = {.table = OW_OPEN_INTERRUPTS,.kind = OW_WRITE_UPDATE,.key = OW_OPEN_PKEY,
+	.ncols = 1,.cols = {OPEN_STATUS}};
+	Datum		keys[2] = {CStringGetTextDatum(tenant), CStringGetTextDatum(interrupt_id)};
+	Datum		status = CStringGetTextDatum("expired");
 
-	(void) open_exec(&q, tenant, interrupt_id);
+	(void) ow_write(NULL, &expire, keys, &status, NULL, NULL);
 }
 
 /* The locked run ends: its pending interrupts are cancelled and no longer open. */

@@ -17,16 +17,18 @@
  * maintenance, HOT updates.  The access methods take the SSI predicate
  * locks a statement's scans would.
  *
- * It is used only while the tables are plain.  A DBA who adds a trigger, a
- * rule or row-level security to a table the operation touches, or a
- * column to a table it inserts into (its default would be skipped), gets
- * the SQL statement instead: ow_direct_begin() says no and the statement
- * runs (the one made from a write's OwWrite, or the caller's OwQuery), so
- * whatever PostgreSQL does for a statement happens.
- * So does one who changes the type of a column (another type, a domain, a
- * length): the values are written as Datums of the install script's
- * types, with no coercion, domain check or length check, so the whole
- * direct path is off until the column is as the install script made it.
+ * Every read and write of the hot paths is described once, where it is
+ * made (OwRead, OwWrite in store.h), and carried here: directly while the
+ * tables are plain, else by the statement made from the same description,
+ * so whatever PostgreSQL does for a statement happens.  A table is not
+ * plain when a DBA adds a trigger, a rule or row-level security to it, or
+ * a column to a table the hot paths insert into (its default would be
+ * skipped: an insert sets every column it knows, so a default of one of
+ * those means nothing to either carrier).  Nor when a column changes type
+ * (another type, a domain, a length): the values are written as Datums of
+ * the install script's types, with no coercion, domain check or length
+ * check, so the whole direct path is off until the column is as the
+ * install script made it.
  *
  * Relations, indexes and attribute numbers are looked up by name once per
  * backend and forgotten on any relation cache invalidation of them (DROP
@@ -34,8 +36,9 @@
  * library's version (schema.c) before anything is looked up.
  *
  * One file, though long: the checks that a table is as the install script
- * made it and the operations that rely on them are one contract, and the
- * table, column and index descriptions they share stay private to it.
+ * made it, the direct operations that rely on them and the statements
+ * made for when they cannot are one contract, and the table, column and
+ * index descriptions they share stay private to it.
  *
  *-------------------------------------------------------------------------
  */
@@ -65,12 +68,12 @@
 #include "storage/lmgr.h"
 #include "parser/parse_func.h"
 #include "utils/builtins.h"
+#include "utils/datum.h"
 #include "utils/fmgroids.h"
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
-#include "utils/ruleutils.h"
 #include "utils/snapmgr.h"
 
 static const char *const table_names[OW_TABLE_COUNT] = {
@@ -169,33 +172,6 @@ static const OwColumnDef columns[OW_COLUMN_COUNT] = {
 	[OPEN_EXECUTION_TID] = {OW_OPEN_INTERRUPTS, "execution_tid", TIDOID},
 };
 
-/*
- * The column defaults of the install script, as pg_get_expr() prints them.
- * A direct insert sets every column itself, with what these give where the
- * statements leave a column out; a default a DBA changed or added sends
- * the inserts into that table back to the statements, which apply it.
- */
-typedef struct OwDefault
-{
-	OwTableId	table;
-	const char *column;
-	const char *expr;
-} OwDefault;
-
-static const OwDefault install_defaults[] = {
-	{OW_RUNS, "configurable", "'{}'::jsonb"},
-	{OW_RUNS, "next_sequence", "0"},
-	{OW_RUNS, "created_at", "now()"},
-	{OW_RUNS, "updated_at", "now()"},
-	{OW_EVENTS, "created_at", "clock_timestamp()"},
-	{OW_EVENTS, "schema_version", "1"},
-	{OW_INTERRUPTS, "status", "'pending'::text"},
-	{OW_INTERRUPTS, "created_at", "now()"},
-	{OW_NODE_EXECUTIONS, "attempt", "0"},
-	{OW_NODE_EXECUTIONS, "started_at", "now()"},
-	{OW_GROUP_MEMBERS, "added_at", "now()"},
-};
-
 #define INDEX_MAX_PROBE_KEYS 4
 
 typedef struct OwIndexDef
@@ -204,6 +180,7 @@ typedef struct OwIndexDef
 	const char *name;
 	int			nkeys;			/* key columns, in index order */
 	OwColumn	keys[INDEX_MAX_PROBE_KEYS];
+	const char *predicate;		/* a partial index's, for the statements that read it */
 } OwIndexDef;
 
 static const OwIndexDef indexes[OW_INDEX_COUNT] = {
@@ -211,7 +188,7 @@ static const OwIndexDef indexes[OW_INDEX_COUNT] = {
 	[OW_INTERRUPTS_PKEY] = {OW_INTERRUPTS, "interrupts_pkey", 2, {INT_TENANT, INT_INTERRUPT_ID}},
 	[OW_OPEN_PKEY] = {OW_OPEN_INTERRUPTS, "open_interrupts_pkey", 2, {OPEN_TENANT, OPEN_INTERRUPT_ID}},
 	[OW_OPEN_PENDING] = {OW_OPEN_INTERRUPTS, "interrupts_one_pending_per_node", 3,
-	{OPEN_TENANT, OPEN_RUN_ID, OPEN_NODE_ID}},
+	{OPEN_TENANT, OPEN_RUN_ID, OPEN_NODE_ID}, "status OPERATOR(pg_catalog.=) 'pending'"},
 	[OW_NODE_EXECUTIONS_PKEY] = {OW_NODE_EXECUTIONS, "node_executions_pkey", 4,
 	{EXEC_TENANT, EXEC_RUN_ID, EXEC_NODE_ID, EXEC_VISIT}},
 	[OW_GROUP_MEMBERS_PKEY] = {OW_GROUP_MEMBERS, "group_members_pkey", 3,
@@ -221,13 +198,21 @@ static const OwIndexDef indexes[OW_INDEX_COUNT] = {
 	{INT_TENANT, INT_ROOT_RUN_ID, INT_KEY}},
 };
 
+/* An index scan of the operation's snapshot. */
+typedef struct OwScan
+{
+	struct IndexScanDescData *scan;
+	Relation	index;
+	TupleTableSlot *slot;		/* the current row */
+	bool		backward;
+} OwScan;
+
 /* What the catalog says, looked up on first use. */
 static struct
 {
 	bool		valid;
 	Oid			relids[OW_TABLE_COUNT];
 	int			known[OW_TABLE_COUNT];	/* columns named above, per table */
-	bool		defaults[OW_TABLE_COUNT];	/* its column defaults are the install script's */
 	AttrNumber	attnums[OW_COLUMN_COUNT];
 	Oid			indexids[OW_INDEX_COUNT];
 	RegProcedure eqprocs[OW_INDEX_COUNT][INDEX_MAX_PROBE_KEYS];
@@ -306,36 +291,6 @@ refuse(OwTableId t, const char *reason)
 	return false;
 }
 
-/* Are the column defaults of table t (relid) those of the install script? */
-static bool
-defaults_as_installed(OwTableId t, Oid relid)
-{
-	Relation	rel = table_open(relid, AccessShareLock);
-	TupleConstr *constr = RelationGetDescr(rel)->constr;
-	int			expected = 0;
-	int			n = constr ? constr->num_defval : 0;
-	bool		same = true;
-	int			i;
-	size_t		j;
-
-	for (j = 0; j < lengthof(install_defaults); j++)
-		if (install_defaults[j].table == t)
-			expected++;
-	for (i = 0; same && i < n; i++)
-	{
-		AttrDefault *def = &constr->defval[i];
-		const char *column = NameStr(TupleDescAttr(RelationGetDescr(rel), def->adnum - 1)->attname);
-		char	   *expr = deparse_expression(stringToNode(def->adbin), NIL, false, false);
-
-		same = false;
-		for (j = 0; j < lengthof(install_defaults); j++)
-			if (install_defaults[j].table == t && strcmp(install_defaults[j].column, column) == 0)
-				same = strcmp(install_defaults[j].expr, expr) == 0;
-	}
-	table_close(rel, AccessShareLock);
-	return same && n == expected;
-}
-
 /*
  * Look everything up.  False, with the cache left invalid, when anything
  * is not as the install script made it (the SQL statements then run).
@@ -361,7 +316,6 @@ fill_cache(void)
 		cache.known[i] = 0;
 		if (!OidIsValid(cache.relids[i]))
 			return false;
-		cache.defaults[i] = defaults_as_installed(i, cache.relids[i]);
 	}
 	for (i = 0; i < OW_COLUMN_COUNT; i++)
 	{
@@ -465,8 +419,6 @@ plain(Relation rel, OwTableId t, uint32 inserts, uint32 updates, uint32 deletes)
 		int			live = 0;
 		int			i;
 
-		if (!cache.defaults[t])
-			return refuse(t, "a column default is not the install script's");
 		/* every column is one the insert sets: no default to evaluate */
 		for (i = 0; i < desc->natts; i++)
 			if (!TupleDescAttr(desc, i)->attisdropped)
@@ -480,7 +432,7 @@ plain(Relation rel, OwTableId t, uint32 inserts, uint32 updates, uint32 deletes)
 /* What the hot paths write directly, per table (what plain() asks of each). */
 #define WRITTEN_INSERTS (OW_TABLE_BIT(OW_RUNS) | OW_TABLE_BIT(OW_EVENTS) | OW_TABLE_BIT(OW_INTERRUPTS) | \
 						 OW_TABLE_BIT(OW_NODE_EXECUTIONS) | OW_TABLE_BIT(OW_OPEN_INTERRUPTS))
-#define WRITTEN_UPDATES (OW_TABLE_BIT(OW_RUNS) | OW_TABLE_BIT(OW_INTERRUPTS) | \
+#define WRITTEN_UPDATES (OW_TABLE_BIT(OW_RUNS) | OW_TABLE_BIT(OW_INTERRUPTS) | OW_TABLE_BIT(OW_OPEN_INTERRUPTS) | \
 						 OW_TABLE_BIT(OW_NODE_EXECUTIONS))
 #define WRITTEN_DELETES OW_TABLE_BIT(OW_OPEN_INTERRUPTS)
 
@@ -601,22 +553,17 @@ direct_begin(OwDirect *d, uint32 reads, uint32 inserts, uint32 updates, uint32 d
 		if (d->triggers)
 			AfterTriggerBeginQuery();
 	}
+	d->direct = true;
 	return true;
 }
 
 /*
- * Open the tables an operation reads (reads), inserts into (inserts) and
- * updates (updates), as OW_TABLE_BIT masks, and take its snapshot.  False
- * when the operation must run as SQL instead; nothing was done then.
+ * Open the tables an operation reads (reads), inserts into (inserts),
+ * updates (updates) and deletes from (deletes), as OW_TABLE_BIT masks, and
+ * take its snapshot.  False when the operation must run as SQL instead;
+ * nothing was done then.
  */
-bool
-ow_direct_begin(OwDirect *d, uint32 reads, uint32 inserts, uint32 updates)
-{
-	return ow_direct_begin_delete(d, reads, inserts, updates, 0);
-}
-
-/* The same for an operation that also deletes from the tables deletes. */
-bool
+static bool
 ow_direct_begin_delete(OwDirect *d, uint32 reads, uint32 inserts, uint32 updates, uint32 deletes)
 {
 	return direct_begin(d, reads, inserts, updates, deletes, 0, 0);
@@ -697,35 +644,20 @@ begin_scan(OwDirect *d, OwScan *s, OwIndexId idx, int nkeys, const Datum *keys, 
 	index_rescan(s->scan, skeys, n, NULL, 0);
 }
 
-void
+static void
 ow_scan_begin(OwDirect *d, OwScan *s, OwIndexId idx, int nkeys, const Datum *keys)
 {
 	begin_scan(d, s, idx, nkeys, keys, false, false, 0);
 }
 
-/* The same, last row first when backward. */
-void
-ow_scan_begin_dir(OwDirect *d, OwScan *s, OwIndexId idx, int nkeys, const Datum *keys, bool backward)
-{
-	begin_scan(d, s, idx, nkeys, keys, backward, false, 0);
-}
-
-/* The rows of ow_scan_begin whose next key column is below bound, last row first. */
-void
-ow_scan_begin_below(OwDirect *d, OwScan *s, OwIndexId idx, int nkeys, const Datum *keys,
-					int64 bound)
-{
-	begin_scan(d, s, idx, nkeys, keys, true, true, bound);
-}
-
-bool
+static bool
 ow_scan_next(OwScan *s)
 {
 	return index_getnext_slot(s->scan, s->backward ? BackwardScanDirection : ForwardScanDirection,
 							  s->slot);
 }
 
-void
+static void
 ow_scan_end(OwScan *s)
 {
 	index_endscan(s->scan);
@@ -738,7 +670,7 @@ ow_scan_end(OwScan *s)
  * one the operation's snapshot sees (something updated it since), and the
  * caller probes its index instead.
  */
-bool
+static bool
 ow_fetch_tid(OwDirect *d, OwTableId t, ItemPointer tid, TupleTableSlot **slot)
 {
 	Assert(d->rel[t] != NULL);
@@ -766,7 +698,7 @@ ow_fetch_tid(OwDirect *d, OwTableId t, ItemPointer tid, TupleTableSlot **slot)
  * of five, so it was no HOT update and wrote both unique indexes of
  * interrupts (and their full-page images) anew.
  */
-bool
+static bool
 ow_fetch_hint(OwDirect *d, OwTableId t, ItemPointer tid, TupleTableSlot **slot)
 {
 	Buffer		buf;
@@ -786,7 +718,7 @@ ow_fetch_hint(OwDirect *d, OwTableId t, ItemPointer tid, TupleTableSlot **slot)
  * REPEATABLE READ and SERIALIZABLE a concurrent update is a serialization
  * failure.  False when the row was skipped or deleted meanwhile.
  */
-bool
+static bool
 ow_lock_row(OwDirect *d, OwTableId t, TupleTableSlot *slot, bool skip_locked)
 {
 	TM_FailureData tmfd;
@@ -824,53 +756,11 @@ ow_lock_row(OwDirect *d, OwTableId t, TupleTableSlot *slot, bool skip_locked)
 	return false;				/* keep the compiler quiet */
 }
 
-/* Column c of the row in slot. */
-Datum
-ow_get(TupleTableSlot *slot, OwColumn c, bool *isnull)
-{
-	return slot_getattr(slot, cache.attnums[c], isnull);
-}
-
-/* Column c as a C string, NULL when null. */
-char *
-ow_get_text(TupleTableSlot *slot, OwColumn c)
-{
-	bool		isnull;
-	Datum		v = slot_getattr(slot, cache.attnums[c], &isnull);
-
-	return isnull ? NULL : TextDatumGetCString(v);
-}
-
-/* Does text column c equal s?  (NULL equals nothing.) */
-bool
-ow_get_text_is(TupleTableSlot *slot, OwColumn c, const char *s)
-{
-	bool		isnull;
-	Datum		v = slot_getattr(slot, cache.attnums[c], &isnull);
-	text	   *t;
-	size_t		len = strlen(s);
-
-	if (isnull)
-		return false;
-	t = DatumGetTextPP(v);
-	return VARSIZE_ANY_EXHDR(t) == len && memcmp(VARDATA_ANY(t), s, len) == 0;
-}
-
-/* Column c as a jsonb copied out of the row, NULL when null. */
-Jsonb *
-ow_get_jsonb(TupleTableSlot *slot, OwColumn c)
-{
-	bool		isnull;
-	Datum		v = slot_getattr(slot, cache.attnums[c], &isnull);
-
-	return isnull ? NULL : DatumGetJsonbPCopy(v);
-}
-
 /*
  * The row an insert into t will write, every column null: set its values
  * with ow_set, then ow_insert.
  */
-TupleTableSlot *
+static TupleTableSlot *
 ow_new_row(OwDirect *d, OwTableId t)
 {
 	TupleTableSlot *row = d->newslot[t];
@@ -890,7 +780,7 @@ ow_new_row(OwDirect *d, OwTableId t)
  * The row an update of old (a row of t read by this operation) will
  * write: old's values, to be changed with ow_set, then ow_update.
  */
-TupleTableSlot *
+static TupleTableSlot *
 ow_changed_row(OwDirect *d, OwTableId t, TupleTableSlot *old)
 {
 	TupleTableSlot *row = d->newslot[t];
@@ -905,24 +795,15 @@ ow_changed_row(OwDirect *d, OwTableId t, TupleTableSlot *old)
 	return row;
 }
 
-void
+static void
 ow_set(TupleTableSlot *row, OwColumn c, Datum value, bool isnull)
 {
-	/* a row hint the schema does not have (dropped since the caller looked) */
-	if (unlikely(cache.attnums[c] == InvalidAttrNumber))
-		return;
 	row->tts_values[cache.attnums[c] - 1] = value;
 	row->tts_isnull[cache.attnums[c] - 1] = isnull;
 }
 
-void
-ow_set_text(TupleTableSlot *row, OwColumn c, const char *s)
-{
-	ow_set(row, c, s ? CStringGetTextDatum(s) : (Datum) 0, s == NULL);
-}
-
 /* Insert row into t: constraints, then the row, then its index entries. */
-void
+static void
 ow_insert(OwDirect *d, OwTableId t, TupleTableSlot *row)
 {
 	ExecStoreVirtualTuple(row);
@@ -960,7 +841,7 @@ check_conflict_visible(OwDirect *d, OwTableId t, ItemPointer conflict)
  * insertion): false when one exists, committed or by a transaction that
  * committed while this one waited for it.  t has no trigger (plain).
  */
-bool
+static bool
 ow_insert_new(OwDirect *d, OwTableId t, TupleTableSlot *row)
 {
 	ResultRelInfo *rri = d->rri[t];
@@ -1037,7 +918,7 @@ lock_to_write(OwDirect *d, OwTableId t, TupleTableSlot *old, LockTupleMode mode)
 }
 
 /* Delete old, a row of t read by this operation. */
-void
+static void
 ow_delete(OwDirect *d, OwTableId t, TupleTableSlot *old)
 {
 	lock_to_write(d, t, old, LockTupleExclusive);
@@ -1045,7 +926,7 @@ ow_delete(OwDirect *d, OwTableId t, TupleTableSlot *old)
 }
 
 /* Replace old, a row of t read by this operation, with row. */
-void
+static void
 ow_update(OwDirect *d, OwTableId t, TupleTableSlot *old, TupleTableSlot *row)
 {
 	/* an UPDATE's lock: heap_update takes the stronger one if a key column changes */
@@ -1055,13 +936,46 @@ ow_update(OwDirect *d, OwTableId t, TupleTableSlot *old, TupleTableSlot *row)
 }
 
 /*
- * A write of one row, as its call site describes it once (OwWrite: the
- * table, the columns it sets and, for an update, the key index): done
- * directly while the table is plain, else by the statement made from the
- * same description, the first time it is needed, so each write exists
- * once whatever carries it.  The statement's text is made of the install
- * script's names and parameters only; no input reaches it.
+ * The writes an operation makes (OwWrite) and their carrier.  The
+ * statement of a write is made from its description the first time a
+ * table is not plain; its text is made of the install script's names and
+ * parameters only, no input reaches it.
  */
+
+/* How many columns of table t the hot paths know: an insert sets them all. */
+static int
+columns_of(OwTableId t)
+{
+	int			n = 0;
+	int			i;
+
+	for (i = 0; i < OW_COLUMN_COUNT; i++)
+		if (columns[i].table == t)
+			n++;
+	return n;
+}
+
+/* " WHERE key = $n AND ... AND cond = $m ...", the key and conditions of w from parameter first. */
+static void
+append_where(StringInfo sql, OwWrite *w, int first)
+{
+	const OwIndexDef *key = &indexes[w->key];
+	int			n = 0;
+	int			i;
+
+	Assert(key->table == w->table);
+	for (i = 0; i < key->nkeys + w->nconds; i++)
+	{
+		OwColumn	c = i < key->nkeys ? key->keys[i] : w->conds[i - key->nkeys];
+
+		appendStringInfo(sql, " %s %s OPERATOR(pg_catalog.=) $%d", i ? "AND" : "WHERE",
+						 columns[c].name, first + n);
+		w->sql.types[first + n - 1] = columns[c].type;
+		n++;
+	}
+	w->sql.nargs += n;
+}
+
 static void
 make_statement(OwWrite *w)
 {
@@ -1069,56 +983,87 @@ make_statement(OwWrite *w)
 	MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
 	int			i;
 
-	Assert(w->ncols > 0 && w->ncols <= OW_QUERY_MAX_ARGS);
 	initStringInfo(&sql);
 	w->sql.nargs = w->ncols;
 	for (i = 0; i < w->ncols; i++)
-	{
-		Assert(columns[w->cols[i]].table == w->table);
 		w->sql.types[i] = columns[w->cols[i]].type;
-	}
-	if (w->key == OW_NO_KEY)
+	switch (w->kind)
 	{
-		appendStringInfo(&sql, "INSERT INTO openwop.%s (", table_names[w->table]);
-		for (i = 0; i < w->ncols; i++)
-			appendStringInfo(&sql, "%s%s", i ? ", " : "", columns[w->cols[i]].name);
-		appendStringInfoString(&sql, ") VALUES (");
-		for (i = 0; i < w->ncols; i++)
-			appendStringInfo(&sql, "%s$%d", i ? ", " : "", i + 1);
-		appendStringInfoChar(&sql, ')');
-		w->sql.expect = SPI_OK_INSERT;
-	}
-	else
-	{
-		const OwIndexDef *key = &indexes[w->key];
-
-		Assert(key->table == w->table && w->ncols + key->nkeys <= OW_QUERY_MAX_ARGS);
-		appendStringInfo(&sql, "UPDATE openwop.%s SET ", table_names[w->table]);
-		for (i = 0; i < w->ncols; i++)
-			appendStringInfo(&sql, "%s%s = $%d", i ? ", " : "", columns[w->cols[i]].name, i + 1);
-		for (i = 0; i < key->nkeys; i++)
-		{
-			appendStringInfo(&sql, " %s %s OPERATOR(pg_catalog.=) $%d", i ? "AND" : "WHERE",
-							 columns[key->keys[i]].name, w->ncols + i + 1);
-			w->sql.types[w->ncols + i] = columns[key->keys[i]].type;
-		}
-		w->sql.nargs += key->nkeys;
-		w->sql.expect = SPI_OK_UPDATE;
+		case OW_WRITE_INSERT:
+		case OW_WRITE_INSERT_NEW:
+			appendStringInfo(&sql, "INSERT INTO openwop.%s (", table_names[w->table]);
+			for (i = 0; i < w->ncols; i++)
+				appendStringInfo(&sql, "%s%s", i ? ", " : "", columns[w->cols[i]].name);
+			appendStringInfoString(&sql, ") VALUES (");
+			for (i = 0; i < w->ncols; i++)
+				appendStringInfo(&sql, "%s$%d", i ? ", " : "", i + 1);
+			appendStringInfoChar(&sql, ')');
+			if (w->kind == OW_WRITE_INSERT_NEW)
+				appendStringInfoString(&sql, " ON CONFLICT DO NOTHING");
+			w->sql.expect = SPI_OK_INSERT;
+			break;
+		case OW_WRITE_UPDATE:
+			appendStringInfo(&sql, "UPDATE openwop.%s SET ", table_names[w->table]);
+			for (i = 0; i < w->ncols; i++)
+				appendStringInfo(&sql, "%s%s = $%d", i ? ", " : "", columns[w->cols[i]].name, i + 1);
+			append_where(&sql, w, w->ncols + 1);
+			w->sql.expect = SPI_OK_UPDATE;
+			break;
+		case OW_WRITE_DELETE:
+			appendStringInfo(&sql, "DELETE FROM openwop.%s", table_names[w->table]);
+			append_where(&sql, w, 1);
+			w->sql.expect = SPI_OK_DELETE;
+			break;
 	}
 	w->sql.sql = sql.data;
 	MemoryContextSwitchTo(old);
 }
 
-/* Run w's statement with args (values, then keys) and nulls (the values'). */
+/*
+ * Is w a description the carriers can share?  Checked on its first use,
+ * whatever carries it: an insert sets every column of its table (no
+ * default to evaluate on either), an update or a delete names its row by
+ * every key column of a unique index.
+ */
+static void
+check_write(OwWrite *w)
+{
+	int			i;
+	int			nargs = w->ncols;
+
+	if (w->kind == OW_WRITE_INSERT || w->kind == OW_WRITE_INSERT_NEW)
+	{
+		if (w->ncols != columns_of(w->table) || w->nconds != 0)
+			elog(ERROR, "an insert into openwop.%s sets %d of its %d columns",
+				 table_names[w->table], w->ncols, columns_of(w->table));
+	}
+	else
+	{
+		if (indexes[w->key].table != w->table || (w->kind == OW_WRITE_DELETE) != (w->ncols == 0))
+			elog(ERROR, "a write of openwop.%s is described wrongly", table_names[w->table]);
+		nargs += indexes[w->key].nkeys + w->nconds;
+	}
+	if (nargs > OW_QUERY_MAX_ARGS || w->ncols > OW_WRITE_MAX_COLS || w->nconds > OW_WRITE_MAX_CONDS)
+		elog(ERROR, "a write of openwop.%s takes too many values", table_names[w->table]);
+	for (i = 0; i < w->ncols; i++)
+		if (columns[w->cols[i]].table != w->table)
+			elog(ERROR, "column %s is not one of openwop.%s", columns[w->cols[i]].name,
+				 table_names[w->table]);
+	for (i = 0; i < w->nconds; i++)
+		if (columns[w->conds[i]].table != w->table)
+			elog(ERROR, "column %s is not one of openwop.%s", columns[w->conds[i]].name,
+				 table_names[w->table]);
+	make_statement(w);
+}
+
+/* Run w's statement: its values (nulls[i]: null; nulls may be NULL), then its keys and conditions. */
 static uint64
-write_by_statement(OwWrite *w, const Datum *values, const bool *nulls, const Datum *keys)
+write_by_statement(OwWrite *w, const Datum *keys, const Datum *values, const bool *nulls)
 {
 	Datum		args[OW_QUERY_MAX_ARGS];
 	char		spi_nulls[OW_QUERY_MAX_ARGS];
 	int			i;
 
-	if (w->sql.sql == NULL)
-		make_statement(w);
 	for (i = 0; i < w->sql.nargs; i++)
 	{
 		bool		isnull = i < w->ncols && nulls && nulls[i];
@@ -1129,72 +1074,321 @@ write_by_statement(OwWrite *w, const Datum *values, const bool *nulls, const Dat
 	return ow_exec(&w->sql, args, spi_nulls, false, 0);
 }
 
-/*
- * Insert the row w describes: its columns set to values (nulls[i]: null;
- * nulls may be NULL), every other column null (a table the hot paths
- * insert into has no default they do not set), or its default when the
- * statement carries it.  tid (if not NULL): where the row went, invalid
- * when the statement carried it.
- */
-void
-ow_insert_row(OwWrite *w, const Datum *values, const bool *nulls, ItemPointer tid)
+/* The length and passing of values of type, as datum_image_eq takes them. */
+static void
+type_image(Oid type, int16 *len, bool *byval)
 {
-	OwDirect	d;
-	TupleTableSlot *row;
-	int			i;
-
-	Assert(w->key == OW_NO_KEY);
-	if (!ow_direct_begin(&d, 0, OW_TABLE_BIT(w->table), 0))
-	{
-		(void) write_by_statement(w, values, nulls, NULL);
-		if (tid)
-			ItemPointerSetInvalid(tid);
-		return;
-	}
-	row = ow_new_row(&d, w->table);
-	for (i = 0; i < w->ncols; i++)
-		ow_set(row, w->cols[i], values[i], nulls && nulls[i]);
-	ow_insert(&d, w->table, row);
-	if (tid)
-		*tid = row->tts_tid;
-	ow_direct_end(&d);
+	if (type == TEXTOID)
+		*len = -1, *byval = false;
+	else if (type == INT4OID)
+		*len = 4, *byval = true;
+	else if (type == INT8OID)
+		*len = 8, *byval = true;
+	else
+		get_typlenbyval(type, len, byval);
 }
 
 /*
- * Set w's columns of the row whose key in w's index is keys (all the
- * index's key columns) to values: false when there is none.  tid (if not
- * NULL): where the new version went, invalid when the statement carried
- * it.
+ * Does the row in slot have the first n of w's key and condition values
+ * (keys: the index's key columns, then w's conditions)?  As the
+ * statement's = says: text under a deterministic collation and integers
+ * are equal when their images are.
  */
-bool
-ow_update_row(OwWrite *w, const Datum *keys, const Datum *values, const bool *nulls,
-			  ItemPointer tid)
+static bool
+row_has(TupleTableSlot *slot, OwWrite *w, const Datum *keys, int n)
 {
-	OwDirect	d;
-	OwScan		s;
-	bool		found;
+	const OwIndexDef *key = &indexes[w->key];
 	int			i;
 
-	Assert(w->key != OW_NO_KEY);
-	if (!ow_direct_begin(&d, OW_TABLE_BIT(w->table), 0, OW_TABLE_BIT(w->table)))
+	for (i = 0; i < n; i++)
 	{
+		OwColumn	c = i < key->nkeys ? key->keys[i] : w->conds[i - key->nkeys];
+		bool		isnull;
+		Datum		v = slot_getattr(slot, cache.attnums[c], &isnull);
+		int16		len;
+		bool		byval;
+
+		type_image(columns[c].type, &len, &byval);
+		if (isnull || !datum_image_eq(v, keys[i], byval, len))
+			return false;
+	}
+	return true;
+}
+
+/*
+ * The row w names, read in d, if it has w's conditions: looked for where
+ * *tid says first (the version there may be another row's, when the tid
+ * was stored: its key says), else where w's index says.
+ */
+static TupleTableSlot *
+find_row(OwDirect *d, OwWrite *w, const Datum *keys, ItemPointer tid)
+{
+	int			nkeys = indexes[w->key].nkeys;
+	OwScan		s;
+	TupleTableSlot *slot = NULL;
+
+	if (tid == NULL ||
+		!(w->stored_tid ? ow_fetch_hint(d, w->table, tid, &slot) : ow_fetch_tid(d, w->table, tid, &slot)) ||
+		!row_has(slot, w, keys, nkeys))
+	{
+		ow_scan_begin(d, &s, w->key, nkeys, keys);
+		slot = ow_scan_next(&s) ? s.slot : NULL;
+		ow_scan_end(&s);
+	}
+	return slot && row_has(slot, w, keys, nkeys + w->nconds) ? slot : NULL;
+}
+
+/*
+ * Make write w in d (NULL: in an operation of its own): an insert of
+ * values, or the update (values) or delete of the row whose key and
+ * conditions are keys (the index's key columns, then w's conditions).
+ * False when an insert-new found its key taken, or no row matched.  tid
+ * (if not NULL): in, where the row to change may be (invalid: unknown);
+ * out, where the written version went (invalid when a statement wrote it).
+ */
+bool
+ow_write(OwDirect *d, OwWrite *w, const Datum *keys, const Datum *values, const bool *nulls,
+		 ItemPointer tid)
+{
+	OwDirect	own;
+	TupleTableSlot *old = NULL;
+	TupleTableSlot *row = NULL;
+	bool		done = true;
+	int			i;
+
+	if (w->sql.sql == NULL)
+		check_write(w);
+	if (d == NULL)
+	{
+		d = &own;
+		ow_begin(d, w->kind >= OW_WRITE_UPDATE ? OW_TABLE_BIT(w->table) : 0,
+					   w->kind <= OW_WRITE_INSERT_NEW ? OW_TABLE_BIT(w->table) : 0,
+					   w->kind == OW_WRITE_UPDATE ? OW_TABLE_BIT(w->table) : 0,
+					   w->kind == OW_WRITE_DELETE ? OW_TABLE_BIT(w->table) : 0);
+	}
+	if (!d->direct)
+	{
+		done = write_by_statement(w, keys, values, nulls) > 0;
 		if (tid)
 			ItemPointerSetInvalid(tid);
-		return write_by_statement(w, values, nulls, keys) > 0;
 	}
-	ow_scan_begin(&d, &s, w->key, indexes[w->key].nkeys, keys);
-	found = ow_scan_next(&s);
-	ow_scan_end(&s);
-	if (found)
+	else if (w->kind == OW_WRITE_DELETE)
 	{
-		TupleTableSlot *row = ow_changed_row(&d, w->table, s.slot);
-
-		for (i = 0; i < w->ncols; i++)
-			ow_set(row, w->cols[i], values[i], nulls && nulls[i]);
-		ow_update(&d, w->table, s.slot, row);
-		if (tid)
-			*tid = row->tts_tid;
+		if ((done = (old = find_row(d, w, keys, tid)) != NULL))
+			ow_delete(d, w->table, old);
 	}
-	ow_direct_end(&d);
-	return found;
+	else
+	{
+		if (w->kind == OW_WRITE_UPDATE)
+		{
+			if ((old = find_row(d, w, keys, tid)) != NULL)
+				row = ow_changed_row(d, w->table, old);
+			else
+				done = false;
+		}
+		else
+			row = ow_new_row(d, w->table);
+		if (done)
+		{
+			for (i = 0; i < w->ncols; i++)
+				ow_set(row, w->cols[i], values[i], nulls && nulls[i]);
+			if (w->kind == OW_WRITE_UPDATE)
+				ow_update(d, w->table, old, row);
+			else if (w->kind == OW_WRITE_INSERT_NEW)
+				done = ow_insert_new(d, w->table, row);
+			else
+				ow_insert(d, w->table, row);
+		}
+		if (tid)
+		{
+			if (done)
+				*tid = row->tts_tid;
+			else
+				ItemPointerSetInvalid(tid);
+		}
+	}
+	if (d == &own)
+		ow_end(d);
+	return done;
+}
+
+/*
+ * The statement of read r under lock: its columns, from its rows named by
+ * its keys ($1...) and bound, in the index's order.
+ */
+static void
+make_read_statement(OwRead *r, OwLock lock)
+{
+	static const char *const locks[] = {"", " FOR UPDATE", " FOR UPDATE SKIP LOCKED"};
+	const OwIndexDef *key = &indexes[r->index];
+	OwQuery    *q = &r->sql[lock];
+	StringInfoData sql;
+	MemoryContext old;
+	int			i;
+
+	if (key->table != r->table || r->nkeys < 1 || r->nkeys + (r->below ? 1 : 0) > key->nkeys ||
+		r->ncols < 1 || r->ncols > OW_READ_MAX_COLS ||
+		(r->below && columns[key->keys[r->nkeys]].type != INT8OID))
+		elog(ERROR, "a read of openwop.%s is described wrongly", table_names[r->table]);
+	for (i = 0; i < r->ncols; i++)
+		if (columns[r->cols[i]].table != r->table)
+			elog(ERROR, "column %s is not one of openwop.%s", columns[r->cols[i]].name,
+				 table_names[r->table]);
+	old = MemoryContextSwitchTo(TopMemoryContext);
+	initStringInfo(&sql);
+	appendStringInfoString(&sql, "SELECT ");
+	for (i = 0; i < r->ncols; i++)
+		appendStringInfo(&sql, "%s%s", i ? ", " : "", columns[r->cols[i]].name);
+	appendStringInfo(&sql, " FROM openwop.%s", table_names[r->table]);
+	for (i = 0; i < r->nkeys + (r->below ? 1 : 0); i++)
+	{
+		appendStringInfo(&sql, " %s %s OPERATOR(pg_catalog.%s) $%d", i ? "AND" : "WHERE",
+						 columns[key->keys[i]].name, i < r->nkeys ? "=" : "<", i + 1);
+		q->types[i] = columns[key->keys[i]].type;
+	}
+	q->nargs = i;
+	if (key->predicate)
+		appendStringInfo(&sql, " AND %s", key->predicate);
+	for (i = 0; i < key->nkeys; i++)
+		appendStringInfo(&sql, "%s%s%s", i ? ", " : " ORDER BY ", columns[key->keys[i]].name,
+						 r->backward ? " DESC" : "");
+	appendStringInfoString(&sql, locks[lock]);
+	q->expect = SPI_OK_SELECT;
+	q->sql = sql.data;
+	MemoryContextSwitchTo(old);
+}
+
+/* Does the row in slot have r's key (keys)? */
+static bool
+read_row_has(TupleTableSlot *slot, OwRead *r, const Datum *keys)
+{
+	const OwIndexDef *key = &indexes[r->index];
+	int			i;
+
+	for (i = 0; i < r->nkeys; i++)
+	{
+		bool		isnull;
+		Datum		v = slot_getattr(slot, cache.attnums[key->keys[i]], &isnull);
+		int16		len;
+		bool		byval;
+
+		type_image(columns[key->keys[i]].type, &len, &byval);
+		if (isnull || !datum_image_eq(v, keys[i], byval, len))
+			return false;
+	}
+	return true;
+}
+
+/* Hand the row in slot to fn, as r reads it. */
+static void
+read_slot(OwRead *r, TupleTableSlot *slot, OwRowFn fn, void *arg)
+{
+	Datum		values[OW_READ_MAX_COLS];
+	bool		nulls[OW_READ_MAX_COLS];
+	OwRow		row = {values, nulls};
+	int			i;
+
+	for (i = 0; i < r->ncols; i++)
+		values[i] = slot_getattr(slot, cache.attnums[r->cols[i]], &nulls[i]);
+	row.tid = slot->tts_tid;
+	fn(&row, arg);
+}
+
+/*
+ * Make read r in d (NULL: in an operation of its own): hand fn each row
+ * whose key is keys (r's first nkeys key columns) and, when r reads below,
+ * whose next key column is below bound; at most limit rows (0: all).
+ * Rows locked FOR UPDATE (lock) as the statement would lock them: the
+ * latest version in READ COMMITTED, one changed meanwhile so that its key
+ * is no longer keys left out; one skipped with SKIP LOCKED left out.  tid
+ * (if not NULL and valid, and keys name one row): where the row may be, a
+ * row read earlier in d.  Returns the rows handed to fn.
+ */
+uint64
+ow_read(OwDirect *d, OwRead *r, const Datum *keys, int64 bound, OwLock lock, long limit,
+		ItemPointer tid, OwRowFn fn, void *arg)
+{
+	OwDirect	own;
+	uint64		n = 0;
+
+	if (r->sql[lock].sql == NULL)
+		make_read_statement(r, lock);
+	if (d == NULL)
+	{
+		d = &own;
+		ow_begin(d, OW_TABLE_BIT(r->table), 0, 0, 0);
+	}
+	if (!d->direct)
+	{
+		Datum		args[INDEX_MAX_PROBE_KEYS + 1];
+		uint64		rows;
+		Datum		values[OW_READ_MAX_COLS];
+		bool		nulls[OW_READ_MAX_COLS];
+		OwRow		row = {values, nulls};
+		int			i;
+
+		memcpy(args, keys, r->nkeys * sizeof(Datum));
+		args[r->nkeys] = Int64GetDatum(bound);
+		/*
+		 * Not read-only: a read-only statement sees the calling statement's
+		 * snapshot, taken before the run lock was granted, and would miss
+		 * what a transaction committed while this one waited for the lock.
+		 */
+		rows = ow_exec(&r->sql[lock], args, NULL, false, limit);
+		ItemPointerSetInvalid(&row.tid);
+		for (n = 0; n < rows; n++)
+		{
+			for (i = 0; i < r->ncols; i++)
+				values[i] = ow_col_datum(n, i + 1, &nulls[i]);
+			fn(&row, arg);
+		}
+	}
+	else
+	{
+		TupleTableSlot *slot;
+		OwScan		s;
+
+		if (tid && r->nkeys == indexes[r->index].nkeys && lock == OW_NO_LOCK &&
+			ow_fetch_tid(d, r->table, tid, &slot) && read_row_has(slot, r, keys))
+		{
+			read_slot(r, slot, fn, arg);
+			n = 1;
+		}
+		else
+		{
+			begin_scan(d, &s, r->index, r->nkeys, keys, r->backward, r->below, bound);
+			while ((limit == 0 || n < (uint64) limit) && ow_scan_next(&s))
+			{
+				if (lock != OW_NO_LOCK &&
+					(!ow_lock_row(d, r->table, s.slot, lock == OW_LOCK_SKIP_LOCKED) ||
+					 !read_row_has(s.slot, r, keys)))
+					continue;
+				read_slot(r, s.slot, fn, arg);
+				n++;
+			}
+			ow_scan_end(&s);
+		}
+	}
+	if (d == &own)
+		ow_end(d);
+	return n;
+}
+
+/*
+ * Begin the reads and writes of one operation: directly, in one direct
+ * operation on the tables given (as ow_direct_begin_delete takes them),
+ * while they are plain; else each is its statement.
+ */
+void
+ow_begin(OwDirect *d, uint32 reads, uint32 inserts, uint32 updates, uint32 deletes)
+{
+	if (!ow_direct_begin_delete(d, reads, inserts, updates, deletes))
+		d->direct = false;
+}
+
+void
+ow_end(OwDirect *d)
+{
+	if (d->direct)
+		ow_direct_end(d);
 }

@@ -29,7 +29,7 @@ extern void ow_require_current_schema(void);
  * on first use and kept for the backend.
  * ----------
  */
-#define OW_QUERY_MAX_ARGS 16
+#define OW_QUERY_MAX_ARGS 32
 
 typedef struct OwQuery
 {
@@ -68,9 +68,10 @@ extern ErrorData *ow_try_subtransaction(void (*fn) (void *), void *arg);
 #define OW_TRIGGER_TRUNCATE		0x80
 
 /* ----------
- * rowstore.c: direct row access for the hot paths (probes, row locks,
- * inserts, updates) without a statement, used while the tables are plain
- * (no trigger, rule or row security a DBA added); else the OwQuery runs.
+ * rowstore.c: the reads and writes of the hot paths, each described once
+ * (OwRead, OwWrite) and carried without a statement while the tables are
+ * plain (no trigger, rule or row security a DBA added), else by the
+ * statement made from the description.
  * ----------
  */
 typedef enum OwTableId
@@ -120,7 +121,7 @@ typedef enum OwColumn
 	OW_COLUMN_COUNT
 } OwColumn;
 
-/* One direct operation: its tables, snapshot and (for writes) executor state. */
+/* One operation's carrier: its tables, snapshot and (for writes) executor state when direct. */
 typedef struct OwDirect
 {
 	Relation	rel[OW_TABLE_COUNT];
@@ -131,61 +132,95 @@ typedef struct OwDirect
 	struct EState *estate;
 	Snapshot	snapshot;
 	bool		triggers;		/* a written table has a trigger of ours */
+	bool		direct;			/* ow_begin: false, its reads and writes are statements */
 } OwDirect;
 
-typedef struct OwScan
-{
-	struct IndexScanDescData *scan;
-	Relation	index;
-	TupleTableSlot *slot;		/* the current row */
-	bool		backward;
-} OwScan;
-
-extern bool ow_direct_begin(OwDirect *d, uint32 reads, uint32 inserts, uint32 updates);
-extern bool ow_direct_begin_delete(OwDirect *d, uint32 reads, uint32 inserts, uint32 updates,
-								   uint32 deletes);
 extern bool ow_direct_begin_instead(OwDirect *d, uint32 reads, uint32 updates, uint32 deletes);
 extern void ow_direct_end(OwDirect *d);
-extern void ow_scan_begin(OwDirect *d, OwScan *s, OwIndexId idx, int nkeys, const Datum *keys);
-extern void ow_scan_begin_dir(OwDirect *d, OwScan *s, OwIndexId idx, int nkeys, const Datum *keys,
-							  bool backward);
-extern void ow_scan_begin_below(OwDirect *d, OwScan *s, OwIndexId idx, int nkeys,
-								const Datum *keys, int64 bound);
-extern bool ow_scan_next(OwScan *s);
-extern void ow_scan_end(OwScan *s);
-extern bool ow_fetch_tid(OwDirect *d, OwTableId t, ItemPointer tid, TupleTableSlot **slot);
-extern bool ow_fetch_hint(OwDirect *d, OwTableId t, ItemPointer tid, TupleTableSlot **slot);
-extern Datum ow_get(TupleTableSlot *slot, OwColumn c, bool *isnull);
-extern char *ow_get_text(TupleTableSlot *slot, OwColumn c);
-extern bool ow_get_text_is(TupleTableSlot *slot, OwColumn c, const char *s);
-extern Jsonb *ow_get_jsonb(TupleTableSlot *slot, OwColumn c);
-extern TupleTableSlot *ow_new_row(OwDirect *d, OwTableId t);
-extern TupleTableSlot *ow_changed_row(OwDirect *d, OwTableId t, TupleTableSlot *old);
-extern void ow_set(TupleTableSlot *row, OwColumn c, Datum value, bool isnull);
-extern void ow_set_text(TupleTableSlot *row, OwColumn c, const char *s);
-extern bool ow_insert_new(OwDirect *d, OwTableId t, TupleTableSlot *row);
-extern void ow_update(OwDirect *d, OwTableId t, TupleTableSlot *old, TupleTableSlot *row);
-extern void ow_delete(OwDirect *d, OwTableId t, TupleTableSlot *old);
 extern const char *ow_direct_path_refusal(int t, const char **name);
 /*
- * A write of one row of the hot paths, described once at its call site:
- * the table, the columns it sets and, for an update, the index whose key
- * names the row (OW_NO_KEY: an insert).  Done directly while the table is
- * plain, else by the statement rowstore.c makes from the description.
+ * A write of the hot paths, described once at its call site: the table,
+ * what it does, the columns it sets, the index whose key names the row
+ * (an update, a delete) and other columns the row must equal, else it is
+ * left alone.  An insert sets every column of its table, so a default a
+ * DBA adds or changes means the same to either carrier: nothing.  Done
+ * directly while the tables are plain, else by the statement rowstore.c
+ * makes from the description the first time it is needed: one
+ * implementation of each write, whatever carries it.
  */
-#define OW_NO_KEY (-1)
+typedef enum OwWriteKind
+{
+	OW_WRITE_INSERT,
+	OW_WRITE_INSERT_NEW,		/* unless its key is taken: ON CONFLICT DO NOTHING */
+	OW_WRITE_UPDATE,
+	OW_WRITE_DELETE
+} OwWriteKind;
+
+#define OW_WRITE_MAX_COLS 24
+#define OW_WRITE_MAX_CONDS 3
+
 typedef struct OwWrite
 {
 	OwTableId	table;
-	int			key;			/* an OwIndexId, or OW_NO_KEY */
+	OwWriteKind kind;
+	OwIndexId	key;			/* an update's or a delete's */
+	bool		stored_tid;		/* the tid it is given was stored by an earlier transaction */
 	int			ncols;
-	OwColumn	cols[OW_QUERY_MAX_ARGS];
+	OwColumn	cols[OW_WRITE_MAX_COLS];
+	int			nconds;
+	OwColumn	conds[OW_WRITE_MAX_CONDS];
 	OwQuery		sql;			/* made on first use */
 } OwWrite;
 
-extern void ow_insert_row(OwWrite *w, const Datum *values, const bool *nulls, ItemPointer tid);
-extern bool ow_update_row(OwWrite *w, const Datum *keys, const Datum *values, const bool *nulls,
-						  ItemPointer tid);
+/*
+ * A read of the hot paths, described once at its call site: the table,
+ * the index whose first nkeys key columns (given) name the rows, read in
+ * the index's order or backward, only those whose next key column (a
+ * bigint) is below a bound when below, and the columns it reads.
+ */
+#define OW_READ_MAX_COLS 16
+
+typedef struct OwRead
+{
+	OwTableId	table;
+	OwIndexId	index;
+	int			nkeys;
+	bool		below;
+	bool		backward;
+	int			ncols;
+	OwColumn	cols[OW_READ_MAX_COLS];
+	OwQuery		sql[3];			/* by OwLock, made on first use */
+} OwRead;
+
+typedef enum OwLock
+{
+	OW_NO_LOCK,
+	OW_LOCK,					/* FOR UPDATE */
+	OW_LOCK_SKIP_LOCKED			/* FOR UPDATE SKIP LOCKED */
+} OwLock;
+
+/* A row read: the read's columns in its order, and where the row is (invalid: a statement read it). */
+typedef struct OwRow
+{
+	const Datum *values;
+	const bool *nulls;
+	ItemPointerData tid;
+} OwRow;
+
+/* Called with each row read; the values last only until it returns. */
+typedef void (*OwRowFn) (const OwRow *row, void *arg);
+
+/*
+ * The reads and writes of one operation share its carrier: one direct
+ * operation (ow_direct_begin's tables), or, when a table is not plain, a
+ * statement each.  d->direct says which.
+ */
+extern void ow_begin(OwDirect *d, uint32 reads, uint32 inserts, uint32 updates, uint32 deletes);
+extern void ow_end(OwDirect *d);
+extern bool ow_write(OwDirect *d, OwWrite *w, const Datum *keys, const Datum *values,
+					 const bool *nulls, ItemPointer tid);
+extern uint64 ow_read(OwDirect *d, OwRead *r, const Datum *keys, int64 bound, OwLock lock,
+					  long limit, ItemPointer tid, OwRowFn fn, void *arg);
 
 /* ----------
  * eventlog.c: the run row lock and the append-only event log.
@@ -242,6 +277,8 @@ extern void ow_open_interrupt(OwRun *run, const char *interrupt_id, const char *
 							  bool has_deadline, TimestampTz expires_at, ItemPointer interrupt_tid,
 							  ItemPointer execution_tid);
 extern void ow_close_interrupt(const char *tenant, const char *interrupt_id);
+extern void ow_close_interrupt_in(OwDirect *d, const char *tenant, const char *interrupt_id,
+								  ItemPointer tid);
 extern void ow_expire_open_interrupt(const char *tenant, const char *interrupt_id);
 extern void ow_close_run_interrupts(OwRun *run);
 

@@ -70,8 +70,8 @@ SELECT is(openwop.resolve_interrupt('acme/direct-trigger-00001', 'gate', '{"acti
           'running', 'direct_rows_fallback: with triggers a DBA added, the resolve still resumes the run');
 SELECT bag_eq('SELECT what FROM pg_temp.fired',
               $$VALUES ('events INSERT ROW'), ('events INSERT ROW'), ('events INSERT STATEMENT'),
-                       ('interrupts UPDATE ROW'), ('node_executions UPDATE ROW'), ('runs UPDATE STATEMENT')$$,
-              '... through the SQL statements: every row and statement trigger fired');
+                       ('events INSERT STATEMENT'), ('interrupts UPDATE ROW'), ('node_executions UPDATE ROW'), ('runs UPDATE STATEMENT')$$,
+              '... through the SQL statements, one per row: every row and statement trigger fired');
 SELECT is(pg_temp.written('acme/direct-trigger-00001'), pg_temp.written('acme/direct-plain-000001'),
           '... and the rows written are those the direct path writes');
 DROP TRIGGER tap_events_row ON openwop.events;
