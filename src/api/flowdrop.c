@@ -175,7 +175,7 @@ static void
 entry_jsonb_col(Entry *e, const char *key, uint64 row, int col)
 {
 	bool		isnull;
-	Datum		d = ow_col_datum(row, col, &isnull);
+	Datum		d = ow_col_datum(row, col, JSONBOID, &isnull);
 	Jsonb	   *jb;
 
 	entry_key(e, key);
@@ -193,7 +193,7 @@ static void
 entry_time_col(Entry *e, const char *key, uint64 row, int col)
 {
 	bool		isnull;
-	Datum		d = ow_col_datum(row, col, &isnull);
+	Datum		d = ow_col_datum(row, col, TIMESTAMPTZOID, &isnull);
 
 	entry_str(e, key, isnull ? NULL : owj_iso8601(DatumGetTimestampTz(d)));
 }
@@ -267,7 +267,7 @@ write_entry(StringInfo out, uint64 row)
 	char	   *status = ow_col_text(row, COL_STATUS);
 	char	   *node_id = ow_col_text(row, COL_NODE);
 	char	   *run_id = ow_col_text(row, COL_RUN);
-	Jsonb	   *payload = DatumGetJsonbP(ow_col_datum(row, COL_PAYLOAD, &isnull));
+	Jsonb	   *payload = DatumGetJsonbP(ow_col_datum(row, COL_PAYLOAD, JSONBOID, &isnull));
 	JsonbValue *data = owj_get(payload, "data");
 	JsonbContainer *fields = owj_is_object(data) ? data->val.binary.data : NULL;
 
@@ -441,7 +441,7 @@ check_list_size(uint64 rows)
 		for (k = 0; k < (int) lengthof(cols); k++)
 		{
 			bool		isnull;
-			Datum		d = ow_col_datum(i, cols[k], &isnull);
+			Datum		d = ow_col_datum(i, cols[k], JSONBOID, &isnull);
 
 			total += isnull ? 0 : toast_raw_datum_size(d);
 		}

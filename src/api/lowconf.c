@@ -27,6 +27,7 @@
 
 #include "catalog/pg_type.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
 
 PG_FUNCTION_INFO_V1(ow_record_agent_decision);
 PG_FUNCTION_INFO_V1(ow_escalate_low_confidence);
@@ -56,7 +57,7 @@ run_threshold(OwRun *run)
 
 	if (ow_run_exec(&q, run, NULL, false, 1) == 0)
 		return ow_escalation_threshold;
-	d = ow_col_datum(0, 1, &isnull);
+	d = ow_col_datum(0, 1, FLOAT8OID, &isnull);
 	return isnull ? ow_escalation_threshold : DatumGetFloat8(d);
 }
 
@@ -97,7 +98,7 @@ next_ordinal(OwRun *run, const char *node_id, int32 visit)
 	args[3] = Int32GetDatum(visit);
 	if (ow_exec(&q, args, NULL, false, 1) != 1)
 		elog(ERROR, "could not read the ordinals of node \"%s\"", node_id);
-	d = ow_col_datum(0, 1, &isnull);
+	d = ow_col_datum(0, 1, INT4OID, &isnull);
 	if (isnull)
 		elog(ERROR, "node \"%s\" has no free interrupt ordinal", node_id);
 	return DatumGetInt32(d);

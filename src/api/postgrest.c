@@ -73,7 +73,7 @@ typedef struct Operation
 static Jsonb *
 parse_json(const char *text)
 {
-	JsonLexContext *lex = makeJsonLexContextCstringLen(pstrdup(text), strlen(text),
+	JsonLexContext *lex = ow_json_lexer(pstrdup(text), strlen(text),
 													   GetDatabaseEncoding(), false);
 
 	if (pg_parse_json(lex, &nullSemAction) != JSON_SUCCESS)

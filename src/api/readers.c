@@ -114,9 +114,9 @@ ow_events(PG_FUNCTION_ARGS)
 		owj_str(&j, "eventId", psprintf("%s." INT64_FORMAT, prefix, seq));
 		owj_str(&j, "runId", run_id);
 		owj_str(&j, "type", type);
-		owj_jsonb(&j, "payload", ow_event_payload(type, DatumGetJsonbP(ow_col_datum(i, 4, &isnull)),
+		owj_jsonb(&j, "payload", ow_event_payload(type, DatumGetJsonbP(ow_col_datum(i, 4, JSONBOID, &isnull)),
 												 tenant));
-		owj_str(&j, "timestamp", owj_iso8601(DatumGetTimestampTz(ow_col_datum(i, 5, &isnull))));
+		owj_str(&j, "timestamp", owj_iso8601(DatumGetTimestampTz(ow_col_datum(i, 5, TIMESTAMPTZOID, &isnull))));
 		owj_int(&j, "sequence", seq);
 		owj_int(&j, "schemaVersion", ow_col_int64(i, 6));
 		if (node_id)
@@ -140,7 +140,7 @@ static void
 optional_jsonb(OwJson *j, const char *key, int col)
 {
 	bool		isnull;
-	Datum		d = ow_col_datum(0, col, &isnull);
+	Datum		d = ow_col_datum(0, col, JSONBOID, &isnull);
 
 	if (!isnull)
 		owj_jsonb(j, key, DatumGetJsonbP(d));
@@ -186,7 +186,7 @@ ow_run_snapshot(PG_FUNCTION_ARGS)
 	owj_str(&j, "status", ow_col_text(0, 2));
 	owj_begin_object(&j, "owner");
 	owj_str(&j, "tenant", tenant);
-	owj_jsonb(&j, "subject", DatumGetJsonbP(ow_col_datum(0, 3, &isnull)));
+	owj_jsonb(&j, "subject", DatumGetJsonbP(ow_col_datum(0, 3, JSONBOID, &isnull)));
 	owj_end_object(&j);
 	owj_int(&j, "eventLogSchemaVersion", 1);
 	if ((s = ow_col_text(0, 4)) != NULL)

@@ -34,6 +34,7 @@
 #include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/datetime.h"
+#include "utils/guc.h"
 #include "utils/json.h"
 #include "utils/timestamp.h"
 
@@ -162,7 +163,7 @@ verify_token(const char *token, OwClaims *c)
 	if (json_len < 0)
 		token_invalid("the token's payload is not base64url");
 	json[json_len] = '\0';
-	lex = makeJsonLexContextCstringLen((char *) json, json_len, PG_UTF8, false);
+	lex = ow_json_lexer((char *) json, json_len, PG_UTF8, false);
 	if (pg_parse_json(lex, &nullSemAction) != JSON_SUCCESS)
 		token_invalid("the token's claims are not JSON");
 	claims = DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum((char *) json)));
@@ -521,7 +522,7 @@ ow_mint_interrupt_token(PG_FUNCTION_ARGS)
 	status = ow_col_text(0, 3);
 	kind = ow_col_text(0, 4);
 	payload = ow_col_jsonb(0, 5);
-	deadline = DatumGetTimestampTz(ow_col_datum(0, 6, &isnull));
+	deadline = DatumGetTimestampTz(ow_col_datum(0, 6, TIMESTAMPTZOID, &isnull));
 	has_deadline = !isnull;
 	if (strcmp(status, "pending") != 0)
 		token_already_resolved(interrupt_id, psprintf("it is %s", status));

@@ -69,6 +69,7 @@ typedef struct OwPriv
 {
 	Oid			save_userid;
 	int			save_sec_context;
+	int			guc_level;		/* of the owner's search_path */
 } OwPriv;
 
 extern void ow_become_owner(OwPriv *priv);

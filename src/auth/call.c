@@ -25,6 +25,7 @@
 #include "executor/spi.h"
 #include "miscadmin.h"
 #include "utils/acl.h"
+#include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/syscache.h"
 
@@ -56,9 +57,13 @@ openwop_owner(void)
 }
 
 /*
- * Run the following statements as the extension owner.  The restricted
- * context forbids SET ROLE and similar inside; an error unwinds it through
- * transaction abort, so only the success path calls ow_restore_user.
+ * Run the following statements as the extension owner, with the search
+ * path core gives maintenance commands (pg_catalog, pg_temp): code a DBA
+ * attached to the tables (a CHECK, a trigger, a policy) runs as the owner,
+ * and must not find a function a caller put ahead on the caller's own
+ * path.  The restricted context forbids SET ROLE and similar inside; an
+ * error unwinds both through (sub)transaction abort, so only the success
+ * path calls ow_restore_user.
  */
 void
 ow_become_owner(OwPriv *priv)
@@ -68,11 +73,15 @@ ow_become_owner(OwPriv *priv)
 						   priv->save_sec_context |
 						   SECURITY_LOCAL_USERID_CHANGE |
 						   SECURITY_RESTRICTED_OPERATION);
+	priv->guc_level = NewGUCNestLevel();
+	(void) set_config_option("search_path", "pg_catalog, pg_temp", PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
 }
 
 void
 ow_restore_user(OwPriv *priv)
 {
+	AtEOXact_GUC(true, priv->guc_level);
 	SetUserIdAndSecContext(priv->save_userid, priv->save_sec_context);
 }
 

@@ -51,6 +51,7 @@
 #include "access/xlog.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_class.h"
+#include "catalog/pg_proc_d.h"
 #include "catalog/pg_type.h"
 #include "common/jsonapi.h"
 #include "mb/pg_wchar.h"
@@ -130,7 +131,7 @@ request_claims(void)
 
 	if (raw == NULL || raw[0] == '\0')
 		raw = "{}";
-	lex = makeJsonLexContextCstringLen(pstrdup(raw), strlen(raw), GetDatabaseEncoding(), false);
+	lex = ow_json_lexer(pstrdup(raw), strlen(raw), GetDatabaseEncoding(), false);
 	if (pg_parse_json(lex, &nullSemAction) != JSON_SUCCESS ||
 		!JB_ROOT_IS_OBJECT((claims = DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(raw))))))
 	{
@@ -144,7 +145,7 @@ request_claims(void)
 	return claims;
 }
 
-static void unresolvable(const char *key, const char *value, const char *why) pg_attribute_noreturn();
+static pg_noreturn void unresolvable(const char *key, const char *value, const char *why);
 
 /* 401 identity_unresolvable, details {key: value}. */
 static void
@@ -201,8 +202,8 @@ claims_subject(Jsonb *claims, const char *tenant, OwSubject *s)
  * ----------
  */
 
-static void tenant_refused(const char *asked, const char *source, const char *tenant,
-						   const char *why) pg_attribute_noreturn();
+static pg_noreturn void tenant_refused(const char *asked, const char *source, const char *tenant,
+									   const char *why);
 
 static void
 tenant_refused(const char *asked, const char *source, const char *tenant, const char *why)
@@ -332,7 +333,7 @@ listed(const char *const *list, const char *s)
 	return *list;
 }
 
-static void forwarded_invalid(const char *member, const char *why) pg_attribute_noreturn();
+static pg_noreturn void forwarded_invalid(const char *member, const char *why);
 
 /* 400 validation_error, details.field "openwop.forwarded_caller.<member>". */
 static void
@@ -396,7 +397,7 @@ forwarded_caller(OwCaller *c)
 	if (strlen(raw) > OW_FORWARDED_CALLER_MAX)
 		ow_validation_error(FORWARDED, "%s is longer than %d bytes", FORWARDED, OW_FORWARDED_CALLER_MAX);
 	/* strings de-escaped as jsonb will, so \u0000 is refused here and not there */
-	lex = makeJsonLexContextCstringLen(pstrdup(raw), strlen(raw), GetDatabaseEncoding(), true);
+	lex = ow_json_lexer(pstrdup(raw), strlen(raw), GetDatabaseEncoding(), true);
 	if (pg_parse_json(lex, &nullSemAction) != JSON_SUCCESS ||
 		!JB_ROOT_IS_OBJECT((fc = DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(raw))))))
 		ow_validation_error(FORWARDED, "%s is not a JSON object", FORWARDED);
@@ -662,7 +663,7 @@ ow_role_reads_event_logs(void)
 	Oid			events = LookupFuncName(list_make2(makeString("openwop"), makeString("events")),
 										3, argtypes, true);
 
-	return OidIsValid(events) && pg_proc_aclcheck(events, GetUserId(), ACL_EXECUTE) == ACLCHECK_OK;
+	return OidIsValid(events) && object_aclcheck(ProcedureRelationId, events, GetUserId(), ACL_EXECUTE) == ACLCHECK_OK;
 }
 
 /* ----------

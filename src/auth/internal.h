@@ -11,7 +11,7 @@
 
 #include "auth/auth.h"
 
-extern void ow_no_identity_here(const char *where) pg_attribute_noreturn();
+extern pg_noreturn void ow_no_identity_here(const char *where);
 
 /* request_settings.c: the settings identity is read from, and who may set them */
 extern char *ow_forwarding_role;

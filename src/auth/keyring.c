@@ -582,7 +582,7 @@ ow_verification_secret(const char *kid)
 	args[0] = CStringGetTextDatum(kid);
 	if (ow_exec(&q, args, NULL, true, 1) == 0)
 		return NULL;
-	stored = ow_col_datum(0, 1, &isnull);
+	stored = ow_col_datum(0, 1, BYTEAOID, &isnull);
 	if (isnull)
 		return NULL;			/* erased: verifies nothing */
 	return plain_secret(kid, DatumGetByteaPCopy(stored), ow_col_bool(0, 2));
@@ -614,7 +614,7 @@ ow_signing_key(OwSigningKey *key)
 	}
 	/* every column first: decrypting runs a statement of its own */
 	key->kid = ow_col_text(0, 1);
-	stored = DatumGetByteaPCopy(ow_col_datum(0, 2, &isnull));
+	stored = DatumGetByteaPCopy(ow_col_datum(0, 2, BYTEAOID, &isnull));
 	encrypted = ow_col_bool(0, 3);
 	key->longest_ttl = (int32) ow_col_int64(0, 4);
 	key->secret = plain_secret(key->kid, stored, encrypted);
@@ -807,7 +807,7 @@ ow_export_signing_key(PG_FUNCTION_ARGS)
 	ow_call_enter(&call);
 	args[0] = CStringGetTextDatum(kid);
 	if (ow_exec(&q, args, NULL, true, 1) == 1)
-		sealed = DatumGetByteaPCopy(ow_col_datum(0, 1, &isnull));
+		sealed = DatumGetByteaPCopy(ow_col_datum(0, 1, BYTEAOID, &isnull));
 	if (sealed == NULL)
 	{
 		OwDetails	d;
@@ -898,7 +898,7 @@ ow_seal_signing_keys(PG_FUNCTION_ARGS)
 		bool		isnull;
 
 		kids[i] = ow_col_text(i, 1);
-		secrets[i] = DatumGetByteaPCopy(ow_col_datum(i, 2, &isnull));
+		secrets[i] = DatumGetByteaPCopy(ow_col_datum(i, 2, BYTEAOID, &isnull));
 		verifying[i] = ow_col_bool(i, 3);
 	}
 	for (i = 0; i < n; i++)

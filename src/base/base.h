@@ -11,6 +11,7 @@
 #ifndef OW_BASE_H
 #define OW_BASE_H
 
+#include "compat.h"
 #include "fmgr.h"
 #include "lib/stringinfo.h"
 #include "nodes/pg_list.h"
@@ -75,15 +76,15 @@ extern void ow_details_init(OwDetails *d);
 extern void ow_details_str(OwDetails *d, const char *key, const char *value);
 extern void ow_details_int(OwDetails *d, const char *key, int64 value);
 extern const char *ow_error_code(int error);
-extern void ow_raise(OwError error, OwDetails *details, const char *hint, const char *fmt,...)
-			pg_attribute_printf(4, 5) pg_attribute_noreturn();
-extern void ow_validation_error(const char *field, const char *fmt,...)
-			pg_attribute_printf(2, 3) pg_attribute_noreturn();
-extern void ow_validation_errors(const char *field, const char *errors, const char *hint,
-								 const char *fmt,...) pg_attribute_printf(4, 5) pg_attribute_noreturn();
-extern void ow_run_not_found(const char *run_id) pg_attribute_noreturn();
-extern void ow_interrupt_not_found(const char *interrupt_id) pg_attribute_noreturn();
-extern void ow_run_terminal(const char *run_id, const char *status) pg_attribute_noreturn();
+extern pg_noreturn void ow_raise(OwError error, OwDetails *details, const char *hint, const char *fmt,...)
+			pg_attribute_printf(4, 5);
+extern pg_noreturn void ow_validation_error(const char *field, const char *fmt,...)
+			pg_attribute_printf(2, 3);
+extern pg_noreturn void ow_validation_errors(const char *field, const char *errors, const char *hint,
+											 const char *fmt,...) pg_attribute_printf(4, 5);
+extern pg_noreturn void ow_run_not_found(const char *run_id);
+extern pg_noreturn void ow_interrupt_not_found(const char *interrupt_id);
+extern pg_noreturn void ow_run_terminal(const char *run_id, const char *status);
 
 /* What a refusal raised by ow_raise says, read back from its ErrorData. */
 typedef struct OwRefusal

@@ -178,8 +178,7 @@ ow_refusal_of(const ErrorData *edata, OwRefusal *r)
 	return false;
 }
 
-static void raise_validation(const char *field, const char *errors, const char *hint, const char *msg)
-			pg_attribute_noreturn();
+static pg_noreturn void raise_validation(const char *field, const char *errors, const char *hint, const char *msg);
 
 /* The refusal of a bad value: details.field, and details.errors when a schema failed. */
 static void

@@ -71,6 +71,56 @@ leave(int slot, OwSlotEnd end, const char *why)
 	proc_exit(0);
 }
 
+/*
+ * One relay batch (notify.c).  On an error the batch stays in the ring and
+ * is retried after RELAY_RETRY_MS.  The PG_TRY blocks live in functions of
+ * their own so that no variable of the worker's loop lives across a
+ * setjmp.
+ */
+static void
+relay_pass(int slot, MemoryContext cxt, TimestampTz *relay_retry, TimestampTz *last_relay)
+{
+	PG_TRY();
+	{
+		int64		sent = ow_relay_drain();
+
+		if (sent > 0)
+		{
+			*last_relay = GetCurrentTimestamp();
+			ow_slot_record(slot, false, sent, NULL);
+		}
+	}
+	PG_CATCH();
+	{
+		record_error(slot, false, cxt);
+		*relay_retry = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), RELAY_RETRY_MS);
+	}
+	PG_END_TRY();
+}
+
+/* One timeout pass (timeouts.c): the milliseconds until the next, or -1 when the extension is gone. */
+static long
+timeout_pass(int slot, MemoryContext cxt)
+{
+	volatile long sleep_ms = 0;
+
+	PG_TRY();
+	{
+		int64		done = 0;
+
+		sleep_ms = ow_timeout_pass(&done);
+		if (sleep_ms >= 0)
+			ow_slot_record(slot, true, done, NULL);
+	}
+	PG_CATCH();
+	{
+		record_error(slot, true, cxt);
+		sleep_ms = TIMEOUT_RETRY_MS;
+	}
+	PG_END_TRY();
+	return sleep_ms;
+}
+
 void
 ow_database_worker_main(Datum arg)
 {
@@ -79,9 +129,9 @@ ow_database_worker_main(Datum arg)
 	bool		stop;
 	bool		recheck;
 	bool		deadline;
-	volatile TimestampTz next_pass = 0; /* a timeout pass is due at once */
-	volatile TimestampTz relay_retry = 0;
-	volatile TimestampTz last_relay = 0;
+	TimestampTz next_pass = 0;	/* a timeout pass is due at once */
+	TimestampTz relay_retry = 0;
+	TimestampTz last_relay = 0;
 	MemoryContext cxt = AllocSetContextCreate(TopMemoryContext, "openwop worker", ALLOCSET_SMALL_SIZES);
 
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
@@ -164,41 +214,13 @@ ow_database_worker_main(Datum arg)
 				pg_usleep(RELAY_GATHER_US - (now - last_relay));
 				CHECK_FOR_INTERRUPTS();
 			}
-			PG_TRY();
-			{
-				int64		sent = ow_relay_drain();
-
-				if (sent > 0)
-				{
-					last_relay = GetCurrentTimestamp();
-					ow_slot_record(slot, false, sent, NULL);
-				}
-			}
-			PG_CATCH();
-			{
-				record_error(slot, false, cxt);
-				relay_retry = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), RELAY_RETRY_MS);
-			}
-			PG_END_TRY();
+			relay_pass(slot, cxt, &relay_retry, &last_relay);
 		}
 
 		if (deadline || now >= next_pass)
 		{
-			volatile long sleep_ms = 0;
-			int64		done = 0;
+			long		sleep_ms = timeout_pass(slot, cxt);
 
-			PG_TRY();
-			{
-				sleep_ms = ow_timeout_pass(&done);
-				if (sleep_ms >= 0)
-					ow_slot_record(slot, true, done, NULL);
-			}
-			PG_CATCH();
-			{
-				record_error(slot, true, cxt);
-				sleep_ms = TIMEOUT_RETRY_MS;
-			}
-			PG_END_TRY();
 			if (sleep_ms < 0)
 				leave(slot, OW_END_ABSENT, "the extension was dropped");
 			next_pass = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), sleep_ms);

@@ -36,6 +36,8 @@
 #include "bgw/bgw.h"
 
 #include "access/xact.h"
+#include "catalog/pg_database_d.h"
+#include "catalog/pg_extension_d.h"
 #include "catalog/pg_type.h"
 #include "commands/dbcommands.h"
 #include "commands/extension.h"
@@ -147,7 +149,7 @@ database_needed(Node *stmt)
 	 * template may be copied by anyone with CREATEDB, but no worker serves
 	 * a template.)
 	 */
-	if (!pg_database_ownercheck(dboid, GetUserId()))
+	if (!object_ownercheck(DatabaseRelationId, dboid, GetUserId()))
 		return InvalidOid;
 	return dboid;
 }
@@ -227,7 +229,7 @@ ow_process_utility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTre
 	 * owner (who may drop it) pauses the worker.
 	 */
 	if (extension && existed && IsA(stmt, DropStmt) &&
-		pg_extension_ownercheck(get_extension_oid("openwop_interrupt", false), GetUserId()))
+		object_ownercheck(ExtensionRelationId, get_extension_oid("openwop_interrupt", false), GetUserId()))
 	{
 		register_callback();
 		paused = true;

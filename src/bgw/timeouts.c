@@ -30,6 +30,7 @@
 #include "commands/dbcommands.h"
 #include "commands/extension.h"
 #include "pgstat.h"
+#include "utils/guc.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
@@ -136,7 +137,7 @@ ow_served_database(bool *recorded)
 	if (ow_exec(&q, NULL, NULL, true, 1) == 1)
 	{
 		bool		isnull;
-		Datum		d = ow_col_datum(0, 1, &isnull);
+		Datum		d = ow_col_datum(0, 1, OIDOID, &isnull);
 
 		dboid = isnull ? InvalidOid : DatumGetObjectId(d);
 	}

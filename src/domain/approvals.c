@@ -26,6 +26,7 @@
 #include "utils/acl.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
 #include "utils/numeric.h"
 
 PG_FUNCTION_INFO_V1(ow_add_group_member);

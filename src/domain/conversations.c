@@ -30,9 +30,9 @@
 #include "utils/builtins.h"
 
 /* A refusal about conversation c of the locked run: 409, or 404 when it is not the run's. */
-static void
+static pg_noreturn void
 refuse(OwRun *run, OwError error, const OwConversation *c, const char *hint, const char *fmt,...)
-pg_attribute_printf(5, 6) pg_attribute_noreturn();
+pg_attribute_printf(5, 6);
 
 static void
 refuse(OwRun *run, OwError error, const OwConversation *c, const char *hint, const char *fmt,...)
@@ -125,7 +125,7 @@ step_conversation(OwRun *run, OwConversation *c, const char *interrupt_id, Jsonb
 	if (conversation_exec(&read, run, c, args, false) == 0 || strcmp(ow_col_text(0, 1), run->run_id) != 0)
 		refuse(run, OW_NOT_FOUND, c, "Open it with a conversation.start interrupt of this run first.",
 			   "conversation \"%s\" was never opened in run \"%s\"", c->conversation_id, run->run_id);
-	(void) ow_col_datum(0, 3, &isnull);
+	(void) ow_col_datum(0, 3, INT4OID, &isnull);
 	c->last_turn_index = isnull ? -1 : ow_col_int64(0, 3);
 	c->turn_count = (int32) ow_col_int64(0, 4);
 	pending = ow_col_text(0, 5);

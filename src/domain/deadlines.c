@@ -255,7 +255,7 @@ deadline_tenants(MemoryContext cxt, TimestampTz *next)
 		bool		isnull;
 
 		t->tenant = ow_col_text(i, 1);
-		t->first = DatumGetTimestampTz(ow_col_datum(i, 2, &isnull));
+		t->first = DatumGetTimestampTz(ow_col_datum(i, 2, TIMESTAMPTZOID, &isnull));
 		t->after_at = DT_NOBEGIN;
 		t->after_id = "";
 		out = lappend(out, t);
@@ -294,7 +294,7 @@ next_due(DueTenant *t, TimestampTz now, int n, DueInterrupt *due, MemoryContext 
 		due[i].run_id = ow_col_text(i, 1);
 		due[i].interrupt_id = ow_col_text(i, 2);
 		due[i].now = now;
-		t->after_at = DatumGetTimestampTz(ow_col_datum(i, 3, &isnull));
+		t->after_at = DatumGetTimestampTz(ow_col_datum(i, 3, TIMESTAMPTZOID, &isnull));
 		t->after_id = due[i].interrupt_id;
 		MemoryContextSwitchTo(old);
 	}

@@ -41,8 +41,8 @@ typedef struct OwExec
 
 extern void ow_latest_exec(OwRun *run, const char *node_id, OwExec *ex);
 extern bool ow_exec_is_open(const OwExec *ex);
-extern void ow_node_not_found(OwRun *run, const char *node_id, const char *why) pg_attribute_noreturn();
-extern void ow_node_not_open(OwRun *run, const char *node_id, const OwExec *ex) pg_attribute_noreturn();
+extern pg_noreturn void ow_node_not_found(OwRun *run, const char *node_id, const char *why);
+extern pg_noreturn void ow_node_not_open(OwRun *run, const char *node_id, const OwExec *ex);
 
 /* ----------
  * conversations.c: the conversation kinds over openwop.conversations

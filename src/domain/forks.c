@@ -126,7 +126,7 @@ inherited(OwRun *run, const char *key, const char *node_id, int32 visit, int32 o
 	in->status = ow_col_text(0, 2);
 	in->kind = ow_col_text(0, 3);
 	in->payload = ow_col_jsonb(0, 4);
-	v = ow_col_datum(0, 5, &isnull);
+	v = ow_col_datum(0, 5, INT8OID, &isnull);
 	in->resolved_seq = isnull ? -1 : DatumGetInt64(v);
 	return true;
 }
@@ -318,9 +318,9 @@ read_options(Jsonb *options, ForkOptions *o)
 	o->metadata = ow_member_object(overlay->val.binary.data, "runOptionsOverlay", "metadata", false);
 }
 
-static void
+static pg_noreturn void
 fork_point_invalid(OwRun *source, int64 from_seq, const char *hint, const char *fmt,...)
-			pg_attribute_printf(4, 5) pg_attribute_noreturn();
+			pg_attribute_printf(4, 5);
 
 static void
 fork_point_invalid(OwRun *source, int64 from_seq, const char *hint, const char *fmt,...)

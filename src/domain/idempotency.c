@@ -30,6 +30,7 @@
 #include "common/cryptohash.h"
 #include "common/sha2.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
 #include "utils/memutils.h"
 
 /* How long idempotency records are kept, in seconds (at least 24 hours). */
@@ -215,7 +216,7 @@ ow_idempotency_claim(const char *tenant, const char *endpoint, const char *key,
 		/* another subject's key, or another body: never the stored response */
 		if (!ow_col_bool(0, 4) || strcmp(ow_col_text(0, 1), digest) != 0)
 			mismatch();
-		response = ow_col_datum(0, 2, &no_response);
+		response = ow_col_datum(0, 2, JSONBOID, &no_response);
 		if (no_response)
 			in_flight(key);
 		old = MemoryContextSwitchTo(resultctx);

@@ -22,12 +22,11 @@ extern int64 ow_end_run(OwRun *run, OwTerminal how, Jsonb *value, const char *fa
 						const char *reason, const char *principal);
 extern Jsonb *ow_error_arg(FunctionCallInfo fcinfo, int n);
 extern int64 ow_fail_execution(OwRun *run, const char *node_id, const OwExec *ex, Jsonb *error);
-extern void ow_node_conflict(OwRun *run, const char *node_id, const char *hint,
-							 const char *fmt,...) pg_attribute_printf(4, 5) pg_attribute_noreturn();
+extern pg_noreturn void ow_node_conflict(OwRun *run, const char *node_id, const char *hint,
+										 const char *fmt,...) pg_attribute_printf(4, 5);
 extern Jsonb *ow_object_arg(FunctionCallInfo fcinfo, int n, const char *field);
 extern void ow_refuse_if_terminal(OwRun *run);
-extern void ow_refuse_other_kind(const char *key, const char *stored_kind, const char *asked_kind)
-			pg_attribute_noreturn();
+extern pg_noreturn void ow_refuse_other_kind(const char *key, const char *stored_kind, const char *asked_kind);
 extern Datum ow_reply(OwCall *call, OwJson *j);
 extern const char *ow_required_run_arg(FunctionCallInfo fcinfo);
 extern char *ow_text_arg(FunctionCallInfo fcinfo, int n);

@@ -131,21 +131,27 @@ prefix_event_read(const OwRow *row, void *arg)
 {
 	PrefixRead *pr = arg;
 	PrefixEvent *e;
-	text	   *type = DatumGetTextPP(row->values[0]);
 
-	if (VARSIZE_ANY_EXHDR(type) != 14 || memcmp(VARDATA_ANY(type), "node.completed", 14) != 0)
-		return;
 	if (pr->n == pr->cap)
 	{
 		pr->cap *= 2;
 		pr->events = repalloc(pr->events, pr->cap * sizeof(PrefixEvent));
 	}
 	e = &pr->events[pr->n++];
-	e->node_id = row->nulls[1] ? NULL : TextDatumGetCString(row->values[1]);
-	e->sequence = DatumGetInt64(row->values[2]);
+	e->node_id = row->nulls[0] ? NULL : TextDatumGetCString(row->values[0]);
+	e->sequence = DatumGetInt64(row->values[1]);
 	e->tid = row->tid;
-	e->size = row->nulls[3] ? 0 : toast_raw_datum_size(row->values[3]);
+	e->size = 0;
 	e->payload = NULL;
+}
+
+/* The size of the event's payload (arg), not detoasted */
+static void
+prefix_size_read(const OwRow *row, void *arg)
+{
+	PrefixEvent *e = arg;
+
+	e->size = row->nulls[0] ? 0 : toast_raw_datum_size(row->values[0]);
 }
 
 static void
@@ -159,15 +165,17 @@ prefix_payload_read(const OwRow *row, void *arg)
 /*
  * The latest node.completed event of each node before requested_seq (as
  * DISTINCT ON (node_id) keeps it; one without a node), in node order.  The
- * walk keeps each event's row, not its payload: only the kept ones are
- * measured and then read, so a long log costs no more memory than the
- * envelope.
+ * walk reads the node.completed events' keys only (a statement's result
+ * holds every row it walked); the kept ones are then measured, one at a
+ * time, and read only if they fit an envelope: a long log costs no more
+ * memory than the envelope, on either carrier.
  */
 static void
 read_prefix(OwRun *run, int64 requested_seq, PrefixEvent **events, int *n)
 {
 	static OwRead completed = {.table = OW_EVENTS,.index = OW_EVENTS_PKEY,.nkeys = 2,.below = true,
-	.backward = true,.ncols = 4,.cols = {EV_TYPE, EV_NODE_ID, EV_SEQUENCE, EV_PAYLOAD}};
+		.backward = true,.ncols = 2,.cols = {EV_NODE_ID, EV_SEQUENCE},
+	.match_col = EV_TYPE,.match = "node.completed"};
 	static OwRead payload = {.table = OW_EVENTS,.index = OW_EVENTS_PKEY,.nkeys = 3,.ncols = 1,
 	.cols = {EV_PAYLOAD}};
 	PrefixRead	pr;
@@ -197,8 +205,17 @@ read_prefix(OwRun *run, int64 requested_seq, PrefixEvent **events, int *n)
 		}
 		pr.n = kept;
 	}
+	/* in the same operation, which saw these rows: their sizes, then their payloads */
+	for (i = 0; i < pr.n; i++)
+	{
+		PrefixEvent *e = &pr.events[i];
+
+		keys[2] = Int64GetDatum(e->sequence);
+		if (ow_read(&d, &payload, keys, 0, OW_NO_LOCK, 1, &e->tid, prefix_size_read, e) != 1)
+			elog(ERROR, "could not read event %lld of run \"%s\"", (long long) e->sequence,
+				 run->run_id);
+	}
 	check_prefix_size(run, pr.events, pr.n);
-	/* in the same operation, which saw these rows */
 	for (i = 0; i < pr.n; i++)
 	{
 		PrefixEvent *e = &pr.events[i];
@@ -401,7 +418,7 @@ ow_suspend(OwRun *run, const char *node_id, OwExec *ex, int32 ordinal, Jsonb *re
 
 		ItemPointerSetInvalid(&execution_tid);
 		if (!ow_write(NULL, &suspend_exec, keys, values, NULL, &execution_tid))
-			elog(ERROR, "could not suspend execution of node \"%s\"", node_id);
+			ow_changed_meanwhile(OW_NODE_EXECUTIONS);
 	}
 
 	ow_open_interrupt(run, interrupt_id, node_id, ex->visit, kind, payload, req_seq, !nulls[11],
@@ -487,7 +504,7 @@ find_inherited_invocation(OwRun *run, const char *node_id, int32 visit, int32 or
 	ki->id = ow_col_text(0, 1);
 	ki->status = ow_col_text(0, 2);
 	ki->kind = ow_col_text(0, 3);
-	v = ow_col_datum(0, 4, &isnull);
+	v = ow_col_datum(0, 4, INT8OID, &isnull);
 	ki->resolved_seq = isnull ? 0 : DatumGetInt64(v);
 	ki->requested_seq = ow_col_int64(0, 5);
 	ki->key = ow_col_text(0, 6);

@@ -72,7 +72,7 @@ static void
 change_exec(OwWrite *w, const Datum *args, const Datum *values, const bool *nulls)
 {
 	if (!ow_write(NULL, w, args, values, nulls, NULL))
-		elog(ERROR, "could not change an execution of run \"%s\"", TextDatumGetCString(args[1]));
+		ow_changed_meanwhile(OW_NODE_EXECUTIONS);
 }
 
 /* The latest execution of node_id in the locked run (ex->found false if none). */

@@ -196,7 +196,7 @@ claim(OwDirect *d, OwRun *run, OwResolution *r, int64 seq, Jsonb *resolved_by)
 	values[7] = r->reason ? CStringGetTextDatum(r->reason) : (Datum) 0;
 	nulls[7] = r->reason == NULL;
 	if (!ow_write(d, &resolve, keys, values, nulls, &r->tid))
-		elog(ERROR, "interrupt \"%s\" is no longer pending", r->interrupt_id);
+		ow_changed_meanwhile(OW_INTERRUPTS);
 	ow_close_interrupt_in(d, run->tenant, r->interrupt_id, &r->open_tid);
 
 	/* keys: tenant, run, node, visit; the condition: interrupted */

@@ -10,6 +10,7 @@
 #ifndef OW_IPC_H
 #define OW_IPC_H
 
+#include "compat.h"
 #include "datatype/timestamp.h"
 
 /*

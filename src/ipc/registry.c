@@ -21,7 +21,7 @@
 #include "miscadmin.h"
 #include "postmaster/bgworker.h"
 #include "storage/ipc.h"
-#include "storage/backendid.h"
+#include OW_PROC_NUMBER_HEADER
 #include "storage/latch.h"
 #include "storage/shmem.h"
 #include "pgstat.h"
@@ -226,9 +226,9 @@ ow_pause_database(Oid dboid, long wait_ms)
 	TimestampTz until = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), wait_ms);
 	Oid		   *mine;
 
-	if (registry == NULL || MyBackendId == InvalidBackendId || MyBackendId > MaxBackends)
+	if (registry == NULL || ow_my_backend_slot() < 0 || ow_my_backend_slot() >= MaxBackends)
 		return false;
-	mine = &pauses[(MyBackendId - 1) * PAUSES_PER_BACKEND];
+	mine = &pauses[ow_my_backend_slot() * PAUSES_PER_BACKEND];
 	LWLockAcquire(registry_lock, LW_EXCLUSIVE);
 	for (i = 0; i < PAUSES_PER_BACKEND && !recorded; i++)
 		recorded = mine[i] == dboid;
@@ -281,9 +281,9 @@ ow_unpause_mine(void)
 	bool		had = false;
 	Oid		   *mine;
 
-	if (registry == NULL || MyBackendId == InvalidBackendId || MyBackendId > MaxBackends)
+	if (registry == NULL || ow_my_backend_slot() < 0 || ow_my_backend_slot() >= MaxBackends)
 		return;
-	mine = &pauses[(MyBackendId - 1) * PAUSES_PER_BACKEND];
+	mine = &pauses[ow_my_backend_slot() * PAUSES_PER_BACKEND];
 	LWLockAcquire(registry_lock, LW_EXCLUSIVE);
 	for (i = 0; i < PAUSES_PER_BACKEND; i++)
 		if (mine[i] != InvalidOid)

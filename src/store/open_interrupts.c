@@ -179,8 +179,15 @@ ow_interrupts_keep_open(PG_FUNCTION_ARGS)
 		bool		id_null;
 		Datum		id = heap_getattr(old, attnums[1], desc, &id_null);
 
+		/*
+		 * By its statement: the trigger runs as whoever changed the
+		 * interrupt, whose DELETE privilege on the open rows the statement
+		 * checks and a direct delete would not.
+		 */
+		OwDirect	by_statement = {.direct = false};
+
 		if (!isnull && !id_null)
-			ow_close_interrupt(TextDatumGetCString(tenant), TextDatumGetCString(id));
+			ow_close_interrupt_in(&by_statement, TextDatumGetCString(tenant), TextDatumGetCString(id), NULL);
 	}
 	else
 	{

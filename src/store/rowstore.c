@@ -56,8 +56,10 @@
 #include "catalog/index.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_am.h"
+#include "catalog/pg_operator_d.h"
 #include "catalog/pg_trigger.h"
 #include "catalog/pg_type.h"
+#include "commands/defrem.h"
 #include "commands/trigger.h"
 #include "executor/executor.h"
 #include "lib/stringinfo.h"
@@ -67,6 +69,7 @@
 #include "storage/bufmgr.h"
 #include "storage/lmgr.h"
 #include "parser/parse_func.h"
+#include "parser/parse_relation.h"
 #include "utils/builtins.h"
 #include "utils/datum.h"
 #include "utils/fmgroids.h"
@@ -180,7 +183,9 @@ typedef struct OwIndexDef
 	const char *name;
 	int			nkeys;			/* key columns, in index order */
 	OwColumn	keys[INDEX_MAX_PROBE_KEYS];
-	const char *predicate;		/* a partial index's, for the statements that read it */
+	/* a partial index's predicate: pred_col = pred_value (text), if pred_value */
+	OwColumn	pred_col;
+	const char *pred_value;
 } OwIndexDef;
 
 static const OwIndexDef indexes[OW_INDEX_COUNT] = {
@@ -188,7 +193,7 @@ static const OwIndexDef indexes[OW_INDEX_COUNT] = {
 	[OW_INTERRUPTS_PKEY] = {OW_INTERRUPTS, "interrupts_pkey", 2, {INT_TENANT, INT_INTERRUPT_ID}},
 	[OW_OPEN_PKEY] = {OW_OPEN_INTERRUPTS, "open_interrupts_pkey", 2, {OPEN_TENANT, OPEN_INTERRUPT_ID}},
 	[OW_OPEN_PENDING] = {OW_OPEN_INTERRUPTS, "interrupts_one_pending_per_node", 3,
-	{OPEN_TENANT, OPEN_RUN_ID, OPEN_NODE_ID}, "status OPERATOR(pg_catalog.=) 'pending'"},
+	{OPEN_TENANT, OPEN_RUN_ID, OPEN_NODE_ID}, OPEN_STATUS, "pending"},
 	[OW_NODE_EXECUTIONS_PKEY] = {OW_NODE_EXECUTIONS, "node_executions_pkey", 4,
 	{EXEC_TENANT, EXEC_RUN_ID, EXEC_NODE_ID, EXEC_VISIT}},
 	[OW_GROUP_MEMBERS_PKEY] = {OW_GROUP_MEMBERS, "group_members_pkey", 3,
@@ -292,6 +297,77 @@ refuse(OwTableId t, const char *reason)
 }
 
 /*
+ * Is the partial index's predicate the install script's, def->pred_col =
+ * def->pred_value as text (none if def has none)?  Compared as the planner
+ * holds it, not as deparsed text.
+ */
+static bool
+predicate_is(Relation index, const OwIndexDef *def)
+{
+	List	   *pred = RelationGetIndexPredicate(index);
+	OpExpr	   *op;
+	Var		   *var;
+	Const	   *value;
+
+	if (def->pred_value == NULL)
+		return pred == NIL;
+	if (list_length(pred) != 1 || !IsA(linitial(pred), OpExpr))
+		return false;
+	op = linitial_node(OpExpr, pred);
+	if (op->opno != TextEqualOperator || list_length(op->args) != 2 ||
+		!IsA(linitial(op->args), Var) || !IsA(lsecond(op->args), Const))
+		return false;
+	var = linitial_node(Var, op->args);
+	value = lsecond_node(Const, op->args);
+	return var->varattno == cache.attnums[def->pred_col] &&
+		value->consttype == TEXTOID && !value->constisnull &&
+		strcmp(TextDatumGetCString(value->constvalue), def->pred_value) == 0;
+}
+
+/*
+ * Is index (cache.indexids[i]) as the install script made it?  The direct
+ * path probes it for equal keys, takes its uniqueness for the statement's
+ * ON CONFLICT and key lookups, and walks it in order: a same-named index a
+ * DBA made otherwise (descending, another operator class or collation, an
+ * expression, another predicate, not unique, deferrable) would give other
+ * rows than the statements.
+ */
+static bool
+index_is_the_install_scripts(Relation index, int i)
+{
+	const OwIndexDef *def = &indexes[i];
+	Form_pg_index form = index->rd_index;
+	int			k;
+
+	if (index->rd_rel->relam != BTREE_AM_OID || form->indrelid != cache.relids[def->table] ||
+		!form->indisvalid || !form->indisready || !form->indislive ||
+		!form->indisunique || !form->indimmediate ||
+		IndexRelationGetNumberOfKeyAttributes(index) != def->nkeys ||
+		RelationGetIndexExpressions(index) != NIL || !predicate_is(index, def))
+		return false;
+	for (k = 0; k < def->nkeys; k++)
+	{
+		AttrNumber	attnum = cache.attnums[def->keys[k]];
+		Oid			type = columns[def->keys[k]].type;
+		Oid			opclass = GetDefaultOpClass(type, BTREE_AM_OID);
+		Oid			atttype;
+		int32		atttypmod;
+		Oid			attcollation;
+
+		get_atttypetypmodcoll(cache.relids[def->table], attnum, &atttype, &atttypmod, &attcollation);
+		cache.eqprocs[i][k] = equality_of(type);
+		cache.collations[i][k] = index->rd_indcollation[k];
+		if (form->indkey.values[k] != attnum || index->rd_indoption[k] != 0 ||
+			!OidIsValid(opclass) || index->rd_opfamily[k] != get_opclass_family(opclass) ||
+			index->rd_opcintype[k] != type ||
+			index->rd_indcollation[k] != attcollation ||
+			!OidIsValid(cache.eqprocs[i][k]))
+			return false;
+	}
+	return true;
+}
+
+/*
  * Look everything up.  False, with the cache left invalid, when anything
  * is not as the install script made it (the SQL statements then run).
  */
@@ -338,28 +414,15 @@ fill_cache(void)
 		const OwIndexDef *def = &indexes[i];
 		Relation	index;
 		bool		usable;
-		int			k;
 
 		cache.indexids[i] = get_relname_relid(def->name, nsp);
 		if (!OidIsValid(cache.indexids[i]))
 			return refuse(def->table, psprintf("its index %s is gone", def->name));
 		index = index_open(cache.indexids[i], AccessShareLock);
-		usable = index->rd_rel->relam == BTREE_AM_OID &&
-			index->rd_index->indrelid == cache.relids[def->table] &&
-			index->rd_index->indisvalid &&
-			IndexRelationGetNumberOfKeyAttributes(index) == def->nkeys;
-		for (k = 0; usable && k < def->nkeys; k++)
-		{
-			AttrNumber	attnum = cache.attnums[def->keys[k]];
-
-			cache.eqprocs[i][k] = equality_of(TupleDescAttr(RelationGetDescr(index), k)->atttypid);
-			cache.collations[i][k] = index->rd_indcollation[k];
-			usable = index->rd_index->indkey.values[k] == attnum &&
-				OidIsValid(cache.eqprocs[i][k]);
-		}
+		usable = index_is_the_install_scripts(index, i);
 		index_close(index, NoLock);
 		if (!usable)
-			return refuse(def->table, psprintf("its index %s is not the install script's (a btree on the same columns, valid)",
+			return refuse(def->table, psprintf("its index %s is not the install script's (a valid unique btree on the same columns, ascending, with their default operator classes and collations, and the same predicate)",
 											   def->name));
 	}
 	{
@@ -543,7 +606,7 @@ direct_begin(OwDirect *d, uint32 reads, uint32 inserts, uint32 updates, uint32 d
 			d->newslot[i] = ExecInitExtraTupleSlot(d->estate, RelationGetDescr(d->rel[i]),
 												   &TTSOpsVirtual);
 		}
-		ExecInitRangeTable(d->estate, rtable);
+		ow_init_range_table(d->estate, rtable);
 		d->estate->es_snapshot = d->snapshot;
 		d->estate->es_output_cid = GetCurrentCommandId(true);
 		/* a trigger that may stay (interrupts_keep_open) is checked in a query of our own */
@@ -640,7 +703,7 @@ begin_scan(OwDirect *d, OwScan *s, OwIndexId idx, int nkeys, const Datum *keys, 
 		ScanKeyEntryInitialize(&skeys[n++], 0, nkeys + 1, BTLessStrategyNumber, InvalidOid,
 							   InvalidOid, F_INT8LT, Int64GetDatum(bound));
 	s->backward = backward;
-	s->scan = index_beginscan(d->rel[t], s->index, d->snapshot, n, 0);
+	s->scan = ow_index_beginscan(d->rel[t], s->index, d->snapshot, n);
 	index_rescan(s->scan, skeys, n, NULL, 0);
 }
 
@@ -867,14 +930,14 @@ ow_insert_new(OwDirect *d, OwTableId t, TupleTableSlot *row)
 		List	   *recheck;
 
 		CHECK_FOR_INTERRUPTS();
-		if (!ExecCheckIndexConstraints(rri, row, d->estate, &conflict, NIL))
+		if (!ow_check_index_constraints(rri, row, d->estate, &conflict))
 		{
 			check_conflict_visible(d, t, &conflict);
 			return false;
 		}
 		token = SpeculativeInsertionLockAcquire(xid);
 		table_tuple_insert_speculative(d->rel[t], row, d->estate->es_output_cid, 0, NULL, token);
-		recheck = ExecInsertIndexTuples(rri, row, d->estate, false, true, &raced, NIL);
+		recheck = ow_insert_index_tuples(rri, row, d->estate, true, &raced);
 		table_tuple_complete_speculative(d->rel[t], row, token, !raced);
 		SpeculativeInsertionLockRelease(xid);
 		list_free(recheck);
@@ -908,13 +971,19 @@ lock_to_write(OwDirect *d, OwTableId t, TupleTableSlot *old, LockTupleMode mode)
 	if (res == TM_Ok)
 		return;
 	if (res == TM_Updated || res == TM_Deleted)
-		ereport(ERROR,
-				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
-				 errmsg("could not serialize access due to concurrent %s", res == TM_Updated ? "update" : "delete"),
-				 errdetail("Another transaction changed a row of openwop.%s that this call had read.",
-						   table_names[t]),
-				 errhint("Retry the call.")));
+		ow_changed_meanwhile(t);
 	elog(ERROR, "unexpected result %d locking a row of openwop.%s to change it", (int) res, table_names[t]);
+}
+
+void
+ow_changed_meanwhile(OwTableId t)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+			 errmsg("could not serialize access due to concurrent update"),
+			 errdetail("Another transaction changed a row of openwop.%s that this call had read.",
+					   table_names[t]),
+			 errhint("Retry the call.")));
 }
 
 /* Delete old, a row of t read by this operation. */
@@ -1228,7 +1297,8 @@ make_read_statement(OwRead *r, OwLock lock)
 
 	if (key->table != r->table || r->nkeys < 1 || r->nkeys + (r->below ? 1 : 0) > key->nkeys ||
 		r->ncols < 1 || r->ncols > OW_READ_MAX_COLS ||
-		(r->below && columns[key->keys[r->nkeys]].type != INT8OID))
+		(r->below && columns[key->keys[r->nkeys]].type != INT8OID) ||
+		(r->match && (columns[r->match_col].table != r->table || columns[r->match_col].type != TEXTOID)))
 		elog(ERROR, "a read of openwop.%s is described wrongly", table_names[r->table]);
 	for (i = 0; i < r->ncols; i++)
 		if (columns[r->cols[i]].table != r->table)
@@ -1236,9 +1306,11 @@ make_read_statement(OwRead *r, OwLock lock)
 				 table_names[r->table]);
 	old = MemoryContextSwitchTo(TopMemoryContext);
 	initStringInfo(&sql);
+	/* cast: a column a DBA retyped still reads as the type the caller takes */
 	appendStringInfoString(&sql, "SELECT ");
 	for (i = 0; i < r->ncols; i++)
-		appendStringInfo(&sql, "%s%s", i ? ", " : "", columns[r->cols[i]].name);
+		appendStringInfo(&sql, "%sCAST(%s AS %s)", i ? ", " : "", columns[r->cols[i]].name,
+						 format_type_extended(columns[r->cols[i]].type, -1, FORMAT_TYPE_FORCE_QUALIFY));
 	appendStringInfo(&sql, " FROM openwop.%s", table_names[r->table]);
 	for (i = 0; i < r->nkeys + (r->below ? 1 : 0); i++)
 	{
@@ -1247,8 +1319,12 @@ make_read_statement(OwRead *r, OwLock lock)
 		q->types[i] = columns[key->keys[i]].type;
 	}
 	q->nargs = i;
-	if (key->predicate)
-		appendStringInfo(&sql, " AND %s", key->predicate);
+	if (key->pred_value)
+		appendStringInfo(&sql, " AND %s OPERATOR(pg_catalog.=) %s", columns[key->pred_col].name,
+						 quote_literal_cstr(key->pred_value));
+	if (r->match)
+		appendStringInfo(&sql, " AND %s OPERATOR(pg_catalog.=) %s", columns[r->match_col].name,
+						 quote_literal_cstr(r->match));
 	for (i = 0; i < key->nkeys; i++)
 		appendStringInfo(&sql, "%s%s%s", i ? ", " : " ORDER BY ", columns[key->keys[i]].name,
 						 r->backward ? " DESC" : "");
@@ -1277,6 +1353,25 @@ read_row_has(TupleTableSlot *slot, OwRead *r, const Datum *keys)
 			return false;
 	}
 	return true;
+}
+
+/* Is the row in slot one r reads (its match column, if any, is r->match)? */
+static bool
+read_row_matches(TupleTableSlot *slot, OwRead *r)
+{
+	bool		isnull;
+	Datum		v;
+	text	   *t;
+	size_t		len;
+
+	if (r->match == NULL)
+		return true;
+	v = slot_getattr(slot, cache.attnums[r->match_col], &isnull);
+	if (isnull)
+		return false;
+	t = DatumGetTextPP(v);
+	len = strlen(r->match);
+	return VARSIZE_ANY_EXHDR(t) == len && memcmp(VARDATA_ANY(t), r->match, len) == 0;
 }
 
 /* Hand the row in slot to fn, as r reads it. */
@@ -1339,7 +1434,7 @@ ow_read(OwDirect *d, OwRead *r, const Datum *keys, int64 bound, OwLock lock, lon
 		for (n = 0; n < rows; n++)
 		{
 			for (i = 0; i < r->ncols; i++)
-				values[i] = ow_col_datum(n, i + 1, &nulls[i]);
+				values[i] = ow_col_datum(n, i + 1, columns[r->cols[i]].type, &nulls[i]);
 			fn(&row, arg);
 		}
 	}
@@ -1351,17 +1446,23 @@ ow_read(OwDirect *d, OwRead *r, const Datum *keys, int64 bound, OwLock lock, lon
 		if (tid && r->nkeys == indexes[r->index].nkeys && lock == OW_NO_LOCK &&
 			ow_fetch_tid(d, r->table, tid, &slot) && read_row_has(slot, r, keys))
 		{
-			read_slot(r, slot, fn, arg);
-			n = 1;
+			if (read_row_matches(slot, r))
+			{
+				read_slot(r, slot, fn, arg);
+				n = 1;
+			}
 		}
 		else
 		{
 			begin_scan(d, &s, r->index, r->nkeys, keys, r->backward, r->below, bound);
 			while ((limit == 0 || n < (uint64) limit) && ow_scan_next(&s))
 			{
+				/* as the statement: its filter, then the lock and the filter again on what it locked */
+				if (!read_row_matches(s.slot, r))
+					continue;
 				if (lock != OW_NO_LOCK &&
 					(!ow_lock_row(d, r->table, s.slot, lock == OW_LOCK_SKIP_LOCKED) ||
-					 !read_row_has(s.slot, r, keys)))
+					 !read_row_has(s.slot, r, keys) || !read_row_matches(s.slot, r)))
 					continue;
 				read_slot(r, s.slot, fn, arg);
 				n++;

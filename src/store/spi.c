@@ -17,6 +17,8 @@
 #include "catalog/namespace.h"
 #include "catalog/pg_type.h"
 #include "commands/trigger.h"
+#include "parser/parse_coerce.h"
+#include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 #include "utils/guc.h"
@@ -94,9 +96,32 @@ ow_col_text(uint64 row, int col)
 	return SPI_getvalue(SPI_tuptable->vals[row], SPI_tuptable->tupdesc, col);
 }
 
-Datum
-ow_col_datum(uint64 row, int col, bool *isnull)
+/*
+ * The statements read tables a DBA may ALTER: a column of another type
+ * than the one asked for (type, or one binary-coercible to it: a domain
+ * over it, varchar for text) is refused here rather than read as the
+ * wrong thing.
+ */
+static void
+check_col_type(int col, Oid type)
 {
+	Oid			actual = SPI_gettypeid(SPI_tuptable->tupdesc, col);
+
+	if (actual != type && !IsBinaryCoercible(actual, type))
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("an openwop table's column read as %s is of type %s",
+						format_type_be(type), format_type_be(actual)),
+				 errdetail("Column %d of a statement the extension runs on its own tables is no longer of the type the install script gave it.",
+						   col),
+				 errhint("ALTER the column back to type %s.", format_type_be(type))));
+}
+
+/* Column col (1-based) of row row of SPI_tuptable, of type type. */
+Datum
+ow_col_datum(uint64 row, int col, Oid type, bool *isnull)
+{
+	check_col_type(col, type);
 	return SPI_getbinval(SPI_tuptable->vals[row], SPI_tuptable->tupdesc, col, isnull);
 }
 
@@ -105,11 +130,15 @@ int64
 ow_col_int64(uint64 row, int col)
 {
 	bool		isnull;
-	Datum		d = ow_col_datum(row, col, &isnull);
+	Oid			type = SPI_gettypeid(SPI_tuptable->tupdesc, col);
+	Datum		d;
 
+	if (type != INT4OID && type != BOOLOID)
+		type = INT8OID;
+	d = ow_col_datum(row, col, type, &isnull);
 	if (isnull)
 		elog(ERROR, "column %d of an openwop statement is null", col);
-	switch (SPI_gettypeid(SPI_tuptable->tupdesc, col))
+	switch (type)
 	{
 		case INT4OID:
 			return DatumGetInt32(d);
@@ -131,7 +160,7 @@ Jsonb *
 ow_col_jsonb(uint64 row, int col)
 {
 	bool		isnull;
-	Datum		d = ow_col_datum(row, col, &isnull);
+	Datum		d = ow_col_datum(row, col, JSONBOID, &isnull);
 
 	return isnull ? NULL : DatumGetJsonbPCopy(d);
 }

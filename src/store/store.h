@@ -10,6 +10,7 @@
 #ifndef OW_STORE_H
 #define OW_STORE_H
 
+#include "compat.h"
 #include "executor/spi.h"
 #include "executor/tuptable.h"
 #include "utils/jsonb.h"
@@ -45,7 +46,7 @@ typedef struct OwQuery
 
 extern uint64 ow_exec(OwQuery *q, Datum *args, const char *nulls, bool read_only, long count);
 extern char *ow_col_text(uint64 row, int col);
-extern Datum ow_col_datum(uint64 row, int col, bool *isnull);
+extern Datum ow_col_datum(uint64 row, int col, Oid type, bool *isnull);
 extern int64 ow_col_int64(uint64 row, int col);
 extern bool ow_col_bool(uint64 row, int col);
 extern Jsonb *ow_col_jsonb(uint64 row, int col);
@@ -189,6 +190,9 @@ typedef struct OwRead
 	bool		backward;
 	int			ncols;
 	OwColumn	cols[OW_READ_MAX_COLS];
+	/* only rows whose text column match_col is match (if match) */
+	OwColumn	match_col;
+	const char *match;
 	OwQuery		sql[3];			/* by OwLock, made on first use */
 } OwRead;
 
@@ -221,6 +225,13 @@ extern bool ow_write(OwDirect *d, OwWrite *w, const Datum *keys, const Datum *va
 					 const bool *nulls, ItemPointer tid);
 extern uint64 ow_read(OwDirect *d, OwRead *r, const Datum *keys, int64 bound, OwLock lock,
 					  long limit, ItemPointer tid, OwRowFn fn, void *arg);
+
+/*
+ * A row the run lock should have kept as read is not (a writer that took
+ * no run lock, a DBA's UPDATE, changed it meanwhile): 40001, the caller
+ * retries and sees the change.
+ */
+extern pg_noreturn void ow_changed_meanwhile(OwTableId t);
 
 /* ----------
  * eventlog.c: the run row lock and the append-only event log.
