@@ -39,12 +39,15 @@ REGRESS_OPTS = --inputdir=$(src_dir)test --outputdir=test/results --load-extensi
 ISOLATION    = $(patsubst $(src_dir)test/specs/%.spec,%,$(sort $(wildcard $(src_dir)test/specs/*.spec)))
 ISOLATION_OPTS = --inputdir=$(src_dir)test --outputdir=test/results/isolation --load-extension=$(EXTENSION) --encoding=UTF8
 
-# Debian's PGXS also emits LLVM bitcode with clang; skip that when clang is not installed.
-ifeq ($(shell command -v clang-14 2>/dev/null || command -v clang 2>/dev/null),)
+PGXS := $(shell $(PG_CONFIG) --pgxs)
+
+# Debian's PGXS also emits LLVM bitcode with the clang the server was built
+# with (its CLANG); skip that when that clang is not installed.
+pgxs_clang := $(shell sed -n 's/^CLANG *= *//p' $(dir $(PGXS))../Makefile.global 2>/dev/null)
+ifeq ($(shell command -v $(or $(pgxs_clang),clang) 2>/dev/null),)
 override with_llvm = no
 endif
 
-PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 
 # sql/ and router/sql/ ship 0.1.0's scripts and the updates: CREATE EXTENSION

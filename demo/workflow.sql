@@ -71,6 +71,7 @@ COMMIT;
 \echo '   (a second approver is too late: one winner only)'
 \set VERBOSITY default
 \set ON_ERROR_STOP 0
+\echo '   [expected: the ERROR below is the refusal this step shows]'
 BEGIN;
 :as_authenticator
 SET LOCAL request.jwt.claims = '{"sub": "deputy@example.org", "tenant": "acme", "scope": "approvals:respond"}';
@@ -99,6 +100,7 @@ SELECT openwop.interrupt('acme/demo-expense-0002', 'fetch',
        ->> 'status' AS fetch;
 \echo '   (jo answers through PostgREST: a malformed answer is refused against the question schema)'
 \set ON_ERROR_STOP 0
+\echo '   [expected: the ERROR below is the refusal this step shows]'
 BEGIN;
 :as_authenticator
 SET LOCAL request.jwt.claims = '{"sub": "jo@example.org", "tenant": "acme", "scope": "approvals:respond"}';
@@ -108,6 +110,7 @@ ROLLBACK;
 SELECT openwop.cancel_run('acme/demo-expense-0002', 'duplicate submission') ->> 'status' AS run;
 \echo '   (after the cancel, a correct answer finds nothing pending)'
 \set ON_ERROR_STOP 0
+\echo '   [expected: the ERROR below is the refusal this step shows]'
 BEGIN;
 :as_authenticator
 SET LOCAL request.jwt.claims = '{"sub": "jo@example.org", "tenant": "acme", "scope": "approvals:respond"}';
@@ -138,6 +141,7 @@ SELECT openwop.interrupt('acme/demo-po-000000001', 'sign-off',
            "approverRoleRefs": ["treasury"]}}') ->> 'status' AS raised;
 \echo '   (mallory is not eligible: 403, the run keeps waiting)'
 \set ON_ERROR_STOP 0
+\echo '   [expected: the ERROR below is the refusal this step shows]'
 BEGIN;
 :as_authenticator
 SET LOCAL request.jwt.claims = '{"sub": "mallory@example.org", "tenant": "acme", "scope": "approvals:respond"}';
@@ -209,6 +213,7 @@ SELECT openwop.interrupt('acme/demo-chat-00000001', 'ask',
        -> 'metadata' -> 'interrupt' ->> 'status' AS turn_0;
 \echo '   (an answer that does not match the turn''s outcomeSchema is refused; the turn waits)'
 \set ON_ERROR_STOP 0
+\echo '   [expected: the ERROR below is the refusal this step shows]'
 BEGIN;
 :as_authenticator
 SET LOCAL request.jwt.claims = '{"sub": "jo@example.org", "tenant": "acme", "scope": "approvals:respond"}';
@@ -247,6 +252,7 @@ SELECT openwop.resolve_interrupt('acme/demo-chat-00000001', 'ask', '{}') ->> 'st
 COMMIT;
 \echo '   (nothing is exchanged on a closed conversation)'
 \set ON_ERROR_STOP 0
+\echo '   [expected: the ERROR below is the refusal this step shows]'
 SELECT openwop.interrupt('acme/demo-chat-00000001', 'ask',
          '{"kind": "conversation.exchange", "data": {"conversationId": "demo-expense-412", "prompt": "One more?"}}', 5);
 \set ON_ERROR_STOP 1
@@ -272,6 +278,7 @@ SELECT s ->> 'status' AS fork_status, s #>> '{error,code}' AS fork_error
   FROM openwop.run_snapshot(:'replay_fork') s;
 \echo '   (answering the replay fork is refused: the decision is history)'
 \set ON_ERROR_STOP 0
+\echo '   [expected: the ERROR below is the refusal this step shows]'
 BEGIN;
 :as_authenticator
 SET LOCAL request.jwt.claims = '{"sub": "alice@example.org", "tenant": "acme", "scope": "approvals:respond"}';
@@ -312,3 +319,6 @@ SELECT e ->> 'runId' AS run,
 SELECT s ->> 'runId' AS run, s ->> 'status' AS status, s #> '{owner,subject,subjectId}' AS owner
   FROM (VALUES ('acme/demo-expense-0001'), ('acme/demo-expense-0002')) AS r(id),
        openwop.run_snapshot(r.id) AS s;
+
+\echo
+\echo '== The demo is over: every step did what it says (each ERROR above was marked expected).'

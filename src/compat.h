@@ -44,6 +44,19 @@
 #endif
 
 /*
+ * The "extra" a GUC check hook hands over is freed by the GUC machinery:
+ * with free() before 16, in its own memory context (guc_free) from 16.
+ * NULL when out of memory.  Callers include utils/guc.h.
+ */
+#if PG_VERSION_NUM < 160000
+#define ow_guc_malloc(size) malloc(size)
+#define ow_guc_free(ptr) free(ptr)
+#else
+#define ow_guc_malloc(size) guc_malloc(LOG, (size))
+#define ow_guc_free(ptr) guc_free(ptr)
+#endif
+
+/*
  * A JSON lexer over a string: 17's takes a context to fill (NULL:
  * allocate one).
  */

@@ -1,7 +1,37 @@
 # Shared by test/run and demo/run: make sure the build and test tools are
 # installed, then build and install the extension.  Sourced, not executed.
 
-PGVER=15
+# The PostgreSQL major to build and test against (15, 16, 17 or 18): PGVER
+# from the environment, else the newest server installed, else the one this
+# Debian release ships (the major its "postgresql" package depends on).
+detect_pgver() {
+	local v
+	v=$(dpkg-query -W -f='${db:Status-Status} ${Package}\n' 'postgresql-[0-9]*' 2>/dev/null |
+		sed -n 's/^installed postgresql-\([0-9][0-9]*\)$/\1/p' | sort -n | tail -n 1)
+	if [ -z "$v" ] && [ "$(id -u)" -eq 0 ] && ! apt-cache show postgresql >/dev/null 2>&1; then
+		apt_update
+	fi
+	[ -n "$v" ] || v=$(apt-cache depends postgresql 2>/dev/null |
+		sed -n 's/^ *Depends: postgresql-\([0-9][0-9]*\)$/\1/p' | head -n 1)
+	echo "${v:-15}"
+}
+
+# apt-get update; a suite whose Release file has expired (sid's mirrors,
+# snapshots) is still taken: the packages are checked by their signatures.
+apt_update() {
+	DEBIAN_FRONTEND=noninteractive apt-get -o Acquire::Check-Valid-Until=false update -qq
+}
+
+PGVER=${PGVER:-$(detect_pgver)}
+export PGVER    # the suites and checks test/run starts use the same major
+case "$PGVER" in
+15 | 16 | 17 | 18) ;;
+*) echo "PostgreSQL $PGVER is not supported: openwop_interrupt builds against 15, 16, 17 and 18 (PGVER=...)" >&2
+	exit 1 ;;
+esac
+
+# "== [m:ss] what": a phase of test/run or demo/run, with the time since it began
+phase() { printf '== [%d:%02d] %s\n' $((SECONDS / 60)) $((SECONDS % 60)) "$1"; }
 
 # Is Debian package $1 installed?  Package state, not whether some command
 # exists: postgresql-common's pg_buildext, say, is no sign that
@@ -19,22 +49,28 @@ ensure_packages() {
 	if [ "${1:-}" = test ]; then
 		need+=(postgresql-$PGVER-pgtap libtap-parser-sourcehandler-pgtap-perl json-schema-test-suite
 			jq                          # the PostgREST replay reads responses with jq
-			clang-14 libclang-rt-14-dev libssl-dev  # the token fuzz harness: libFuzzer, libcrypto for libpgcommon
+			clang libclang-rt-dev libssl-dev  # the token fuzz harness: libFuzzer, libcrypto for libpgcommon
 			openssl                     # the router's certificate check makes its keys
-			build-essential debhelper postgresql-server-dev-all lintian dpkg-dev)  # the Debian package
+			build-essential debhelper postgresql-server-dev-all lintian dpkg-dev git)  # the Debian package
 	fi
 	for p in "${need[@]}"; do
 		package_installed "$p" || want+=("$p")
 	done
 	if [ ${#want[@]} -gt 0 ]; then
-		echo "== installing: ${want[*]}"
+		phase "installing: ${want[*]}"
 		if [ "$(id -u)" -ne 0 ]; then
 			echo "missing packages (${want[*]}); run this command as root to install them" >&2
 			exit 1
 		fi
 		export DEBIAN_FRONTEND=noninteractive
-		apt-get update -qq
-		apt-get install -y -qq --no-install-recommends "${want[@]}" >/dev/null
+		local log
+		log=$(mktemp /tmp/openwop-apt.XXXXXX)
+		echo "   (apt's output: $log)"
+		if ! { apt_update && apt-get install -y -q --no-install-recommends "${want[@]}"; } >"$log" 2>&1; then
+			tail -n 30 "$log" >&2
+			echo "installing packages failed (log: $log)" >&2
+			exit 1
+		fi
 	fi
 	export PATH="/usr/lib/postgresql/$PGVER/bin:$PATH"
 	export PG_CONFIG="/usr/lib/postgresql/$PGVER/bin/pg_config"

@@ -140,7 +140,7 @@ check_request_setting(const char *name, char **newval, void **extra, GucSource s
 			return false;
 		}
 	}
-	approved = malloc(sizeof(bool));
+	approved = ow_guc_malloc(sizeof(bool));
 	if (approved == NULL)
 	{
 		GUC_check_errcode(ERRCODE_OUT_OF_MEMORY);
@@ -229,7 +229,7 @@ check_forwarded_caller(char **newval, void **extra, GucSource source)
 	if (**newval == '\0' || !IsTransactionState() || IsParallelWorker() || ow_forwarding_session())
 		return true;
 	/* refused after all: the approval made above goes (the caller frees no extra of a refusal) */
-	free(*extra);
+	ow_guc_free(*extra);
 	*extra = NULL;
 	GUC_check_errcode(ERRCODE_INSUFFICIENT_PRIVILEGE);
 	GUC_check_errmsg("openwop.forwarded_caller can only be set by a member of the role named by openwop.forwarding_role");

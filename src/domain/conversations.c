@@ -141,7 +141,7 @@ step_conversation(OwRun *run, OwConversation *c, const char *interrupt_id, Jsonb
 	if (c->close)
 	{
 		if (conversation_exec(&close, run, c, args, false) != 1)
-			elog(ERROR, "could not close conversation \"%s\"", c->conversation_id);
+			ow_row_changed_meanwhile("conversations");
 		return;
 	}
 
@@ -166,7 +166,7 @@ step_conversation(OwRun *run, OwConversation *c, const char *interrupt_id, Jsonb
 	args[2] = Int32GetDatum(c->turn_index);
 	args[3] = CStringGetTextDatum(interrupt_id);
 	if (conversation_exec(&turn, run, c, args, false) != 1)
-		elog(ERROR, "could not record turn %d of conversation \"%s\"", c->turn_index, c->conversation_id);
+		ow_row_changed_meanwhile("conversations");
 }
 
 /*
@@ -268,9 +268,18 @@ ow_conversation_answered(OwRun *run, const char *kind, const char *interrupt_id,
 	c.conversation_id = owj_string(owj_get_container(data, "conversationId"));
 	args[2] = CStringGetTextDatum(interrupt_id);
 	args[3] = Int32GetDatum(exchange ? 1 : 0);
+	/*
+	 * Its row says what the interrupt's raise wrote, under the run lock,
+	 * unless someone changed it outside the extension: a retry would find
+	 * the same, so not 40001.
+	 */
 	if (conversation_exec(&q, run, &c, args, false) != 1)
-		elog(ERROR, "conversation \"%s\" does not wait on interrupt \"%s\"", c.conversation_id,
-			 interrupt_id);
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("conversation \"%s\" does not wait on interrupt \"%s\"", c.conversation_id,
+						interrupt_id),
+				 errdetail("Its row in openwop.conversations was changed or removed outside the extension."),
+				 errhint("Set its pending_interrupt_id back to the interrupt, or cancel the run.")));
 	if (!exchange)
 		return;
 	owj_begin(&j);

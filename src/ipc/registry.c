@@ -69,7 +69,7 @@ static Oid *pauses = NULL;
 
 /* Settings (server start, preloaded only) */
 int			ow_max_databases = 16;
-char	   *ow_databases = NULL;
+static char *ow_databases = NULL;
 static char *ow_database_old = NULL;
 
 /* this backend's slot, found once and checked at each use */

@@ -407,6 +407,10 @@ fill_cache(void)
 		if (type != columns[i].type || typmod != -1)
 			return refuse(columns[i].table, psprintf("its column %s is no longer of type %s",
 													 columns[i].name, format_type_be(columns[i].type)));
+		/* the direct path compares text by its bytes, as a deterministic collation's = does */
+		if (OidIsValid(collation) && !get_collation_isdeterministic(collation))
+			return refuse(columns[i].table, psprintf("its column %s has a nondeterministic collation",
+													 columns[i].name));
 		cache.known[columns[i].table]++;
 	}
 	for (i = 0; i < OW_INDEX_COUNT; i++)
@@ -978,11 +982,16 @@ lock_to_write(OwDirect *d, OwTableId t, TupleTableSlot *old, LockTupleMode mode)
 void
 ow_changed_meanwhile(OwTableId t)
 {
+	ow_row_changed_meanwhile(table_names[t]);
+}
+
+void
+ow_row_changed_meanwhile(const char *table)
+{
 	ereport(ERROR,
 			(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
 			 errmsg("could not serialize access due to concurrent update"),
-			 errdetail("Another transaction changed a row of openwop.%s that this call had read.",
-					   table_names[t]),
+			 errdetail("Another transaction changed a row of openwop.%s that this call had read.", table),
 			 errhint("Retry the call.")));
 }
 

@@ -232,6 +232,7 @@ extern uint64 ow_read(OwDirect *d, OwRead *r, const Datum *keys, int64 bound, Ow
  * retries and sees the change.
  */
 extern pg_noreturn void ow_changed_meanwhile(OwTableId t);
+extern pg_noreturn void ow_row_changed_meanwhile(const char *table);
 
 /* ----------
  * eventlog.c: the run row lock and the append-only event log.

@@ -3,7 +3,7 @@
 # tree: dpkg-buildpackage -us -uc (dh --with pgxs: pg_buildext builds, installs
 # and runs the regression and isolation suites against the installed files in
 # a throwaway cluster with the library preloaded) makes
-# postgresql-15-openwop-interrupt; lintian finds no error; apt installs it;
+# postgresql-$PGVER-openwop-interrupt; lintian finds no error; apt installs it;
 # the autopkgtest (debian/tests/installcheck) passes against the installed
 # package; then it is removed and this build installed again for the checks
 # that follow.  META.json names the version the control file does.
@@ -41,11 +41,14 @@ else
 	tar -c --exclude=./test/results --exclude='*.o' --exclude='*.bc' --exclude='*.so' \
 		--exclude=./build-\* . | tar -x -C "$src"
 fi
-(cd "$src" && pg_buildext checkcontrol) >/dev/null 2>&1 ||
-	{ echo "debian/control is not what debian/control.in and debian/pgversions make: run pg_buildext updatecontrol" >&2; exit 1; }
+# debian/control is kept as made for Debian 12's PostgreSQL 15; the copy's is
+# made for the major under test (PG_SUPPORTED_VERSIONS, as postgresql-common reads it)
+(cd "$src" && PG_SUPPORTED_VERSIONS=15 pg_buildext checkcontrol) >/dev/null 2>&1 ||
+	{ echo "debian/control is not what debian/control.in and debian/pgversions make: run PG_SUPPORTED_VERSIONS=15 pg_buildext updatecontrol" >&2; exit 1; }
+(cd "$src" && PG_SUPPORTED_VERSIONS=$PGVER pg_buildext updatecontrol) >/dev/null
 # the build and the autopkgtest start throwaway clusters of their own: none of
 # the environment of the cluster this check runs in (pg_virtualenv's PG*) may leak in
-clean_env() { env -i PATH="$PATH" HOME="${HOME:-/root}" LANG=C.UTF-8 "$@"; }
+clean_env() { env -i PATH="$PATH" HOME="${HOME:-/root}" LANG=C.UTF-8 PG_SUPPORTED_VERSIONS="$PGVER" "$@"; }
 if ! (cd "$src" && clean_env dpkg-buildpackage -us -uc -b) >"$work/build.log" 2>&1; then
 	tail -n 60 "$work/build.log" >&2
 	echo "dpkg-buildpackage failed" >&2

@@ -19,7 +19,7 @@ unit)
 		-o "$out/token_unit" "$here/token_unit.c" "$top/src/base/token_format.c" $libs -lcrypto -lm
 	echo "$out/token_unit" ;;
 fuzz)
-	clang=$(command -v clang-14 || command -v clang)
+	clang=$(command -v clang)
 	$clang -O1 -g -Wno-ignored-attributes -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
 		-DFRONTEND -I"$top/src" -I"$inc" \
 		-o "$out/token_fuzz" "$here/token_fuzz.c" "$top/src/base/token_format.c" $libs -lcrypto -lm

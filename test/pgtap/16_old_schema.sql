@@ -71,6 +71,39 @@ SELECT is(openwop.create_run('old', '{"runId": "acme/old-schema-run-0001"}') ->>
 SELECT is(openwop.start_node('acme/old-schema-run-0001', 'gate') ->> 'status', 'running', '... and the next');
 SELECT ok(openwop.capabilities() ? 'conversationPrimitive', '... capabilities() advertises all of the library''s');
 
+-- old_schema_refused_every_release: the same on the schema of every release
+-- back to 0.1.0, as CREATE EXTENSION ... VERSION installs it: each call the
+-- release has is 55000 naming the update (one it lacks does not exist
+-- there), and no refusal carries a statement of the library
+CREATE TEMP TABLE every_release (version text, name text, refusal jsonb);
+DO $$
+DECLARE v text; c record;
+BEGIN
+  FOR v IN SELECT version FROM pg_available_extension_versions
+            WHERE name = 'openwop_interrupt'
+              AND version <> (SELECT default_version FROM pg_available_extensions WHERE name = 'openwop_interrupt')
+  LOOP
+    DROP EXTENSION openwop_interrupt;
+    EXECUTE format('CREATE EXTENSION openwop_interrupt VERSION %L', v);
+    FOR c IN SELECT * FROM calls LOOP
+      INSERT INTO every_release VALUES (v, c.name, pg_temp.refused(c.sql));
+    END LOOP;
+  END LOOP;
+END $$;
+SELECT is((SELECT count(DISTINCT version) FROM every_release), 10::bigint, 'old_schema_refused_every_release: ten releases before this one, 0.1.0 to 0.10.0');
+SELECT is((SELECT string_agg(version || ' ' || name || ': ' || coalesce(refusal::text, 'served'), '; ')
+             FROM every_release
+            WHERE refusal IS NULL
+               OR NOT (refusal - 'message' = '{"sqlstate": "55000", "hint": "Run ALTER EXTENSION openwop_interrupt UPDATE in this database."}'
+                       OR refusal ->> 'sqlstate' IN ('42883', '42P01'))),
+          NULL, '... every call each release has is 55000 naming the update (one it lacks: 42883 or 42P01)');
+SELECT is((SELECT count(*) FROM every_release WHERE refusal ->> 'sqlstate' = '55000' AND version = '0.1.0'), 12::bigint,
+          '... 0.1.0''s calls among them (twelve of these existed then)');
+SELECT is((SELECT count(*) FROM every_release WHERE refusal ->> 'message' ~* 'select |openwop\.[a-z_]+ where'), 0::bigint,
+          '... and no refusal carries a statement of the library');
+DROP EXTENSION openwop_interrupt;
+CREATE EXTENSION openwop_interrupt;
+
 -- a schema newer than the library (the library was downgraded): refused,
 -- naming the library to install (any relation cache invalidation makes a
 -- backend look at the version again)

@@ -62,6 +62,29 @@ SELECT is(:'path_after_error'::text, 'tap_sp_evil, public, pg_catalog', '... lea
 DROP TRIGGER tap_sp_trigger ON openwop.interrupts;
 ALTER TABLE openwop.runs DROP CONSTRAINT tap_sp_rule;
 
+-- owner_search_path_relations: the owner's path is pg_catalog, then the
+-- session's temporary schema (PostgreSQL searches that first when a path
+-- leaves it out): a relation the DBA's code names unqualified can be a
+-- caller's TEMP view.  Qualified, as the documentation asks, it is the DBA's.
+CREATE TABLE public.tap_sp_blocked (workflow_id text);
+CREATE FUNCTION public.tap_sp_deny() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  IF EXISTS (SELECT FROM public.tap_sp_blocked b WHERE b.workflow_id = NEW.workflow_id) THEN
+    RAISE EXCEPTION 'workflow % is blocked', NEW.workflow_id;
+  END IF;
+  RETURN NEW;
+END $$;
+CREATE TRIGGER tap_sp_deny BEFORE INSERT ON openwop.runs FOR EACH ROW EXECUTE FUNCTION public.tap_sp_deny();
+INSERT INTO public.tap_sp_blocked VALUES ('blocked');
+GRANT SELECT ON public.tap_sp_blocked TO tap_sp_caller;
+-- the session's TEMP view of that name, empty (a caller's session has one temporary schema)
+CREATE TEMP VIEW tap_sp_blocked AS SELECT NULL::text AS workflow_id WHERE false;
+SELECT is(pg_temp.as_login('tap_sp_caller', 'acme',
+  $$SELECT openwop.create_run('blocked', '{"runId": "acme/sp-temp-relation-0001"}')$$) ->> 'code',
+  'workflow blocked is blocked',
+  'owner_search_path_relations: the DBA''s qualified deny-list holds whatever the caller''s path');
+DROP TRIGGER tap_sp_deny ON openwop.runs;
+
 -- ---------------------------------------------------------------------
 -- retyped_read: a column a DBA retyped to another representation (name
 -- for text, numeric for bigint) is read through the statements, cast to
@@ -150,6 +173,39 @@ DROP INDEX openwop.interrupts_one_pending_per_node;
 CREATE UNIQUE INDEX interrupts_one_pending_per_node ON openwop.open_interrupts (tenant, run_id, node_id) WHERE status = 'pending';
 SELECT is(pg_temp.index_why(), 'direct', '... and with the install script''s predicate, direct again');
 ROLLBACK TO idx;
+
+-- ---------------------------------------------------------------------
+-- nondeterministic_collation: a text column of the store given a
+-- nondeterministic collation turns the direct path off (it compares text
+-- by its bytes), so both paths answer as the statements do.
+-- ---------------------------------------------------------------------
+SAVEPOINT ci;
+CREATE COLLATION public.tap_ci (provider = icu, locale = 'und-u-ks-level2', deterministic = false);
+ALTER TABLE openwop.node_executions ALTER COLUMN node_id TYPE text COLLATE public.tap_ci;
+SELECT is((SELECT reason FROM openwop.direct_path() WHERE table_name = 'node_executions'),
+          'openwop.node_executions: its column node_id has a nondeterministic collation, so every table is written with statements',
+          'nondeterministic_collation: a case-insensitive collation turns the direct path off, named');
+SELECT openwop.create_run('ci', '{"runId": "acme/nondeterministic-0001"}') ->> 'status' AS created \gset
+SELECT openwop.start_node('acme/nondeterministic-0001', 'Ask') ->> 'status' AS started \gset
+SELECT is(openwop.complete_node('acme/nondeterministic-0001', 'ask', '{}') ->> 'status', 'completed',
+          '... and the calls answer as the statements do (ask finds Ask under the collation)');
+ROLLBACK TO ci;
+
+-- ---------------------------------------------------------------------
+-- conversation_changed_outside: a conversation row a DBA changed or
+-- removed is a clear refusal (55000, naming what changed), never XX000;
+-- nothing applied.
+-- ---------------------------------------------------------------------
+SELECT openwop.create_run('conv', '{"runId": "acme/conversation-dba-0001"}') ->> 'status' AS created \gset
+SELECT openwop.start_node('acme/conversation-dba-0001', 'ask') ->> 'status' AS started \gset
+SELECT openwop.interrupt('acme/conversation-dba-0001', 'ask', '{"kind": "conversation.start", "data": {"conversationId": "tap-dba-c1", "title": "T", "initialPrompt": "P"}}') ->> 'status' AS raised \gset
+UPDATE openwop.conversations SET pending_interrupt_id = NULL WHERE conversation_id = 'tap-dba-c1';
+SELECT is(pg_temp.refusal($$SELECT openwop.resolve_interrupt('acme/conversation-dba-0001', 'ask', 'null')$$) ->> 'sqlstate', '55000',
+          'conversation_changed_outside: a conversation no longer waiting on its interrupt is 55000');
+SELECT is((SELECT status FROM openwop.interrupts WHERE run_id = 'acme/conversation-dba-0001'), 'pending', '... nothing applied');
+DELETE FROM openwop.conversations WHERE conversation_id = 'tap-dba-c1';
+SELECT is(pg_temp.refusal($$SELECT openwop.resolve_interrupt('acme/conversation-dba-0001', 'ask', 'null')$$) ->> 'sqlstate', '55000',
+          '... and one removed');
 
 -- ---------------------------------------------------------------------
 -- keep_open_privileges: the trigger that carries a change of an interrupt
