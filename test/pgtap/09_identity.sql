@@ -94,7 +94,9 @@ BEGIN
   PERFORM mallory.grant_cfo(NEW.i);
   RETURN NEW;
 END $f$;
-CREATE FUNCTION mallory.definer() RETURNS int LANGUAGE sql SECURITY DEFINER AS $f$ SELECT mallory.grant_cfo(1) $f$;
+-- its argument read from a table: a constant one would be folded once into
+-- a plan PostgreSQL 18 keeps for the SQL function, and the second call run nothing
+CREATE FUNCTION mallory.definer() RETURNS int LANGUAGE sql SECURITY DEFINER AS $f$ SELECT mallory.grant_cfo(i) FROM mallory.docs $f$;
 CREATE MATERIALIZED VIEW mallory.mv AS SELECT mallory.grant_cfo(i) AS i FROM mallory.docs WITH NO DATA;
 RESET ROLE;
 SELECT pg_temp.gate('acme/id-control-0000001', '{"approversList": ["cfo@example.org"]}');
