@@ -39,6 +39,8 @@ PGDLLEXPORT void ow_database_worker_main(Datum arg);
  * second process on a busy core) per resolve; a notification that follows a
  * quiet spell goes at once.
  */
+/* PostgreSQL's least interval between two flushes of a backend's statistics */
+#define STATS_FLUSH_US 1000000
 #define RELAY_GATHER_US 1000L
 #define TIMEOUT_RETRY_MS 10000L /* after a failed timeout pass */
 
@@ -130,6 +132,7 @@ ow_database_worker_main(Datum arg)
 	bool		recheck;
 	bool		deadline;
 	TimestampTz next_pass = 0;	/* a timeout pass is due at once */
+	TimestampTz stats_deferred_at = 0;	/* when a statistics flush was put off; 0: none */
 	TimestampTz relay_retry = 0;
 	TimestampTz last_relay = 0;
 	MemoryContext cxt = AllocSetContextCreate(TopMemoryContext, "openwop worker", ALLOCSET_SMALL_SIZES);
@@ -233,12 +236,22 @@ ow_database_worker_main(Datum arg)
 
 		/*
 		 * The rows this worker changed count in pg_stat_user_tables, which
-		 * autovacuum reads, as an idle backend's do: flushed at most once
-		 * a second, and woken for the rest when it would sleep longer.
+		 * autovacuum reads.  pgstat_report_stat flushes at most once a
+		 * second, measured by the last commit's time, which stays put while
+		 * the worker runs no transaction: so what it defers is flushed a
+		 * second later by force, as an idle backend's timeout does.
 		 */
-		stat_ms = pgstat_report_stat(false);
-		if (stat_ms > 0)
-			wait_ms = Min(wait_ms, stat_ms);
+		now = GetCurrentTimestamp();
+		stat_ms = pgstat_report_stat(stats_deferred_at != 0 &&
+									 now - stats_deferred_at >= STATS_FLUSH_US);
+		if (stat_ms <= 0)
+			stats_deferred_at = 0;
+		else
+		{
+			if (stats_deferred_at == 0)
+				stats_deferred_at = now;
+			wait_ms = Min(wait_ms, Max(1, (STATS_FLUSH_US - (now - stats_deferred_at)) / 1000 + 1));
+		}
 		if (wait_ms > 0)
 			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 							 wait_ms, PG_WAIT_EXTENSION);
