@@ -113,6 +113,11 @@ SELECT is(openwop.run_snapshot('acme/retyped-read-0000002') ->> 'status', 'runni
 SELECT is(pg_temp.refusal($$SELECT openwop.start_node('acme/retyped-read-0000002', 'ask')$$) ->> 'sqlstate', '42804',
           '... and a write the statements cannot carry (text into the enum) is refused, not misread');
 ROLLBACK TO retyped;
+SELECT openwop.create_run('rt', '{"runId": "acme/retyped-read-0000004"}') ->> 'status' AS created \gset
+ALTER TABLE openwop.events ALTER COLUMN payload TYPE json;
+SELECT is(pg_temp.refusal($$SELECT count(*) FROM openwop.events('acme/retyped-read-0000004')$$) ->> 'sqlstate', '42804',
+          'retyped_read_refused: a column of another representation where a statement reads jsonb (payload as json) is 42804, not misread');
+ROLLBACK TO retyped;
 ALTER TABLE openwop.node_executions ALTER COLUMN attempt TYPE numeric;
 SELECT openwop.create_run('rt', '{"runId": "acme/retyped-read-0000003"}') ->> 'status' AS created \gset
 SELECT openwop.start_node('acme/retyped-read-0000003', 'work') ->> 'status' AS started \gset
