@@ -84,5 +84,10 @@ for f in $(find src -name '*.c' -o -name '*.h' | sort); do
 		fi
 	done
 done
+# versions: what differs between PostgreSQL majors is in src/compat.h alone
+for f in $(grep -rl 'PG_VERSION_NUM' src --include='*.c' --include='*.h' | grep -v '^src/compat.h$'); do
+	echo "$f branches on PG_VERSION_NUM: put the difference in src/compat.h"
+	bad=$((bad + 1))
+done
 [ "$bad" -eq 0 ] || exit 1
-echo "$(echo $layers | wc -w) layers and module.c: all $calls uses of another file's symbols and $includes includes go down or stay in their layer"
+echo "$(echo $layers | wc -w) layers and module.c: all $calls uses of another file's symbols and $includes includes go down or stay in their layer; no branch on the server's version outside src/compat.h"
