@@ -46,5 +46,5 @@ DECLARE p jsonb;
 BEGIN
   EXECUTE 'EXPLAIN (ANALYZE, BUFFERS, TIMING OFF, FORMAT JSON) ' || sql INTO p;
   p := p -> 0 -> 'Plan';
-  RETURN ((p ->> 'Shared Hit Blocks')::int + (p ->> 'Shared Read Blocks')::int) || ' ' || (p ->> 'Actual Rows');
+  RETURN ((p ->> 'Shared Hit Blocks')::int + (p ->> 'Shared Read Blocks')::int) || ' ' || round((p ->> 'Actual Rows')::numeric);  -- 18 reports rows as 50.00
 END $$;
