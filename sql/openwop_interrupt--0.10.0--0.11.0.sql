@@ -181,3 +181,270 @@ COMMENT ON FUNCTION openwop.unlisten() IS
   'This session stops listening to its tenant''s notifications (UNLISTEN of the channel listen() named); returns the channel.';
 REVOKE ALL ON FUNCTION openwop.listen(), openwop.unlisten() FROM PUBLIC;
 -- == notifications per tenant (end) ==
+
+-- == 0.11.0: approval policies the DBA owns (begin) ==
+/* ------------------------------------------------------------------------
+ * Approval policies: rules a DBA keeps as data, per tenant, that only
+ * strengthen the gates they match (README, "Approval policies (for
+ * DBAs)").  Each change is a row of an append-only log: a new version of
+ * a policy, or its retirement.  A gate pins the versions that match it
+ * when it is raised (openwop.open_interrupts.policy): a later change never
+ * reaches an open gate.  Set by the holders of openwop_policy_admin.
+ * ---------------------------------------------------------------------- */
+DO $do$
+BEGIN
+    IF NOT EXISTS (SELECT FROM pg_catalog.pg_roles
+                    WHERE rolname OPERATOR(pg_catalog.=) 'openwop_policy_admin') THEN
+        CREATE ROLE openwop_policy_admin NOLOGIN;
+    END IF;
+END
+$do$;
+COMMENT ON ROLE openwop_policy_admin IS
+  'Sets and retires approval policies (openwop.set_approval_policy); created by openwop_interrupt. Grant it to the logins of the DBAs who own approval rules; superusers need the grant too.';
+
+CREATE TABLE openwop.approval_policy_log (
+    tenant      text COLLATE "C" NOT NULL,
+    name        text COLLATE "C" NOT NULL,
+    version     integer     NOT NULL,
+    change      text COLLATE "C" NOT NULL,
+    policy      jsonb,
+    changed_by  text COLLATE "C" NOT NULL,
+    changed_at  timestamptz NOT NULL,
+    PRIMARY KEY (tenant, name, version, change),
+    CONSTRAINT approval_policy_log_change_known CHECK (change IN ('set', 'retire')),
+    CONSTRAINT approval_policy_log_document CHECK ((change = 'set') = (policy IS NOT NULL)),
+    CONSTRAINT approval_policy_log_version_positive CHECK (version > 0)
+);
+COMMENT ON TABLE openwop.approval_policy_log IS
+  'Every change to an approval policy, append-only: a new version (change set, with the whole document) or the retirement of the latest version (change retire). Read it through openwop.approval_policies.';
+COMMENT ON COLUMN openwop.approval_policy_log.tenant IS 'The tenant whose gates the policy governs.';
+COMMENT ON COLUMN openwop.approval_policy_log.name IS 'The policy''s name, unique in its tenant.';
+COMMENT ON COLUMN openwop.approval_policy_log.version IS 'The version set (1, 2, ...), or the version retired.';
+COMMENT ON COLUMN openwop.approval_policy_log.change IS 'set: a new version; retire: the version stops applying to new gates.';
+COMMENT ON COLUMN openwop.approval_policy_log.policy IS 'The policy document of a set (NULL for a retire).';
+COMMENT ON COLUMN openwop.approval_policy_log.changed_by IS 'The login that made the change.';
+COMMENT ON COLUMN openwop.approval_policy_log.changed_at IS 'When (the transaction''s start).';
+SELECT pg_catalog.pg_extension_config_dump('openwop.approval_policy_log', '');
+REVOKE ALL ON openwop.approval_policy_log FROM PUBLIC;
+
+CREATE FUNCTION openwop.approval_policy_log_append_only() RETURNS trigger
+    AS 'MODULE_PATHNAME', 'ow_approval_policy_log_append_only'
+    LANGUAGE C;
+COMMENT ON FUNCTION openwop.approval_policy_log_append_only() IS
+  'Trigger of openwop.approval_policy_log: refuses UPDATE, DELETE and TRUNCATE, for every role.';
+REVOKE ALL ON FUNCTION openwop.approval_policy_log_append_only() FROM PUBLIC;
+CREATE TRIGGER approval_policy_log_append_only_row
+    BEFORE UPDATE OR DELETE ON openwop.approval_policy_log
+    FOR EACH ROW EXECUTE FUNCTION openwop.approval_policy_log_append_only();
+CREATE TRIGGER approval_policy_log_append_only_truncate
+    BEFORE TRUNCATE ON openwop.approval_policy_log
+    FOR EACH STATEMENT EXECUTE FUNCTION openwop.approval_policy_log_append_only();
+ALTER TABLE openwop.approval_policy_log ENABLE ALWAYS TRIGGER approval_policy_log_append_only_row;
+ALTER TABLE openwop.approval_policy_log ENABLE ALWAYS TRIGGER approval_policy_log_append_only_truncate;
+COMMENT ON TRIGGER approval_policy_log_append_only_row ON openwop.approval_policy_log IS
+  'The policy log is append-only: no row is changed or removed, whatever session_replication_role says.';
+COMMENT ON TRIGGER approval_policy_log_append_only_truncate ON openwop.approval_policy_log IS
+  'The policy log is append-only: it is never truncated.';
+
+/* The person on whose behalf the engine started a run (create_run's requested_by). */
+ALTER TABLE openwop.runs ADD COLUMN requested_by text COLLATE "C";
+COMMENT ON COLUMN openwop.runs.requested_by IS
+  'The subject on whose behalf the engine started the run (create_run''s requested_by): a subjectId, or "<issuer>/<subjectId>"; NULL when not named. An approval policy with excludeRequester keeps them, and the run''s owner, from voting on its gates.';
+
+CREATE FUNCTION openwop.set_approval_policy(name text, policy jsonb, tenant text DEFAULT NULL)
+    RETURNS jsonb AS 'MODULE_PATHNAME', 'ow_set_approval_policy'
+    LANGUAGE C VOLATILE;
+COMMENT ON FUNCTION openwop.set_approval_policy(text, jsonb, text) IS
+  'Sets a new version of the approval policy name in tenant (the caller''s when NULL): {appliesTo: {workflowId, nodeId}, requiredApprovals, rejectionPolicy, groups: [{ref, required}], excludeRequester, maxTimeoutMs, overrideBypassesQuorum, description}. Gates raised from the commit on pin it; open gates keep what they pinned. Holders of openwop_policy_admin only. Returns {name, version, tenant}.';
+CREATE FUNCTION openwop.retire_approval_policy(name text, tenant text DEFAULT NULL)
+    RETURNS jsonb AS 'MODULE_PATHNAME', 'ow_retire_approval_policy'
+    LANGUAGE C VOLATILE;
+COMMENT ON FUNCTION openwop.retire_approval_policy(text, text) IS
+  'Retires the approval policy name in tenant (the caller''s when NULL): gates raised from the commit on no longer pin it; open gates keep what they pinned. Holders of openwop_policy_admin only. Returns {name, version, tenant, retired}.';
+CREATE FUNCTION openwop.policy_admin_tenant()
+    RETURNS text AS 'MODULE_PATHNAME', 'ow_policy_admin_tenant'
+    LANGUAGE C STABLE;
+COMMENT ON FUNCTION openwop.policy_admin_tenant() IS
+  'The tenant whose approval policies the caller administers: its own, "*" for a login that acts in every tenant, NULL for a caller that does not hold openwop_policy_admin. Used by openwop.approval_policies.';
+REVOKE ALL ON FUNCTION openwop.set_approval_policy(text, jsonb, text),
+    openwop.retire_approval_policy(text, text), openwop.policy_admin_tenant() FROM PUBLIC;
+
+CREATE VIEW openwop.approval_policies WITH (security_barrier) AS
+SELECT s.name,
+       s.tenant,
+       s.version,
+       s.policy,
+       s.changed_by AS set_by,
+       s.changed_at AS set_at,
+       r.changed_at AS retired_at,
+       r.changed_by AS retired_by,
+       (r.version IS NULL AND NOT EXISTS (
+            SELECT FROM openwop.approval_policy_log n
+             WHERE n.tenant OPERATOR(pg_catalog.=) s.tenant
+               AND n.name OPERATOR(pg_catalog.=) s.name
+               AND n.version OPERATOR(pg_catalog.>) s.version)) AS active
+  FROM openwop.approval_policy_log s
+  LEFT JOIN openwop.approval_policy_log r
+         ON r.tenant OPERATOR(pg_catalog.=) s.tenant
+        AND r.name OPERATOR(pg_catalog.=) s.name
+        AND r.version OPERATOR(pg_catalog.=) s.version
+        AND r.change OPERATOR(pg_catalog.=) 'retire'
+ WHERE s.change OPERATOR(pg_catalog.=) 'set'
+   AND (openwop.policy_admin_tenant() OPERATOR(pg_catalog.=) '*'
+        OR s.tenant OPERATOR(pg_catalog.=) openwop.policy_admin_tenant());
+COMMENT ON VIEW openwop.approval_policies IS
+  'Every version of every approval policy of the tenants the caller administers (openwop_policy_admin): the document, who set it and when, when it was retired; active is true for the one version of a policy that new gates pin.';
+COMMENT ON COLUMN openwop.approval_policies.name IS 'The policy''s name.';
+COMMENT ON COLUMN openwop.approval_policies.tenant IS 'The tenant whose gates it governs.';
+COMMENT ON COLUMN openwop.approval_policies.version IS 'The version (1, 2, ...).';
+COMMENT ON COLUMN openwop.approval_policies.policy IS 'The policy document of this version.';
+COMMENT ON COLUMN openwop.approval_policies.set_by IS 'The login that set this version.';
+COMMENT ON COLUMN openwop.approval_policies.set_at IS 'When.';
+COMMENT ON COLUMN openwop.approval_policies.retired_at IS 'When this version was retired (NULL: not retired; a version a later one replaced is not active either).';
+COMMENT ON COLUMN openwop.approval_policies.retired_by IS 'The login that retired it.';
+COMMENT ON COLUMN openwop.approval_policies.active IS 'New gates that match pin this version: it is the latest and not retired.';
+REVOKE ALL ON openwop.approval_policies FROM PUBLIC;
+
+GRANT USAGE ON SCHEMA openwop TO openwop_policy_admin;
+GRANT EXECUTE ON FUNCTION openwop.set_approval_policy(text, jsonb, text),
+    openwop.retire_approval_policy(text, text), openwop.policy_admin_tenant() TO openwop_policy_admin;
+GRANT SELECT ON openwop.approval_policies TO openwop_policy_admin;
+
+/*
+ * What a gate pinned when it was raised (NULL when no policy matched): kept
+ * with the interrupt, and on its open row for the resolve.
+ */
+ALTER TABLE openwop.interrupts ADD COLUMN policy jsonb;
+COMMENT ON COLUMN openwop.interrupts.policy IS
+  'The approval policies the gate pinned when it was raised, and the rule they make with its request (see openwop.open_interrupts.policy); NULL when none matched, and for every other kind.';
+ALTER TABLE openwop.open_interrupts ADD COLUMN policy jsonb;
+COMMENT ON COLUMN openwop.open_interrupts.policy IS
+  'The approval policies the gate pinned when it was raised, and the rule they make with its request: {name, version, policies?, requiredApprovals, rejectionPolicy, groups, excludeRequester, overrideBypassesQuorum, timeoutMs?}; NULL when none matched (and for every other kind).';
+
+/* The inbox shows the pinned policy, and decides with it. */
+CREATE FUNCTION openwop.may_decide(tenant text, interrupt_id text, kind text, payload jsonb, policy jsonb)
+    RETURNS boolean AS 'MODULE_PATHNAME', 'ow_may_decide'
+    LANGUAGE C STABLE COST 10;
+COMMENT ON FUNCTION openwop.may_decide(text, text, text, jsonb, jsonb) IS
+  'May the caller resolve this pending interrupt now, by the rules resolve_interrupt applies: approvals:respond in the interrupt''s tenant; for an approval gate, eligibility (approversList, approverGroupRefs, approverRoleRefs and the groups of the policy it pinned; a gate naming none, under no policy with groups, is open to every holder of the scope), not its requester when the policy excludes them, and an answer left under openwop.max_votes_per_voter. The caller and its groups are read once per statement. Used by openwop.pending_interrupts.';
+REVOKE ALL ON FUNCTION openwop.may_decide(text, text, text, jsonb, jsonb) FROM PUBLIC;
+
+CREATE OR REPLACE VIEW openwop.pending_interrupts WITH (security_barrier) AS
+SELECT o.interrupt_id,
+       o.run_id,
+       o.node_id,
+       o.kind,
+       o.payload OPERATOR(pg_catalog.#>>) '{data,title}'::pg_catalog.text[] AS title,
+       (o.payload OPERATOR(pg_catalog.->) 'data'::pg_catalog.text) OPERATOR(pg_catalog.-)
+           '{approversList,approverGroupRefs,approverRoleRefs,audience}'::pg_catalog.text[] AS request,
+       o.payload OPERATOR(pg_catalog.->) 'resumeSchema'::pg_catalog.text AS resume_schema,
+       o.created_at AS requested_at,
+       o.expires_at,
+       CASE WHEN o.kind OPERATOR(pg_catalog.=) 'approval'::pg_catalog.text
+            THEN COALESCE(pg_catalog.int4(o.policy OPERATOR(pg_catalog.->) 'requiredApprovals'::pg_catalog.text),
+                          pg_catalog.int4((o.payload OPERATOR(pg_catalog.#>) '{data,requiredApprovals}'::pg_catalog.text[])), 1)
+       END AS required_approvals,
+       t.accepts,
+       t.rejects,
+       t.voters,
+       m.action AS my_vote,
+       m.cast_at AS my_vote_at,
+       CASE WHEN o.policy IS NOT NULL
+            THEN pg_catalog.jsonb_strip_nulls(pg_catalog.jsonb_build_object(
+                     'name', o.policy OPERATOR(pg_catalog.->) 'name'::pg_catalog.text,
+                     'version', o.policy OPERATOR(pg_catalog.->) 'version'::pg_catalog.text,
+                     'policies', o.policy OPERATOR(pg_catalog.->) 'policies'::pg_catalog.text))
+       END AS policy
+  FROM openwop.open_interrupts o
+  LEFT JOIN LATERAL (
+        -- the tally a resolve counts: each voter's latest answer, asks left out
+        SELECT pg_catalog.int4(pg_catalog.count(*) FILTER (WHERE l.action OPERATOR(pg_catalog.=) ANY
+                   ('{accept,edit-accept}'::pg_catalog.text[]))) AS accepts,
+               pg_catalog.int4(pg_catalog.count(*) FILTER (WHERE l.action OPERATOR(pg_catalog.=)
+                   'reject'::pg_catalog.text)) AS rejects,
+               pg_catalog.int4(pg_catalog.count(*)) AS voters
+          FROM (SELECT DISTINCT ON (v.voter) v.action
+                  FROM openwop.votes v
+                 WHERE v.tenant OPERATOR(pg_catalog.=) o.tenant
+                   AND v.interrupt_id OPERATOR(pg_catalog.=) o.interrupt_id
+                   AND v.action OPERATOR(pg_catalog.<>) 'ask'::pg_catalog.text
+                 ORDER BY v.voter, v.revision DESC) l) t
+         ON o.kind OPERATOR(pg_catalog.=) 'approval'::pg_catalog.text
+  LEFT JOIN LATERAL (
+        -- the caller's own latest answer
+        SELECT v.action, v.cast_at
+          FROM openwop.votes v
+         WHERE v.tenant OPERATOR(pg_catalog.=) o.tenant
+           AND v.interrupt_id OPERATOR(pg_catalog.=) o.interrupt_id
+           AND v.voter OPERATOR(pg_catalog.=) openwop.inbox_voter()
+         ORDER BY v.revision DESC
+         LIMIT 1) m ON true
+ WHERE o.tenant OPERATOR(pg_catalog.=) openwop.inbox_tenant()
+   AND openwop.inbox_waiting(o.status)
+   AND (o.expires_at IS NULL OR o.expires_at OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp())
+   AND openwop.may_decide(o.tenant, o.interrupt_id, o.kind, o.payload, o.policy)
+ ORDER BY o.created_at, o.interrupt_id;
+COMMENT ON COLUMN openwop.pending_interrupts.required_approvals IS 'Accepts an approval gate needs: its rule with the policies it pinned (the larger of data.requiredApprovals, 1 when absent, and theirs); NULL for other kinds.';
+COMMENT ON COLUMN openwop.pending_interrupts.policy IS 'The approval policy the gate pinned when it was raised, {name, version} (and policies, every one, when several matched); NULL when none did.';
+
+/*
+ * create_run takes the requester.  A DBA's grants on the functions whose
+ * signature changes pass to the new ones; then the old ones go.
+ */
+CREATE FUNCTION openwop.create_run(workflow_id text, options jsonb DEFAULT '{}', requested_by text DEFAULT NULL)
+    RETURNS jsonb AS 'MODULE_PATHNAME', 'ow_create_run'
+    LANGUAGE C VOLATILE;
+COMMENT ON FUNCTION openwop.create_run(text, jsonb, text) IS
+  'Creates a run of workflow_id in the caller''s tenant and appends run.started. options: tenant, runId, configurable, inputs, metadata, definition {nodes, edges}; callbackUrl is refused (callback delivery is not advertised). requested_by: the subject on whose behalf the engine starts the run (kept with it; an approval policy may keep them from voting on its gates). Returns {runId, status, workflowId, sequence}.';
+REVOKE ALL ON FUNCTION openwop.create_run(text, jsonb, text) FROM PUBLIC;
+DO $do$
+DECLARE
+    g record;
+BEGIN
+    FOR g IN
+        SELECT n.new, a.grantee::pg_catalog.regrole::pg_catalog.text AS grantee
+          FROM (VALUES ('openwop.may_decide(text, text, text, jsonb)'::pg_catalog.regprocedure,
+                        'openwop.may_decide(text, text, text, jsonb, jsonb)'),
+                       ('openwop.create_run(text, jsonb)'::pg_catalog.regprocedure,
+                        'openwop.create_run(text, jsonb, text)')) n(old, new)
+          JOIN pg_catalog.pg_proc p ON p.oid OPERATOR(pg_catalog.=) n.old
+         CROSS JOIN LATERAL pg_catalog.aclexplode(p.proacl) a
+         WHERE a.privilege_type OPERATOR(pg_catalog.=) 'EXECUTE'
+           AND a.grantee OPERATOR(pg_catalog.<>) 0
+           AND a.grantee OPERATOR(pg_catalog.<>) p.proowner
+    LOOP
+        EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO %s', g.new, g.grantee);
+    END LOOP;
+END
+$do$;
+DROP FUNCTION openwop.may_decide(text, text, text, jsonb);
+DROP FUNCTION openwop.create_run(text, jsonb);
+
+/* The router's shards take the requester, and answer the inbox's question with the pin. */
+DROP FUNCTION openwop_forward.create_run(jsonb, text, jsonb);
+CREATE FUNCTION openwop_forward.create_run(caller jsonb, workflow_id text, options jsonb DEFAULT '{}',
+                                           requested_by text DEFAULT NULL)
+    RETURNS jsonb LANGUAGE plpgsql VOLATILE SECURITY INVOKER SET openwop.forwarded_caller = ''
+AS $$
+BEGIN
+    PERFORM pg_catalog.set_config('openwop.forwarded_caller', COALESCE(caller::pg_catalog.text, 'null'), true);
+    RETURN openwop.create_run(workflow_id, options, requested_by);
+END
+$$;
+COMMENT ON FUNCTION openwop_forward.create_run(jsonb, text, jsonb, text) IS
+  'openwop.create_run for the forwarded caller (its tenant is the run''s).';
+REVOKE ALL ON FUNCTION openwop_forward.create_run(jsonb, text, jsonb, text) FROM PUBLIC;
+DROP FUNCTION openwop_forward.may_decide(jsonb, text, text, text, jsonb);
+CREATE FUNCTION openwop_forward.may_decide(caller jsonb, tenant text, interrupt_id text, kind text,
+                                           payload jsonb, policy jsonb)
+    RETURNS boolean LANGUAGE plpgsql VOLATILE SECURITY INVOKER SET openwop.forwarded_caller = ''
+AS $$
+BEGIN
+    PERFORM pg_catalog.set_config('openwop.forwarded_caller', COALESCE(caller::pg_catalog.text, 'null'), true);
+    RETURN (SELECT openwop.may_decide(tenant, interrupt_id, kind, payload, policy));
+END
+$$;
+COMMENT ON FUNCTION openwop_forward.may_decide(jsonb, text, text, text, jsonb, jsonb) IS
+  'openwop.may_decide for the forwarded caller: may it resolve this pending interrupt now? Approver role refs match the shard''s own logins only, never a forwarded caller.';
+REVOKE ALL ON FUNCTION openwop_forward.may_decide(jsonb, text, text, text, jsonb, jsonb) FROM PUBLIC;
+-- == approval policies the DBA owns (end) ==

@@ -141,12 +141,14 @@ caller_groups(FunctionCallInfo fcinfo, InboxCaller *ic)
 }
 
 /*
- * openwop.may_decide(tenant, interrupt_id, kind, payload) → boolean: may
- * the caller resolve this pending interrupt now, as resolve_interrupt()
+ * openwop.may_decide(tenant, interrupt_id, kind, payload, policy) → boolean:
+ * may the caller resolve this pending interrupt now, as resolve_interrupt()
  * would let it?  It needs approvals:respond and the interrupt's tenant.  An
- * approval gate then asks for eligibility (approversList, approverGroupRefs,
- * approverRoleRefs; a gate that names none is open to every holder of the
- * scope) and for an answer left: a voter who has given the gate
+ * approval gate then asks for eligibility under the rule its policy pin
+ * makes (approversList, approverGroupRefs, approverRoleRefs, the policies'
+ * groups; a gate that names none, under no policy with groups, is open to
+ * every holder of the scope; the requester a policy excludes never) and
+ * for an answer left: a voter who has given the gate
  * openwop.max_votes_per_voter answers may act no more, unless the gate
  * takes an answer that is not counted (a one-vote gate decides on any
  * answer but ask).  A voter whose vote counts may still change it.  Every
@@ -157,22 +159,30 @@ caller_groups(FunctionCallInfo fcinfo, InboxCaller *ic)
 Datum
 ow_may_decide(PG_FUNCTION_ARGS)
 {
-	InboxCaller *ic = inbox_caller(fcinfo);
-	char	   *tenant = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	InboxCaller *ic;
+	char	   *tenant;
 	JsonbValue *data;
+	OwGateRule	rule;
 	OwCall		call;
 	bool		left;
 
+	/* a strict function before 0.11.0: the pin is the only argument that may be null */
+	if (PG_ARGISNULL(0) || PG_ARGISNULL(1) || PG_ARGISNULL(2) || PG_ARGISNULL(3))
+		PG_RETURN_NULL();
+	ic = inbox_caller(fcinfo);
+	tenant = text_to_cstring(PG_GETARG_TEXT_PP(0));
 	if (!ic->scope || strcmp(tenant, ic->caller.subject.tenant) != 0)
 		PG_RETURN_BOOL(false);
 	if (strcmp(text_to_cstring(PG_GETARG_TEXT_PP(2)), "approval") != 0)
 		PG_RETURN_BOOL(true);
 	data = owj_get(PG_GETARG_JSONB_P(3), "data");
-	if (!owj_is_object(data) ||
-		!ow_approval_eligible(data->val.binary.data, &ic->caller.subject, ic->caller.login,
+	if (!owj_is_object(data))
+		PG_RETURN_BOOL(false);
+	ow_gate_rule(data->val.binary.data, PG_ARGISNULL(4) ? NULL : PG_GETARG_JSONB_P(4), &rule);
+	if (!ow_approval_eligible(data->val.binary.data, &rule, &ic->caller.subject, ic->caller.login,
 							  caller_groups(fcinfo, ic)))
 		PG_RETURN_BOOL(false);
-	if (!ow_approval_answers_limited(data->val.binary.data))
+	if (!ow_approval_answers_limited(data->val.binary.data, &rule))
 		PG_RETURN_BOOL(true);
 
 	call.caller = ic->caller;

@@ -19,6 +19,7 @@ typedef struct OwPending
 	char	   *node_id;
 	char	   *kind;
 	Jsonb	   *payload;
+	Jsonb	   *policy;			/* an approval gate's pin (policies.c), or NULL */
 	int32		visit;
 	bool		overdue;		/* past its deadline when read, under the run lock */
 	bool		has_deadline;

@@ -149,13 +149,14 @@ optional_jsonb(OwJson *j, const char *key, int col)
 PG_FUNCTION_INFO_V1(ow_run_snapshot);
 /*
  * openwop.run_snapshot(run_id) → jsonb: the OpenWOP RunSnapshot (closed
- * object; optional members are omitted when unset).
+ * object; optional members are omitted when unset), and the requester
+ * create_run named as openwop-requestedBy.
  */
 Datum
 ow_run_snapshot(PG_FUNCTION_ARGS)
 {
 	static OwQuery q = {"SELECT workflow_id, status, owner, current_node_id,"
-		"       error, configurable, metadata"
+		"       error, configurable, metadata, requested_by"
 		"  FROM openwop.runs"
 		" WHERE tenant OPERATOR(pg_catalog.=) $1"
 		"   AND run_id OPERATOR(pg_catalog.=) $2",
@@ -194,6 +195,9 @@ ow_run_snapshot(PG_FUNCTION_ARGS)
 	optional_jsonb(&j, "error", 5);
 	optional_jsonb(&j, "configurable", 6);
 	optional_jsonb(&j, "metadata", 7);
+	/* outside the spec's closed snapshot: under the vendor hatch */
+	if ((s = ow_col_text(0, 8)) != NULL)
+		owj_str(&j, "openwop-requestedBy", s);
 	result = owj_end(&j);
 	ow_call_finish(&call);
 	PG_RETURN_JSONB_P(result);

@@ -56,7 +56,7 @@ typedef struct PendingRead
 enum
 {
 	PR_INTERRUPT_ID, PR_NODE_ID, PR_KIND, PR_PAYLOAD, PR_VISIT, PR_EXPIRES_AT, PR_STATUS,
-	PR_REQUESTED_SEQUENCE, PR_INTERRUPT_TID, PR_EXECUTION_TID
+	PR_REQUESTED_SEQUENCE, PR_INTERRUPT_TID, PR_EXECUTION_TID, PR_POLICY
 };
 
 /* Where the raise wrote a row, as the open row keeps it (column c), or invalid. */
@@ -94,6 +94,7 @@ pending_read(const OwRow *row, void *arg)
 		p->node_id = TextDatumGetCString(row->values[PR_NODE_ID]);
 		p->kind = TextDatumGetCString(row->values[PR_KIND]);
 		p->payload = DatumGetJsonbPCopy(row->values[PR_PAYLOAD]);
+		p->policy = row->nulls[PR_POLICY] ? NULL : DatumGetJsonbPCopy(row->values[PR_POLICY]);
 		p->visit = DatumGetInt32(row->values[PR_VISIT]);
 		p->has_deadline = !row->nulls[PR_EXPIRES_AT];
 		p->expires_at = p->has_deadline ? DatumGetTimestampTz(row->values[PR_EXPIRES_AT]) : 0;
@@ -117,9 +118,9 @@ static bool
 read_pending(OwRun *run, OwColumn by, const char *match, OwPending *p)
 {
 	static OwRead pending = {.table = OW_OPEN_INTERRUPTS,.index = OW_OPEN_PENDING,.nkeys = 2,
-		.ncols = 10,.cols = {OPEN_INTERRUPT_ID, OPEN_NODE_ID, OPEN_KIND, OPEN_PAYLOAD, OPEN_VISIT,
+		.ncols = 11,.cols = {OPEN_INTERRUPT_ID, OPEN_NODE_ID, OPEN_KIND, OPEN_PAYLOAD, OPEN_VISIT,
 			OPEN_EXPIRES_AT, OPEN_STATUS, OPEN_REQUESTED_SEQUENCE, OPEN_INTERRUPT_TID,
-	OPEN_EXECUTION_TID}};
+	OPEN_EXECUTION_TID, OPEN_POLICY}};
 	PendingRead pr = {by, match, p, false, -1};
 	Datum		keys[2];
 
@@ -526,6 +527,22 @@ response(MemoryContext resultctx, const char *status, OwRun *run, const OwPendin
 	if (r->tally)
 	{
 		owj_begin_object(&j, "tally");
+		if (r->tally->ngroups > 0)
+		{
+			int			g;
+
+			/* each group requirement, and the accepts counted toward it (distinct humans) */
+			owj_begin_array(&j, "groups");
+			for (g = 0; g < r->tally->ngroups; g++)
+			{
+				owj_begin_object(&j, NULL);
+				owj_int(&j, "met", r->tally->met[g]);
+				owj_str(&j, "ref", r->tally->groups[g].ref);
+				owj_int(&j, "required", r->tally->groups[g].required);
+				owj_end_object(&j);
+			}
+			owj_end_array(&j);
+		}
 		owj_int(&j, "voters", r->tally->voters);
 		owj_int(&j, "accepts", r->tally->accepts);
 		owj_int(&j, "rejects", r->tally->rejects);
@@ -605,6 +622,7 @@ resolve_locked(OwRun *run, OwPending *p, Jsonb *value, const OwSubject *who,
 	int64		resolved_seq;
 	bool		is_override = false;
 	bool		conversation = false;
+	OwGateRule	rule;
 
 	if (p->overdue)
 		return late_answer(run, p, resultctx);
@@ -627,7 +645,9 @@ resolve_locked(OwRun *run, OwPending *p, Jsonb *value, const OwSubject *who,
 	/* who may decide, then what they may say */
 	if (strcmp(p->kind, "approval") == 0)
 	{
-		r.eligibility = ow_approval_eligibility(run, data, who, login,
+		ow_gate_rule(data, p->policy, &rule);
+		r.policy = ow_policy_record(&rule);
+		r.eligibility = ow_approval_eligibility(run, data, &rule, who, login,
 												p->groups_read ? &p->groups : NULL, &is_override);
 		r.action = check_approval_resume(data, value, who);
 		r.resume_value = stamped_answer(value, who);
@@ -671,7 +691,7 @@ resolve_locked(OwRun *run, OwPending *p, Jsonb *value, const OwSubject *who,
 	{
 		OwVote		v;
 
-		ow_approval_vote(run, p->interrupt_id, data, who, r.action, r.resume_value,
+		ow_approval_vote(run, p->interrupt_id, &rule, who, r.action, r.resume_value,
 						 r.eligibility, is_override, &v);
 		if (!v.decided)
 		{

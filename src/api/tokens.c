@@ -423,12 +423,19 @@ require_issuer(const OwCaller *c)
 			 "minting a resolve token needs the privileges of role %s", ow_token_issuer_role);
 }
 
-/* Does the gate restrict who may approve it? */
+/*
+ * Does the gate restrict who may approve it: approvers named by its
+ * request, or a policy it pinned with groups or that excludes the
+ * requester (a token holder named by nobody could be the requester)?
+ */
 static bool
-gate_restricts(JsonbContainer *data)
+gate_restricts(JsonbContainer *data, const OwGateRule *rule)
 {
 	static const char *const refs[] = {"approversList", "approverGroupRefs", "approverRoleRefs", NULL};
 	const char *const *r;
+
+	if (rule->ngroups > 0 || rule->exclude_requester)
+		return true;
 
 	for (r = refs; *r; r++)
 	{
@@ -453,7 +460,8 @@ Datum
 ow_mint_interrupt_token(PG_FUNCTION_ARGS)
 {
 	static OwQuery q = {"SELECT run_id, node_id, status, kind, payload, expires_at,"
-		"       COALESCE(expires_at OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp(), false)"
+		"       COALESCE(expires_at OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp(), false),"
+		"       policy"
 		"  FROM openwop.interrupts"
 		" WHERE tenant OPERATOR(pg_catalog.=) $1"
 		"   AND interrupt_id OPERATOR(pg_catalog.=) $2",
@@ -529,21 +537,26 @@ ow_mint_interrupt_token(PG_FUNCTION_ARGS)
 	if (ow_col_bool(0, 7))
 		token_expired(interrupt_id, deadline);
 
-	if (strcmp(kind, "approval") == 0 && strcmp(intent, "resolve") == 0 &&
-		gate_restricts(owj_get(payload, "data")->val.binary.data))
+	if (strcmp(kind, "approval") == 0 && strcmp(intent, "resolve") == 0)
 	{
-		OwRun		run = {0};
-		OwSubject	holder;
-		bool		is_override;
+		JsonbContainer *data = owj_get(payload, "data")->val.binary.data;
+		OwGateRule	rule;
 
-		if (principal == NULL)
-			ow_validation_error("principal",
-								"this gate restricts its approvers: mint the token for a named eligible principal");
-		run.tenant = tenant;
-		run.run_id = run_id;
-		ow_token_subject(&holder, tenant, principal);
-		(void) ow_approval_eligibility(&run, owj_get(payload, "data")->val.binary.data,
-									   &holder, InvalidOid, NULL, &is_override);
+		ow_gate_rule(data, ow_col_jsonb(0, 8), &rule);
+		if (gate_restricts(data, &rule))
+		{
+			OwRun		run = {0};
+			OwSubject	holder;
+			bool		is_override;
+
+			if (principal == NULL)
+				ow_validation_error("principal",
+									"this gate restricts its approvers: mint the token for a named eligible principal");
+			run.tenant = tenant;
+			run.run_id = run_id;
+			ow_token_subject(&holder, tenant, principal);
+			(void) ow_approval_eligibility(&run, data, &rule, &holder, InvalidOid, NULL, &is_override);
+		}
 	}
 
 	ow_signing_key(&key);

@@ -51,6 +51,7 @@ extern bool ow_preloaded;		/* set by _PG_init */
 extern void ow_define_caller_settings(void);
 extern void ow_define_request_settings(void);
 extern void ow_caller(OwCaller *c);
+extern bool ow_acts_in_every_tenant(const OwCaller *c);
 extern void ow_require_every_tenant(const OwCaller *c, const char *what);
 extern bool ow_has_scope(const OwCaller *c);
 extern bool ow_request_headers_untampered(void);

@@ -544,18 +544,24 @@ ow_caller(OwCaller *c)
 }
 
 /*
- * Refuse caller c if it may not act in every tenant (what: the act).  Only a
- * login bound to "*" and a superuser login may, and not in a request
- * session (whose caller is its JWT subject): sweep() applies every
- * tenant's deadlines.
+ * May caller c act in every tenant?  Only a login bound to "*" and a
+ * superuser login may, and not in a request session (whose caller is its
+ * JWT subject).  ow_require_every_tenant refuses the others (what: the
+ * act): sweep() applies every tenant's deadlines.
  */
+bool
+ow_acts_in_every_tenant(const OwCaller *c)
+{
+	/* a request session speaks for its JWT subject, a forwarder for its caller: never for every tenant */
+	return c->claims == NULL && c->forwarded_by == NULL && may_choose_tenant(GetSessionUserId());
+}
+
 void
 ow_require_every_tenant(const OwCaller *c, const char *what)
 {
 	OwDetails	d;
 
-	/* a request session speaks for its JWT subject, a forwarder for its caller: never for every tenant */
-	if (c->claims == NULL && c->forwarded_by == NULL && may_choose_tenant(GetSessionUserId()))
+	if (ow_acts_in_every_tenant(c))
 		return;
 	ow_details_init(&d);
 	ow_details_str(&d, "tenant", "*");

@@ -138,6 +138,8 @@ extern void owj_begin(OwJson *j);
 extern Jsonb *owj_end(OwJson *j);
 extern void owj_begin_object(OwJson *j, const char *key);
 extern void owj_end_object(OwJson *j);
+extern void owj_begin_array(OwJson *j, const char *key);
+extern void owj_end_array(OwJson *j);
 extern void owj_str(OwJson *j, const char *key, const char *value);
 extern void owj_int(OwJson *j, const char *key, int64 value);
 extern void owj_bool(OwJson *j, const char *key, bool value);

@@ -49,10 +49,12 @@ owj_end(OwJson *j)
 	return JsonbValueToJsonb(j->result);
 }
 
+/* An object under key; key NULL: an element of the array being built. */
 void
 owj_begin_object(OwJson *j, const char *key)
 {
-	push_key(j, key);
+	if (key)
+		push_key(j, key);
 	j->result = pushJsonbValue(&j->state, WJB_BEGIN_OBJECT, NULL);
 }
 
@@ -60,6 +62,20 @@ void
 owj_end_object(OwJson *j)
 {
 	j->result = pushJsonbValue(&j->state, WJB_END_OBJECT, NULL);
+}
+
+/* An array under key, its elements objects begun with owj_begin_object(j, NULL). */
+void
+owj_begin_array(OwJson *j, const char *key)
+{
+	push_key(j, key);
+	j->result = pushJsonbValue(&j->state, WJB_BEGIN_ARRAY, NULL);
+}
+
+void
+owj_end_array(OwJson *j)
+{
+	j->result = pushJsonbValue(&j->state, WJB_END_ARRAY, NULL);
 }
 
 void

@@ -6,9 +6,13 @@
  *	  quorum / single-veto / majority tally (the "Approval" and "Approver
  *	  enforcement" sections of the OpenWOP interrupt spec).
  *
- * Eligibility is resolved when the vote is cast and recorded with it (and
- * on interrupt.resolved); it is never re-resolved, so replays read fixed
- * history.  The inbox (inbox.c) asks the same question of every gate it
+ * A gate pinned by approval policies (policies.c) follows the stricter rule
+ * they make: their groups' members are eligible too, each group's
+ * requirement is met by distinct humans (one human counts toward one
+ * requirement only, however many groups they are in), and the run's
+ * requester and owner may not vote.  Eligibility is resolved when the
+ * vote is cast and recorded with it (and on interrupt.resolved); it is
+ * never re-resolved, so replays read fixed history.  The inbox (inbox.c) asks the same question of every gate it
  * lists, through the same rules, without a refusal.  Votes are serialised
  * by the run row lock that every resolve holds, so concurrent voters
  * cannot lose a vote or decide a gate twice.
@@ -27,7 +31,6 @@
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
-#include "utils/numeric.h"
 
 PG_FUNCTION_INFO_V1(ow_add_group_member);
 PG_FUNCTION_INFO_V1(ow_remove_group_member);
@@ -185,35 +188,39 @@ held_roles(Oid login, List *refs)
 /* Who a subject is among a gate's approvers, as eligibility decides it. */
 typedef struct Eligibility
 {
-	List	   *matched;		/* "approversList", "group:<ref>", "role:<ref>" or
-								 * "any"; NIL: not eligible */
-	List	   *groups;			/* its groups among approverGroupRefs and the
-								 * override group */
+	List	   *matched;		/* "approversList", "group:<ref>", "policy-group:<ref>",
+								 * "role:<ref>" or "any"; NIL: not eligible */
+	List	   *groups;			/* its groups among approverGroupRefs, the
+								 * policies' groups and the override group */
 	List	   *roles;			/* the approverRoleRefs its login holds */
 	bool		is_override;	/* a member of openwop.override_group */
 } Eligibility;
 
 /*
  * Decide, now, whether the subject who may vote on the gate described by
- * data, in tenant; login is the session's login for a SQL caller (role refs
- * match only logins), InvalidOid otherwise.  known_groups, when given, are
- * all the subject's groups in the tenant, already read (else they are
- * looked up).  Eligible when the gate names no approvers at all, or when an
- * approversList entry names the subject (its subjectId, or
- * "<issuer>/<subjectId>"), or it is in one of approverGroupRefs, or its
- * login holds one of approverRoleRefs.  Membership of the override group
- * makes an eligible voter an override principal; it makes no one eligible.
+ * data and rule, in tenant; login is the session's login for a SQL caller
+ * (role refs match only logins), InvalidOid otherwise.  known_groups, when
+ * given, are all the subject's groups in the tenant, already read (else
+ * they are looked up).  Eligible when the gate names no approvers at all
+ * and its policies no groups, or when an approversList entry names the
+ * subject (its subjectId, or "<issuer>/<subjectId>"), or it is in one of
+ * approverGroupRefs or of the policies' groups, or its login holds one of
+ * approverRoleRefs.  Membership of the override group makes an eligible
+ * voter an override principal; it makes no one eligible.
  */
 static void
-decide_eligibility(const char *tenant, JsonbContainer *data, const OwSubject *who, Oid login,
-				   List **known_groups, Eligibility *e)
+decide_eligibility(const char *tenant, JsonbContainer *data, const OwGateRule *rule,
+				   const OwSubject *who, Oid login, List **known_groups, Eligibility *e)
 {
 	List	   *listed = string_list(data, "approversList");
 	List	   *group_refs = string_list(data, "approverGroupRefs");
 	List	   *role_refs = string_list(data, "approverRoleRefs");
 	List	   *asked = list_copy(group_refs);
 	ListCell   *lc;
+	int			i;
 
+	for (i = 0; i < rule->ngroups; i++)
+		asked = lappend(asked, (char *) rule->groups[i].ref);
 	if (ow_override_group && ow_override_group[0] != '\0')
 		asked = lappend(asked, ow_override_group);
 	if (known_groups)
@@ -238,28 +245,73 @@ decide_eligibility(const char *tenant, JsonbContainer *data, const OwSubject *wh
 			break;
 		}
 	foreach(lc, e->groups)
+	{
 		if (list_has_string(group_refs, lfirst(lc)))
 			e->matched = lappend(e->matched, psprintf("group:%s", (char *) lfirst(lc)));
+		for (i = 0; i < rule->ngroups; i++)
+			if (strcmp(rule->groups[i].ref, lfirst(lc)) == 0)
+				e->matched = lappend(e->matched, psprintf("policy-group:%s", (char *) lfirst(lc)));
+	}
 	foreach(lc, e->roles)
 		e->matched = lappend(e->matched, psprintf("role:%s", (char *) lfirst(lc)));
-	if (listed == NIL && group_refs == NIL && role_refs == NIL)
+	if (listed == NIL && group_refs == NIL && role_refs == NIL && rule->ngroups == 0)
 		e->matched = lappend(e->matched, "any");
 }
 
 /*
+ * Why the subject may not vote on a gate whose policy excludes the
+ * requester: "owner" (it started the run), "requester" (create_run named
+ * it), or NULL.
+ */
+static const char *
+excluded_as(const OwGateRule *rule, const OwSubject *who)
+{
+	if (!rule->exclude_requester)
+		return NULL;
+	if (rule->owner && ow_subject_matches(who, rule->owner))
+		return "owner";
+	if (rule->requester && ow_subject_matches(who, rule->requester))
+		return "requester";
+	return NULL;
+}
+
+/* Refuse the run's owner or requester on a gate whose policy excludes them (403). */
+static void
+refuse_excluded(const OwGateRule *rule, const OwSubject *who)
+{
+	const char *as = excluded_as(rule, who);
+	OwDetails	d;
+
+	if (as == NULL)
+		return;
+	ow_details_init(&d);
+	ow_details_str(&d, "principal", who->subject_id);
+	ow_details_str(&d, "reason", strcmp(as, "owner") == 0 ? "run-owner" : "requester");
+	ow_details_str(&d, "policy", owj_string(owj_get(rule->pin, "name")));
+	ow_raise(OW_FORBIDDEN, &d,
+			 "The approval policy of this gate separates duties: whoever asked for the run does not approve it.",
+			 strcmp(as, "owner") == 0
+			 ? "principal \"%s\" started this run and may not vote on its gate"
+			 : "principal \"%s\" requested this run and may not vote on its gate",
+			 who->subject_id);
+}
+
+/*
  * The eligibility of a vote (decide_eligibility, in the run's tenant):
- * refuses with 403 forbidden when the subject is not eligible (the run
- * keeps waiting).  Returns the decision to record:
+ * refuses with 403 forbidden when the subject is excluded by the gate's
+ * policy or not eligible (the run keeps waiting).  Returns the decision
+ * to record:
  * {principal, subject, matched: [...], groups: [...], roles: [...], override}.
  */
 Jsonb *
-ow_approval_eligibility(OwRun *run, JsonbContainer *data, const OwSubject *who, Oid login,
-						List **known_groups, bool *is_override)
+ow_approval_eligibility(OwRun *run, JsonbContainer *data, const OwGateRule *rule,
+						const OwSubject *who, Oid login, List **known_groups, bool *is_override)
 {
 	Eligibility e;
 	OwJson		j;
 
-	decide_eligibility(run->tenant, data, who, login, known_groups, &e);
+	refuse_excluded(rule, who);
+	decide_eligibility(run->tenant, data, rule, who, login, known_groups, &e);
 	*is_override = e.is_override;
 	if (e.matched == NIL)
 	{
@@ -288,37 +340,27 @@ ow_approval_eligibility(OwRun *run, JsonbContainer *data, const OwSubject *who, 
  * the gate's tenant (ow_subject_groups), so nothing is read.
  */
 bool
-ow_approval_eligible(JsonbContainer *data, const OwSubject *who, Oid login, List *groups)
+ow_approval_eligible(JsonbContainer *data, const OwGateRule *rule, const OwSubject *who, Oid login,
+					 List *groups)
 {
 	Eligibility e;
 
-	decide_eligibility(NULL, data, who, login, &groups, &e);
+	if (excluded_as(rule, who))
+		return false;
+	decide_eligibility(NULL, data, rule, who, login, &groups, &e);
 	return e.matched != NIL;
-}
-
-/* The gate's requiredApprovals (1 when absent); a value beyond int4 reads as the largest. */
-static int
-required_approvals(JsonbContainer *data)
-{
-	JsonbValue *v = owj_get_container(data, "requiredApprovals");
-	bool		overflow = false;
-	int			required;
-
-	if (v == NULL || v->type != jbvNumeric)
-		return 1;
-	required = numeric_int4_opt_error(v->val.numeric, &overflow);
-	return overflow ? PG_INT32_MAX : required;
 }
 
 /*
  * Is an answer with this action recorded in openwop.votes, where it counts
- * against openwop.max_votes_per_voter?  On a one-vote gate any answer but
- * ask decides at once and is recorded only in interrupt.resolved.
+ * against openwop.max_votes_per_voter?  On a one-vote gate whose policies
+ * ask for no group any answer but ask decides at once and is recorded only
+ * in interrupt.resolved.
  */
 static bool
-answer_is_recorded(int required, const char *action)
+answer_is_recorded(const OwGateRule *rule, const char *action)
 {
-	return required != 1 || strcmp(action, "ask") == 0;
+	return rule->required != 1 || rule->ngroups > 0 || strcmp(action, "ask") == 0;
 }
 
 /*
@@ -327,13 +369,12 @@ answer_is_recorded(int required, const char *action)
  * still decide the gate.
  */
 bool
-ow_approval_answers_limited(JsonbContainer *data)
+ow_approval_answers_limited(JsonbContainer *data, const OwGateRule *rule)
 {
-	int			required = required_approvals(data);
 	ListCell   *lc;
 
 	foreach(lc, string_list(data, "actions"))
-		if (!answer_is_recorded(required, lfirst(lc)))
+		if (!answer_is_recorded(rule, lfirst(lc)))
 			return false;
 	return true;
 }
@@ -362,19 +403,149 @@ ow_approval_answer_left(const char *tenant, const char *interrupt_id, const OwSu
 }
 
 /*
+ * The accepting voters of a gate under a rule with groups, each with the
+ * groups it was recorded in when it voted: who may fill which requirement.
+ */
+typedef struct Acceptor
+{
+	List	   *groups;			/* indexes into the rule's groups */
+	int			assigned;		/* the group it counts toward, or -1 */
+} Acceptor;
+
+/*
+ * Try to count acceptor a toward a group requirement, moving others to
+ * another of their groups if that frees a place (an augmenting path):
+ * visited marks the groups this search passed.
+ */
+static bool
+count_toward(Acceptor *acc, int nacc, int a, int *load, const OwGateRule *rule, bool *visited)
+{
+	ListCell   *lc;
+	int			b;
+
+	foreach(lc, acc[a].groups)
+	{
+		int			g = lfirst_int(lc);
+
+		if (visited[g])
+			continue;
+		visited[g] = true;
+		if (load[g] < rule->groups[g].required)
+		{
+			acc[a].assigned = g;
+			load[g]++;
+			return true;
+		}
+		for (b = 0; b < nacc; b++)
+			if (b != a && acc[b].assigned == g && count_toward(acc, nacc, b, load, rule, visited))
+			{
+				/* b moved to another of its groups: a takes its place in g */
+				acc[a].assigned = g;
+				return true;
+			}
+	}
+	return false;
+}
+
+/*
+ * Count the accepting voters toward the rule's group requirements, each
+ * voter toward one requirement only (a maximum matching of voters to the
+ * places the groups ask for): met[g], the accepts counted toward group g.
+ * Every requirement is met when the matching fills every place.
+ */
+static bool
+groups_met(Acceptor *acc, int nacc, const OwGateRule *rule, int *met)
+{
+	bool	   *visited = palloc(sizeof(bool) * rule->ngroups);
+	bool		all = true;
+	int			a;
+	int			g;
+
+	memset(met, 0, sizeof(int) * rule->ngroups);
+	for (a = 0; a < nacc; a++)
+	{
+		memset(visited, 0, sizeof(bool) * rule->ngroups);
+		(void) count_toward(acc, nacc, a, met, rule, visited);
+	}
+	for (g = 0; g < rule->ngroups; g++)
+		all &= met[g] >= rule->groups[g].required;
+	return all;
+}
+
+/*
+ * The tally of a gate whose rule has groups: each voter's latest answer,
+ * and for each accepting voter the groups its vote was recorded in.
+ * Returns whether every group requirement is met.
+ */
+static bool
+tally_groups(OwRun *run, const char *interrupt_id, const OwGateRule *rule, OwVote *vote)
+{
+	static OwQuery latest = {
+		"SELECT action, eligibility OPERATOR(pg_catalog.->) 'groups'"
+		"  FROM (SELECT DISTINCT ON (voter) action, eligibility FROM openwop.votes"
+		"         WHERE tenant OPERATOR(pg_catalog.=) $1"
+		"           AND interrupt_id OPERATOR(pg_catalog.=) $2"
+		"         ORDER BY voter, revision DESC) l"
+		" WHERE action OPERATOR(pg_catalog.<>) 'ask'",
+		2, {TEXTOID, TEXTOID}, SPI_OK_SELECT
+	};
+	Datum		args[2];
+	uint64		n;
+	uint64		i;
+	Acceptor   *acc;
+	int			nacc = 0;
+
+	args[0] = CStringGetTextDatum(run->tenant);
+	args[1] = CStringGetTextDatum(interrupt_id);
+	n = ow_exec(&latest, args, NULL, false, 0);
+	acc = palloc0(sizeof(Acceptor) * (n + 1));
+	vote->accepts = vote->rejects = 0;
+	vote->voters = (int) n;
+	for (i = 0; i < n; i++)
+	{
+		char	   *action = ow_col_text(i, 1);
+		Jsonb	   *groups;
+		int			k;
+		int			g;
+
+		if (strcmp(action, "reject") == 0)
+			vote->rejects++;
+		if (strcmp(action, "accept") != 0 && strcmp(action, "edit-accept") != 0)
+			continue;
+		vote->accepts++;
+		acc[nacc].assigned = -1;
+		groups = ow_col_jsonb(i, 2);
+		for (k = 0; groups && JB_ROOT_IS_ARRAY(groups) && k < (int) JB_ROOT_COUNT(groups); k++)
+		{
+			char	   *ref = owj_string(getIthJsonbValueFromContainer(&groups->root, k));
+
+			for (g = 0; ref && g < rule->ngroups; g++)
+				if (strcmp(rule->groups[g].ref, ref) == 0)
+					acc[nacc].groups = lappend_int(acc[nacc].groups, g);
+		}
+		nacc++;
+	}
+	vote->ngroups = rule->ngroups;
+	vote->groups = rule->groups;
+	vote->met = palloc(sizeof(int) * rule->ngroups);
+	return groups_met(acc, nacc, rule, vote->met);
+}
+
+/*
  * Record who's vote (a new revision; the latest per principal counts;
  * the deciding answer of a one-vote gate lives only in interrupt.resolved)
- * and tally the gate:
+ * and tally the gate by its rule:
  *   - ask is recorded and never decides;
  *   - refine exits the suspend at once (the node revises; nothing is granted);
- *   - an override principal releases the gate alone when
- *     overrideBypassesQuorum is true (accept: overridden; reject: rejected);
+ *   - an override principal releases the gate alone when the rule allows
+ *     it (accept: overridden; reject: rejected);
  *   - single-veto: one eligible reject rejects; majority: rejects above
- *     half of requiredApprovals reject (reason quorum-reject);
- *   - accepts (edit-accept counts) reaching requiredApprovals grant.
+ *     half of required reject (reason quorum-reject);
+ *   - accepts (edit-accept counts) reaching required grant, once every
+ *     group requirement is met by distinct accepting voters.
  */
 void
-ow_approval_vote(OwRun *run, const char *interrupt_id, JsonbContainer *data,
+ow_approval_vote(OwRun *run, const char *interrupt_id, const OwGateRule *rule,
 				 const OwSubject *who, const char *action, Jsonb *resume_value,
 				 Jsonb *eligibility, bool is_override, OwVote *vote)
 {
@@ -405,17 +576,13 @@ ow_approval_vote(OwRun *run, const char *interrupt_id, JsonbContainer *data,
 		"         ORDER BY voter, revision DESC) latest",
 		2, {TEXTOID, TEXTOID}, SPI_OK_SELECT
 	};
-	JsonbValue *v;
-	bool		majority;
-	bool		bypass;
+	bool		groups_ok = true;
 	Datum		args[8];
 
-	vote->required = required_approvals(data);
-	v = owj_get_container(data, "rejectionPolicy");
-	majority = v && v->type == jbvString && v->val.string.len == 8 &&
-		strncmp(v->val.string.val, "majority", 8) == 0;
-	v = owj_get_container(data, "overrideBypassesQuorum");
-	bypass = v && v->type == jbvBool && v->val.boolean;
+	vote->required = rule->required;
+	vote->ngroups = 0;
+	vote->groups = NULL;
+	vote->met = NULL;
 
 	args[0] = CStringGetTextDatum(run->tenant);
 	args[1] = CStringGetTextDatum(interrupt_id);
@@ -425,7 +592,7 @@ ow_approval_vote(OwRun *run, const char *interrupt_id, JsonbContainer *data,
 	args[5] = JsonbPGetDatum(eligibility);
 	args[6] = JsonbPGetDatum(ow_subject_jsonb(who));
 	args[7] = Int32GetDatum(ow_max_votes_per_voter);
-	if (!answer_is_recorded(vote->required, action))
+	if (!answer_is_recorded(rule, action))
 	{
 		/*
 		 * A one-vote gate: any answer but ask decides it, so no counted vote
@@ -441,11 +608,16 @@ ow_approval_vote(OwRun *run, const char *interrupt_id, JsonbContainer *data,
 	{
 		if (ow_exec(&insert_vote, args, NULL, false, 0) != 1)
 			too_many_answers(who, interrupt_id);
-		if (ow_exec(&tally, args, NULL, false, 1) != 1)
-			elog(ERROR, "could not tally the votes of interrupt \"%s\"", interrupt_id);
-		vote->accepts = (int) ow_col_int64(0, 1);
-		vote->rejects = (int) ow_col_int64(0, 2);
-		vote->voters = (int) ow_col_int64(0, 3);
+		if (rule->ngroups > 0)
+			groups_ok = tally_groups(run, interrupt_id, rule, vote);
+		else
+		{
+			if (ow_exec(&tally, args, NULL, false, 1) != 1)
+				elog(ERROR, "could not tally the votes of interrupt \"%s\"", interrupt_id);
+			vote->accepts = (int) ow_col_int64(0, 1);
+			vote->rejects = (int) ow_col_int64(0, 2);
+			vote->voters = (int) ow_col_int64(0, 3);
+		}
 	}
 
 	vote->decided = false;
@@ -459,26 +631,26 @@ ow_approval_vote(OwRun *run, const char *interrupt_id, JsonbContainer *data,
 		vote->decided = true;
 		return;
 	}
-	if (is_override && bypass)
+	if (is_override && rule->bypass)
 	{
 		vote->decided = true;
 		vote->decision = strcmp(action, "reject") == 0 ? "rejected" : "overridden";
 		return;
 	}
-	if (!majority && vote->rejects >= 1)
+	if (!rule->majority && vote->rejects >= 1)
 	{
 		vote->decided = true;
 		vote->decision = "rejected";
 		vote->action = "reject";
 	}
-	else if (majority && 2 * vote->rejects > vote->required)
+	else if (rule->majority && 2 * vote->rejects > vote->required)
 	{
 		vote->decided = true;
 		vote->decision = "rejected";
 		vote->action = "reject";
 		vote->reason = "quorum-reject";
 	}
-	else if (vote->accepts >= vote->required)
+	else if (vote->accepts >= vote->required && groups_ok)
 	{
 		vote->decided = true;
 		vote->decision = "granted";

@@ -67,6 +67,36 @@ extern void ow_conversation_answered(OwRun *run, const char *kind, const char *i
 									 int64 resolved_seq);
 
 /* ----------
+ * policies.c: approval policies (and their API: set_approval_policy,
+ * retire_approval_policy), pinned on the gates they match when raised.
+ * ----------
+ */
+/* A group whose members must give a gate this many accepts, each a distinct human. */
+typedef struct OwGateGroup
+{
+	const char *ref;
+	int			required;
+} OwGateGroup;
+
+/* The rule of an approval gate: its request's, made stricter by the policies it pinned. */
+typedef struct OwGateRule
+{
+	int			required;		/* accepts that grant */
+	bool		majority;		/* rejects above half of required reject; else one does */
+	bool		bypass;			/* an override principal releases it alone */
+	bool		exclude_requester;	/* owner and requester may not vote */
+	const char *owner;			/* the run's owner, "<issuer>/<subjectId>" */
+	const char *requester;		/* the requester create_run named, or NULL */
+	int			ngroups;
+	OwGateGroup *groups;		/* each met by distinct humans */
+	Jsonb	   *pin;			/* the policies pinned, or NULL */
+} OwGateRule;
+
+extern Jsonb *ow_policy_pin(OwRun *run, const char *node_id, JsonbContainer *data, int64 *timeout_ms);
+extern void ow_gate_rule(JsonbContainer *data, Jsonb *pin, OwGateRule *rule);
+extern Jsonb *ow_policy_record(const OwGateRule *rule);
+
+/* ----------
  * approvals.c: approval gates: eligibility, votes and their tally (and
  * the group membership API).  Setting: openwop.override_group.
  * ----------
@@ -81,18 +111,22 @@ typedef struct OwVote
 	int			rejects;
 	int			required;
 	int			voters;
+	int			ngroups;		/* the rule's groups, and the accepts */
+	const OwGateGroup *groups;	/* counted toward each (distinct humans) */
+	int		   *met;
 } OwVote;
 
 extern void ow_define_approval_settings(void);
 extern List *ow_subject_groups(const char *tenant, const OwSubject *who, MemoryContext resultctx);
-extern Jsonb *ow_approval_eligibility(OwRun *run, JsonbContainer *data, const OwSubject *who,
-									  Oid login, List **known_groups, bool *is_override);
-extern bool ow_approval_eligible(JsonbContainer *data, const OwSubject *who, Oid login,
-								 List *groups);
-extern bool ow_approval_answers_limited(JsonbContainer *data);
+extern Jsonb *ow_approval_eligibility(OwRun *run, JsonbContainer *data, const OwGateRule *rule,
+									  const OwSubject *who, Oid login, List **known_groups,
+									  bool *is_override);
+extern bool ow_approval_eligible(JsonbContainer *data, const OwGateRule *rule, const OwSubject *who,
+								 Oid login, List *groups);
+extern bool ow_approval_answers_limited(JsonbContainer *data, const OwGateRule *rule);
 extern bool ow_approval_answer_left(const char *tenant, const char *interrupt_id,
 									const OwSubject *who);
-extern void ow_approval_vote(OwRun *run, const char *interrupt_id, JsonbContainer *data,
+extern void ow_approval_vote(OwRun *run, const char *interrupt_id, const OwGateRule *rule,
 							 const OwSubject *who, const char *action, Jsonb *resume_value,
 							 Jsonb *eligibility, bool is_override, OwVote *vote);
 
@@ -126,6 +160,7 @@ typedef struct OwResolution
 	const OwSubject *resolver;	/* who decided; NULL: the host (deadlines) */
 	const OwSubject *confirmed_by;	/* the login that confirmed a credential, or NULL */
 	Jsonb	   *eligibility;	/* recorded eligibility decision, or NULL */
+	Jsonb	   *policy;			/* the policies the gate pinned (ow_policy_record), or NULL */
 	Jsonb	   *recorded;		/* a replay fork's inherited interrupt.resolved: its members are recorded as they are */
 	const char *fail_code;		/* fail closed with this code, or NULL */
 	const char *fail_message;

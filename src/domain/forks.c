@@ -252,7 +252,7 @@ ow_derive_recorded(OwRun *run, const char *node_id, const OwExec *ex, int32 ordi
 	(void) ow_exec(&insert, args, NULL, false, 0);
 	/* written by statements: no row hints (the record that follows claims it by its indexes) */
 	ItemPointerSetInvalid(&no_tid);
-	ow_open_interrupt(run, *interrupt_id, node_id, ex->visit, in.kind, in.payload,
+	ow_open_interrupt(run, *interrupt_id, node_id, ex->visit, in.kind, in.payload, NULL,
 					  run->next_sequence, false, 0, &no_tid, &no_tid);
 	args[3] = Int32GetDatum(ex->visit);
 	args[4] = CStringGetTextDatum(*interrupt_id);
@@ -454,7 +454,7 @@ copy_prefix(OwRun *source, const char *fork_id, const char *fork_prefix, int64 f
 		"INSERT INTO openwop.interrupts"
 		" (tenant, interrupt_id, run_id, root_run_id, node_id, visit, ordinal, key, kind, payload,"
 		"  status, expires_at, requested_sequence, resolved_sequence, resume_value, decision, action,"
-		"  reason, resolved_by, created_at, resolved_at)"
+		"  reason, resolved_by, created_at, resolved_at, policy)"
 		" SELECT i.tenant, m.fork_id, $3, $3, i.node_id, i.visit, i.ordinal, i.key, i.kind, i.payload,"
 		"        CASE WHEN " IN_PREFIX " THEN 'resolved' ELSE 'pending' END, i.expires_at,"
 		"        i.requested_sequence,"
@@ -465,7 +465,8 @@ copy_prefix(OwRun *source, const char *fork_id, const char *fork_prefix, int64 f
 		"        CASE WHEN " IN_PREFIX " THEN i.reason END,"
 		"        CASE WHEN " IN_PREFIX " THEN i.resolved_by END,"
 		"        i.created_at,"
-		"        CASE WHEN " IN_PREFIX " THEN i.resolved_at END"
+		"        CASE WHEN " IN_PREFIX " THEN i.resolved_at END,"
+		"        i.policy"
 		"   FROM ROWS FROM (pg_catalog.unnest($5), pg_catalog.unnest($6)) AS m(source_id, fork_id)"
 		"   JOIN openwop.interrupts i ON i.tenant OPERATOR(pg_catalog.=) $1"
 		"    AND i.interrupt_id OPERATOR(pg_catalog.=) m.source_id",
@@ -474,9 +475,9 @@ copy_prefix(OwRun *source, const char *fork_id, const char *fork_prefix, int64 f
 	static OwQuery open = {
 		"INSERT INTO openwop.open_interrupts"
 		" (tenant, interrupt_id, run_id, node_id, visit, kind, payload, status, requested_sequence,"
-		"  created_at, expires_at)"
+		"  created_at, expires_at, policy)"
 		" SELECT tenant, interrupt_id, run_id, node_id, visit, kind, payload, status, requested_sequence,"
-		"        created_at, expires_at"
+		"        created_at, expires_at, policy"
 		"   FROM openwop.interrupts"
 		"  WHERE tenant OPERATOR(pg_catalog.=) $1 AND root_run_id OPERATOR(pg_catalog.=) $2"
 		"    AND run_id OPERATOR(pg_catalog.=) $2 AND status OPERATOR(pg_catalog.=) 'pending'",

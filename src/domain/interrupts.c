@@ -339,19 +339,20 @@ ow_suspend(OwRun *run, const char *node_id, OwExec *ex, int32 ordinal, Jsonb *re
 		   MemoryContext resultctx)
 {
 	/* pending: what a resolve sets is null */
-	static OwWrite insert_interrupt = {.table = OW_INTERRUPTS,.kind = OW_WRITE_INSERT,.ncols = 21,
+	static OwWrite insert_interrupt = {.table = OW_INTERRUPTS,.kind = OW_WRITE_INSERT,.ncols = 22,
 		.cols = {INT_TENANT, INT_INTERRUPT_ID, INT_RUN_ID, INT_ROOT_RUN_ID, INT_NODE_ID, INT_VISIT,
 			INT_ORDINAL, INT_KEY, INT_KIND, INT_PAYLOAD, INT_REQUESTED_SEQUENCE, INT_EXPIRES_AT,
-			INT_STATUS, INT_CREATED_AT, INT_RESOLVED_SEQUENCE, INT_RESUME_VALUE, INT_DECISION,
-	INT_ACTION, INT_REASON, INT_RESOLVED_BY, INT_RESOLVED_AT}};
+			INT_STATUS, INT_CREATED_AT, INT_POLICY, INT_RESOLVED_SEQUENCE, INT_RESUME_VALUE,
+	INT_DECISION, INT_ACTION, INT_REASON, INT_RESOLVED_BY, INT_RESOLVED_AT}};
 	static OwWrite suspend_exec = {.table = OW_NODE_EXECUTIONS,.kind = OW_WRITE_UPDATE,
 	.key = OW_NODE_EXECUTIONS_PKEY,.ncols = 2,.cols = {EXEC_STATUS, EXEC_INTERRUPT_ID}};
 	char	   *key = derive_key(run->key_root, node_id, ex->visit, ordinal);
 	char	   *kind;
 	int64		timeout_ms;
 	Jsonb	   *payload;
-	Datum		args[21];
-	bool		nulls[21];
+	Jsonb	   *policy = NULL;
+	Datum		args[22];
+	bool		nulls[22];
 	char	   *interrupt_id;
 	int64		req_seq;
 	OwJson		j;
@@ -373,6 +374,9 @@ ow_suspend(OwRun *run, const char *node_id, OwExec *ex, int32 ordinal, Jsonb *re
 		return resolved_envelope(run, interrupt_id, req_seq, resultctx);
 
 	interrupt_id = psprintf("%s/%s", run->tenant, ow_mint_opaque(16));
+	/* an approval gate pins the policies that govern it, which may shorten its deadline */
+	if (strcmp(kind, "approval") == 0)
+		policy = ow_policy_pin(run, node_id, owj_get(payload, "data")->val.binary.data, &timeout_ms);
 	/* a conversation's step is checked against it, and taken, first */
 	conversation = strncmp(kind, "conversation.", 13) == 0;
 	if (conversation)
@@ -407,7 +411,9 @@ ow_suspend(OwRun *run, const char *node_id, OwExec *ex, int32 ordinal, Jsonb *re
 																	timeout_ms));
 	args[12] = CStringGetTextDatum("pending");
 	args[13] = TimestampTzGetDatum(GetCurrentTransactionStartTimestamp());
-	memset(nulls + 14, true, 7 * sizeof(bool));
+	args[14] = PointerGetDatum(policy);
+	nulls[14] = policy == NULL;
+	memset(nulls + 15, true, 7 * sizeof(bool));
 	ItemPointerSetInvalid(&interrupt_tid);
 	(void) ow_write(NULL, &insert_interrupt, NULL, args, nulls, &interrupt_tid);
 
@@ -421,7 +427,7 @@ ow_suspend(OwRun *run, const char *node_id, OwExec *ex, int32 ordinal, Jsonb *re
 			ow_changed_meanwhile(OW_NODE_EXECUTIONS);
 	}
 
-	ow_open_interrupt(run, interrupt_id, node_id, ex->visit, kind, payload, req_seq, !nulls[11],
+	ow_open_interrupt(run, interrupt_id, node_id, ex->visit, kind, payload, policy, req_seq, !nulls[11],
 					  nulls[11] ? 0 : DatumGetTimestampTz(args[11]), &interrupt_tid, &execution_tid);
 	if (conversation)
 		ow_conversation_announce(run, node_id, &conv, req_seq + 1);

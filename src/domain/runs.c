@@ -371,16 +371,16 @@ run_exists(OwRun *run, const char *tenant, const char *run_id)
  * The run row and run.started, in one operation: the row is written once,
  * with the sequence after the event.  False when the run id is taken.
  * values: tenant, run id, workflow id, owner, event prefix, then the
- * optional configurable, definition, inputs and metadata (nulls).
+ * optional configurable, definition, inputs, metadata and requester (nulls).
  */
 static bool
 insert_run(OwRun *run, Datum *values, bool *nulls, Jsonb *started)
 {
-	static OwWrite insert = {.table = OW_RUNS,.kind = OW_WRITE_INSERT_NEW,.ncols = 18,
+	static OwWrite insert = {.table = OW_RUNS,.kind = OW_WRITE_INSERT_NEW,.ncols = 19,
 		.cols = {RUN_TENANT, RUN_RUN_ID, RUN_WORKFLOW_ID, RUN_OWNER, RUN_EVENT_PREFIX,
-			RUN_CONFIGURABLE, RUN_DEFINITION, RUN_INPUTS, RUN_METADATA, RUN_STATUS,
-			RUN_NEXT_SEQUENCE, RUN_CREATED_AT, RUN_UPDATED_AT, RUN_CURRENT_NODE_ID, RUN_OUTPUTS,
-	RUN_ERROR, RUN_FORK_OF, RUN_ENDED_AT}};
+			RUN_CONFIGURABLE, RUN_DEFINITION, RUN_INPUTS, RUN_METADATA, RUN_REQUESTED_BY,
+			RUN_STATUS, RUN_NEXT_SEQUENCE, RUN_CREATED_AT, RUN_UPDATED_AT, RUN_CURRENT_NODE_ID,
+	RUN_OUTPUTS, RUN_ERROR, RUN_FORK_OF, RUN_ENDED_AT}};
 	static const char *const type = "run.started";
 	Datum		now = TimestampTzGetDatum(run->created_at);
 	OwDirect	d;
@@ -391,12 +391,12 @@ insert_run(OwRun *run, Datum *values, bool *nulls, Jsonb *started)
 		values[5] = DirectFunctionCall1(jsonb_in, CStringGetDatum("{}"));
 		nulls[5] = false;
 	}
-	values[9] = CStringGetTextDatum("running");
-	values[10] = Int64GetDatum(1);	/* run.started is 0 */
-	values[11] = now;
+	values[10] = CStringGetTextDatum("running");
+	values[11] = Int64GetDatum(1);	/* run.started is 0 */
 	values[12] = now;
-	memset(nulls + 9, false, 4 * sizeof(bool));
-	memset(nulls + 13, true, 5 * sizeof(bool));
+	values[13] = now;
+	memset(nulls + 10, false, 4 * sizeof(bool));
+	memset(nulls + 14, true, 5 * sizeof(bool));
 	ow_begin(&d, 0, OW_TABLE_BIT(OW_RUNS) | OW_TABLE_BIT(OW_EVENTS), 0, 0);
 	created = ow_write(&d, &insert, NULL, values, nulls, NULL);
 	if (created)
@@ -423,8 +423,9 @@ ow_create_run(PG_FUNCTION_ARGS)
 	JsonbValue *metadata;
 	JsonbValue *inputs;
 	JsonbValue *optional[4];
-	Datum		args[18];
-	bool		nulls[18] = {false};
+	char	   *requested_by;
+	Datum		args[19];
+	bool		nulls[19] = {false};
 	int			i;
 	OwCall		call;
 	OwRun		locked;
@@ -474,6 +475,11 @@ ow_create_run(PG_FUNCTION_ARGS)
 	inputs = owj_get(options, "inputs");
 	if (inputs && !owj_is_object(inputs))
 		ow_validation_error("inputs", "inputs must be a JSON object");
+	/* the person on whose behalf the engine starts the run: a subject, as approversList names one */
+	requested_by = PG_NARGS() > 2 && !PG_ARGISNULL(2) ? text_to_cstring(PG_GETARG_TEXT_PP(2)) : NULL;
+	if (requested_by && !ow_valid_subject_ref(requested_by))
+		ow_validation_error("requestedBy",
+							"requested_by must be a subject id, or \"<issuer>/<subject id>\", without white space");
 	optional[0] = configurable;
 	optional[1] = definition;
 	optional[2] = inputs;
@@ -493,6 +499,8 @@ ow_create_run(PG_FUNCTION_ARGS)
 		else
 			nulls[5 + i] = true;
 	}
+	args[9] = requested_by ? CStringGetTextDatum(requested_by) : (Datum) 0;
+	nulls[9] = requested_by == NULL;
 	run->tenant = tenant;
 	run->run_id = run_id;
 	run->root_run_id = run_id;

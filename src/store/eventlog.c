@@ -28,6 +28,7 @@
 #include "utils/rel.h"
 
 PG_FUNCTION_INFO_V1(ow_events_append_only);
+PG_FUNCTION_INFO_V1(ow_approval_policy_log_append_only);
 
 
 
@@ -298,14 +299,16 @@ ow_duration_ms(OwRun *run)
 }
 
 /*
- * Trigger on openwop.events: the log is append-only for every role.  Bound
- * BEFORE UPDATE OR DELETE (row) and BEFORE TRUNCATE (statement), and
- * enabled ALWAYS so session_replication_role cannot silence it.
+ * The body of an append-only log's trigger (function, on table
+ * openwop.<table>): bound BEFORE UPDATE OR DELETE (row) and BEFORE TRUNCATE
+ * (statement), and enabled ALWAYS so session_replication_role cannot
+ * silence it; it refuses every change, for every role.
  */
-Datum
-ow_events_append_only(PG_FUNCTION_ARGS)
+static void
+refuse_change(FunctionCallInfo fcinfo, const char *function, const char *table, const char *log,
+			  const char *why, const char *hint)
 {
-	TriggerData *trigdata = ow_trigger_data(fcinfo, "openwop.events_append_only()", "events",
+	TriggerData *trigdata = ow_trigger_data(fcinfo, function, table,
 											OW_TRIGGER_BEFORE | OW_TRIGGER_ROW | OW_TRIGGER_STATEMENT |
 											OW_TRIGGER_UPDATE | OW_TRIGGER_DELETE |
 											OW_TRIGGER_TRUNCATE);
@@ -316,16 +319,36 @@ ow_events_append_only(PG_FUNCTION_ARGS)
 	if (TRIGGER_FIRED_FOR_STATEMENT(trigdata->tg_event) != TRIGGER_FIRED_BY_TRUNCATE(trigdata->tg_event))
 		ereport(ERROR,
 				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
-				 errmsg("openwop.events_append_only() fires FOR EACH ROW on UPDATE and DELETE, FOR EACH STATEMENT on TRUNCATE")));
+				 errmsg("%s fires FOR EACH ROW on UPDATE and DELETE, FOR EACH STATEMENT on TRUNCATE",
+						function)));
 
 	ereport(ERROR,
 			(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-			 errmsg("the openwop event log is append-only"),
-			 errdetail("%s on table %s.%s is refused for every role: events are permanent history.",
+			 errmsg("the %s is append-only", log),
+			 errdetail("%s on table %s.%s is refused for every role: %s.",
 					   op,
 					   get_namespace_name(RelationGetNamespace(trigdata->tg_relation)),
-					   RelationGetRelationName(trigdata->tg_relation)),
-			 errhint("Record a change by appending a new event through the openwop functions.")));
+					   RelationGetRelationName(trigdata->tg_relation), why),
+			 errhint("%s", hint)));
+}
+
+/* Trigger on openwop.events: the log is append-only for every role. */
+Datum
+ow_events_append_only(PG_FUNCTION_ARGS)
+{
+	refuse_change(fcinfo, "openwop.events_append_only()", "events", "openwop event log",
+				  "events are permanent history",
+				  "Record a change by appending a new event through the openwop functions.");
+	PG_RETURN_NULL();
+}
+
+/* Trigger on openwop.approval_policy_log: every change to a policy stays on record. */
+Datum
+ow_approval_policy_log_append_only(PG_FUNCTION_ARGS)
+{
+	refuse_change(fcinfo, "openwop.approval_policy_log_append_only()", "approval_policy_log",
+				  "approval policy log", "every version of a policy stays on record",
+				  "Change a policy with openwop.set_approval_policy() or openwop.retire_approval_policy().");
 	PG_RETURN_NULL();
 }
 

@@ -44,15 +44,16 @@ open_exec(OwQuery *q, const char *tenant, const char *id)
  */
 void
 ow_open_interrupt(OwRun *run, const char *interrupt_id, const char *node_id, int32 visit,
-				  const char *kind, Jsonb *payload, int64 requested_seq, bool has_deadline,
-				  TimestampTz expires_at, ItemPointer interrupt_tid, ItemPointer execution_tid)
+				  const char *kind, Jsonb *payload, Jsonb *policy, int64 requested_seq,
+				  bool has_deadline, TimestampTz expires_at, ItemPointer interrupt_tid,
+				  ItemPointer execution_tid)
 {
-	static OwWrite insert = {.table = OW_OPEN_INTERRUPTS,.kind = OW_WRITE_INSERT,.ncols = 13,
+	static OwWrite insert = {.table = OW_OPEN_INTERRUPTS,.kind = OW_WRITE_INSERT,.ncols = 14,
 		.cols = {OPEN_TENANT, OPEN_INTERRUPT_ID, OPEN_RUN_ID, OPEN_NODE_ID, OPEN_VISIT, OPEN_KIND,
 			OPEN_PAYLOAD, OPEN_REQUESTED_SEQUENCE, OPEN_CREATED_AT, OPEN_EXPIRES_AT, OPEN_STATUS,
-		OPEN_INTERRUPT_TID, OPEN_EXECUTION_TID}};
-	Datum		values[13];
-	bool		nulls[13] = {false};
+		OPEN_INTERRUPT_TID, OPEN_EXECUTION_TID, OPEN_POLICY}};
+	Datum		values[14];
+	bool		nulls[14] = {false};
 
 	values[0] = CStringGetTextDatum(run->tenant);
 	values[1] = CStringGetTextDatum(interrupt_id);
@@ -70,6 +71,8 @@ ow_open_interrupt(OwRun *run, const char *interrupt_id, const char *node_id, int
 	nulls[11] = !ItemPointerIsValid(interrupt_tid);
 	values[12] = PointerGetDatum(execution_tid);
 	nulls[12] = !ItemPointerIsValid(execution_tid);
+	values[13] = PointerGetDatum(policy);
+	nulls[13] = policy == NULL;
 	(void) ow_write(NULL, &insert, NULL, values, nulls, NULL);
 }
 

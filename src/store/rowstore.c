@@ -114,6 +114,7 @@ static const OwColumnDef columns[OW_COLUMN_COUNT] = {
 	[RUN_CREATED_AT] = {OW_RUNS, "created_at", TIMESTAMPTZOID},
 	[RUN_UPDATED_AT] = {OW_RUNS, "updated_at", TIMESTAMPTZOID},
 	[RUN_ENDED_AT] = {OW_RUNS, "ended_at", TIMESTAMPTZOID},
+	[RUN_REQUESTED_BY] = {OW_RUNS, "requested_by", TEXTOID},
 	[EV_TENANT] = {OW_EVENTS, "tenant", TEXTOID},
 	[EV_RUN_ID] = {OW_EVENTS, "run_id", TEXTOID},
 	[EV_SEQUENCE] = {OW_EVENTS, "sequence", INT8OID},
@@ -144,6 +145,7 @@ static const OwColumnDef columns[OW_COLUMN_COUNT] = {
 	[INT_RESOLVED_BY] = {OW_INTERRUPTS, "resolved_by", JSONBOID},
 	[INT_CREATED_AT] = {OW_INTERRUPTS, "created_at", TIMESTAMPTZOID},
 	[INT_RESOLVED_AT] = {OW_INTERRUPTS, "resolved_at", TIMESTAMPTZOID},
+	[INT_POLICY] = {OW_INTERRUPTS, "policy", JSONBOID},
 	[EXEC_TENANT] = {OW_NODE_EXECUTIONS, "tenant", TEXTOID},
 	[EXEC_RUN_ID] = {OW_NODE_EXECUTIONS, "run_id", TEXTOID},
 	[EXEC_NODE_ID] = {OW_NODE_EXECUTIONS, "node_id", TEXTOID},
@@ -173,6 +175,7 @@ static const OwColumnDef columns[OW_COLUMN_COUNT] = {
 	[OPEN_EXPIRES_AT] = {OW_OPEN_INTERRUPTS, "expires_at", TIMESTAMPTZOID},
 	[OPEN_INTERRUPT_TID] = {OW_OPEN_INTERRUPTS, "interrupt_tid", TIDOID},
 	[OPEN_EXECUTION_TID] = {OW_OPEN_INTERRUPTS, "execution_tid", TIDOID},
+	[OPEN_POLICY] = {OW_OPEN_INTERRUPTS, "policy", JSONBOID},
 };
 
 #define INDEX_MAX_PROBE_KEYS 4

@@ -107,18 +107,19 @@ typedef enum OwColumn
 	RUN_TENANT, RUN_RUN_ID, RUN_WORKFLOW_ID, RUN_STATUS, RUN_CURRENT_NODE_ID, RUN_OWNER,
 	RUN_CONFIGURABLE, RUN_DEFINITION, RUN_INPUTS, RUN_METADATA, RUN_OUTPUTS, RUN_ERROR,
 	RUN_NEXT_SEQUENCE, RUN_EVENT_PREFIX, RUN_FORK_OF, RUN_CREATED_AT, RUN_UPDATED_AT, RUN_ENDED_AT,
+	RUN_REQUESTED_BY,
 	EV_TENANT, EV_RUN_ID, EV_SEQUENCE, EV_TYPE, EV_NODE_ID, EV_PAYLOAD, EV_CREATED_AT,
 	EV_SCHEMA_VERSION, EV_CAUSATION_ID,
 	INT_TENANT, INT_INTERRUPT_ID, INT_RUN_ID, INT_ROOT_RUN_ID, INT_NODE_ID, INT_VISIT, INT_ORDINAL,
 	INT_KEY, INT_KIND, INT_PAYLOAD, INT_STATUS, INT_EXPIRES_AT, INT_REQUESTED_SEQUENCE,
 	INT_RESOLVED_SEQUENCE, INT_RESUME_VALUE, INT_DECISION, INT_ACTION, INT_REASON, INT_RESOLVED_BY,
-	INT_CREATED_AT, INT_RESOLVED_AT,
+	INT_CREATED_AT, INT_RESOLVED_AT, INT_POLICY,
 	EXEC_TENANT, EXEC_RUN_ID, EXEC_NODE_ID, EXEC_VISIT, EXEC_TYPE_ID, EXEC_STATUS, EXEC_ATTEMPT,
 	EXEC_OUTPUTS, EXEC_ERROR, EXEC_INTERRUPT_ID, EXEC_ENDED_SEQUENCE, EXEC_STARTED_AT, EXEC_ENDED_AT,
 	GM_TENANT, GM_PRINCIPAL, GM_GROUP_REF,
 	OPEN_TENANT, OPEN_INTERRUPT_ID, OPEN_RUN_ID, OPEN_NODE_ID, OPEN_VISIT, OPEN_KIND, OPEN_PAYLOAD,
 	OPEN_STATUS, OPEN_REQUESTED_SEQUENCE, OPEN_CREATED_AT, OPEN_EXPIRES_AT, OPEN_INTERRUPT_TID,
-	OPEN_EXECUTION_TID,
+	OPEN_EXECUTION_TID, OPEN_POLICY,
 	OW_COLUMN_COUNT
 } OwColumn;
 
@@ -285,9 +286,9 @@ extern Jsonb *ow_resolved_event(const char *tenant, const char *run_id, int64 se
  * ----------
  */
 extern void ow_open_interrupt(OwRun *run, const char *interrupt_id, const char *node_id,
-							  int32 visit, const char *kind, Jsonb *payload, int64 requested_seq,
-							  bool has_deadline, TimestampTz expires_at, ItemPointer interrupt_tid,
-							  ItemPointer execution_tid);
+							  int32 visit, const char *kind, Jsonb *payload, Jsonb *policy,
+							  int64 requested_seq, bool has_deadline, TimestampTz expires_at,
+							  ItemPointer interrupt_tid, ItemPointer execution_tid);
 extern void ow_close_interrupt(const char *tenant, const char *interrupt_id);
 extern void ow_close_interrupt_in(OwDirect *d, const char *tenant, const char *interrupt_id,
 								  ItemPointer tid);

@@ -90,7 +90,7 @@ GRANT USAGE ON SCHEMA openwop_api TO $anon, $web;
 GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA openwop_api TO $anon, $web;
 GRANT SELECT ON openwop_api.pending_interrupts TO $web;
 GRANT EXECUTE ON FUNCTION openwop.inbox_waiting(text), openwop.inbox_tenant(), openwop.inbox_voter(),
-    openwop.may_decide(text, text, text, jsonb) TO $web;
+    openwop.may_decide(text, text, text, jsonb, jsonb) TO $web;
 -- mallory may call the surface and holds approvals:respond as a SQL login
 GRANT USAGE ON SCHEMA openwop_api TO $mallory;
 GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA openwop_api TO $mallory;

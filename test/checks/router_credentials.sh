@@ -237,7 +237,7 @@ done
 q $R router postgres >/dev/null <<'SQL'
 GRANT USAGE ON FOREIGN SERVER openwop TO engine;
 GRANT USAGE ON SCHEMA openwop, openwop_router TO engine;
-GRANT EXECUTE ON FUNCTION openwop.create_run(text, jsonb), openwop_router.create_run(jsonb, text, jsonb),
+GRANT EXECUTE ON FUNCTION openwop.create_run(text, jsonb, text), openwop_router.create_run(jsonb, text, jsonb, text),
                           openwop.run_snapshot(text), openwop_router.run_snapshot(jsonb, text),
                           openwop.current_caller(), openwop_router.current_caller(jsonb) TO engine;
 SQL

@@ -36,7 +36,7 @@ SELECT throws_ok($$
 $$, '23505', NULL, 'a second terminal event is refused by a unique index, even for the owner');
 
 -- the API signatures (README.md, "Function reference")
-SELECT has_function('openwop', 'create_run', ARRAY['text', 'jsonb']);
+SELECT has_function('openwop', 'create_run', ARRAY['text', 'jsonb', 'text']);
 SELECT has_function('openwop', 'start_node', ARRAY['text', 'text', 'text']);
 SELECT has_function('openwop', 'complete_node', ARRAY['text', 'text', 'jsonb']);
 SELECT has_function('openwop', 'fail_node', ARRAY['text', 'text', 'jsonb']);
@@ -51,7 +51,7 @@ SELECT is(
      FROM pg_proc p WHERE p.pronamespace = 'openwop'::regnamespace
       AND p.proname IN ('create_run', 'start_node', 'events', 'fail_run', 'cancel_run')),
   ARRAY['run_id text, reason text DEFAULT NULL::text',
-        'workflow_id text, options jsonb DEFAULT ''{}''::jsonb',
+        'workflow_id text, options jsonb DEFAULT ''{}''::jsonb, requested_by text DEFAULT NULL::text',
         'run_id text, after_sequence bigint DEFAULT ''-1''::integer, max integer DEFAULT 1000',
         'run_id text, error jsonb, failed_node_id text DEFAULT NULL::text',
         'run_id text, node_id text, type_id text DEFAULT NULL::text'],
@@ -104,7 +104,7 @@ SELECT set_eq($$
   SELECT unnest(extconfig)::regclass::text FROM pg_extension WHERE extname = 'openwop_interrupt'
 $$, ARRAY['openwop.runs', 'openwop.node_executions', 'openwop.events',
         'openwop.interrupts', 'openwop.idempotency_keys', 'openwop.votes', 'openwop.group_members',
-        'openwop.open_interrupts', 'openwop.conversations', 'openwop.forks'],
+        'openwop.open_interrupts', 'openwop.conversations', 'openwop.forks', 'openwop.approval_policy_log'],
   'every table holding user data is registered with pg_extension_config_dump');
 
 -- the extension is not relocatable and not trusted

@@ -61,7 +61,7 @@ GRANT openwop_approver TO tap_inbox_erin, tap_inbox_frank;
 GRANT USAGE ON SCHEMA openwop TO tap_inbox_erin, tap_inbox_frank, tap_inbox_clerk, tap_inbox_stranger;
 GRANT SELECT ON openwop.pending_interrupts TO tap_inbox_erin, tap_inbox_frank, tap_inbox_clerk;
 GRANT EXECUTE ON FUNCTION openwop.inbox_tenant(), openwop.inbox_voter(), openwop.inbox_waiting(text),
-                          openwop.may_decide(text, text, text, jsonb)
+                          openwop.may_decide(text, text, text, jsonb, jsonb)
    TO tap_inbox_erin, tap_inbox_frank, tap_inbox_clerk;
 
 -- the gates of tenant acme, one per rule, and one of tenant evil
@@ -160,7 +160,7 @@ SELECT is(pg_temp.row_of('acme/inbox-list-00000001', 'alice') - 'interrupt_id' -
           '{"run_id": "acme/inbox-list-00000001", "node_id": "gate", "kind": "approval", "title": "Approve 412.50",
             "request": {"artifactId": "exp-1", "artifactType": "expense", "title": "Approve 412.50", "actions": ["accept", "reject", "ask"]},
             "resume_schema": null, "expires_at": null, "required_approvals": 1, "accepts": 0, "rejects": 0, "voters": 0,
-            "my_vote": null, "my_vote_at": null}',
+            "my_vote": null, "my_vote_at": null, "policy": null}',
           'a gate''s row: ids, kind, the request without approversList, no deadline (NULL), requiredApprovals 1, an empty tally, no vote');
 SELECT is((pg_temp.row_of('acme/inbox-list-00000001', 'alice') ->> 'interrupt_id'),
           (SELECT interrupt_id FROM openwop.interrupts WHERE run_id = 'acme/inbox-list-00000001'), '... and its interrupt id');
@@ -172,7 +172,7 @@ SELECT is(pg_temp.row_of('acme/inbox-clarify-000001', 'bob')
             - '{interrupt_id,requested_at,run_id,node_id}'::text[],
           '{"kind": "clarification", "title": null, "request": {"questions": [{"id": "q1", "question": "Which budget?"}]},
             "resume_schema": null, "expires_at": null, "required_approvals": null, "accepts": null, "rejects": null, "voters": null,
-            "my_vote": null, "my_vote_at": null}',
+            "my_vote": null, "my_vote_at": null, "policy": null}',
           'a clarification''s row: its questions, and no approval columns');
 SELECT pg_temp.raise('acme/inbox-deadline-00001', pg_temp.approval('{}', '{"timeoutMs": 3600000,
   "resumeSchema": {"type": "object", "required": ["action"]}}'));
@@ -203,7 +203,7 @@ SELECT is(jsonb_build_object('accepts', r ->> 'accepts', 'rejects', r ->> 'rejec
   FROM (SELECT pg_temp.row_of('vote/inbox-quorum-0000001', 'bob') AS r, (SELECT r -> 'tally' FROM alice_vote) AS t) x;
 SELECT is(pg_temp.row_of('vote/inbox-quorum-0000001', 'bob') ->> 'my_vote', NULL, '... and bob has no vote of his own');
 DO $$ BEGIN PERFORM pg_temp.vote('vote/inbox-quorum-0000001', 'alice', '{"action": "reject"}'); END $$;
-SELECT is(pg_temp.row_of('vote/inbox-quorum-0000001', 'carol') - '{interrupt_id,run_id,node_id,kind,title,request,resume_schema,requested_at,expires_at,my_vote,my_vote_at}'::text[],
+SELECT is(pg_temp.row_of('vote/inbox-quorum-0000001', 'carol') - '{interrupt_id,run_id,node_id,kind,title,request,resume_schema,requested_at,expires_at,my_vote,my_vote_at,policy}'::text[],
           '{"required_approvals": 2, "accepts": 0, "rejects": 1, "voters": 1}',
           'a re-vote replaces the voter''s earlier vote in the tally');
 DO $$ BEGIN PERFORM pg_temp.vote('vote/inbox-quorum-0000001', 'alice', '{"action": "ask", "feedback": "which budget?"}'); END $$;
@@ -269,7 +269,7 @@ GRANT openwop_approver TO tap_inbox_mallory;
 GRANT USAGE ON SCHEMA openwop TO tap_inbox_mallory;
 GRANT SELECT ON openwop.pending_interrupts TO tap_inbox_mallory;
 GRANT EXECUTE ON FUNCTION openwop.inbox_tenant(), openwop.inbox_voter(), openwop.inbox_waiting(text),
-                          openwop.may_decide(text, text, text, jsonb) TO tap_inbox_mallory;
+                          openwop.may_decide(text, text, text, jsonb, jsonb) TO tap_inbox_mallory;
 CREATE SCHEMA tap_inbox_mallory AUTHORIZATION tap_inbox_mallory;
 SELECT pg_temp.raise('acme/inbox-mallory-000001', pg_temp.approval());
 SELECT is(pg_temp.seen_by_login('tap_inbox_mallory'),
@@ -340,7 +340,7 @@ CREATE FUNCTION tap_inbox_mallory.clock_timestamp() RETURNS timestamptz LANGUAGE
 BEGIN INSERT INTO tap_inbox_mallory.called VALUES ('clock_timestamp'); RETURN '-infinity'; END $f$;
 CREATE FUNCTION tap_inbox_mallory.inbox_tenant() RETURNS text LANGUAGE plpgsql AS $f$
 BEGIN INSERT INTO tap_inbox_mallory.called VALUES ('inbox_tenant'); RETURN 'evil'; END $f$;
-CREATE FUNCTION tap_inbox_mallory.may_decide(text, text, text, jsonb) RETURNS boolean LANGUAGE plpgsql AS $f$
+CREATE FUNCTION tap_inbox_mallory.may_decide(text, text, text, jsonb, jsonb) RETURNS boolean LANGUAGE plpgsql AS $f$
 BEGIN INSERT INTO tap_inbox_mallory.called VALUES ('may_decide'); RETURN true; END $f$;
 CREATE FUNCTION tap_inbox_mallory.int4(jsonb) RETURNS integer LANGUAGE plpgsql AS $f$
 BEGIN INSERT INTO tap_inbox_mallory.called VALUES ('int4'); RETURN 99; END $f$;
@@ -378,10 +378,10 @@ SELECT is(pg_temp.refusal('CREATE MATERIALIZED VIEW public.tap_inbox_captured AS
  * may_decide, called directly, with anything
  * ------------------------------------------------------------------ */
 
-SELECT is(openwop.may_decide(NULL, 'x', 'approval', '{}'), NULL, 'may_decide is strict');
-SELECT is(openwop.may_decide('acme', 'x', 'clarification', 'null'), true, 'may_decide: a kind without approvers is for every holder of the scope');
-SELECT is(openwop.may_decide('evil', 'x', 'clarification', 'null'), false, '... of the tenant, and no other');
-SELECT is(jsonb_agg(openwop.may_decide('acme', 'acme/none', 'approval', p::jsonb) ORDER BY p),
+SELECT is(openwop.may_decide(NULL, 'x', 'approval', '{}', NULL), NULL, 'may_decide is strict');
+SELECT is(openwop.may_decide('acme', 'x', 'clarification', 'null', NULL), true, 'may_decide: a kind without approvers is for every holder of the scope');
+SELECT is(openwop.may_decide('evil', 'x', 'clarification', 'null', NULL), false, '... of the tenant, and no other');
+SELECT is(jsonb_agg(openwop.may_decide('acme', 'acme/none', 'approval', p::jsonb, NULL) ORDER BY p),
           '[false, false, true, true, true, false]',
           'may_decide reads any payload without a raw error: a scalar, no data, data not an object, odd members')
   FROM unnest(ARRAY['"s"', '{}', '{"data": [1]}',

@@ -33,7 +33,7 @@ GRANT openwop_approver TO tap_atk_mallory;
 GRANT USAGE ON SCHEMA openwop TO tap_atk_mallory;
 GRANT SELECT ON openwop.pending_interrupts TO tap_atk_mallory;
 GRANT EXECUTE ON FUNCTION openwop.inbox_tenant(), openwop.inbox_voter(), openwop.inbox_waiting(text),
-                          openwop.may_decide(text, text, text, jsonb) TO tap_atk_mallory;
+                          openwop.may_decide(text, text, text, jsonb, jsonb) TO tap_atk_mallory;
 CREATE SCHEMA tap_atk_mallory AUTHORIZATION tap_atk_mallory;
 CREATE ROLE tap_atk_root LOGIN SUPERUSER;
 CREATE FUNCTION pg_temp.as_mallory(sql text) RETURNS jsonb LANGUAGE sql AS $$
@@ -84,24 +84,24 @@ SET LOCAL openwop.tenant = 'acme';
 
 SELECT is(pg_temp.as_mallory($$ SELECT to_jsonb(ARRAY[openwop.inbox_tenant(), openwop.inbox_voter()]) $$),
           '["acme", "tap_atk_mallory"]', 'inbox_tenant() and inbox_voter() are mallory''s own');
-SELECT is(pg_temp.as_mallory($$ SELECT to_jsonb(openwop.may_decide(tenant, interrupt_id, kind, payload))
+SELECT is(pg_temp.as_mallory($$ SELECT to_jsonb(openwop.may_decide(tenant, interrupt_id, kind, payload, NULL))
                                  FROM (VALUES ('globex', 'x', 'approval', '{"data": {}}'::jsonb)) v(tenant, interrupt_id, kind, payload) $$),
           'false', 'may_decide naming another tenant: false, whatever the payload');
-SELECT is(pg_temp.as_mallory($$ SELECT to_jsonb(openwop.may_decide('globex', 'x', 'clarification', '{}')) $$), 'false',
+SELECT is(pg_temp.as_mallory($$ SELECT to_jsonb(openwop.may_decide('globex', 'x', 'clarification', '{}', NULL)) $$), 'false',
           '... any kind');
 SELECT is(pg_temp.as_mallory($$ SELECT to_jsonb(openwop.may_decide('acme', 'x', 'approval',
-                                  '{"data": {"approverGroupRefs": ["finance"]}}')) $$), 'false',
+                                  '{"data": {"approverGroupRefs": ["finance"]}}', NULL)) $$), 'false',
           'may_decide cannot probe another principal''s group: it answers for mallory, who is not in finance');
 SELECT is(pg_temp.as_mallory($$ SELECT to_jsonb(openwop.may_decide('acme', 'x', 'approval',
-                                  '{"data": {"approversList": ["dave"]}}')) $$), 'false',
+                                  '{"data": {"approversList": ["dave"]}}', NULL)) $$), 'false',
           '... nor name someone else');
 SELECT is(pg_temp.as_mallory($$ SELECT to_jsonb(openwop.may_decide('acme', 'x', 'approval',
-                                  '{"data": {"approverGroupRefs": ["board"]}}')) $$), 'false',
+                                  '{"data": {"approverGroupRefs": ["board"]}}', NULL)) $$), 'false',
           '... nor probe another tenant''s group');
 SELECT is(pg_temp.as_mallory($$ SELECT to_jsonb(openwop.may_decide('acme', 'x', 'approval',
-                                  '{"data": {"approversList": ["tap_atk_mallory"]}}')) $$), 'true',
+                                  '{"data": {"approversList": ["tap_atk_mallory"]}}', NULL)) $$), 'true',
           'control: it answers true for mallory herself');
-SELECT is(pg_temp.as_mallory($$ SELECT to_jsonb(array_agg(openwop.may_decide('acme', interrupt_id, 'approval', payload)))
+SELECT is(pg_temp.as_mallory($$ SELECT to_jsonb(array_agg(openwop.may_decide('acme', interrupt_id, 'approval', payload, NULL)))
                                  FROM (VALUES ('x', '{}'::jsonb), ('x', '{"data": 1}'), ('x', '{"data": []}'), ('x', '{"data": null}'),
                                   ('x', '{"data": {"approversList": 7, "approverGroupRefs": {"a": 1}, "approverRoleRefs": [1, null, []]}}'),
                                   ('x', '{"data": {"requiredApprovals": "2", "actions": 5}}'),
@@ -111,7 +111,7 @@ SELECT is(pg_temp.as_mallory($$ SELECT to_jsonb(array_agg(openwop.may_decide('ac
                                            FROM generate_series(1, 50000) g))) v(interrupt_id, payload) $$),
           '[false, false, false, false, true, true, true, true, false]',
           'may_decide reads hostile payloads (non-objects, wrong types, huge numbers and lists, a huge id) without a raw error');
-SELECT is(pg_temp.as_request('{"sub": "alice", "tenant": "acme"}', $$ SELECT to_jsonb(openwop.may_decide('acme', 'x', 'custom', '{}')) $$),
+SELECT is(pg_temp.as_request('{"sub": "alice", "tenant": "acme"}', $$ SELECT to_jsonb(openwop.may_decide('acme', 'x', 'custom', '{}', NULL)) $$),
           'false', 'may_decide for a JWT without the scope: false');
 
 /* ------------------------------------------------------------------
@@ -215,7 +215,7 @@ CREATE ROLE tap_atk_reader;
 GRANT USAGE ON SCHEMA openwop TO tap_atk_reader;
 GRANT SELECT ON openwop.pending_interrupts TO tap_atk_reader;
 GRANT EXECUTE ON FUNCTION openwop.inbox_tenant(), openwop.inbox_voter(), openwop.inbox_waiting(text),
-                          openwop.may_decide(text, text, text, jsonb) TO tap_atk_reader;
+                          openwop.may_decide(text, text, text, jsonb, jsonb) TO tap_atk_reader;
 GRANT tap_atk_reader TO tap_atk_mallory;
 SELECT is(pg_temp.as_login('tap_atk_mallory', 'acme', 'SELECT coalesce(jsonb_agg(run_id ORDER BY run_id), ''[]'') FROM openwop.pending_interrupts', 'tap_atk_reader'),
           '["acme/atk-askonly-000001", "acme/atk-open-000000001"]', 'SET ROLE to another role leaves mallory''s inbox');

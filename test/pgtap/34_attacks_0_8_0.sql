@@ -70,7 +70,7 @@ CREATE SCHEMA openwop_tap_atk AUTHORIZATION openwop_tap_atk_by;
 GRANT USAGE ON SCHEMA openwop TO openwop_tap_atk_cb, openwop_tap_atk_by, openwop_tap_atk_engine;
 GRANT USAGE, CREATE ON SCHEMA openwop_tap_atk TO openwop_tap_atk_cb;
 GRANT EXECUTE ON FUNCTION openwop.confirm_credential(text, text, text) TO openwop_tap_atk_cb;
-GRANT EXECUTE ON FUNCTION openwop.create_run(text, jsonb), openwop.start_node(text, text, text),
+GRANT EXECUTE ON FUNCTION openwop.create_run(text, jsonb, text), openwop.start_node(text, text, text),
                           openwop.interrupt(text, text, jsonb, integer) TO openwop_tap_atk_engine;
 
 /* ------------------------------------------------------------------

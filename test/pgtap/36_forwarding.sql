@@ -93,7 +93,10 @@ SELECT is((SELECT array_agg(p.proname::text ORDER BY p.proname)
                                     'sweep', 'stats_reset', 'stats_counts', 'worker_status', 'direct_path', 'inbox_waiting',
                                     'events_append_only', 'interrupts_keep_open',
                                     'export_signing_key', 'import_signing_key',
-                                    'serve_database', 'listen', 'unlisten')   -- the database's own, the session's own
+                                    'serve_database', 'listen', 'unlisten',   -- the database's own, the session's own
+                                    -- policies are each database's own: a DBA sets them on every shard
+                                    'set_approval_policy', 'retire_approval_policy', 'policy_admin_tenant',
+                                    'approval_policy_log_append_only')
               AND NOT EXISTS (SELECT FROM pg_proc w
                                WHERE w.pronamespace = 'openwop_forward'::regnamespace AND w.proname = p.proname
                                  AND pg_get_function_arguments(w.oid) = 'caller jsonb' || CASE WHEN p.pronargs > 0 THEN ', ' ELSE '' END
@@ -147,7 +150,7 @@ SELECT is((SELECT count(*) FROM jsonb_array_elements(pg_temp.as_forwarder('tap_f
             format('SELECT jsonb_agg(to_jsonb(p)) FROM openwop_forward.pending_interrupts(%L) p', pg_temp.fwd('alice'))))),
           1::bigint, 'the inbox through the wrapper: alice sees the gate');
 SELECT is(pg_temp.routed('may_decide', pg_temp.fwd('alice'),
-            format('%L, %L, %L, %L', 'acme', (pg_temp.gate_of('acme/fwd-run-000000001')).interrupt_id, 'approval',
+            format('%L, %L, %L, %L, NULL', 'acme', (pg_temp.gate_of('acme/fwd-run-000000001')).interrupt_id, 'approval',
                    (pg_temp.gate_of('acme/fwd-run-000000001')).payload)), 'true', '... may_decide says so');
 SELECT is(pg_temp.routed('inbox_voter', pg_temp.fwd('alice')), '"alice"', '... under her own subjectId');
 SELECT is(pg_temp.routed('inbox_voter', pg_temp.fwd('bob')), '"bob"',
@@ -155,7 +158,7 @@ SELECT is(pg_temp.routed('inbox_voter', pg_temp.fwd('bob')), '"bob"',
 SELECT is(pg_temp.as_forwarder('tap_fwd_router', '*', format('SELECT jsonb_build_array(openwop_forward.inbox_voter(%L), openwop_forward.inbox_voter(%L))',
                                                             pg_temp.fwd('alice'), pg_temp.fwd('bob'))),
           '["alice", "bob"]', '... nor across calls in one statement');
-SELECT is(pg_temp.as_forwarder('tap_fwd_router', '*', format('SELECT jsonb_build_array(openwop_forward.may_decide(%L, %L, %L, %L, %L), openwop_forward.may_decide(%L, %L, %L, %L, %L))',
+SELECT is(pg_temp.as_forwarder('tap_fwd_router', '*', format('SELECT jsonb_build_array(openwop_forward.may_decide(%L, %L, %L, %L, %L, NULL), openwop_forward.may_decide(%L, %L, %L, %L, %L, NULL))',
             pg_temp.fwd('alice'), 'acme', (pg_temp.gate_of('acme/fwd-run-000000001')).interrupt_id, 'approval', (pg_temp.gate_of('acme/fwd-run-000000001')).payload,
             pg_temp.fwd('alice', 'acme', false), 'acme', (pg_temp.gate_of('acme/fwd-run-000000001')).interrupt_id, 'approval', (pg_temp.gate_of('acme/fwd-run-000000001')).payload)),
           '[true, false]', '... may_decide neither');

@@ -1,0 +1,661 @@
+/*-------------------------------------------------------------------------
+ *
+ * policies.c
+ *	  Approval policies the DBA owns: versioned documents in an append-only
+ *	  log (set_approval_policy, retire_approval_policy), matched when an
+ *	  approval gate is raised and pinned on it with the rule they make with
+ *	  the engine's request, which they only ever make stricter.
+ *
+ * A gate's rule is decided once, when it is raised, and kept with it
+ * (openwop.interrupts.policy, copied to its open row): a later version, a
+ * retirement, or a policy set while the gate waits changes nothing of it,
+ * and a replay reads what was pinned.  The engine's request is carried on
+ * interrupt.requested verbatim; the pin lives in host tables only, and on
+ * interrupt.resolved under the vendor hatch.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "base/base.h"
+#include "store/store.h"
+#include "auth/auth.h"
+#include "domain/domain.h"
+
+#include "access/xact.h"
+#include "catalog/pg_type.h"
+#include "miscadmin.h"
+#include "utils/acl.h"
+#include "utils/builtins.h"
+#include "utils/numeric.h"
+
+PG_FUNCTION_INFO_V1(ow_set_approval_policy);
+PG_FUNCTION_INFO_V1(ow_retire_approval_policy);
+PG_FUNCTION_INFO_V1(ow_policy_admin_tenant);
+
+/* The role whose real members set and retire policies. */
+#define POLICY_ADMIN_ROLE "openwop_policy_admin"
+#define POLICY_NAME_MAX 128
+/* the most accepts a policy may ask for, in all and of its groups together */
+#define POLICY_MAX_APPROVALS 1000
+/* versions taken by concurrent set_approval_policy() calls before one is given up */
+#define POLICY_SET_TRIES 16
+
+/*
+ * The policy document, closed: a key misspelt would otherwise be a rule
+ * silently not applied.  The issue on deadlines adds its members here.
+ */
+static const char policy_schema[] =
+"{\"type\": \"object\", \"required\": [\"appliesTo\"], \"additionalProperties\": false,"
+" \"properties\": {"
+"  \"appliesTo\": {\"type\": \"object\", \"required\": [\"workflowId\", \"nodeId\"],"
+"                 \"additionalProperties\": false,"
+"                 \"properties\": {\"workflowId\": {\"type\": \"string\", \"minLength\": 1, \"maxLength\": 256},"
+"                                \"nodeId\": {\"type\": \"string\", \"minLength\": 1, \"maxLength\": 256}}},"
+"  \"requiredApprovals\": {\"type\": \"integer\", \"minimum\": 1, \"maximum\": 1000},"
+"  \"rejectionPolicy\": {\"enum\": [\"single-veto\", \"majority\"]},"
+"  \"groups\": {\"type\": \"array\", \"maxItems\": 32,"
+"             \"items\": {\"type\": \"object\", \"required\": [\"ref\", \"required\"],"
+"                       \"additionalProperties\": false,"
+"                       \"properties\": {\"ref\": {\"type\": \"string\", \"minLength\": 1, \"maxLength\": 256},"
+"                                      \"required\": {\"type\": \"integer\", \"minimum\": 1, \"maximum\": 1000}}}},"
+"  \"excludeRequester\": {\"type\": \"boolean\"},"
+"  \"maxTimeoutMs\": {\"type\": \"integer\", \"minimum\": 1, \"maximum\": 3153600000000000},"
+"  \"overrideBypassesQuorum\": {\"type\": \"boolean\"},"
+"  \"description\": {\"type\": \"string\", \"maxLength\": 1000}}}";
+
+/* ----------
+ * Reading a document
+ * ----------
+ */
+
+/*
+ * A member's integer value, or dflt when absent: of a policy document,
+ * validated (check_policy), or of a pin made from them, so it fits.
+ */
+static int64
+member_int(JsonbContainer *obj, const char *key, int64 dflt)
+{
+	JsonbValue *v = owj_get_container(obj, key);
+
+	if (v == NULL || v->type != jbvNumeric)
+		return dflt;
+	return DatumGetInt64(DirectFunctionCall1(numeric_int8, NumericGetDatum(v->val.numeric)));
+}
+
+static bool
+member_bool(JsonbContainer *obj, const char *key, bool dflt)
+{
+	JsonbValue *v = owj_get_container(obj, key);
+
+	return (v && v->type == jbvBool) ? v->val.boolean : dflt;
+}
+
+static bool
+member_is(JsonbContainer *obj, const char *key, const char *value)
+{
+	JsonbValue *v = owj_get_container(obj, key);
+
+	return v && v->type == jbvString && v->val.string.len == (int) strlen(value) &&
+		memcmp(v->val.string.val, value, v->val.string.len) == 0;
+}
+
+/* The array member key of obj, or NULL. */
+static JsonbContainer *
+member_array(JsonbContainer *obj, const char *key)
+{
+	JsonbValue *v = owj_get_container(obj, key);
+
+	return owj_is_array(v) ? v->val.binary.data : NULL;
+}
+
+/* The gate's requiredApprovals (1 when absent); a value beyond int4 reads as the largest. */
+static int
+requested_approvals(JsonbContainer *data)
+{
+	JsonbValue *v = owj_get_container(data, "requiredApprovals");
+	bool		overflow = false;
+	int			required;
+
+	if (v == NULL || v->type != jbvNumeric)
+		return 1;
+	required = numeric_int4_opt_error(v->val.numeric, &overflow);
+	return overflow ? PG_INT32_MAX : required;
+}
+
+/* ----------
+ * Who may set them
+ * ----------
+ */
+
+/* Does caller c hold openwop_policy_admin: a SQL login, by real membership? */
+static bool
+is_policy_admin(const OwCaller *c)
+{
+	Oid			role;
+
+	if (c->claims != NULL || c->forwarded_by != NULL || !OidIsValid(c->login))
+		return false;
+	role = get_role_oid(POLICY_ADMIN_ROLE, true);
+	return OidIsValid(role) && is_member_of_role_nosuper(c->login, role);
+}
+
+static void
+require_policy_admin(const OwCaller *c)
+{
+	OwDetails	d;
+
+	if (is_policy_admin(c))
+		return;
+	ow_details_init(&d);
+	ow_details_str(&d, "requiredRole", POLICY_ADMIN_ROLE);
+	ow_raise(OW_FORBIDDEN, &d,
+			 c->claims || c->forwarded_by
+			 ? "Approval policies are set from a SQL session, by a login granted " POLICY_ADMIN_ROLE "."
+			 : "GRANT " POLICY_ADMIN_ROLE " TO the login (superusers need the grant too).",
+			 "changing approval policies needs the role %s", POLICY_ADMIN_ROLE);
+}
+
+/*
+ * The tenant of a policy call: argument n, or the caller's own when it is
+ * NULL.  Another tenant than the caller's is for a login that acts in
+ * every tenant only.
+ */
+static char *
+policy_tenant(FunctionCallInfo fcinfo, int n, const OwCaller *c)
+{
+	char	   *tenant;
+
+	if (PG_ARGISNULL(n))
+		return c->subject.tenant;
+	tenant = text_to_cstring(PG_GETARG_TEXT_PP(n));
+	if (!ow_valid_tenant(tenant))
+		ow_validation_error("tenant", "\"%s\" is not a valid tenant id", ow_echo(tenant));
+	if (strcmp(tenant, c->subject.tenant) != 0)
+		ow_require_every_tenant(c, "changing another tenant's approval policies");
+	return tenant;
+}
+
+/* A policy's name: 1 to 128 letters, digits and . _ : - */
+static char *
+policy_name(FunctionCallInfo fcinfo, int n)
+{
+	char	   *name;
+	const char *p;
+
+	if (PG_ARGISNULL(n))
+		ow_validation_error("name", "name must not be null");
+	name = text_to_cstring(PG_GETARG_TEXT_PP(n));
+	if (name[0] == '\0' || strlen(name) > POLICY_NAME_MAX)
+		ow_validation_error("name", "a policy name is 1 to %d characters", POLICY_NAME_MAX);
+	for (p = name; *p; p++)
+		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+			  *p == '.' || *p == '_' || *p == ':' || *p == '-'))
+			ow_validation_error("name",
+								"\"%s\" is not a policy name: use letters, digits and . _ : - only",
+								ow_echo(name));
+	return name;
+}
+
+/*
+ * details.field of a schema error at JSON pointer path: "policy" and the
+ * path with array indexes in brackets (/groups/0/required:
+ * policy.groups[0].required).
+ */
+static char *
+error_field(const char *errors)
+{
+	Jsonb	   *list = DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(errors)));
+	JsonbValue *first = getIthJsonbValueFromContainer(&list->root, 0);
+	JsonbValue *path = first && first->type == jbvBinary ? owj_get_container(first->val.binary.data, "path") : NULL;
+	char	   *p = path ? owj_string(path) : NULL;
+	StringInfoData out;
+	char	   *save = NULL;
+	char	   *seg;
+
+	initStringInfo(&out);
+	appendStringInfoString(&out, "policy");
+	if (p == NULL)
+		return out.data;
+	for (seg = strtok_r(p, "/", &save); seg; seg = strtok_r(NULL, "/", &save))
+	{
+		if (strspn(seg, "0123456789") == strlen(seg))
+			appendStringInfo(&out, "[%s]", seg);
+		else
+			appendStringInfo(&out, ".%s", seg);
+	}
+	return out.data;
+}
+
+/*
+ * Refuse a bad policy document (400 validation_error naming the field):
+ * its schema, then what a schema does not say: each group once, and no
+ * more accepts than a gate can count.
+ */
+static void
+check_policy(Jsonb *policy)
+{
+	Jsonb	   *schema = DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(policy_schema)));
+	char	   *errors;
+	JsonbContainer *groups;
+	int64		total = 0;
+	int			i,
+				j;
+
+	if (!ow_schema_validate(schema, policy, &errors))
+		ow_validation_errors(error_field(errors), errors, NULL, "the approval policy is not valid");
+	groups = member_array(&policy->root, "groups");
+	if (groups == NULL)
+		return;
+	for (i = 0; i < (int) JsonContainerSize(groups); i++)
+	{
+		JsonbContainer *g = getIthJsonbValueFromContainer(groups, i)->val.binary.data;
+		char	   *ref = owj_string(owj_get_container(g, "ref"));
+
+		for (j = 0; j < i; j++)
+			if (strcmp(ref, owj_string(owj_get_container(getIthJsonbValueFromContainer(groups, j)->val.binary.data,
+														 "ref"))) == 0)
+				ow_validation_error(psprintf("policy.groups[%d].ref", i),
+									"group \"%s\" is listed twice: give it one requirement", ow_echo(ref));
+		total += member_int(g, "required", 1);
+	}
+	if (total > POLICY_MAX_APPROVALS)
+		ow_validation_error("policy.groups",
+							"the groups require %lld approvals together, more than the %d a policy may",
+							(long long) total, POLICY_MAX_APPROVALS);
+}
+
+/* {name, version, tenant} and more, built in the caller's context. */
+static Jsonb *
+policy_answer(const char *name, int version, const char *tenant, bool retire, bool changed)
+{
+	OwJson		j;
+
+	owj_begin(&j);
+	owj_str(&j, "name", name);
+	owj_str(&j, "tenant", tenant);
+	if (retire)
+		owj_bool(&j, "changed", changed);
+	owj_int(&j, "version", version);
+	if (retire)
+		owj_bool(&j, "retired", true);
+	return owj_end(&j);
+}
+
+/*
+ * openwop.set_approval_policy(name, policy, tenant) → {name, version, tenant}:
+ * a new version, the one new gates pin from the commit on.
+ */
+Datum
+ow_set_approval_policy(PG_FUNCTION_ARGS)
+{
+	/* the next version; a concurrent call that took it first makes this one take the next */
+	static OwQuery insert = {
+		"INSERT INTO openwop.approval_policy_log"
+		" (tenant, name, version, change, policy, changed_by, changed_at)"
+		" SELECT $1, $2, COALESCE(pg_catalog.max(version), 0) OPERATOR(pg_catalog.+) 1, 'set', $3, $4,"
+		"        pg_catalog.now()"
+		"   FROM openwop.approval_policy_log"
+		"  WHERE tenant OPERATOR(pg_catalog.=) $1 AND name OPERATOR(pg_catalog.=) $2"
+		" ON CONFLICT DO NOTHING RETURNING version",
+		4, {TEXTOID, TEXTOID, JSONBOID, TEXTOID}, SPI_OK_INSERT_RETURNING
+	};
+	OwCall		call;
+	char	   *name;
+	char	   *tenant;
+	Jsonb	   *policy;
+	Datum		args[4];
+	int			version = 0;
+	int			tries;
+	Jsonb	   *result;
+
+	ow_refuse_read_only("set_approval_policy()");
+	ow_caller(&call.caller);
+	require_policy_admin(&call.caller);
+	name = policy_name(fcinfo, 0);
+	if (PG_ARGISNULL(1))
+		ow_validation_error("policy", "policy must not be null");
+	ow_check_json_arg(fcinfo, 1, "policy", false);
+	policy = PG_GETARG_JSONB_P(1);
+	check_policy(policy);
+	tenant = policy_tenant(fcinfo, 2, &call.caller);
+
+	ow_call_enter(&call);
+	args[0] = CStringGetTextDatum(tenant);
+	args[1] = CStringGetTextDatum(name);
+	args[2] = JsonbPGetDatum(policy);
+	args[3] = CStringGetTextDatum(call.caller.subject.subject_id);
+	for (tries = 0; version == 0; tries++)
+	{
+		if (tries == POLICY_SET_TRIES)
+			ereport(ERROR,
+					(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+					 errmsg("could not take a version of approval policy \"%s\"", name),
+					 errdetail("%d concurrent changes to the policy took each version first.", POLICY_SET_TRIES),
+					 errhint("Retry the call.")));
+		if (ow_exec(&insert, args, NULL, false, 0) == 1)
+			version = (int) ow_col_int64(0, 1);
+	}
+	ow_call_end(&call);
+	result = policy_answer(name, version, tenant, false, false);
+	ow_call_finish(&call);
+	PG_RETURN_JSONB_P(result);
+}
+
+/*
+ * openwop.retire_approval_policy(name, tenant) → {name, version, tenant,
+ * retired, changed}: its latest version stops applying to new gates.
+ * Retiring a retired policy again changes nothing; one never set is 404.
+ */
+Datum
+ow_retire_approval_policy(PG_FUNCTION_ARGS)
+{
+	static OwQuery latest = {
+		"SELECT s.version, EXISTS (SELECT FROM openwop.approval_policy_log r"
+		"        WHERE r.tenant OPERATOR(pg_catalog.=) s.tenant AND r.name OPERATOR(pg_catalog.=) s.name"
+		"          AND r.version OPERATOR(pg_catalog.=) s.version AND r.change OPERATOR(pg_catalog.=) 'retire')"
+		"  FROM openwop.approval_policy_log s"
+		" WHERE s.tenant OPERATOR(pg_catalog.=) $1 AND s.name OPERATOR(pg_catalog.=) $2"
+		"   AND s.change OPERATOR(pg_catalog.=) 'set'"
+		" ORDER BY s.version DESC LIMIT 1",
+		2, {TEXTOID, TEXTOID}, SPI_OK_SELECT
+	};
+	static OwQuery retire = {
+		"INSERT INTO openwop.approval_policy_log"
+		" (tenant, name, version, change, policy, changed_by, changed_at)"
+		" VALUES ($1, $2, $3, 'retire', NULL, $4, pg_catalog.now())"
+		" ON CONFLICT DO NOTHING",
+		4, {TEXTOID, TEXTOID, INT4OID, TEXTOID}, SPI_OK_INSERT
+	};
+	OwCall		call;
+	char	   *name;
+	char	   *tenant;
+	Datum		args[4];
+	int			version;
+	bool		changed = false;
+	Jsonb	   *result;
+
+	ow_refuse_read_only("retire_approval_policy()");
+	ow_caller(&call.caller);
+	require_policy_admin(&call.caller);
+	name = policy_name(fcinfo, 0);
+	tenant = policy_tenant(fcinfo, 1, &call.caller);
+
+	ow_call_enter(&call);
+	args[0] = CStringGetTextDatum(tenant);
+	args[1] = CStringGetTextDatum(name);
+	if (ow_exec(&latest, args, NULL, false, 1) != 1)
+	{
+		OwDetails	d;
+
+		ow_details_init(&d);
+		ow_details_str(&d, "name", name);
+		ow_details_str(&d, "tenant", tenant);
+		ow_raise(OW_NOT_FOUND, &d, NULL,
+				 "approval policy \"%s\" does not exist in tenant \"%s\"", name, tenant);
+	}
+	version = (int) ow_col_int64(0, 1);
+	if (!ow_col_bool(0, 2))
+	{
+		args[2] = Int32GetDatum(version);
+		args[3] = CStringGetTextDatum(call.caller.subject.subject_id);
+		changed = ow_exec(&retire, args, NULL, false, 0) == 1;
+	}
+	ow_call_end(&call);
+	result = policy_answer(name, version, tenant, true, changed);
+	ow_call_finish(&call);
+	PG_RETURN_JSONB_P(result);
+}
+
+/*
+ * openwop.policy_admin_tenant() → text: the tenant whose policies the
+ * caller administers, "*" for every tenant, NULL for a caller that is no
+ * policy admin (openwop.approval_policies shows it nothing).
+ */
+Datum
+ow_policy_admin_tenant(PG_FUNCTION_ARGS)
+{
+	OwCaller	c;
+
+	ow_caller(&c);
+	if (!is_policy_admin(&c))
+		PG_RETURN_NULL();
+	PG_RETURN_TEXT_P(cstring_to_text(ow_acts_in_every_tenant(&c) ? "*" : c.subject.tenant));
+}
+
+/* ----------
+ * Pinning: a gate's rule, when it is raised
+ * ----------
+ */
+
+/* A group requirement of the rule being made: the largest asked for the group. */
+static void
+merge_group(OwGateRule *rule, const char *ref, int required)
+{
+	int			i;
+
+	for (i = 0; i < rule->ngroups; i++)
+		if (strcmp(rule->groups[i].ref, ref) == 0)
+		{
+			rule->groups[i].required = Max(rule->groups[i].required, required);
+			return;
+		}
+	if (rule->groups == NULL)
+		rule->groups = palloc(sizeof(OwGateGroup) * 32);
+	else if (rule->ngroups % 32 == 0)
+		rule->groups = repalloc(rule->groups, sizeof(OwGateGroup) * (rule->ngroups + 32));
+	rule->groups[rule->ngroups].ref = pstrdup(ref);
+	rule->groups[rule->ngroups].required = required;
+	rule->ngroups++;
+}
+
+/*
+ * Who may not vote on a gate whose policy excludes the requester, under
+ * key: {owner: the run's owner (issuer-qualified), requester: the person
+ * create_run named, when it named one}.
+ */
+static void
+excluded_voters(OwJson *j, const char *key, OwRun *run)
+{
+	static OwQuery q = {
+		"SELECT owner OPERATOR(pg_catalog.->>) 'issuer', owner OPERATOR(pg_catalog.->>) 'subjectId',"
+		"       requested_by"
+		"  FROM openwop.runs"
+		" WHERE tenant OPERATOR(pg_catalog.=) $1 AND run_id OPERATOR(pg_catalog.=) $2",
+		2, {TEXTOID, TEXTOID}, SPI_OK_SELECT
+	};
+	char	   *issuer;
+	char	   *subject;
+	char	   *requester;
+
+	if (ow_run_exec(&q, run, NULL, false, 1) != 1)
+		elog(ERROR, "run \"%s\" has no row", run->run_id);
+	issuer = ow_col_text(0, 1);
+	subject = ow_col_text(0, 2);
+	requester = ow_col_text(0, 3);
+	owj_begin_object(j, key);
+	if (issuer && subject)
+		owj_str(j, "owner", psprintf("%s/%s", issuer, subject));
+	if (requester)
+		owj_str(j, "requester", requester);
+	owj_end_object(j);
+}
+
+/*
+ * The policies that govern an approval gate node_id of run raises with
+ * request data: every active version of the run's tenant whose appliesTo
+ * names the run's workflow and the node (exactly or with "*"), read in one
+ * snapshot, so a change racing the raise is pinned whole or not at all.
+ * NULL when none matches.  Else the pin: {name, version} of the first by
+ * name (policies: every one, when several match) and the rule they make
+ * with the request, each member the stricter of the two:
+ * requiredApprovals the largest (and at least the groups' sum, their
+ * members being distinct humans), single-veto unless every side says
+ * majority, groups merged (the largest requirement of each), the
+ * requester excluded when any policy excludes it (the default), an
+ * override principal's bypass only when the request and every policy allow
+ * it, and the shortest deadline: *timeout_ms is lowered to it.
+ */
+Jsonb *
+ow_policy_pin(OwRun *run, const char *node_id, JsonbContainer *data, int64 *timeout_ms)
+{
+	static OwQuery matching = {
+		"SELECT s.name, s.version, s.policy FROM openwop.approval_policy_log s"
+		" WHERE s.tenant OPERATOR(pg_catalog.=) $1 AND s.change OPERATOR(pg_catalog.=) 'set'"
+		"   AND (s.policy OPERATOR(pg_catalog.#>>) '{appliesTo,workflowId}') IN ($2, '*')"
+		"   AND (s.policy OPERATOR(pg_catalog.#>>) '{appliesTo,nodeId}') IN ($3, '*')"
+		"   AND NOT EXISTS (SELECT FROM openwop.approval_policy_log n"
+		"        WHERE n.tenant OPERATOR(pg_catalog.=) s.tenant AND n.name OPERATOR(pg_catalog.=) s.name"
+		"          AND (n.version OPERATOR(pg_catalog.>) s.version"
+		"               OR (n.version OPERATOR(pg_catalog.=) s.version"
+		"                   AND n.change OPERATOR(pg_catalog.=) 'retire')))"
+		" ORDER BY s.name",
+		3, {TEXTOID, TEXTOID, TEXTOID}, SPI_OK_SELECT
+	};
+	Datum		args[3];
+	uint64		n;
+	uint64		i;
+	char	  **names;
+	int		   *versions;
+	Jsonb	  **docs;
+	OwGateRule	rule = {0};
+	bool		single_veto;
+	int64		timeout = *timeout_ms > 0 ? *timeout_ms : PG_INT64_MAX;
+	int64		total = 0;
+	OwJson		j;
+	int			g;
+
+	args[0] = CStringGetTextDatum(run->tenant);
+	args[1] = CStringGetTextDatum(run->workflow_id);
+	args[2] = CStringGetTextDatum(node_id);
+	n = ow_exec(&matching, args, NULL, false, 0);
+	if (n == 0)
+		return NULL;
+	names = palloc(sizeof(char *) * n);
+	versions = palloc(sizeof(int) * n);
+	docs = palloc(sizeof(Jsonb *) * n);
+	for (i = 0; i < n; i++)
+	{
+		names[i] = ow_col_text(i, 1);
+		versions[i] = (int) ow_col_int64(i, 2);
+		docs[i] = ow_col_jsonb(i, 3);
+	}
+
+	/* the request's rule, then each policy's on top */
+	rule.required = requested_approvals(data);
+	single_veto = !member_is(data, "rejectionPolicy", "majority");
+	rule.bypass = member_bool(data, "overrideBypassesQuorum", false);
+	for (i = 0; i < n; i++)
+	{
+		JsonbContainer *p = &docs[i]->root;
+		JsonbContainer *groups = member_array(p, "groups");
+
+		rule.required = Max(rule.required, (int) member_int(p, "requiredApprovals", 1));
+		single_veto |= member_is(p, "rejectionPolicy", "single-veto");
+		rule.bypass &= member_bool(p, "overrideBypassesQuorum", false);
+		rule.exclude_requester |= member_bool(p, "excludeRequester", true);
+		timeout = Min(timeout, member_int(p, "maxTimeoutMs", PG_INT64_MAX));
+		for (g = 0; groups && g < (int) JsonContainerSize(groups); g++)
+		{
+			JsonbContainer *gc = getIthJsonbValueFromContainer(groups, g)->val.binary.data;
+
+			merge_group(&rule, owj_string(owj_get_container(gc, "ref")), (int) member_int(gc, "required", 1));
+		}
+	}
+	for (g = 0; g < rule.ngroups; g++)
+		total += rule.groups[g].required;
+	rule.required = (int) Max((int64) rule.required, total);
+
+	/* in jsonb's key order (see json.c) */
+	owj_begin(&j);
+	owj_str(&j, "name", names[0]);
+	owj_begin_array(&j, "groups");
+	for (g = 0; g < rule.ngroups; g++)
+	{
+		owj_begin_object(&j, NULL);
+		owj_str(&j, "ref", rule.groups[g].ref);
+		owj_int(&j, "required", rule.groups[g].required);
+		owj_end_object(&j);
+	}
+	owj_end_array(&j);
+	owj_int(&j, "version", versions[0]);
+	if (rule.exclude_requester)
+		excluded_voters(&j, "excluded", run);
+	if (n > 1)
+	{
+		owj_begin_array(&j, "policies");
+		for (i = 0; i < n; i++)
+		{
+			owj_begin_object(&j, NULL);
+			owj_str(&j, "name", names[i]);
+			owj_int(&j, "version", versions[i]);
+			owj_end_object(&j);
+		}
+		owj_end_array(&j);
+	}
+	if (timeout != PG_INT64_MAX && timeout != *timeout_ms)
+	{
+		owj_int(&j, "timeoutMs", timeout);
+		*timeout_ms = timeout;
+	}
+	owj_str(&j, "rejectionPolicy", single_veto ? "single-veto" : "majority");
+	owj_bool(&j, "excludeRequester", rule.exclude_requester);
+	owj_int(&j, "requiredApprovals", rule.required);
+	owj_bool(&j, "overrideBypassesQuorum", rule.bypass);
+	return owj_end(&j);
+}
+
+/*
+ * The rule of an approval gate with request data: the one its pin
+ * recorded (ow_policy_pin), or the request's own when it pinned none.
+ */
+void
+ow_gate_rule(JsonbContainer *data, Jsonb *pin, OwGateRule *rule)
+{
+	JsonbContainer *source = pin ? &pin->root : data;
+	JsonbContainer *groups;
+	JsonbValue *v;
+	int			i;
+
+	memset(rule, 0, sizeof(*rule));
+	rule->pin = pin;
+	rule->required = pin ? (int) member_int(source, "requiredApprovals", 1) : requested_approvals(data);
+	rule->majority = member_is(source, "rejectionPolicy", "majority");
+	rule->bypass = member_bool(source, "overrideBypassesQuorum", false);
+	if (pin == NULL)
+		return;
+	rule->exclude_requester = member_bool(source, "excludeRequester", true);
+	groups = member_array(source, "groups");
+	for (i = 0; groups && i < (int) JsonContainerSize(groups); i++)
+	{
+		JsonbContainer *gc = getIthJsonbValueFromContainer(groups, i)->val.binary.data;
+
+		merge_group(rule, owj_string(owj_get_container(gc, "ref")), (int) member_int(gc, "required", 1));
+	}
+	if ((v = owj_get_container(source, "excluded")) != NULL && owj_is_object(v))
+	{
+		JsonbValue *who;
+
+		if ((who = owj_get_container(v->val.binary.data, "owner")) != NULL)
+			rule->owner = owj_string(who);
+		if ((who = owj_get_container(v->val.binary.data, "requester")) != NULL)
+			rule->requester = owj_string(who);
+	}
+}
+
+/* What interrupt.resolved records of a pin: {name, version, policies?}, or NULL. */
+Jsonb *
+ow_policy_record(const OwGateRule *rule)
+{
+	OwJson		j;
+	JsonbValue *v;
+
+	if (rule->pin == NULL)
+		return NULL;
+	owj_begin(&j);
+	owj_value(&j, "name", owj_get(rule->pin, "name"));
+	owj_value(&j, "version", owj_get(rule->pin, "version"));
+	if ((v = owj_get(rule->pin, "policies")) != NULL)
+		owj_value(&j, "policies", v);
+	return owj_end(&j);
+}
