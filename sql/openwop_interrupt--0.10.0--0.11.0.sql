@@ -447,4 +447,104 @@ $$;
 COMMENT ON FUNCTION openwop_forward.may_decide(jsonb, text, text, text, jsonb, jsonb) IS
   'openwop.may_decide for the forwarded caller: may it resolve this pending interrupt now? Approver role refs match the shard''s own logins only, never a forwarded caller.';
 REVOKE ALL ON FUNCTION openwop_forward.may_decide(jsonb, text, text, text, jsonb, jsonb) FROM PUBLIC;
+/* ------------------------------------------------------------------------
+ * Delegation: while an approver is away, a delegate votes on the gates the
+ * approver may decide, once, as the approver, recorded "on behalf of";
+ * never cascading, never on the delegate's own request.
+ * ---------------------------------------------------------------------- */
+CREATE TABLE openwop.approval_delegations (
+    tenant         text COLLATE "C" NOT NULL,
+    delegation_id  text COLLATE "C" NOT NULL,
+    delegator      text COLLATE "C" NOT NULL,
+    delegate       text COLLATE "C" NOT NULL,
+    starts_at      timestamptz NOT NULL,
+    ends_at        timestamptz NOT NULL,
+    set_by         text COLLATE "C" NOT NULL,
+    set_at         timestamptz NOT NULL,
+    revoked_at     timestamptz,
+    revoked_by     text COLLATE "C",
+    PRIMARY KEY (tenant, delegation_id),
+    CONSTRAINT approval_delegations_window CHECK (ends_at > starts_at),
+    CONSTRAINT approval_delegations_not_to_oneself CHECK (delegator <> delegate),
+    CONSTRAINT approval_delegations_revoked CHECK ((revoked_at IS NULL) = (revoked_by IS NULL))
+);
+CREATE INDEX approval_delegations_of_delegate ON openwop.approval_delegations (tenant, delegate, ends_at);
+COMMENT ON TABLE openwop.approval_delegations IS
+  'Delegations of approval: between starts_at and ends_at, unless revoked, delegate may vote on the gates delegator is eligible for, as delegator (one vote, recorded on behalf of). Read it through openwop.delegations.';
+COMMENT ON INDEX openwop.approval_delegations_of_delegate IS
+  'The delegations a voter holds, looked up when it is not eligible itself.';
+COMMENT ON COLUMN openwop.approval_delegations.tenant IS 'The tenant of both people.';
+COMMENT ON COLUMN openwop.approval_delegations.delegation_id IS 'Tenant-bound id, "<tenant>/<opaque>".';
+COMMENT ON COLUMN openwop.approval_delegations.delegator IS 'Whose eligibility is delegated: a subjectId, or "<issuer>/<subjectId>".';
+COMMENT ON COLUMN openwop.approval_delegations.delegate IS 'Who may use it: a subjectId, or "<issuer>/<subjectId>".';
+COMMENT ON COLUMN openwop.approval_delegations.starts_at IS 'From when.';
+COMMENT ON COLUMN openwop.approval_delegations.ends_at IS 'Until when (exclusive).';
+COMMENT ON COLUMN openwop.approval_delegations.set_by IS 'Who set it: the delegator, or the policy admin who set it for them.';
+COMMENT ON COLUMN openwop.approval_delegations.set_at IS 'When.';
+COMMENT ON COLUMN openwop.approval_delegations.revoked_at IS 'When it was revoked; NULL while it is not.';
+COMMENT ON COLUMN openwop.approval_delegations.revoked_by IS 'Who revoked it.';
+SELECT pg_catalog.pg_extension_config_dump('openwop.approval_delegations', '');
+REVOKE ALL ON openwop.approval_delegations FROM PUBLIC;
+
+CREATE FUNCTION openwop.delegate_approvals(delegate text, starts_at timestamptz, ends_at timestamptz,
+                                           tenant text DEFAULT NULL)
+    RETURNS jsonb AS 'MODULE_PATHNAME', 'ow_delegate_approvals'
+    LANGUAGE C VOLATILE;
+COMMENT ON FUNCTION openwop.delegate_approvals(text, timestamptz, timestamptz, text) IS
+  'The caller (an approver: approvals:respond) delegates its own eligibility to delegate between starts_at and ends_at, in its tenant. Returns {delegationId, delegator, delegate, startsAt, endsAt, tenant}.';
+CREATE FUNCTION openwop.set_delegation(delegator text, delegate text, starts_at timestamptz, ends_at timestamptz,
+                                       tenant text DEFAULT NULL)
+    RETURNS jsonb AS 'MODULE_PATHNAME', 'ow_set_delegation'
+    LANGUAGE C VOLATILE;
+COMMENT ON FUNCTION openwop.set_delegation(text, text, timestamptz, timestamptz, text) IS
+  'A policy admin (openwop_policy_admin) delegates delegator''s eligibility to delegate between starts_at and ends_at, in tenant (its own when NULL). Returns what delegate_approvals returns.';
+CREATE FUNCTION openwop.revoke_delegation(delegation_id text)
+    RETURNS jsonb AS 'MODULE_PATHNAME', 'ow_revoke_delegation'
+    LANGUAGE C VOLATILE;
+COMMENT ON FUNCTION openwop.revoke_delegation(text) IS
+  'Revokes a delegation from the commit on: its delegate votes no more, and tokens minted for it stop resolving. Its delegator, its delegate, or a policy admin of its tenant. Returns {delegationId, revoked, changed}.';
+CREATE FUNCTION openwop.delegation_viewer()
+    RETURNS text[] AS 'MODULE_PATHNAME', 'ow_delegation_viewer'
+    LANGUAGE C STABLE;
+COMMENT ON FUNCTION openwop.delegation_viewer() IS
+  'Whose delegations the caller sees, {tenant, subjectId, admin or self, issuer-qualified subject}: every one of its tenant ("*": of every tenant) for a policy admin, else its own, as delegator or delegate. Used by openwop.delegations.';
+REVOKE ALL ON FUNCTION openwop.delegate_approvals(text, timestamptz, timestamptz, text),
+    openwop.set_delegation(text, text, timestamptz, timestamptz, text),
+    openwop.revoke_delegation(text), openwop.delegation_viewer() FROM PUBLIC;
+
+CREATE VIEW openwop.delegations WITH (security_barrier) AS
+SELECT d.delegation_id,
+       d.tenant,
+       d.delegator,
+       d.delegate,
+       d.starts_at,
+       d.ends_at,
+       d.set_by,
+       d.set_at,
+       d.revoked_at,
+       d.revoked_by,
+       (d.revoked_at IS NULL AND d.starts_at OPERATOR(pg_catalog.<=) pg_catalog.now()
+        AND d.ends_at OPERATOR(pg_catalog.>) pg_catalog.now()) AS active
+  FROM openwop.approval_delegations d, openwop.delegation_viewer() v
+ WHERE (v[1] OPERATOR(pg_catalog.=) '*' OR d.tenant OPERATOR(pg_catalog.=) v[1])
+   AND (v[3] OPERATOR(pg_catalog.=) 'admin'
+        OR d.delegator OPERATOR(pg_catalog.=) ANY (ARRAY[v[2], v[4]])
+        OR d.delegate OPERATOR(pg_catalog.=) ANY (ARRAY[v[2], v[4]]));
+COMMENT ON VIEW openwop.delegations IS
+  'Delegations of approval the caller may see: a policy admin every one of its tenant, anyone else its own, as delegator or delegate. active: in its window and not revoked.';
+COMMENT ON COLUMN openwop.delegations.delegation_id IS 'For revoke_delegation().';
+COMMENT ON COLUMN openwop.delegations.tenant IS 'The tenant.';
+COMMENT ON COLUMN openwop.delegations.delegator IS 'Whose eligibility is delegated.';
+COMMENT ON COLUMN openwop.delegations.delegate IS 'Who may use it.';
+COMMENT ON COLUMN openwop.delegations.starts_at IS 'From when.';
+COMMENT ON COLUMN openwop.delegations.ends_at IS 'Until when (exclusive).';
+COMMENT ON COLUMN openwop.delegations.set_by IS 'Who set it.';
+COMMENT ON COLUMN openwop.delegations.set_at IS 'When.';
+COMMENT ON COLUMN openwop.delegations.revoked_at IS 'When it was revoked, or NULL.';
+COMMENT ON COLUMN openwop.delegations.revoked_by IS 'Who revoked it, or NULL.';
+COMMENT ON COLUMN openwop.delegations.active IS 'The delegate may vote now: in its window and not revoked.';
+REVOKE ALL ON openwop.delegations FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION openwop.set_delegation(text, text, timestamptz, timestamptz, text),
+    openwop.revoke_delegation(text), openwop.delegation_viewer() TO openwop_policy_admin;
+GRANT SELECT ON openwop.delegations TO openwop_policy_admin;
 -- == approval policies the DBA owns (end) ==

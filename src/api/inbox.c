@@ -46,7 +46,16 @@ typedef struct InboxCaller
 	bool		scope;			/* holds approvals:respond */
 	bool		groups_read;
 	List	   *groups;			/* all its groups in its tenant, once read */
+	bool		delegations_read;
+	List	   *delegations;	/* InboxDelegator: whom it may vote for, once read */
 } InboxCaller;
+
+/* A delegator whose gates the caller may decide, with its groups. */
+typedef struct InboxDelegator
+{
+	OwSubject	subject;
+	List	   *groups;
+} InboxDelegator;
 
 /*
  * The caller of the statement this call belongs to: decided on the first
@@ -141,6 +150,45 @@ caller_groups(FunctionCallInfo fcinfo, InboxCaller *ic)
 }
 
 /*
+ * The delegators whose eligibility the caller holds now, each with its
+ * groups, read on the first gate the caller is not eligible for itself
+ * and kept for the statement.
+ */
+static List *
+caller_delegators(FunctionCallInfo fcinfo, InboxCaller *ic)
+{
+	OwCall		call;
+	ListCell   *lc;
+	MemoryContext old;
+
+	if (ic->delegations_read)
+		return ic->delegations;
+	call.caller = ic->caller;
+	ow_call_enter(&call);
+	foreach(lc, ow_delegations_held(ic->caller.subject.tenant, &ic->caller.subject, false))
+	{
+		OwDelegation *d = lfirst(lc);
+		InboxDelegator *id;
+
+		old = MemoryContextSwitchTo(fcinfo->flinfo->fn_mcxt);
+		id = palloc(sizeof(InboxDelegator));
+		id->subject = d->delegator;
+		id->subject.issuer = pstrdup(d->delegator.issuer);
+		id->subject.subject_id = pstrdup(d->delegator.subject_id);
+		id->subject.tenant = pstrdup(d->delegator.tenant);
+		MemoryContextSwitchTo(old);
+		id->groups = ow_subject_groups(ic->caller.subject.tenant, &id->subject, fcinfo->flinfo->fn_mcxt);
+		old = MemoryContextSwitchTo(fcinfo->flinfo->fn_mcxt);
+		ic->delegations = lappend(ic->delegations, id);
+		MemoryContextSwitchTo(old);
+	}
+	ic->delegations_read = true;
+	ow_call_end(&call);
+	ow_call_finish(&call);
+	return ic->delegations;
+}
+
+/*
  * openwop.may_decide(tenant, interrupt_id, kind, payload, policy) → boolean:
  * may the caller resolve this pending interrupt now, as resolve_interrupt()
  * would let it?  It needs approvals:respond and the interrupt's tenant.  An
@@ -163,6 +211,7 @@ ow_may_decide(PG_FUNCTION_ARGS)
 	char	   *tenant;
 	JsonbValue *data;
 	OwGateRule	rule;
+	const OwSubject *voter;
 	OwCall		call;
 	bool		left;
 
@@ -179,16 +228,34 @@ ow_may_decide(PG_FUNCTION_ARGS)
 	if (!owj_is_object(data))
 		PG_RETURN_BOOL(false);
 	ow_gate_rule(data->val.binary.data, PG_ARGISNULL(4) ? NULL : PG_GETARG_JSONB_P(4), &rule);
-	if (!ow_approval_eligible(data->val.binary.data, &rule, &ic->caller.subject, ic->caller.login,
+	voter = &ic->caller.subject;
+	if (!ow_approval_eligible(data->val.binary.data, &rule, voter, ic->caller.login,
 							  caller_groups(fcinfo, ic)))
-		PG_RETURN_BOOL(false);
+	{
+		ListCell   *lc;
+
+		/* as resolve_interrupt decides: not excluded itself, then the first delegator eligible */
+		voter = NULL;
+		if (!ow_approval_excluded(&rule, &ic->caller.subject))
+			foreach(lc, caller_delegators(fcinfo, ic))
+			{
+				InboxDelegator *id = lfirst(lc);
+
+				if (ow_approval_eligible(data->val.binary.data, &rule, &id->subject, InvalidOid, id->groups))
+				{
+					voter = &id->subject;
+					break;
+				}
+			}
+		if (voter == NULL)
+			PG_RETURN_BOOL(false);
+	}
 	if (!ow_approval_answers_limited(data->val.binary.data, &rule))
 		PG_RETURN_BOOL(true);
 
 	call.caller = ic->caller;
 	ow_call_enter(&call);
-	left = ow_approval_answer_left(tenant, text_to_cstring(PG_GETARG_TEXT_PP(1)),
-								   &ic->caller.subject);
+	left = ow_approval_answer_left(tenant, text_to_cstring(PG_GETARG_TEXT_PP(1)), voter);
 	ow_call_end(&call);
 	ow_call_finish(&call);
 	PG_RETURN_BOOL(left);

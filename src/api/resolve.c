@@ -623,6 +623,7 @@ resolve_locked(OwRun *run, OwPending *p, Jsonb *value, const OwSubject *who,
 	bool		is_override = false;
 	bool		conversation = false;
 	OwGateRule	rule;
+	const char *voter = NULL;
 
 	if (p->overdue)
 		return late_answer(run, p, resultctx);
@@ -648,7 +649,8 @@ resolve_locked(OwRun *run, OwPending *p, Jsonb *value, const OwSubject *who,
 		ow_gate_rule(data, p->policy, &rule);
 		r.policy = ow_policy_record(&rule);
 		r.eligibility = ow_approval_eligibility(run, data, &rule, who, login,
-												p->groups_read ? &p->groups : NULL, &is_override);
+												p->groups_read ? &p->groups : NULL, &is_override,
+												&voter);
 		r.action = check_approval_resume(data, value, who);
 		r.resume_value = stamped_answer(value, who);
 	}
@@ -691,7 +693,7 @@ resolve_locked(OwRun *run, OwPending *p, Jsonb *value, const OwSubject *who,
 	{
 		OwVote		v;
 
-		ow_approval_vote(run, p->interrupt_id, &rule, who, r.action, r.resume_value,
+		ow_approval_vote(run, p->interrupt_id, &rule, who, voter, r.action, r.resume_value,
 						 r.eligibility, is_override, &v);
 		if (!v.decided)
 		{

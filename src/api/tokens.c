@@ -548,6 +548,7 @@ ow_mint_interrupt_token(PG_FUNCTION_ARGS)
 			OwRun		run = {0};
 			OwSubject	holder;
 			bool		is_override;
+			const char *voter;
 
 			if (principal == NULL)
 				ow_validation_error("principal",
@@ -555,7 +556,7 @@ ow_mint_interrupt_token(PG_FUNCTION_ARGS)
 			run.tenant = tenant;
 			run.run_id = run_id;
 			ow_token_subject(&holder, tenant, principal);
-			(void) ow_approval_eligibility(&run, data, &rule, &holder, InvalidOid, NULL, &is_override);
+			(void) ow_approval_eligibility(&run, data, &rule, &holder, InvalidOid, NULL, &is_override, &voter);
 		}
 	}
 

@@ -71,7 +71,7 @@ list_has_string(List *l, const char *s)
 
 /* The voter has given the gate openwop.max_votes_per_voter answers already. */
 static void
-too_many_answers(const OwSubject *who, const char *interrupt_id)
+too_many_answers(const char *voter, const char *interrupt_id)
 {
 	OwDetails	d;
 
@@ -83,7 +83,7 @@ too_many_answers(const OwSubject *who, const char *interrupt_id)
 	ow_raise(OW_VALIDATION_ERROR, &d,
 			 "Each voter may give a gate openwop.max_votes_per_voter answers (votes, re-votes and asks).",
 			 "\"%s\" has answered interrupt \"%s\" %d times, the most allowed",
-			 who->subject_id, interrupt_id, ow_max_votes_per_voter);
+			 voter, interrupt_id, ow_max_votes_per_voter);
 }
 
 static int
@@ -275,6 +275,13 @@ excluded_as(const OwGateRule *rule, const OwSubject *who)
 	return NULL;
 }
 
+/* Is the subject the run's owner or requester, on a gate whose policy excludes them? */
+bool
+ow_approval_excluded(const OwGateRule *rule, const OwSubject *who)
+{
+	return excluded_as(rule, who) != NULL;
+}
+
 /* Refuse the run's owner or requester on a gate whose policy excludes them (403). */
 static void
 refuse_excluded(const OwGateRule *rule, const OwSubject *who)
@@ -299,20 +306,45 @@ refuse_excluded(const OwGateRule *rule, const OwSubject *who)
 /*
  * The eligibility of a vote (decide_eligibility, in the run's tenant):
  * refuses with 403 forbidden when the subject is excluded by the gate's
- * policy or not eligible (the run keeps waiting).  Returns the decision
- * to record:
- * {principal, subject, matched: [...], groups: [...], roles: [...], override}.
+ * policy, or is not eligible itself and holds no delegation of someone who
+ * is (the run keeps waiting).  *voter: whom the vote counts as, the
+ * subject or the delegator it votes for.  Returns the decision to record:
+ * {principal, subject, matched: [...], groups: [...], roles: [...],
+ * override} and, for a vote on behalf of a delegator, {onBehalfOf,
+ * delegationId} with the delegator's matched, groups and override.
  */
 Jsonb *
 ow_approval_eligibility(OwRun *run, JsonbContainer *data, const OwGateRule *rule,
-						const OwSubject *who, Oid login, List **known_groups, bool *is_override)
+						const OwSubject *who, Oid login, List **known_groups, bool *is_override,
+						const char **voter)
 {
 	Eligibility e;
+	const OwDelegation *on_behalf = NULL;
 	OwJson		j;
 
 	refuse_excluded(rule, who);
 	decide_eligibility(run->tenant, data, rule, who, login, known_groups, &e);
+	if (e.matched == NIL)
+	{
+		ListCell   *lc;
+
+		/* the delegations it holds: the first delegator eligible itself (never a delegate's delegate) */
+		foreach(lc, ow_delegations_held(run->tenant, who, true))
+		{
+			const OwDelegation *d = lfirst(lc);
+
+			if (excluded_as(rule, &d->delegator))
+				continue;
+			decide_eligibility(run->tenant, data, rule, &d->delegator, InvalidOid, NULL, &e);
+			if (e.matched != NIL)
+			{
+				on_behalf = d;
+				break;
+			}
+		}
+	}
 	*is_override = e.is_override;
+	*voter = on_behalf ? on_behalf->delegator.subject_id : who->subject_id;
 	if (e.matched == NIL)
 	{
 		OwDetails	d;
@@ -331,6 +363,11 @@ ow_approval_eligibility(OwRun *run, JsonbContainer *data, const OwGateRule *rule
 	owj_subject(&j, "subject", who);
 	owj_bool(&j, "override", e.is_override);
 	owj_str(&j, "principal", who->subject_id);
+	if (on_behalf)
+	{
+		owj_str(&j, "onBehalfOf", on_behalf->delegator_ref);
+		owj_str(&j, "delegationId", on_behalf->delegation_id);
+	}
 	return owj_end(&j);
 }
 
@@ -532,7 +569,8 @@ tally_groups(OwRun *run, const char *interrupt_id, const OwGateRule *rule, OwVot
 }
 
 /*
- * Record who's vote (a new revision; the latest per principal counts;
+ * Record the vote who cast as voter (itself, or the delegator it votes
+ * for): a new revision of voter's (the latest per voter counts;
  * the deciding answer of a one-vote gate lives only in interrupt.resolved)
  * and tally the gate by its rule:
  *   - ask is recorded and never decides;
@@ -546,8 +584,8 @@ tally_groups(OwRun *run, const char *interrupt_id, const OwGateRule *rule, OwVot
  */
 void
 ow_approval_vote(OwRun *run, const char *interrupt_id, const OwGateRule *rule,
-				 const OwSubject *who, const char *action, Jsonb *resume_value,
-				 Jsonb *eligibility, bool is_override, OwVote *vote)
+				 const OwSubject *who, const char *voter, const char *action,
+				 Jsonb *resume_value, Jsonb *eligibility, bool is_override, OwVote *vote)
 {
 	/* the next revision, unless the voter has given the gate $8 answers already */
 	static OwQuery insert_vote = {
@@ -586,7 +624,7 @@ ow_approval_vote(OwRun *run, const char *interrupt_id, const OwGateRule *rule,
 
 	args[0] = CStringGetTextDatum(run->tenant);
 	args[1] = CStringGetTextDatum(interrupt_id);
-	args[2] = CStringGetTextDatum(who->subject_id);
+	args[2] = CStringGetTextDatum(voter);
 	args[3] = CStringGetTextDatum(action);
 	args[4] = JsonbPGetDatum(resume_value);
 	args[5] = JsonbPGetDatum(eligibility);
@@ -607,7 +645,7 @@ ow_approval_vote(OwRun *run, const char *interrupt_id, const OwGateRule *rule,
 	else
 	{
 		if (ow_exec(&insert_vote, args, NULL, false, 0) != 1)
-			too_many_answers(who, interrupt_id);
+			too_many_answers(voter, interrupt_id);
 		if (rule->ngroups > 0)
 			groups_ok = tally_groups(run, interrupt_id, rule, vote);
 		else

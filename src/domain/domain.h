@@ -97,6 +97,21 @@ extern void ow_gate_rule(JsonbContainer *data, Jsonb *pin, OwGateRule *rule);
 extern Jsonb *ow_policy_record(const OwGateRule *rule);
 
 /* ----------
+ * delegations.c: delegation of approval (and its API: delegate_approvals,
+ * set_delegation, revoke_delegation).
+ * ----------
+ */
+/* A delegation a voter holds now: it may vote as delegator. */
+typedef struct OwDelegation
+{
+	char	   *delegation_id;
+	char	   *delegator_ref;	/* as recorded: a subjectId or "<issuer>/<subjectId>" */
+	OwSubject	delegator;
+} OwDelegation;
+
+extern List *ow_delegations_held(const char *tenant, const OwSubject *who, bool lock);
+
+/* ----------
  * approvals.c: approval gates: eligibility, votes and their tally (and
  * the group membership API).  Setting: openwop.override_group.
  * ----------
@@ -120,15 +135,16 @@ extern void ow_define_approval_settings(void);
 extern List *ow_subject_groups(const char *tenant, const OwSubject *who, MemoryContext resultctx);
 extern Jsonb *ow_approval_eligibility(OwRun *run, JsonbContainer *data, const OwGateRule *rule,
 									  const OwSubject *who, Oid login, List **known_groups,
-									  bool *is_override);
+									  bool *is_override, const char **voter);
 extern bool ow_approval_eligible(JsonbContainer *data, const OwGateRule *rule, const OwSubject *who,
 								 Oid login, List *groups);
+extern bool ow_approval_excluded(const OwGateRule *rule, const OwSubject *who);
 extern bool ow_approval_answers_limited(JsonbContainer *data, const OwGateRule *rule);
 extern bool ow_approval_answer_left(const char *tenant, const char *interrupt_id,
 									const OwSubject *who);
 extern void ow_approval_vote(OwRun *run, const char *interrupt_id, const OwGateRule *rule,
-							 const OwSubject *who, const char *action, Jsonb *resume_value,
-							 Jsonb *eligibility, bool is_override, OwVote *vote);
+							 const OwSubject *who, const char *voter, const char *action,
+							 Jsonb *resume_value, Jsonb *eligibility, bool is_override, OwVote *vote);
 
 /* ----------
  * idempotency.c: Idempotency-Key records.  Setting:

@@ -30,5 +30,7 @@ extern pg_noreturn void ow_refuse_other_kind(const char *key, const char *stored
 extern Datum ow_reply(OwCall *call, OwJson *j);
 extern const char *ow_required_run_arg(FunctionCallInfo fcinfo);
 extern char *ow_text_arg(FunctionCallInfo fcinfo, int n);
+extern bool ow_is_policy_admin(const OwCaller *c);
+extern void ow_require_policy_admin(const OwCaller *c);
 
 #endif							/* OW_DOMAIN_INTERNAL_H */

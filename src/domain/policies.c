@@ -20,7 +20,7 @@
 #include "base/base.h"
 #include "store/store.h"
 #include "auth/auth.h"
-#include "domain/domain.h"
+#include "domain/internal.h"
 
 #include "access/xact.h"
 #include "catalog/pg_type.h"
@@ -129,8 +129,8 @@ requested_approvals(JsonbContainer *data)
  */
 
 /* Does caller c hold openwop_policy_admin: a SQL login, by real membership? */
-static bool
-is_policy_admin(const OwCaller *c)
+bool
+ow_is_policy_admin(const OwCaller *c)
 {
 	Oid			role;
 
@@ -140,12 +140,12 @@ is_policy_admin(const OwCaller *c)
 	return OidIsValid(role) && is_member_of_role_nosuper(c->login, role);
 }
 
-static void
-require_policy_admin(const OwCaller *c)
+void
+ow_require_policy_admin(const OwCaller *c)
 {
 	OwDetails	d;
 
-	if (is_policy_admin(c))
+	if (ow_is_policy_admin(c))
 		return;
 	ow_details_init(&d);
 	ow_details_str(&d, "requiredRole", POLICY_ADMIN_ROLE);
@@ -311,7 +311,7 @@ ow_set_approval_policy(PG_FUNCTION_ARGS)
 
 	ow_refuse_read_only("set_approval_policy()");
 	ow_caller(&call.caller);
-	require_policy_admin(&call.caller);
+	ow_require_policy_admin(&call.caller);
 	name = policy_name(fcinfo, 0);
 	if (PG_ARGISNULL(1))
 		ow_validation_error("policy", "policy must not be null");
@@ -377,7 +377,7 @@ ow_retire_approval_policy(PG_FUNCTION_ARGS)
 
 	ow_refuse_read_only("retire_approval_policy()");
 	ow_caller(&call.caller);
-	require_policy_admin(&call.caller);
+	ow_require_policy_admin(&call.caller);
 	name = policy_name(fcinfo, 0);
 	tenant = policy_tenant(fcinfo, 1, &call.caller);
 
@@ -418,7 +418,7 @@ ow_policy_admin_tenant(PG_FUNCTION_ARGS)
 	OwCaller	c;
 
 	ow_caller(&c);
-	if (!is_policy_admin(&c))
+	if (!ow_is_policy_admin(&c))
 		PG_RETURN_NULL();
 	PG_RETURN_TEXT_P(cstring_to_text(ow_acts_in_every_tenant(&c) ? "*" : c.subject.tenant));
 }

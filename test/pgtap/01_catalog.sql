@@ -104,7 +104,8 @@ SELECT set_eq($$
   SELECT unnest(extconfig)::regclass::text FROM pg_extension WHERE extname = 'openwop_interrupt'
 $$, ARRAY['openwop.runs', 'openwop.node_executions', 'openwop.events',
         'openwop.interrupts', 'openwop.idempotency_keys', 'openwop.votes', 'openwop.group_members',
-        'openwop.open_interrupts', 'openwop.conversations', 'openwop.forks', 'openwop.approval_policy_log'],
+        'openwop.open_interrupts', 'openwop.conversations', 'openwop.forks', 'openwop.approval_policy_log',
+        'openwop.approval_delegations'],
   'every table holding user data is registered with pg_extension_config_dump');
 
 -- the extension is not relocatable and not trusted

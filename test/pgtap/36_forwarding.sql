@@ -94,9 +94,10 @@ SELECT is((SELECT array_agg(p.proname::text ORDER BY p.proname)
                                     'events_append_only', 'interrupts_keep_open',
                                     'export_signing_key', 'import_signing_key',
                                     'serve_database', 'listen', 'unlisten',   -- the database's own, the session's own
-                                    -- policies are each database's own: a DBA sets them on every shard
+                                    -- policies and delegations are each database's own: set on the tenant's shard
                                     'set_approval_policy', 'retire_approval_policy', 'policy_admin_tenant',
-                                    'approval_policy_log_append_only')
+                                    'approval_policy_log_append_only', 'delegate_approvals', 'set_delegation',
+                                    'revoke_delegation', 'delegation_viewer')
               AND NOT EXISTS (SELECT FROM pg_proc w
                                WHERE w.pronamespace = 'openwop_forward'::regnamespace AND w.proname = p.proname
                                  AND pg_get_function_arguments(w.oid) = 'caller jsonb' || CASE WHEN p.pronargs > 0 THEN ', ' ELSE '' END
