@@ -225,6 +225,12 @@ for v in $released; do
 	# it keeps working: the counted vote still counts, a second decides; replay derives; the deadline is due work
 	[ "$(qa $d "SELECT string_agg(openwop.run_snapshot('acme/upgrade-all-run-0' || i) ->> 'status', ',' ORDER BY i) FROM generate_series(1, 4) i")" \
 		= "completed,waiting-approval,waiting-external,cancelled" ]
+	# open_gates_carried_over_unpinned: a gate open before the update pinned no
+	# policy, and one set after it (quorum 5 for every gate of the workflow)
+	# does not reach it: its 2-of-2 is decided by the second vote below
+	psql -X -q -v ON_ERROR_STOP=1 -d $d -c "GRANT openwop_policy_admin TO CURRENT_USER" -c "SET openwop.tenant = 'acme'" \
+		-c "SELECT openwop.set_approval_policy('after-update', '{\"appliesTo\": {\"workflowId\": \"up\", \"nodeId\": \"*\"}, \"requiredApprovals\": 5}')" >/dev/null
+	[ "$(qa $d "SELECT bool_and(policy IS NULL) AND count(*) FILTER (WHERE run_id = 'acme/upgrade-all-run-02') = 1 FROM openwop.open_interrupts")" = t ]
 	psql -X -q -v ON_ERROR_STOP=1 -d $d -c "GRANT USAGE ON SCHEMA openwop TO openwop_upgrade_second" \
 		-c "GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA openwop TO openwop_upgrade_second" >/dev/null
 	[ "$(psql -X -A -t -q -v ON_ERROR_STOP=1 -d $d -U openwop_upgrade_second -c "SET openwop.tenant = 'acme'" \
@@ -249,7 +255,7 @@ for v in $released; do
 		echo "the catalog updated from $v differs from a fresh install of $newest" >&2
 		exit 1
 	fi
-	echo "$v: filled, updated to $newest, working, catalog identical"
+	echo "$v: filled, updated to $newest, working (its open gates unpinned), catalog identical"
 done
 
 # 0.10.0 stored signing secrets in clear (without a key-encryption key): the
