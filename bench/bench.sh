@@ -240,7 +240,7 @@ say "setup: pgbench tables (scale $SCALE), the extension, the PL/pgSQL alternati
 pgbench -q -i -s "$SCALE" >/dev/null 2>&1
 sql -c "DROP SCHEMA IF EXISTS bench CASCADE" -c "DROP SCHEMA IF EXISTS plbench CASCADE" 2>/dev/null
 sql -f "$here/sql/setup.sql" -f "$here/sql/plpgsql_resolve.sql" -f "$here/sql/plpgsql_token.sql" -f "$here/sql/history.sql" \
-	-f "$here/sql/inbox.sql"
+	-f "$here/sql/inbox.sql" -f "$here/sql/policy.sql"
 fresh
 tag=0
 next_tag() { tag=$((tag + 1)); }
@@ -443,6 +443,30 @@ for rep in $(seq 1 $REPS); do
 done
 record "backend CPU per resolve (one backend, commits out)" 1 "$(printf '%s' "$CPUC" | median)" "µs CPU" \
 	"PL/pgSQL resolve without pg_notify" "$(printf '%s' "$CPUP" | median)" max 1.0
+
+# ---------------------------------------------------------------- approval policies
+# one backend raises CPU_N/2 2-of-2 gates and casts their two votes (two JWT
+# subjects), in a workflow no policy governs and in one a two-group policy
+# governs (README, "Approval policies"); the order alternates between rounds
+RAISE_PLAIN="" RAISE_POLICY="" VOTE_PLAIN="" VOTE_POLICY=""
+for rep in $(seq 1 $REPS); do
+	say "approval policies, round $rep: $((CPU_N / 2)) gates raised and voted on twice, without a policy and under a two-group policy"
+	for wf in $( [ $((rep % 2)) = 1 ] && echo "bench-plain bench-policy" || echo "bench-policy bench-plain"); do
+		next_tag
+		raise=$(sql -c "CALL bench.cpu_per_policy_raise('$wf', $tag, $((CPU_N / 2)), $HZ)")
+		settle
+		vote=$(sql -c "CALL bench.cpu_per_policy_vote($tag, $((CPU_N / 2)), $HZ)")
+		if [ "$wf" = bench-plain ]; then
+			RAISE_PLAIN+="$raise"$'\n' VOTE_PLAIN+="$vote"$'\n'
+		else
+			RAISE_POLICY+="$raise"$'\n' VOTE_POLICY+="$vote"$'\n'
+		fi
+	done
+done
+record "backend CPU per vote, 2-of-2 gate under a two-group policy" 1 "$(printf '%s' "$VOTE_POLICY" | median)" "µs CPU" \
+	"the same votes on 2-of-2 gates without a policy" "$(printf '%s' "$VOTE_PLAIN" | median)" none -
+record "backend CPU per raise (create_run, start_node, interrupt), under a two-group policy" 1 "$(printf '%s' "$RAISE_POLICY" | median)" "µs CPU" \
+	"the same without a policy" "$(printf '%s' "$RAISE_PLAIN" | median)" none -
 
 # ---------------------------------------------------------------- whole cycle
 # Each round runs pgbench -N right before the cycle, at the same client
