@@ -10,9 +10,12 @@
  * they make: their groups' members are eligible too, each group's
  * requirement is met by distinct humans (one human counts toward one
  * requirement only, however many groups they are in), and the run's
- * requester and owner may not vote.  Eligibility is resolved when the
- * vote is cast and recorded with it (and on interrupt.resolved); it is
- * never re-resolved, so replays read fixed history.  The inbox (inbox.c) asks the same question of every gate it
+ * requester and owner may not vote.  A voter not eligible itself may vote
+ * as a delegator whose delegation it holds (delegations.c).
+ *
+ * Eligibility is resolved when the vote is cast and recorded with it (and
+ * on interrupt.resolved); it is never re-resolved, so replays read fixed
+ * history.  The inbox (inbox.c) asks the same question of every gate it
  * lists, through the same rules, without a refusal.  Votes are serialised
  * by the run row lock that every resolve holds, so concurrent voters
  * cannot lose a vote or decide a gate twice.

@@ -301,6 +301,15 @@ SELECT is(pg_temp.as_request('{"sub": "rita", "tenant": "acme", "scope": "approv
 SELECT is(pg_temp.as_request('{"sub": "finn", "tenant": "acme", "scope": "approvals:respond"}',
                              $$ SELECT coalesce(jsonb_agg(run_id), '[]') FROM openwop.pending_interrupts WHERE run_id = 'acme/pol-token-00000001' $$),
           '["acme/pol-token-00000001"]', '... finn does');
+CREATE ROLE tap_pol_rita LOGIN;
+GRANT openwop_approver TO tap_pol_rita;
+GRANT USAGE ON SCHEMA openwop TO tap_pol_rita;
+GRANT EXECUTE ON FUNCTION openwop.resolve_interrupt(text, text, jsonb, text) TO tap_pol_rita;
+DO $$ BEGIN PERFORM openwop.add_group_member('finance', 'tap_pol_rita');
+            PERFORM pg_temp.gate('acme/pol-login-00000001', '{}', 'payments', 'gate', 'tap_pol_rita'); END $$;
+SELECT is(pg_temp.as_login('tap_pol_rita', 'acme', $$ SELECT openwop.resolve_interrupt('acme/pol-login-00000001', 'gate', '{"action": "accept"}') $$)
+            -> 'details' ->> 'reason', 'requester',
+          'policy_excludes_requester_login: ... nor as a SQL login of that name');
 SELECT is(openwop.run_snapshot('acme/pol-token-00000001') ->> 'openwop-requestedBy', 'rita',
           'requested_by: run_snapshot shows the requester under the vendor hatch');
 SELECT is(pg_temp.refusal($$ SELECT openwop.create_run('payments', '{}', 'two words') $$) -> 'details' ->> 'field', 'requestedBy',
