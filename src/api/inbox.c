@@ -255,7 +255,8 @@ ow_may_decide(PG_FUNCTION_ARGS)
 
 	call.caller = ic->caller;
 	ow_call_enter(&call);
-	left = ow_approval_answer_left(tenant, text_to_cstring(PG_GETARG_TEXT_PP(1)), voter);
+	left = ow_approval_answer_left(tenant, text_to_cstring(PG_GETARG_TEXT_PP(1)), voter->subject_id,
+								   &ic->caller.subject);
 	ow_call_end(&call);
 	ow_call_finish(&call);
 	PG_RETURN_BOOL(left);

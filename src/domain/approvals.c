@@ -89,6 +89,33 @@ too_many_answers(const char *voter, const char *interrupt_id)
 			 voter, interrupt_id, ow_max_votes_per_voter);
 }
 
+/*
+ * Who cast a vote: the person its eligibility record names (a delegate
+ * casts its delegator's), or, on a vote recorded before delegation, the
+ * voter.
+ */
+#define CAST_BY "COALESCE(eligibility OPERATOR(pg_catalog.->>) 'principal', voter)"
+/* the gate's votes cast by $9 as another voter than $3 */
+#define VOTED_AS_ANOTHER_FROM \
+	" FROM openwop.votes" \
+	" WHERE tenant OPERATOR(pg_catalog.=) $1 AND interrupt_id OPERATOR(pg_catalog.=) $2" \
+	"   AND voter OPERATOR(pg_catalog.<>) $3 AND " CAST_BY " OPERATOR(pg_catalog.=) $9"
+#define VOTED_AS_ANOTHER "SELECT" VOTED_AS_ANOTHER_FROM
+
+/* who has voted on the gate as voted_as already: one person, one vote (403). */
+static void
+voted_as_another(const OwSubject *who, const char *voted_as)
+{
+	OwDetails	d;
+
+	ow_details_init(&d);
+	ow_details_str(&d, "principal", who->subject_id);
+	ow_details_str(&d, "votedAs", voted_as);
+	ow_raise(OW_FORBIDDEN, &d,
+			 "One person has one vote on a gate, whether its own or a delegator's; a re-vote goes to the same one.",
+			 "principal \"%s\" has voted on this gate as \"%s\" already", who->subject_id, voted_as);
+}
+
 static int
 strcmp_cells(const ListCell *a, const ListCell *b)
 {
@@ -261,19 +288,30 @@ decide_eligibility(const char *tenant, JsonbContainer *data, const OwGateRule *r
 		e->matched = lappend(e->matched, "any");
 }
 
+/* Does ref ("<issuer>/<subjectId>" or a subjectId) name subjectId id, under any issuer? */
+static bool
+names_subject_id(const char *ref, const char *id)
+{
+	const char *slash = strrchr(ref, '/');
+
+	return strcmp(slash ? slash + 1 : ref, id) == 0;
+}
+
 /*
  * Why the subject may not vote on a gate whose policy excludes the
  * requester: "owner" (it started the run), "requester" (create_run named
- * it), or NULL.
+ * it), or NULL.  By subjectId, whatever the issuer on either side: a bare
+ * approversList entry or group member is one person under every issuer, so
+ * the requester is too (excluding a namesake of another issuer fails closed).
  */
 static const char *
 excluded_as(const OwGateRule *rule, const OwSubject *who)
 {
 	if (!rule->exclude_requester)
 		return NULL;
-	if (rule->owner && ow_subject_matches(who, rule->owner))
+	if (rule->owner && names_subject_id(rule->owner, who->subject_id))
 		return "owner";
-	if (rule->requester && ow_subject_matches(who, rule->requester))
+	if (rule->requester && names_subject_id(rule->requester, who->subject_id))
 		return "requester";
 	return NULL;
 }
@@ -341,7 +379,9 @@ ow_approval_eligibility(OwRun *run, JsonbContainer *data, const OwGateRule *rule
 			decide_eligibility(run->tenant, data, rule, &d->delegator, InvalidOid, NULL, &e);
 			if (e.matched != NIL)
 			{
+				/* eligibility is delegated; an override principal's power is not */
 				on_behalf = d;
+				e.is_override = false;
 				break;
 			}
 		}
@@ -419,24 +459,32 @@ ow_approval_answers_limited(JsonbContainer *data, const OwGateRule *rule)
 	return true;
 }
 
-/* Has the voter an answer left on the gate: fewer than openwop.max_votes_per_voter given? */
+/*
+ * Has who an answer left on the gate as voter (itself, or the delegator it
+ * votes for): fewer than openwop.max_votes_per_voter given, and no vote
+ * as anyone else?
+ */
 bool
-ow_approval_answer_left(const char *tenant, const char *interrupt_id, const OwSubject *who)
+ow_approval_answer_left(const char *tenant, const char *interrupt_id, const char *voter,
+						const OwSubject *who)
 {
 	static OwQuery q = {
-		"SELECT COALESCE(pg_catalog.max(revision), 0) OPERATOR(pg_catalog.<) $4"
+		"SELECT pg_catalog.count(*) FILTER (WHERE voter OPERATOR(pg_catalog.=) $3)"
+		"         OPERATOR(pg_catalog.<) $4"
+		"       AND pg_catalog.count(*) FILTER (WHERE voter OPERATOR(pg_catalog.<>) $3) OPERATOR(pg_catalog.=) 0"
 		"  FROM openwop.votes"
 		" WHERE tenant OPERATOR(pg_catalog.=) $1"
 		"   AND interrupt_id OPERATOR(pg_catalog.=) $2"
-		"   AND voter OPERATOR(pg_catalog.=) $3",
-		4, {TEXTOID, TEXTOID, TEXTOID, INT4OID}, SPI_OK_SELECT
+		"   AND " CAST_BY " OPERATOR(pg_catalog.=) $5",
+		5, {TEXTOID, TEXTOID, TEXTOID, INT4OID, TEXTOID}, SPI_OK_SELECT
 	};
-	Datum		args[4];
+	Datum		args[5];
 
 	args[0] = CStringGetTextDatum(tenant);
 	args[1] = CStringGetTextDatum(interrupt_id);
-	args[2] = CStringGetTextDatum(who->subject_id);
+	args[2] = CStringGetTextDatum(voter);
 	args[3] = Int32GetDatum(ow_max_votes_per_voter);
+	args[4] = CStringGetTextDatum(who->subject_id);
 	if (ow_exec(&q, args, NULL, true, 1) != 1)
 		elog(ERROR, "could not count the answers to interrupt \"%s\"", interrupt_id);
 	return ow_col_bool(0, 1);
@@ -590,7 +638,11 @@ ow_approval_vote(OwRun *run, const char *interrupt_id, const OwGateRule *rule,
 				 const OwSubject *who, const char *voter, const char *action,
 				 Jsonb *resume_value, Jsonb *eligibility, bool is_override, OwVote *vote)
 {
-	/* the next revision, unless the voter has given the gate $8 answers already */
+	/*
+	 * The next revision of voter's, unless the person casting it ($9) has
+	 * given $8 answers as voter already, or has voted on the gate as
+	 * someone else (itself, or another delegator): one person, one vote.
+	 */
 	static OwQuery insert_vote = {
 		"INSERT INTO openwop.votes"
 		" (tenant, interrupt_id, voter, revision, action, resume_value, eligibility,"
@@ -601,9 +653,16 @@ ow_approval_vote(OwRun *run, const char *interrupt_id, const OwGateRule *rule,
 		"  WHERE tenant OPERATOR(pg_catalog.=) $1"
 		"    AND interrupt_id OPERATOR(pg_catalog.=) $2"
 		"    AND voter OPERATOR(pg_catalog.=) $3"
-		" HAVING COALESCE(pg_catalog.max(revision), 0) OPERATOR(pg_catalog.<) $8",
-		8, {TEXTOID, TEXTOID, TEXTOID, TEXTOID, JSONBOID, JSONBOID, JSONBOID, INT4OID},
+		" HAVING pg_catalog.count(*) FILTER (WHERE " CAST_BY " OPERATOR(pg_catalog.=) $9)"
+		"        OPERATOR(pg_catalog.<) $8"
+		"    AND NOT EXISTS (" VOTED_AS_ANOTHER ")",
+		9, {TEXTOID, TEXTOID, TEXTOID, TEXTOID, JSONBOID, JSONBOID, JSONBOID, INT4OID, TEXTOID},
 		SPI_OK_INSERT
+	};
+	static OwQuery voted_as = {
+		"SELECT voter" VOTED_AS_ANOTHER_FROM " LIMIT 1",
+		9, {TEXTOID, TEXTOID, TEXTOID, TEXTOID, JSONBOID, JSONBOID, JSONBOID, INT4OID, TEXTOID},
+		SPI_OK_SELECT
 	};
 	static OwQuery tally = {
 		"SELECT pg_catalog.count(*) FILTER (WHERE action OPERATOR(pg_catalog.=) ANY"
@@ -618,7 +677,7 @@ ow_approval_vote(OwRun *run, const char *interrupt_id, const OwGateRule *rule,
 		2, {TEXTOID, TEXTOID}, SPI_OK_SELECT
 	};
 	bool		groups_ok = true;
-	Datum		args[8];
+	Datum		args[9];
 
 	vote->required = rule->required;
 	vote->ngroups = 0;
@@ -633,6 +692,7 @@ ow_approval_vote(OwRun *run, const char *interrupt_id, const OwGateRule *rule,
 	args[5] = JsonbPGetDatum(eligibility);
 	args[6] = JsonbPGetDatum(ow_subject_jsonb(who));
 	args[7] = Int32GetDatum(ow_max_votes_per_voter);
+	args[8] = CStringGetTextDatum(who->subject_id);
 	if (!answer_is_recorded(rule, action))
 	{
 		/*
@@ -648,7 +708,11 @@ ow_approval_vote(OwRun *run, const char *interrupt_id, const OwGateRule *rule,
 	else
 	{
 		if (ow_exec(&insert_vote, args, NULL, false, 0) != 1)
+		{
+			if (ow_exec(&voted_as, args, NULL, false, 1) == 1)
+				voted_as_another(who, ow_col_text(0, 1));
 			too_many_answers(voter, interrupt_id);
+		}
 		if (rule->ngroups > 0)
 			groups_ok = tally_groups(run, interrupt_id, rule, vote);
 		else

@@ -92,13 +92,30 @@ ow_delegations_held(const char *tenant, const OwSubject *who, bool lock)
 	return out;
 }
 
-/* A timestamptz argument that must be given. */
+/* The longest a delegation may last: it is time-boxed, not a standing grant. */
+#define DELEGATION_MAX_DAYS 366
+
+/* A timestamptz argument that must be given, and finite. */
 static TimestampTz
 time_arg(FunctionCallInfo fcinfo, int n, const char *field)
 {
+	TimestampTz t;
+
 	if (PG_ARGISNULL(n))
 		ow_validation_error(field, "%s must not be null", field);
-	return PG_GETARG_TIMESTAMPTZ(n);
+	t = PG_GETARG_TIMESTAMPTZ(n);
+	if (TIMESTAMP_NOT_FINITE(t))
+		ow_validation_error(field, "%s must be a finite time", field);
+	return t;
+}
+
+/* The subjectId a ref names ("<issuer>/<subjectId>" or a subjectId). */
+static const char *
+subject_id_of(const char *ref)
+{
+	const char *slash = strrchr(ref, '/');
+
+	return slash ? slash + 1 : ref;
 }
 
 /* A subject ref argument that must be given: a subjectId or "<issuer>/<subjectId>". */
@@ -113,16 +130,19 @@ ref_arg(FunctionCallInfo fcinfo, int n, const char *field)
 	if (!ow_valid_subject_ref(ref))
 		ow_validation_error(field, "%s must be a subject id, or \"<issuer>/<subject id>\", without white space",
 							field);
+	if (strcmp(subject_id_of(ref), OW_TOKEN_PRINCIPAL) == 0)
+		ow_validation_error(field, "\"%s\" is reserved for tokens that name no principal", OW_TOKEN_PRINCIPAL);
 	return ref;
 }
 
 /*
- * Record a delegation: the window checked (it ends after it starts, and
- * is not over), not to oneself.  Returns the answer, built in resultctx.
+ * Record a delegation: the window checked (it ends after it starts, is
+ * not over, and lasts at most DELEGATION_MAX_DAYS), not to oneself under
+ * any spelling.  Returns the answer, built in the caller's context.
  */
 static Jsonb *
-delegate(OwCall *call, const char *tenant, const char *delegator, const OwSubject *delegator_subject,
-		 const char *delegate_ref, TimestampTz starts, TimestampTz ends)
+delegate(OwCall *call, const char *tenant, const char *delegator, const char *delegate_ref,
+		 TimestampTz starts, TimestampTz ends)
 {
 	static OwQuery insert = {
 		"INSERT INTO openwop.approval_delegations"
@@ -140,8 +160,11 @@ delegate(OwCall *call, const char *tenant, const char *delegator, const OwSubjec
 		ow_validation_error("endsAt", "ends_at must be after starts_at");
 	if (ends <= GetCurrentTimestamp())
 		ow_validation_error("endsAt", "ends_at is past: the delegation would never apply");
-	if (strcmp(delegator, delegate_ref) == 0 ||
-		(delegator_subject && ow_subject_matches(delegator_subject, delegate_ref)))
+	if (ends - starts > (TimestampTz) DELEGATION_MAX_DAYS * USECS_PER_DAY)
+		ow_validation_error("endsAt", "a delegation lasts at most %d days: set a new one when it ends",
+							DELEGATION_MAX_DAYS);
+	/* one person under every issuer, as a bare approversList entry is */
+	if (strcmp(subject_id_of(delegator), subject_id_of(delegate_ref)) == 0)
 		ow_validation_error("delegate", "\"%s\" cannot delegate to itself", ow_echo(delegator));
 
 	id = psprintf("%s/%s", tenant, ow_mint_opaque(16));
@@ -222,7 +245,7 @@ ow_delegate_approvals(PG_FUNCTION_ARGS)
 		}
 	}
 	PG_RETURN_JSONB_P(delegate(&call, call.caller.subject.tenant, call.caller.subject.subject_id,
-							   &call.caller.subject, delegate_ref, starts, ends));
+							   delegate_ref, starts, ends));
 }
 
 /*
@@ -247,7 +270,7 @@ ow_set_delegation(PG_FUNCTION_ARGS)
 	starts = time_arg(fcinfo, 2, "startsAt");
 	ends = time_arg(fcinfo, 3, "endsAt");
 	tenant = tenant_arg(fcinfo, 4, &call.caller, "setting another tenant's delegations");
-	PG_RETURN_JSONB_P(delegate(&call, tenant, delegator, NULL, delegate_ref, starts, ends));
+	PG_RETURN_JSONB_P(delegate(&call, tenant, delegator, delegate_ref, starts, ends));
 }
 
 /*

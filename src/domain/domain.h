@@ -140,7 +140,7 @@ extern bool ow_approval_eligible(JsonbContainer *data, const OwGateRule *rule, c
 								 Oid login, List *groups);
 extern bool ow_approval_excluded(const OwGateRule *rule, const OwSubject *who);
 extern bool ow_approval_answers_limited(JsonbContainer *data, const OwGateRule *rule);
-extern bool ow_approval_answer_left(const char *tenant, const char *interrupt_id,
+extern bool ow_approval_answer_left(const char *tenant, const char *interrupt_id, const char *voter,
 									const OwSubject *who);
 extern void ow_approval_vote(OwRun *run, const char *interrupt_id, const OwGateRule *rule,
 							 const OwSubject *who, const char *voter, const char *action,

@@ -601,9 +601,9 @@ insert_fork(OwRun *source, const char *fork_id, const char *prefix, const ForkOp
 	static OwQuery insert_run = {
 		"INSERT INTO openwop.runs"
 		" (tenant, run_id, workflow_id, status, current_node_id, owner, configurable, definition,"
-		"  inputs, metadata, next_sequence, event_prefix, fork_of)"
+		"  inputs, metadata, next_sequence, event_prefix, fork_of, requested_by)"
 		" SELECT tenant, $3, workflow_id, $4, $5, owner, COALESCE($6, configurable), definition,"
-		"        inputs, COALESCE($7, metadata), $8, $9, run_id"
+		"        inputs, COALESCE($7, metadata), $8, $9, run_id, requested_by"
 		"   FROM openwop.runs"
 		"  WHERE tenant OPERATOR(pg_catalog.=) $1 AND run_id OPERATOR(pg_catalog.=) $2",
 		9, {TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, JSONBOID, JSONBOID, INT8OID, TEXTOID},

@@ -491,7 +491,7 @@ excluded_voters(OwJson *j, const char *key, OwRun *run)
  * with the request, each member the stricter of the two:
  * requiredApprovals the largest (and at least the groups' sum, their
  * members being distinct humans), single-veto unless every side says
- * majority, groups merged (the largest requirement of each), the
+ * majority (a policy silent on it says single-veto, the default), groups merged (the largest requirement of each), the
  * requester excluded when any policy excludes it (the default), an
  * override principal's bypass only when the request and every policy allow
  * it, and the shortest deadline: *timeout_ms is lowered to it.
@@ -551,7 +551,8 @@ ow_policy_pin(OwRun *run, const char *node_id, JsonbContainer *data, int64 *time
 		JsonbContainer *groups = member_array(p, "groups");
 
 		rule.required = Max(rule.required, (int) member_int(p, "requiredApprovals", 1));
-		single_veto |= member_is(p, "rejectionPolicy", "single-veto");
+		/* a policy silent on it keeps the default, single-veto: majority needs every side's word */
+		single_veto |= !member_is(p, "rejectionPolicy", "majority");
 		rule.bypass &= member_bool(p, "overrideBypassesQuorum", false);
 		rule.exclude_requester |= member_bool(p, "excludeRequester", true);
 		timeout = Min(timeout, member_int(p, "maxTimeoutMs", PG_INT64_MAX));

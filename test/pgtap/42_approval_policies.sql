@@ -315,6 +315,42 @@ SELECT is(openwop.run_snapshot('acme/pol-token-00000001') ->> 'openwop-requested
 SELECT is(pg_temp.refusal($$ SELECT openwop.create_run('payments', '{}', 'two words') $$) -> 'details' ->> 'field', 'requestedBy',
           'requested_by: a requester that is not a subject ref is refused');
 
+-- the review's attacks (helper-16): the requester and owner under every spelling, a fork
+DO $$ BEGIN PERFORM pg_temp.gate('acme/pol-spelled-000001', '{}', 'payments', 'gate', 'https://idp.example/rita'); END $$;
+SELECT is(jsonb_build_array(
+            pg_temp.refused_vote('acme/pol-spelled-000001', 'rita') -> 'details' ->> 'reason',
+            pg_temp.refusal($$ SELECT pg_temp.as_request('{"iss": "https://other-idp.example", "sub": "rita", "tenant": "acme", "scope": "approvals:respond"}',
+                               $q$ SELECT openwop.resolve_interrupt('acme/pol-spelled-000001', 'gate', '{"action": "reject"}') $q$) $$) -> 'details' ->> 'reason',
+            pg_temp.refusal($$ SELECT openwop.mint_interrupt_token((SELECT interrupt_id FROM openwop.interrupts WHERE run_id = 'acme/pol-spelled-000001'), 'resolve', NULL, 'rita') $$)
+              -> 'details' ->> 'reason'),
+          '["requester", "requester", "requester"]',
+          'policy_excludes_requester_any_issuer: a requester named with its issuer is refused under every issuer, and no token is minted for it');
+SELECT is(pg_temp.as_request('{"iss": "https://idp.example", "sub": "eve", "tenant": "acme", "scope": "approvals:respond"}',
+            $$ SELECT jsonb_build_object('r', openwop.create_run('payments', '{"runId": "acme/pol-jwt-owner-0001"}'),
+                                         's', openwop.start_node('acme/pol-jwt-owner-0001', 'gate')) $$) -> 'r' ->> 'status',
+          'running', 'a run started by a JWT subject (the engine through PostgREST)');
+DO $$ BEGIN PERFORM openwop.interrupt('acme/pol-jwt-owner-0001', 'gate', '{"kind": "approval", "data": {"artifactId": "a", "artifactType": "doc", "title": "T", "actions": ["accept"], "approversList": ["eve"]}}');
+            PERFORM openwop.add_group_member('finance', 'eve'); END $$;
+SELECT is(pg_temp.refused_vote('acme/pol-jwt-owner-0001', 'eve') -> 'details' ->> 'reason', 'run-owner',
+          'policy_excludes_run_owner_any_issuer: its owner is refused under another issuer');
+SELECT is(openwop.fork_run('acme/pol-token-00000001', '{"mode": "branch", "fromSeq": 0}') ->> 'status', 'running',
+          'a branch of the run rita requested');
+SELECT is((SELECT openwop.run_snapshot(run_id) ->> 'openwop-requestedBy' FROM openwop.runs WHERE fork_of = 'acme/pol-token-00000001'),
+          'rita', 'policy_fork_keeps_requester: the fork keeps the requester');
+DO $$ BEGIN PERFORM openwop.start_node((SELECT run_id FROM openwop.runs WHERE fork_of = 'acme/pol-token-00000001'), 'gate2');
+            PERFORM openwop.interrupt((SELECT run_id FROM openwop.runs WHERE fork_of = 'acme/pol-token-00000001'), 'gate2',
+                      '{"kind": "approval", "data": {"artifactId": "a", "artifactType": "doc", "title": "T", "actions": ["accept"]}}'); END $$;
+SELECT is(pg_temp.refusal(format($$ SELECT pg_temp.as_request('{"sub": "rita", "tenant": "acme", "scope": "approvals:respond"}', %L) $$,
+            format($$ SELECT openwop.resolve_interrupt(%L, 'gate2', '{"action": "accept"}') $$,
+                   (SELECT run_id FROM openwop.runs WHERE fork_of = 'acme/pol-token-00000001')))) -> 'details' ->> 'reason',
+          'requester', '... and its gates refuse the requester');
+
+-- a policy silent on rejectionPolicy keeps single-veto; majority needs every side's word
+DO $$ BEGIN PERFORM pg_temp.set_policy('silent', '{"appliesTo": {"workflowId": "silent", "nodeId": "*"}, "requiredApprovals": 3}');
+            PERFORM pg_temp.gate('acme/pol-silent-0000001', '{"rejectionPolicy": "majority"}', 'silent'); END $$;
+SELECT is(pg_temp.vote('acme/pol-silent-0000001', 'ann', '{"action": "reject"}') ->> 'decision', 'rejected',
+          'policy_silent_rejection_is_single_veto: the engine''s majority does not survive a policy that says nothing');
+
 -- excludeRequester false: the requester may vote
 DO $$ BEGIN PERFORM pg_temp.set_policy('self-service', '{"appliesTo": {"workflowId": "self", "nodeId": "*"}, "excludeRequester": false}'); END $$;
 DO $$ BEGIN PERFORM pg_temp.gate('acme/pol-self-00000001', '{}', 'self', 'gate', 'rita'); END $$;

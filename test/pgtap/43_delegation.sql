@@ -129,6 +129,73 @@ DO $$ BEGIN PERFORM pg_temp.gate('acme/del-ownreq-000002', '{"approversList": ["
 SELECT is(pg_temp.refused_vote('acme/del-ownreq-000002', 'dave') -> 'details' ->> 'reason', 'requester',
           'delegation_not_own_request: dave may not vote for fay on the gate of a run dave requested');
 
+-- the review's attacks (helper-16)
+CREATE ROLE tap_del_eng LOGIN;
+GRANT USAGE ON SCHEMA openwop TO tap_del_eng;
+GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA openwop TO tap_del_eng;
+GRANT openwop_approver TO tap_del_eng;
+DO $$ BEGIN PERFORM openwop.add_group_member('finance', 'tap_del_eng'); END $$;
+SELECT is(pg_temp.as_login('tap_del_eng', 'acme', $$ SELECT jsonb_build_array(
+            openwop.create_run('deleg-sod', '{"runId": "acme/del-owner-00000001"}') ->> 'status',
+            openwop.start_node('acme/del-owner-00000001', 'gate') ->> 'status',
+            openwop.interrupt('acme/del-owner-00000001', 'gate', '{"kind": "approval", "data": {"artifactId": "a", "artifactType": "doc",
+              "title": "T", "actions": ["accept"], "approverGroupRefs": ["finance"]}}') ->> 'status',
+            openwop.delegate_approvals('puppet', now() - interval '1 hour', now() + interval '1 day') ->> 'delegator') $$),
+          '["running", "running", "interrupted", "tap_del_eng"]', 'a login starts a run, raises its gate and delegates to puppet');
+SELECT is(pg_temp.refused_vote('acme/del-owner-00000001', 'puppet') ->> 'code', 'forbidden',
+          'delegation_excluded_owner: the run''s owner cannot vote on its gate through a delegate');
+DO $$ BEGIN PERFORM pg_temp.gate('acme/del-requester-0001', '{"approverGroupRefs": ["finance"]}', 'https://idp.example/finn', 'deleg-sod');
+            PERFORM pg_temp.delegate('finn', 'grace'); END $$;
+SELECT is(pg_temp.refused_vote('acme/del-requester-0001', 'grace') ->> 'code', 'forbidden',
+          'delegation_excluded_requester: nor its requester, named with an issuer, through a delegate');
+SELECT is(pg_temp.as_request(pg_temp.jwt('grace'), $$ SELECT count(*) FROM openwop.pending_interrupts WHERE run_id = 'acme/del-requester-0001' $$),
+          '0', '... nor does the delegate find that gate in its inbox');
+
+-- one person, one vote: a delegate that revokes and votes for another delegator, or votes as itself and for a delegator
+DO $$ BEGIN PERFORM pg_temp.gate('acme/del-twice-00000001', '{"approverGroupRefs": ["finance"], "requiredApprovals": 2}');
+            PERFORM pg_temp.delegate('fay', 'kim'); PERFORM pg_temp.delegate('finn', 'kim'); END $$;
+SELECT is(pg_temp.vote('acme/del-twice-00000001', 'kim') -> 'tally' ->> 'voters', '1', 'kim votes, as fay (the first delegator by name)');
+SELECT is(pg_temp.as_('kim', format('SELECT openwop.revoke_delegation(%L)',
+            (SELECT delegation_id FROM openwop.approval_delegations WHERE delegator = 'fay' AND delegate = 'kim'))) ->> 'changed', 'true',
+          'kim gives fay''s delegation up');
+SELECT is(pg_temp.refused_vote('acme/del-twice-00000001', 'kim') - 'message',
+          '{"sqlstate": "PT403", "code": "forbidden", "details": {"principal": "kim", "votedAs": "fay"}}',
+          'delegation_one_person_one_vote: kim cannot vote again as finn: one person, one vote');
+CREATE ROLE tap_del_gate_role;
+CREATE ROLE lee LOGIN;
+GRANT tap_del_gate_role, openwop_approver TO lee;
+GRANT USAGE ON SCHEMA openwop TO lee;
+GRANT EXECUTE ON FUNCTION openwop.resolve_interrupt(text, text, jsonb, text) TO lee;
+DO $$ BEGIN PERFORM pg_temp.gate('acme/del-twopaths-000001', '{"approverRoleRefs": ["tap_del_gate_role"], "approversList": ["fay"], "requiredApprovals": 2}');
+            PERFORM pg_temp.delegate('fay', 'lee'); END $$;
+SELECT is(pg_temp.as_login('lee', 'acme', $$ SELECT openwop.resolve_interrupt('acme/del-twopaths-000001', 'gate', '{"action": "accept"}') -> 'tally' -> 'voters' $$),
+          '1', 'lee votes as itself (its login holds the role ref)');
+SELECT is(pg_temp.refused_vote('acme/del-twopaths-000001', 'lee') -> 'details',
+          '{"principal": "lee", "votedAs": "lee"}', '... and cannot vote again for fay as a JWT subject');
+
+-- an override principal's power is not delegated; a delegate's answers are its own
+DO $$ BEGIN PERFORM openwop.add_group_member('openwop-override', 'oscar');
+            PERFORM pg_temp.gate('acme/del-override-00001', '{"approversList": ["oscar"], "requiredApprovals": 3, "overrideBypassesQuorum": true}');
+            PERFORM pg_temp.delegate('oscar', 'otto'); END $$;
+SELECT is(pg_temp.vote('acme/del-override-00001', 'otto') ->> 'status', 'pending',
+          'delegation_not_override: oscar''s delegate votes, but does not release the gate alone');
+SET LOCAL openwop.max_votes_per_voter = 2;
+DO $$ BEGIN PERFORM pg_temp.gate('acme/del-answers-000001', '{"approversList": ["fay"], "requiredApprovals": 2}');
+            PERFORM pg_temp.vote('acme/del-answers-000001', 'dave', 'ask');
+            PERFORM pg_temp.vote('acme/del-answers-000001', 'dave', 'ask'); END $$;
+SELECT is(pg_temp.vote('acme/del-answers-000001', 'fay') ->> 'counted', 'true',
+          'delegation_answers_per_person: the delegate''s answers do not use up the delegator''s');
+RESET openwop.max_votes_per_voter;
+
+-- the window and the refs
+SELECT is(jsonb_build_array(
+            pg_temp.as_('fay', $$ SELECT openwop.delegate_approvals('token-holder', now(), now() + interval '1 day') $$) -> 'details' ->> 'field',
+            pg_temp.as_('fay', $$ SELECT openwop.delegate_approvals('dave', '-infinity', 'infinity') $$) -> 'details' ->> 'field',
+            pg_temp.as_('fay', $$ SELECT openwop.delegate_approvals('dave', now(), now() + interval '367 days') $$) -> 'details' ->> 'field',
+            pg_temp.as_('fay', $$ SELECT openwop.delegate_approvals('https://idp.example/fay', now(), now() + interval '1 day') $$) -> 'details' ->> 'field'),
+          '["delegate", "startsAt", "endsAt", "delegate"]',
+          'delegation_bad_input: the reserved token-holder, an infinite time, more than 366 days, oneself under another issuer');
+
 -- the window, and revocation
 DO $$ BEGIN PERFORM pg_temp.gate('acme/del-window-000001', '{"approversList": ["finn"]}');
             PERFORM pg_temp.delegate('finn', 'gus', '1 hour', '2 hours'); END $$;
@@ -158,11 +225,12 @@ SELECT is(pg_temp.refusal(format($$ SELECT openwop.mint_interrupt_token(%L, 'res
 
 -- the inbox, and the view
 DO $$ BEGIN PERFORM pg_temp.delegate('finn', 'jo'); END $$;
-SELECT is(pg_temp.as_request(pg_temp.jwt('jo'), $$ SELECT coalesce(jsonb_agg(run_id ORDER BY run_id), '[]') FROM openwop.pending_interrupts $$),
-          '["acme/del-window-000001"]', 'delegation_inbox: a delegate finds its delegator''s gates in its inbox');
+SELECT is(pg_temp.as_request(pg_temp.jwt('jo'), $$ SELECT coalesce(jsonb_agg(run_id ORDER BY run_id), '[]') FROM openwop.pending_interrupts
+                                                   WHERE run_id IN ('acme/del-window-000001', 'acme/del-onevote-000001', 'acme/del-cascade-000001') $$),
+          '["acme/del-window-000001"]', 'delegation_inbox: a delegate finds its delegator''s gates in its inbox (finn''s, not fay''s)');
 GRANT USAGE ON SCHEMA openwop TO tap_del_dba;
 SELECT is(pg_temp.as_login('tap_del_dba', 'acme', $$ SELECT jsonb_agg(DISTINCT delegator ORDER BY delegator) FROM openwop.delegations $$),
-          '["dave", "fay", "finn"]', 'delegations view: a policy admin sees every delegation of its tenant');
+          '["dave", "fay", "finn", "oscar", "tap_del_eng"]', 'delegations view: a policy admin sees every delegation of its tenant');
 SELECT is(pg_temp.as_request(pg_temp.jwt('jo'), $$ SELECT jsonb_agg(jsonb_build_array(delegator, delegate, active)) FROM openwop.delegations $$),
           '[["finn", "jo", true]]', '... anyone else its own');
 
