@@ -13,11 +13,13 @@
 
 #include "store/internal.h"
 
+#include "access/table.h"
 #include "access/xact.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_type.h"
 #include "commands/trigger.h"
 #include "parser/parse_coerce.h"
+#include "storage/bufmgr.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
@@ -281,4 +283,26 @@ ow_trigger_column(struct TriggerData *trigdata, const char *function, const char
 				 errmsg("%s needs column \"%s\" of table openwop.%s", function, column,
 						RelationGetRelationName(trigdata->tg_relation))));
 	return attnum;
+}
+
+/*
+ * Has table openwop.<name> never held a row: no block at all?  A table
+ * that is only appended to (the policy log) has none until its first
+ * insert, so its readers skip a statement that could find nothing; an
+ * insert not yet committed extends it, and its readers then run the
+ * statement, which sees what their snapshot lets them.
+ */
+bool
+ow_table_never_written(const char *name)
+{
+	Oid			relid = get_relname_relid(name, get_namespace_oid("openwop", false));
+	Relation	rel;
+	BlockNumber blocks;
+
+	if (!OidIsValid(relid))
+		elog(ERROR, "table openwop.%s does not exist", name);
+	rel = table_open(relid, AccessShareLock);
+	blocks = RelationGetNumberOfBlocks(rel);
+	table_close(rel, AccessShareLock);
+	return blocks == 0;
 }

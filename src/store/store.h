@@ -51,6 +51,7 @@ extern int64 ow_col_int64(uint64 row, int col);
 extern bool ow_col_bool(uint64 row, int col);
 extern Jsonb *ow_col_jsonb(uint64 row, int col);
 extern ErrorData *ow_try_subtransaction(void (*fn) (void *), void *arg);
+extern bool ow_table_never_written(const char *name);
 
 /*
  * The one check of how a trigger function of the extension was fired: as
