@@ -648,7 +648,7 @@ resolve_locked(OwRun *run, OwPending *p, Jsonb *value, const OwSubject *who,
 	{
 		ow_gate_rule(data, p->policy, &rule);
 		r.policy = ow_policy_record(&rule);
-		r.eligibility = ow_approval_eligibility(run, data, &rule, who, login,
+		r.eligibility = ow_approval_eligibility(run, p->interrupt_id, data, &rule, who, login,
 												p->groups_read ? &p->groups : NULL, &is_override,
 												&voter);
 		r.action = check_approval_resume(data, value, who);

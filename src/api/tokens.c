@@ -556,7 +556,8 @@ ow_mint_interrupt_token(PG_FUNCTION_ARGS)
 			run.tenant = tenant;
 			run.run_id = run_id;
 			ow_token_subject(&holder, tenant, principal);
-			(void) ow_approval_eligibility(&run, data, &rule, &holder, InvalidOid, NULL, &is_override, &voter);
+			(void) ow_approval_eligibility(&run, interrupt_id, data, &rule, &holder, InvalidOid, NULL,
+										   &is_override, &voter);
 		}
 	}
 

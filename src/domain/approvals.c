@@ -29,6 +29,7 @@
 #include "auth/auth.h"
 #include "domain/domain.h"
 
+#include "access/xact.h"
 #include "catalog/pg_type.h"
 #include "utils/acl.h"
 #include "utils/array.h"
@@ -72,9 +73,10 @@ list_has_string(List *l, const char *s)
 	return false;
 }
 
-/* The voter has given the gate openwop.max_votes_per_voter answers already. */
+/* who has given the gate openwop.max_votes_per_voter answers as voter already. */
+#define ANSWERS_HINT "Each voter may give a gate openwop.max_votes_per_voter answers (votes, re-votes and asks)."
 static void
-too_many_answers(const char *voter, const char *interrupt_id)
+too_many_answers(const OwSubject *who, const char *voter, const char *interrupt_id)
 {
 	OwDetails	d;
 
@@ -83,10 +85,13 @@ too_many_answers(const char *voter, const char *interrupt_id)
 	ow_details_str(&d, "interruptId", interrupt_id);
 	ow_details_int(&d, "limit", ow_max_votes_per_voter);
 	ow_details_str(&d, "setting", "openwop.max_votes_per_voter");
-	ow_raise(OW_VALIDATION_ERROR, &d,
-			 "Each voter may give a gate openwop.max_votes_per_voter answers (votes, re-votes and asks).",
+	if (strcmp(voter, who->subject_id) != 0)
+		ow_raise(OW_VALIDATION_ERROR, &d, ANSWERS_HINT,
+				 "\"%s\" has answered interrupt \"%s\" as \"%s\" %d times, the most allowed",
+				 who->subject_id, interrupt_id, voter, ow_max_votes_per_voter);
+	ow_raise(OW_VALIDATION_ERROR, &d, ANSWERS_HINT,
 			 "\"%s\" has answered interrupt \"%s\" %d times, the most allowed",
-			 voter, interrupt_id, ow_max_votes_per_voter);
+			 who->subject_id, interrupt_id, ow_max_votes_per_voter);
 }
 
 /*
@@ -101,6 +106,37 @@ too_many_answers(const char *voter, const char *interrupt_id)
 	" WHERE tenant OPERATOR(pg_catalog.=) $1 AND interrupt_id OPERATOR(pg_catalog.=) $2" \
 	"   AND voter OPERATOR(pg_catalog.<>) $3 AND " CAST_BY " OPERATOR(pg_catalog.=) $9"
 #define VOTED_AS_ANOTHER "SELECT" VOTED_AS_ANOTHER_FROM
+
+/*
+ * A REPEATABLE READ or SERIALIZABLE caller counts and checks the gate's
+ * votes as its snapshot shows them; a vote another transaction committed
+ * since (which a counted vote records without changing the run row, so the
+ * run lock raises nothing) would make it count a tally that is not the
+ * gate's or let one person vote twice: a serialization failure (40001),
+ * retried as any other.  args: the vote's ($1 tenant, $2 interrupt).
+ */
+static void
+refuse_unseen_votes(Datum *args)
+{
+	static OwQuery count = {
+		"SELECT pg_catalog.count(*) FROM openwop.votes"
+		" WHERE tenant OPERATOR(pg_catalog.=) $1 AND interrupt_id OPERATOR(pg_catalog.=) $2",
+		2, {TEXTOID, TEXTOID}, SPI_OK_SELECT
+	};
+	int64		seen;
+
+	if (ow_exec(&count, args, NULL, true, 1) != 1)
+		elog(ERROR, "could not count the votes of an interrupt");
+	seen = ow_col_int64(0, 1);
+	if (ow_exec_latest(&count, args, NULL, 1) != 1)
+		elog(ERROR, "could not count the votes of an interrupt");
+	if (ow_col_int64(0, 1) != seen)
+		ereport(ERROR,
+				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+				 errmsg("could not serialize access due to a concurrent vote"),
+				 errdetail("Another transaction recorded a vote on this gate after this transaction's snapshot was taken."),
+				 errhint("Retry the transaction.")));
+}
 
 /* who has voted on the gate as voted_as already: one person, one vote (403). */
 static void
@@ -323,6 +359,26 @@ ow_approval_excluded(const OwGateRule *rule, const OwSubject *who)
 	return excluded_as(rule, who) != NULL;
 }
 
+/* The voter who has voted for on the gate as someone else (a delegator), or NULL. */
+static const char *
+voted_for_on(const char *tenant, const char *interrupt_id, const OwSubject *who)
+{
+	static OwQuery q = {
+		"SELECT voter" VOTED_AS_ANOTHER_FROM " LIMIT 1",
+		9, {TEXTOID, TEXTOID, TEXTOID, TEXTOID, JSONBOID, JSONBOID, JSONBOID, INT4OID, TEXTOID},
+		SPI_OK_SELECT
+	};
+	Datum		args[9] = {0};
+	char		nulls[9] = "         ";
+
+	args[0] = CStringGetTextDatum(tenant);
+	args[1] = CStringGetTextDatum(interrupt_id);
+	args[2] = CStringGetTextDatum(who->subject_id);
+	args[8] = CStringGetTextDatum(who->subject_id);
+	memset(nulls + 3, 'n', 5);
+	return ow_exec(&q, args, nulls, false, 1) == 1 ? ow_col_text(0, 1) : NULL;
+}
+
 /* Refuse the run's owner or requester on a gate whose policy excludes them (403). */
 static void
 refuse_excluded(const OwGateRule *rule, const OwSubject *who)
@@ -355,9 +411,9 @@ refuse_excluded(const OwGateRule *rule, const OwSubject *who)
  * delegationId} with the delegator's matched, groups and override.
  */
 Jsonb *
-ow_approval_eligibility(OwRun *run, JsonbContainer *data, const OwGateRule *rule,
-						const OwSubject *who, Oid login, List **known_groups, bool *is_override,
-						const char **voter)
+ow_approval_eligibility(OwRun *run, const char *interrupt_id, JsonbContainer *data,
+						const OwGateRule *rule, const OwSubject *who, Oid login, List **known_groups,
+						bool *is_override, const char **voter)
 {
 	Eligibility e;
 	const OwDelegation *on_behalf = NULL;
@@ -369,8 +425,26 @@ ow_approval_eligibility(OwRun *run, JsonbContainer *data, const OwGateRule *rule
 	{
 		ListCell   *lc;
 
-		/* the delegations it holds: the first delegator eligible itself (never a delegate's delegate) */
-		foreach(lc, ow_delegations_held(run->tenant, who, true))
+		List	   *held = ow_delegations_held(run->tenant, who, true);
+		const char *voted_for = held ? voted_for_on(run->tenant, interrupt_id, who) : NULL;
+
+		/*
+		 * The delegations it holds: the delegator it voted for on this gate
+		 * already, if it still may, else the first eligible itself (never a
+		 * delegate's delegate).
+		 */
+		if (voted_for)
+			foreach(lc, held)
+			{
+				OwDelegation *d = lfirst(lc);
+
+				if (strcmp(d->delegator.subject_id, voted_for) == 0)
+				{
+					held = list_make1(d);
+					break;
+				}
+			}
+		foreach(lc, held)
 		{
 			const OwDelegation *d = lfirst(lc);
 
@@ -707,11 +781,13 @@ ow_approval_vote(OwRun *run, const char *interrupt_id, const OwGateRule *rule,
 	}
 	else
 	{
+		if (IsolationUsesXactSnapshot())
+			refuse_unseen_votes(args);
 		if (ow_exec(&insert_vote, args, NULL, false, 0) != 1)
 		{
 			if (ow_exec(&voted_as, args, NULL, false, 1) == 1)
 				voted_as_another(who, ow_col_text(0, 1));
-			too_many_answers(voter, interrupt_id);
+			too_many_answers(who, voter, interrupt_id);
 		}
 		if (rule->ngroups > 0)
 			groups_ok = tally_groups(run, interrupt_id, rule, vote);

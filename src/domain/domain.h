@@ -133,9 +133,9 @@ typedef struct OwVote
 
 extern void ow_define_approval_settings(void);
 extern List *ow_subject_groups(const char *tenant, const OwSubject *who, MemoryContext resultctx);
-extern Jsonb *ow_approval_eligibility(OwRun *run, JsonbContainer *data, const OwGateRule *rule,
-									  const OwSubject *who, Oid login, List **known_groups,
-									  bool *is_override, const char **voter);
+extern Jsonb *ow_approval_eligibility(OwRun *run, const char *interrupt_id, JsonbContainer *data,
+									  const OwGateRule *rule, const OwSubject *who, Oid login,
+									  List **known_groups, bool *is_override, const char **voter);
 extern bool ow_approval_eligible(JsonbContainer *data, const OwGateRule *rule, const OwSubject *who,
 								 Oid login, List *groups);
 extern bool ow_approval_excluded(const OwGateRule *rule, const OwSubject *who);

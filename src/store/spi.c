@@ -25,6 +25,7 @@
 #include "utils/rel.h"
 #include "utils/guc.h"
 #include "utils/resowner.h"
+#include "utils/snapmgr.h"
 
 /*
  * Every statement of the extension is an index probe by design, and its
@@ -85,6 +86,27 @@ ow_exec(OwQuery *q, Datum *args, const char *nulls, bool read_only, long count)
 	if (q->plan == NULL)
 		prepare(q);
 	rc = SPI_execute_plan(q->plan, args, nulls, read_only, count);
+	AtEOXact_GUC(true, level);
+	if (rc < 0 || (q->expect != 0 && rc != q->expect))
+		elog(ERROR, "openwop statement failed (%s): %s", SPI_result_code_string(rc), q->sql);
+	return SPI_processed;
+}
+
+/*
+ * Run a read-only statement against the latest committed state rather than
+ * the transaction's snapshot: what a REPEATABLE READ or SERIALIZABLE caller
+ * compares its snapshot with, to find a change it cannot see.
+ */
+uint64
+ow_exec_latest(OwQuery *q, Datum *args, const char *nulls, long count)
+{
+	int			rc;
+	int			level = plan_for_probes();
+
+	if (q->plan == NULL)
+		prepare(q);
+	rc = SPI_execute_snapshot(q->plan, args, nulls, GetLatestSnapshot(), InvalidSnapshot,
+							  true, false, count);
 	AtEOXact_GUC(true, level);
 	if (rc < 0 || (q->expect != 0 && rc != q->expect))
 		elog(ERROR, "openwop statement failed (%s): %s", SPI_result_code_string(rc), q->sql);

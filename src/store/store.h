@@ -45,6 +45,7 @@ typedef struct OwQuery
 } OwQuery;
 
 extern uint64 ow_exec(OwQuery *q, Datum *args, const char *nulls, bool read_only, long count);
+extern uint64 ow_exec_latest(OwQuery *q, Datum *args, const char *nulls, long count);
 extern char *ow_col_text(uint64 row, int col);
 extern Datum ow_col_datum(uint64 row, int col, Oid type, bool *isnull);
 extern int64 ow_col_int64(uint64 row, int col);

@@ -228,8 +228,9 @@ for v in $released; do
 	# open_gates_carried_over_unpinned: a gate open before the update pinned no
 	# policy, and one set after it (quorum 5 for every gate of the workflow)
 	# does not reach it: its 2-of-2 is decided by the second vote below
-	psql -X -q -v ON_ERROR_STOP=1 -d $d -c "GRANT openwop_policy_admin TO CURRENT_USER" -c "SET openwop.tenant = 'acme'" \
-		-c "SELECT openwop.set_approval_policy('after-update', '{\"appliesTo\": {\"workflowId\": \"up\", \"nodeId\": \"*\"}, \"requiredApprovals\": 5}')" >/dev/null
+	psql -X -q -v ON_ERROR_STOP=1 -d $d -c "BEGIN" -c "GRANT openwop_policy_admin TO CURRENT_USER" -c "SET LOCAL openwop.tenant = 'acme'" \
+		-c "SELECT openwop.set_approval_policy('after-update', '{\"appliesTo\": {\"workflowId\": \"up\", \"nodeId\": \"*\"}, \"requiredApprovals\": 5}')" \
+		-c "REVOKE openwop_policy_admin FROM CURRENT_USER" -c "COMMIT" >/dev/null
 	[ "$(qa $d "SELECT bool_and(policy IS NULL) AND count(*) FILTER (WHERE run_id = 'acme/upgrade-all-run-02') = 1 FROM openwop.open_interrupts")" = t ]
 	psql -X -q -v ON_ERROR_STOP=1 -d $d -c "GRANT USAGE ON SCHEMA openwop TO openwop_upgrade_second" \
 		-c "GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA openwop TO openwop_upgrade_second" >/dev/null

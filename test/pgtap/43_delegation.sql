@@ -11,6 +11,12 @@ SET LOCAL openwop.tenant = 'acme';
 \ir refusal.psql
 \ir callers.psql
 
+-- the test login holds no policy admin grant, whatever ran in this cluster before
+DO $$ BEGIN
+  IF EXISTS (SELECT FROM pg_auth_members WHERE roleid = 'openwop_policy_admin'::regrole AND member = current_user::regrole) THEN
+    EXECUTE format('REVOKE openwop_policy_admin FROM %I', current_user);
+  END IF;
+END $$;
 CREATE ROLE tap_del_dba LOGIN;
 GRANT openwop_policy_admin TO tap_del_dba;
 CREATE FUNCTION pg_temp.jwt(who text, tenant text DEFAULT 'acme') RETURNS jsonb LANGUAGE sql AS $$
@@ -173,6 +179,16 @@ SELECT is(pg_temp.as_login('lee', 'acme', $$ SELECT openwop.resolve_interrupt('a
 SELECT is(pg_temp.refused_vote('acme/del-twopaths-000001', 'lee') -> 'details',
           '{"principal": "lee", "votedAs": "lee"}', '... and cannot vote again for fay as a JWT subject');
 
+-- a re-vote goes to the delegator voted for, whoever delegated since
+DO $$ BEGIN PERFORM pg_temp.gate('acme/del-revote-0000001', '{"approversList": ["fay", "aaa"], "requiredApprovals": 2}');
+            PERFORM pg_temp.delegate('fay', 'nia'); PERFORM pg_temp.vote('acme/del-revote-0000001', 'nia');
+            PERFORM pg_temp.delegate('aaa', 'nia'); END $$;
+SELECT is(pg_temp.vote('acme/del-revote-0000001', 'nia', 'reject') ->> 'decision', 'rejected',
+          'delegation_revote_same_delegator: nia''s re-vote is fay''s again, though aaa (first by name) delegated to her since');
+SELECT is((SELECT jsonb_agg(jsonb_build_array(voter, revision) ORDER BY voter, revision) FROM openwop.votes v JOIN openwop.interrupts i USING (tenant, interrupt_id)
+            WHERE i.run_id = 'acme/del-revote-0000001'),
+          '[["fay", 1], ["fay", 2]]', '... two revisions of fay''s vote, none of aaa''s');
+
 -- an override principal's power is not delegated; a delegate's answers are its own
 DO $$ BEGIN PERFORM openwop.add_group_member('openwop-override', 'oscar');
             PERFORM pg_temp.gate('acme/del-override-00001', '{"approversList": ["oscar"], "requiredApprovals": 3, "overrideBypassesQuorum": true}');
@@ -230,7 +246,7 @@ SELECT is(pg_temp.as_request(pg_temp.jwt('jo'), $$ SELECT coalesce(jsonb_agg(run
           '["acme/del-window-000001"]', 'delegation_inbox: a delegate finds its delegator''s gates in its inbox (finn''s, not fay''s)');
 GRANT USAGE ON SCHEMA openwop TO tap_del_dba;
 SELECT is(pg_temp.as_login('tap_del_dba', 'acme', $$ SELECT jsonb_agg(DISTINCT delegator ORDER BY delegator) FROM openwop.delegations $$),
-          '["dave", "fay", "finn", "oscar", "tap_del_eng"]', 'delegations view: a policy admin sees every delegation of its tenant');
+          '["aaa", "dave", "fay", "finn", "oscar", "tap_del_eng"]', 'delegations view: a policy admin sees every delegation of its tenant');
 SELECT is(pg_temp.as_request(pg_temp.jwt('jo'), $$ SELECT jsonb_agg(jsonb_build_array(delegator, delegate, active)) FROM openwop.delegations $$),
           '[["finn", "jo", true]]', '... anyone else its own');
 
