@@ -635,20 +635,21 @@ groups_met(Acceptor *acc, int nacc, const OwGateRule *rule, int *met)
 }
 
 /*
- * The tally of a gate whose rule has groups: each voter's latest answer,
- * and for each accepting voter the groups its vote was recorded in.
+ * The tally of a gate whose rule has groups: each voter's latest answer
+ * but an ask (which never withdraws a vote, as in the count below), and
+ * for each accepting voter the groups its vote was recorded in.
  * Returns whether every group requirement is met.
  */
 static bool
 tally_groups(OwRun *run, const char *interrupt_id, const OwGateRule *rule, OwVote *vote)
 {
 	static OwQuery latest = {
-		"SELECT action, eligibility OPERATOR(pg_catalog.->) 'groups'"
-		"  FROM (SELECT DISTINCT ON (voter) action, eligibility FROM openwop.votes"
-		"         WHERE tenant OPERATOR(pg_catalog.=) $1"
-		"           AND interrupt_id OPERATOR(pg_catalog.=) $2"
-		"         ORDER BY voter, revision DESC) l"
-		" WHERE action OPERATOR(pg_catalog.<>) 'ask'",
+		"SELECT DISTINCT ON (voter) action, eligibility OPERATOR(pg_catalog.->) 'groups'"
+		"  FROM openwop.votes"
+		" WHERE tenant OPERATOR(pg_catalog.=) $1"
+		"   AND interrupt_id OPERATOR(pg_catalog.=) $2"
+		"   AND action OPERATOR(pg_catalog.<>) 'ask'"
+		" ORDER BY voter, revision DESC",
 		2, {TEXTOID, TEXTOID}, SPI_OK_SELECT
 	};
 	Datum		args[2];

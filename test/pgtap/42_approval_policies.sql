@@ -267,8 +267,11 @@ SELECT is(pg_temp.vote('acme/pol-groups-0000001', 'dana') -> 'tally',
           '{"voters": 1, "accepts": 1, "rejects": 0, "requiredApprovals": 3,
             "groups": [{"ref": "security", "required": 1, "met": 0}, {"ref": "finance", "required": 2, "met": 1}]}',
           'policy_distinct_humans: dana, in security and finance, counts toward one requirement');
+SELECT is(pg_temp.vote('acme/pol-groups-0000001', 'dana', '{"action": "ask", "feedback": "which vendor?"}') ->> 'counted', 'false',
+          'dana asks a question');
 SELECT is(pg_temp.vote('acme/pol-groups-0000001', 'fay') -> 'tally' -> 'groups',
-          '[{"ref": "security", "required": 1, "met": 0}, {"ref": "finance", "required": 2, "met": 2}]', '... fay toward finance');
+          '[{"ref": "security", "required": 1, "met": 0}, {"ref": "finance", "required": 2, "met": 2}]',
+          'policy_groups_ask_keeps_vote: fay toward finance, and dana''s accept still counts after her ask');
 SELECT is(pg_temp.vote('acme/pol-groups-0000001', 'ann') - 'interruptId',
           '{"runId": "acme/pol-groups-0000001", "nodeId": "gate", "status": "pending", "action": "accept", "counted": true,
             "tally": {"voters": 3, "accepts": 3, "rejects": 0, "requiredApprovals": 3,
