@@ -362,7 +362,8 @@ SELECT o.interrupt_id,
                    ('{accept,edit-accept}'::pg_catalog.text[]))) AS accepts,
                pg_catalog.int4(pg_catalog.count(*) FILTER (WHERE l.action OPERATOR(pg_catalog.=)
                    'reject'::pg_catalog.text)) AS rejects,
-               pg_catalog.int4(pg_catalog.count(*)) AS voters
+               pg_catalog.int4(pg_catalog.count(*) FILTER (WHERE l.action OPERATOR(pg_catalog.<>)
+                   'withdraw'::pg_catalog.text)) AS voters
           FROM (SELECT DISTINCT ON (v.voter) v.action
                   FROM openwop.votes v
                  WHERE v.tenant OPERATOR(pg_catalog.=) o.tenant
@@ -385,6 +386,8 @@ SELECT o.interrupt_id,
    AND openwop.may_decide(o.tenant, o.interrupt_id, o.kind, o.payload, o.policy)
  ORDER BY o.created_at, o.interrupt_id;
 COMMENT ON COLUMN openwop.pending_interrupts.required_approvals IS 'Accepts an approval gate needs: its rule with the policies it pinned (the larger of data.requiredApprovals, 1 when absent, and theirs); NULL for other kinds.';
+COMMENT ON COLUMN openwop.pending_interrupts.voters IS 'Voters counted on the approval gate (latest answer other than ask, and not withdrawn); NULL for other kinds.';
+COMMENT ON COLUMN openwop.pending_interrupts.my_vote IS 'The caller''s own latest answer to the gate (accept, reject, refine, edit-accept, ask, or withdraw), NULL if none is recorded.';
 COMMENT ON COLUMN openwop.pending_interrupts.policy IS 'The approval policy the gate pinned when it was raised, {name, version} (and policies, every one, when several matched); NULL when none did.';
 
 /*
@@ -548,3 +551,29 @@ GRANT EXECUTE ON FUNCTION openwop.set_delegation(text, text, timestamptz, timest
     openwop.revoke_delegation(text), openwop.delegation_viewer() TO openwop_policy_admin;
 GRANT SELECT ON openwop.delegations TO openwop_policy_admin;
 -- == approval policies the DBA owns (end) ==
+
+-- == 0.11.0: the approver takes a vote back (begin) ==
+/* ------------------------------------------------------------------------
+ * A voter withdraws its counted vote on a pending gate: a new revision,
+ * action withdraw, that the tally does not count.
+ * ---------------------------------------------------------------------- */
+COMMENT ON COLUMN openwop.votes.action IS 'accept, reject, refine, edit-accept, ask, or withdraw (the voter took its counted vote back).';
+CREATE FUNCTION openwop.withdraw_vote(run_id text, node_id text)
+    RETURNS jsonb AS 'MODULE_PATHNAME', 'ow_withdraw_vote'
+    LANGUAGE C VOLATILE;
+COMMENT ON FUNCTION openwop.withdraw_vote(text, text) IS
+  'The caller takes back its counted vote (its own, or the one it cast for a delegator) on the pending approval gate of node_id: a new revision, action withdraw, under the run lock; answered {status: pending, action: withdraw, counted: false, tally}. 404 without a counted vote, 409 on a decided gate; needs approvals:respond.';
+REVOKE ALL ON FUNCTION openwop.withdraw_vote(text, text) FROM PUBLIC;
+
+CREATE FUNCTION openwop_forward.withdraw_vote(caller jsonb, run_id text, node_id text)
+    RETURNS jsonb LANGUAGE plpgsql VOLATILE SECURITY INVOKER SET openwop.forwarded_caller = ''
+AS $$
+BEGIN
+    PERFORM pg_catalog.set_config('openwop.forwarded_caller', COALESCE(caller::pg_catalog.text, 'null'), true);
+    RETURN openwop.withdraw_vote(run_id, node_id);
+END
+$$;
+COMMENT ON FUNCTION openwop_forward.withdraw_vote(jsonb, text, text) IS
+  'openwop.withdraw_vote for the forwarded caller.';
+REVOKE ALL ON FUNCTION openwop_forward.withdraw_vote(jsonb, text, text) FROM PUBLIC;
+-- == the approver takes a vote back (end) ==

@@ -843,6 +843,73 @@ ow_resolve_interrupt(PG_FUNCTION_ARGS)
 	return ow_resolve_respond(&call, tenant, RUN_ENDPOINT, idem_key, result);
 }
 
+PG_FUNCTION_INFO_V1(ow_withdraw_vote);
+/*
+ * openwop.withdraw_vote(run_id, node_id) → jsonb: the caller takes back its
+ * counted vote on the approval gate of node_id while the gate is pending
+ * (a new revision, under the run lock like any vote), and is answered as a
+ * vote that decides nothing: {status: "pending", action: "withdraw",
+ * counted: false, tally}.  A decided gate is 409, as for a vote; past its
+ * deadline it is a late answer.
+ */
+Datum
+ow_withdraw_vote(PG_FUNCTION_ARGS)
+{
+	char	   *run_input;
+	char	   *node_id;
+	char	   *tenant;
+	char	   *run_id;
+	OwCall		call;
+	OwRun		run;
+	OwPending	p;
+	OwGateRule	rule;
+	OwVote		v;
+	Response	resp = {0};
+	Jsonb	   *result;
+
+	ow_refuse_read_only("withdraw_vote()");
+	if (PG_ARGISNULL(0))
+		ow_validation_error("runId", "run_id must not be null");
+	if (PG_ARGISNULL(1))
+		ow_validation_error("nodeId", "node_id must not be null");
+	run_input = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	node_id = text_to_cstring(PG_GETARG_TEXT_PP(1));
+	if (!ow_valid_author_id(node_id))
+		ow_validation_error("nodeId", "\"%s\" is not a valid node id", ow_echo(node_id));
+
+	ow_caller(&call.caller);
+	ow_check_scope(&call.caller);
+	tenant = call.caller.subject.tenant;
+	run_id = ow_normalize_run_id(run_input, tenant);
+
+	ow_call_enter(&call);
+	lock_pending(&run, tenant, run_id, node_id, &p);
+	if (strcmp(p.kind, "approval") != 0)
+	{
+		OwDetails	d;
+
+		ow_details_init(&d);
+		ow_details_str(&d, "runId", run.run_id);
+		ow_details_str(&d, "nodeId", node_id);
+		ow_details_str(&d, "kind", p.kind);
+		ow_raise(OW_RUN_STATE_CONFLICT, &d, "Only an approval gate counts votes.",
+				 "node \"%s\" waits on a %s interrupt, not an approval gate", ow_echo(node_id), p.kind);
+	}
+	if (p.overdue)
+		result = late_answer(&run, &p, call.callerctx);
+	else
+	{
+		ow_gate_rule(owj_get(p.payload, "data")->val.binary.data, p.policy, &rule);
+		ow_approval_withdraw(&run, p.interrupt_id, &rule, &call.caller.subject, &v);
+		ow_count_decision(OW_STAT_VOTED);
+		resp.action = "withdraw";
+		resp.counted = false;
+		resp.tally = &v;
+		result = response(call.callerctx, "pending", &run, &p, &resp);
+	}
+	return ow_resolve_respond(&call, tenant, NULL, NULL, result);
+}
+
 PG_FUNCTION_INFO_V1(ow_confirm_credential);
 /*
  * openwop.confirm_credential(run_id, node_id, idempotency_key): the host's

@@ -514,7 +514,8 @@ ow_approval_eligible(JsonbContainer *data, const OwGateRule *rule, const OwSubje
 static bool
 answer_is_recorded(const OwGateRule *rule, const char *action)
 {
-	return rule->required != 1 || rule->ngroups > 0 || strcmp(action, "ask") == 0;
+	return rule->required != 1 || rule->ngroups > 0 || strcmp(action, "ask") == 0 ||
+		strcmp(action, "withdraw") == 0;
 }
 
 /*
@@ -662,8 +663,7 @@ tally_groups(OwRun *run, const char *interrupt_id, const OwGateRule *rule, OwVot
 	args[1] = CStringGetTextDatum(interrupt_id);
 	n = ow_exec(&latest, args, NULL, false, 0);
 	acc = palloc0(sizeof(Acceptor) * (n + 1));
-	vote->accepts = vote->rejects = 0;
-	vote->voters = (int) n;
+	vote->accepts = vote->rejects = vote->voters = 0;
 	for (i = 0; i < n; i++)
 	{
 		char	   *action = ow_col_text(i, 1);
@@ -671,6 +671,9 @@ tally_groups(OwRun *run, const char *interrupt_id, const OwGateRule *rule, OwVot
 		int			k;
 		int			g;
 
+		if (strcmp(action, "withdraw") == 0)
+			continue;
+		vote->voters++;
 		if (strcmp(action, "reject") == 0)
 			vote->rejects++;
 		if (strcmp(action, "accept") != 0 && strcmp(action, "edit-accept") != 0)
@@ -743,7 +746,7 @@ ow_approval_vote(OwRun *run, const char *interrupt_id, const OwGateRule *rule,
 		"SELECT pg_catalog.count(*) FILTER (WHERE action OPERATOR(pg_catalog.=) ANY"
 		"            ('{accept,edit-accept}'::pg_catalog.text[])),"
 		"       pg_catalog.count(*) FILTER (WHERE action OPERATOR(pg_catalog.=) 'reject'),"
-		"       pg_catalog.count(*)"
+		"       pg_catalog.count(*) FILTER (WHERE action OPERATOR(pg_catalog.<>) 'withdraw')"
 		"  FROM (SELECT DISTINCT ON (voter) voter, action FROM openwop.votes"
 		"         WHERE tenant OPERATOR(pg_catalog.=) $1"
 		"           AND interrupt_id OPERATOR(pg_catalog.=) $2"
@@ -806,7 +809,8 @@ ow_approval_vote(OwRun *run, const char *interrupt_id, const OwGateRule *rule,
 	vote->decision = NULL;
 	vote->reason = NULL;
 	vote->action = action;
-	if (strcmp(action, "ask") == 0)
+	/* an ask is recorded, a withdrawal takes a vote back: neither decides */
+	if (strcmp(action, "ask") == 0 || strcmp(action, "withdraw") == 0)
 		return;
 	if (strcmp(action, "refine") == 0)
 	{
@@ -837,6 +841,66 @@ ow_approval_vote(OwRun *run, const char *interrupt_id, const OwGateRule *rule,
 		vote->decided = true;
 		vote->decision = "granted";
 	}
+}
+
+/*
+ * Withdraw who's counted vote on the gate: a new revision, action
+ * "withdraw", of the voter it was cast as (itself, or the delegator it
+ * voted for), with that vote's eligibility record, then the tally (nothing
+ * is decided).  404 when who has no counted vote there (never voted, only
+ * asked, withdrew already, or its delegator's own vote replaced it).
+ */
+void
+ow_approval_withdraw(OwRun *run, const char *interrupt_id, const OwGateRule *rule,
+					 const OwSubject *who, OwVote *vote)
+{
+	/* each voter's latest answer but an ask, among the voters who cast any */
+	static OwQuery counted = {
+		"SELECT DISTINCT ON (voter) voter, action, " CAST_BY ", eligibility"
+		"  FROM openwop.votes"
+		" WHERE tenant OPERATOR(pg_catalog.=) $1 AND interrupt_id OPERATOR(pg_catalog.=) $2"
+		"   AND action OPERATOR(pg_catalog.<>) 'ask'"
+		"   AND voter IN (SELECT voter FROM openwop.votes"
+		"                  WHERE tenant OPERATOR(pg_catalog.=) $1"
+		"                    AND interrupt_id OPERATOR(pg_catalog.=) $2"
+		"                    AND " CAST_BY " OPERATOR(pg_catalog.=) $3)"
+		" ORDER BY voter, revision DESC",
+		3, {TEXTOID, TEXTOID, TEXTOID}, SPI_OK_SELECT
+	};
+	Datum		args[3];
+	uint64		n;
+	uint64		i;
+	char	   *voter = NULL;
+	Jsonb	   *eligibility = NULL;
+	OwJson		j;
+
+	args[0] = CStringGetTextDatum(run->tenant);
+	args[1] = CStringGetTextDatum(interrupt_id);
+	args[2] = CStringGetTextDatum(who->subject_id);
+	n = ow_exec(&counted, args, NULL, false, 0);
+	for (i = 0; i < n && voter == NULL; i++)
+		if (strcmp(ow_col_text(i, 2), "withdraw") != 0 && strcmp(ow_col_text(i, 3), who->subject_id) == 0)
+		{
+			voter = ow_col_text(i, 1);
+			eligibility = ow_col_jsonb(i, 4);
+		}
+	if (voter == NULL)
+	{
+		OwDetails	d;
+
+		ow_details_init(&d);
+		ow_details_str(&d, "principal", who->subject_id);
+		ow_details_str(&d, "interruptId", interrupt_id);
+		ow_raise(OW_NOT_FOUND, &d, NULL,
+				 "principal \"%s\" has no counted vote on interrupt \"%s\" to withdraw",
+				 who->subject_id, interrupt_id);
+	}
+	owj_begin(&j);
+	owj_str(&j, "action", "withdraw");
+	owj_str(&j, "decidedAt", owj_iso8601(GetCurrentTimestamp()));
+	owj_str(&j, "decidedBy", who->subject_id);
+	ow_approval_vote(run, interrupt_id, rule, who, voter, "withdraw", owj_end(&j), eligibility, false,
+					 vote);
 }
 
 /* ----------
