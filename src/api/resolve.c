@@ -849,8 +849,10 @@ PG_FUNCTION_INFO_V1(ow_withdraw_vote);
  * counted vote on the approval gate of node_id while the gate is pending
  * (a new revision, under the run lock like any vote), and is answered as a
  * vote that decides nothing: {status: "pending", action: "withdraw",
- * counted: false, tally}.  A decided gate is 409, as for a vote; past its
- * deadline it is a late answer.
+ * counted: false, tally}.  The caller must be eligible now, as for a vote
+ * (403): a caller refused as a voter cannot take a vote back either, nor a
+ * delegate whose delegation ended.  A decided gate is 409, as for a vote;
+ * past its deadline it is a late answer.
  */
 Datum
 ow_withdraw_vote(PG_FUNCTION_ARGS)
@@ -899,8 +901,15 @@ ow_withdraw_vote(PG_FUNCTION_ARGS)
 		result = late_answer(&run, &p, call.callerctx);
 	else
 	{
-		ow_gate_rule(owj_get(p.payload, "data")->val.binary.data, p.policy, &rule);
-		ow_approval_withdraw(&run, p.interrupt_id, &rule, &call.caller.subject, &v);
+		JsonbContainer *data = owj_get(p.payload, "data")->val.binary.data;
+		const char *voter;
+		bool		is_override;
+
+		/* who may take back only what it may cast now: eligibility, as for a vote (403) */
+		ow_gate_rule(data, p.policy, &rule);
+		(void) ow_approval_eligibility(&run, p.interrupt_id, data, &rule, &call.caller.subject,
+									   call.caller.login, NULL, &is_override, &voter);
+		ow_approval_withdraw(&run, p.interrupt_id, &rule, &call.caller.subject, voter, &v);
 		ow_count_decision(OW_STAT_VOTED);
 		resp.action = "withdraw";
 		resp.counted = false;

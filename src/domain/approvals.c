@@ -769,7 +769,8 @@ ow_approval_vote(OwRun *run, const char *interrupt_id, const OwGateRule *rule,
 	args[4] = JsonbPGetDatum(resume_value);
 	args[5] = JsonbPGetDatum(eligibility);
 	args[6] = JsonbPGetDatum(ow_subject_jsonb(who));
-	args[7] = Int32GetDatum(ow_max_votes_per_voter);
+	/* a withdrawal is never capped: the votes it takes back are */
+	args[7] = Int32GetDatum(strcmp(action, "withdraw") == 0 ? PG_INT32_MAX : ow_max_votes_per_voter);
 	args[8] = CStringGetTextDatum(who->subject_id);
 	if (!answer_is_recorded(rule, action))
 	{
@@ -844,47 +845,38 @@ ow_approval_vote(OwRun *run, const char *interrupt_id, const OwGateRule *rule,
 }
 
 /*
- * Withdraw who's counted vote on the gate: a new revision, action
- * "withdraw", of the voter it was cast as (itself, or the delegator it
- * voted for), with that vote's eligibility record, then the tally (nothing
- * is decided).  404 when who has no counted vote there (never voted, only
- * asked, withdrew already, or its delegator's own vote replaced it).
+ * Withdraw who's counted vote on the gate, cast as voter (itself, or the
+ * delegator it votes for, as ow_approval_eligibility decided it now: who
+ * may withdraw only what it may cast): a new revision, action "withdraw",
+ * with that vote's eligibility record, then the tally (nothing is
+ * decided).  404 when voter's latest vote is not who's counted one (never
+ * voted, only asked, withdrawn already, or the delegator's own vote
+ * replaced it).  A withdrawal is not capped by openwop.max_votes_per_voter:
+ * the votes it takes back are.
  */
 void
 ow_approval_withdraw(OwRun *run, const char *interrupt_id, const OwGateRule *rule,
-					 const OwSubject *who, OwVote *vote)
+					 const OwSubject *who, const char *voter, OwVote *vote)
 {
-	/* each voter's latest answer but an ask, among the voters who cast any */
-	static OwQuery counted = {
-		"SELECT DISTINCT ON (voter) voter, action, " CAST_BY ", eligibility"
-		"  FROM openwop.votes"
+	/* voter's latest answer but an ask */
+	static OwQuery latest = {
+		"SELECT action, " CAST_BY ", eligibility FROM openwop.votes"
 		" WHERE tenant OPERATOR(pg_catalog.=) $1 AND interrupt_id OPERATOR(pg_catalog.=) $2"
-		"   AND action OPERATOR(pg_catalog.<>) 'ask'"
-		"   AND voter IN (SELECT voter FROM openwop.votes"
-		"                  WHERE tenant OPERATOR(pg_catalog.=) $1"
-		"                    AND interrupt_id OPERATOR(pg_catalog.=) $2"
-		"                    AND " CAST_BY " OPERATOR(pg_catalog.=) $3)"
-		" ORDER BY voter, revision DESC",
+		"   AND voter OPERATOR(pg_catalog.=) $3 AND action OPERATOR(pg_catalog.<>) 'ask'"
+		" ORDER BY revision DESC LIMIT 1",
 		3, {TEXTOID, TEXTOID, TEXTOID}, SPI_OK_SELECT
 	};
 	Datum		args[3];
-	uint64		n;
-	uint64		i;
-	char	   *voter = NULL;
-	Jsonb	   *eligibility = NULL;
 	OwJson		j;
 
 	args[0] = CStringGetTextDatum(run->tenant);
 	args[1] = CStringGetTextDatum(interrupt_id);
-	args[2] = CStringGetTextDatum(who->subject_id);
-	n = ow_exec(&counted, args, NULL, false, 0);
-	for (i = 0; i < n && voter == NULL; i++)
-		if (strcmp(ow_col_text(i, 2), "withdraw") != 0 && strcmp(ow_col_text(i, 3), who->subject_id) == 0)
-		{
-			voter = ow_col_text(i, 1);
-			eligibility = ow_col_jsonb(i, 4);
-		}
-	if (voter == NULL)
+	args[2] = CStringGetTextDatum(voter);
+	/* a vote committed since the snapshot is what it would take back: see it, or fail 40001 */
+	if (IsolationUsesXactSnapshot())
+		refuse_unseen_votes(args);
+	if (ow_exec(&latest, args, NULL, false, 1) != 1 || strcmp(ow_col_text(0, 1), "withdraw") == 0 ||
+		strcmp(ow_col_text(0, 2), who->subject_id) != 0)
 	{
 		OwDetails	d;
 
@@ -899,8 +891,8 @@ ow_approval_withdraw(OwRun *run, const char *interrupt_id, const OwGateRule *rul
 	owj_str(&j, "action", "withdraw");
 	owj_str(&j, "decidedAt", owj_iso8601(GetCurrentTimestamp()));
 	owj_str(&j, "decidedBy", who->subject_id);
-	ow_approval_vote(run, interrupt_id, rule, who, voter, "withdraw", owj_end(&j), eligibility, false,
-					 vote);
+	ow_approval_vote(run, interrupt_id, rule, who, voter, "withdraw", owj_end(&j), ow_col_jsonb(0, 3),
+					 false, vote);
 }
 
 /* ----------

@@ -143,7 +143,7 @@ extern bool ow_approval_answers_limited(JsonbContainer *data, const OwGateRule *
 extern bool ow_approval_answer_left(const char *tenant, const char *interrupt_id, const char *voter,
 									const OwSubject *who);
 extern void ow_approval_withdraw(OwRun *run, const char *interrupt_id, const OwGateRule *rule,
-								 const OwSubject *who, OwVote *vote);
+								 const OwSubject *who, const char *voter, OwVote *vote);
 extern void ow_approval_vote(OwRun *run, const char *interrupt_id, const OwGateRule *rule,
 							 const OwSubject *who, const char *voter, const char *action,
 							 Jsonb *resume_value, Jsonb *eligibility, bool is_override, OwVote *vote);

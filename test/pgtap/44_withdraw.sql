@@ -75,6 +75,31 @@ DO $$ BEGIN PERFORM pg_temp.vote('acme/wd-delegate-000001', 'fay'); END $$;
 SELECT is(pg_temp.refused_withdraw('acme/wd-delegate-000001', 'dave') ->> 'code', 'not_found',
           '... but not fay''s own vote, cast since');
 
+-- the review's attacks (helper-18): who may not vote may not withdraw; a withdrawal is never capped
+DO $$ BEGIN PERFORM pg_temp.gate('acme/wd-issuer-00000001', '{"approversList": ["https://idp.example.org/bea", "cid", "dan"], "requiredApprovals": 3, "rejectionPolicy": "majority"}');
+            PERFORM pg_temp.as_request('{"iss": "https://idp.example.org", "sub": "bea", "tenant": "acme", "scope": "approvals:respond"}',
+                      $q$ SELECT openwop.resolve_interrupt('acme/wd-issuer-00000001', 'gate', '{"action": "reject"}') $q$); END $$;
+SELECT is(pg_temp.refusal($$ SELECT pg_temp.as_request('{"iss": "https://other.example.org", "sub": "bea", "tenant": "acme", "scope": "approvals:respond"}',
+                               $q$ SELECT openwop.withdraw_vote('acme/wd-issuer-00000001', 'gate') $q$) $$) ->> 'code',
+          'forbidden', 'withdraw_vote_needs_eligibility: a bea of another issuer, refused as a voter, cannot withdraw bea''s vote');
+SELECT is(pg_temp.as_request('{"iss": "https://idp.example.org", "sub": "bea", "tenant": "acme", "scope": "approvals:respond"}',
+            $$ SELECT openwop.withdraw_vote('acme/wd-issuer-00000001', 'gate') -> 'tally' -> 'rejects' $$),
+          '0', '... bea herself can');
+SET LOCAL openwop.max_votes_per_voter = 2;
+DO $$ BEGIN PERFORM pg_temp.gate('acme/wd-cap-00000000001', '{"approversList": ["ann", "bea"], "requiredApprovals": 2}');
+            PERFORM pg_temp.vote('acme/wd-cap-00000000001', 'ann'); PERFORM pg_temp.vote('acme/wd-cap-00000000001', 'ann'); END $$;
+SELECT is(pg_temp.withdraw('acme/wd-cap-00000000001', 'ann') -> 'tally' ->> 'accepts', '0',
+          'withdraw_vote_not_capped: a voter who used up its answers still takes its vote back');
+SELECT is(pg_temp.refusal($$ SELECT pg_temp.vote('acme/wd-cap-00000000001', 'ann') $$) ->> 'code', 'validation_error',
+          '... and votes no more');
+RESET openwop.max_votes_per_voter;
+DO $$ BEGIN PERFORM pg_temp.gate('acme/wd-revoked-0000001', '{"approversList": ["finn"], "requiredApprovals": 2}');
+            PERFORM pg_temp.as_request(pg_temp.jwt('finn'), $q$ SELECT openwop.delegate_approvals('gus', now() - interval '1 hour', now() + interval '1 day') $q$);
+            PERFORM pg_temp.vote('acme/wd-revoked-0000001', 'gus');
+            PERFORM pg_temp.as_request(pg_temp.jwt('finn'), $q$ SELECT openwop.revoke_delegation((SELECT delegation_id FROM openwop.approval_delegations WHERE delegate = 'gus')) $q$); END $$;
+SELECT is(pg_temp.refused_withdraw('acme/wd-revoked-0000001', 'gus') ->> 'code', 'forbidden',
+          'withdraw_vote_delegation_ended: a delegate whose delegation ended takes nothing back (as a token minted for it resolves nothing)');
+
 -- other kinds, bad input, no scope
 DO $$ BEGIN PERFORM pg_temp.gate('acme/wd-clarify-0000001', '{}', 'clarification'); END $$;
 SELECT is(pg_temp.refused_withdraw('acme/wd-clarify-0000001', 'ann') ->> 'code', 'run_state_conflict',
