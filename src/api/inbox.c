@@ -165,23 +165,18 @@ caller_delegators(FunctionCallInfo fcinfo, InboxCaller *ic)
 		return ic->delegations;
 	call.caller = ic->caller;
 	ow_call_enter(&call);
+	/* read into the statement's context, where the caller is kept */
+	old = MemoryContextSwitchTo(fcinfo->flinfo->fn_mcxt);
 	foreach(lc, ow_delegations_held(ic->caller.subject.tenant, &ic->caller.subject, false))
 	{
 		OwDelegation *d = lfirst(lc);
-		InboxDelegator *id;
+		InboxDelegator *id = palloc(sizeof(InboxDelegator));
 
-		old = MemoryContextSwitchTo(fcinfo->flinfo->fn_mcxt);
-		id = palloc(sizeof(InboxDelegator));
 		id->subject = d->delegator;
-		id->subject.issuer = pstrdup(d->delegator.issuer);
-		id->subject.subject_id = pstrdup(d->delegator.subject_id);
-		id->subject.tenant = pstrdup(d->delegator.tenant);
-		MemoryContextSwitchTo(old);
 		id->groups = ow_subject_groups(ic->caller.subject.tenant, &id->subject, fcinfo->flinfo->fn_mcxt);
-		old = MemoryContextSwitchTo(fcinfo->flinfo->fn_mcxt);
 		ic->delegations = lappend(ic->delegations, id);
-		MemoryContextSwitchTo(old);
 	}
+	MemoryContextSwitchTo(old);
 	ic->delegations_read = true;
 	ow_call_end(&call);
 	ow_call_finish(&call);

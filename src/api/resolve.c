@@ -843,6 +843,20 @@ ow_resolve_interrupt(PG_FUNCTION_ARGS)
 	return ow_resolve_respond(&call, tenant, RUN_ENDPOINT, idem_key, result);
 }
 
+/* node_id of the locked run waits on a kind of interrupt the call does not answer (409). */
+static void
+other_kind(OwRun *run, const char *node_id, const char *kind, const char *wanted, const char *hint)
+{
+	OwDetails	d;
+
+	ow_details_init(&d);
+	ow_details_str(&d, "runId", run->run_id);
+	ow_details_str(&d, "nodeId", node_id);
+	ow_details_str(&d, "kind", kind);
+	ow_raise(OW_RUN_STATE_CONFLICT, &d, hint, "node \"%s\" waits on a %s interrupt, not %s",
+			 ow_echo(node_id), kind, wanted);
+}
+
 PG_FUNCTION_INFO_V1(ow_withdraw_vote);
 /*
  * openwop.withdraw_vote(run_id, node_id) → jsonb: the caller takes back its
@@ -887,16 +901,7 @@ ow_withdraw_vote(PG_FUNCTION_ARGS)
 	ow_call_enter(&call);
 	lock_pending(&run, tenant, run_id, node_id, &p);
 	if (strcmp(p.kind, "approval") != 0)
-	{
-		OwDetails	d;
-
-		ow_details_init(&d);
-		ow_details_str(&d, "runId", run.run_id);
-		ow_details_str(&d, "nodeId", node_id);
-		ow_details_str(&d, "kind", p.kind);
-		ow_raise(OW_RUN_STATE_CONFLICT, &d, "Only an approval gate counts votes.",
-				 "node \"%s\" waits on a %s interrupt, not an approval gate", ow_echo(node_id), p.kind);
-	}
+		other_kind(&run, node_id, p.kind, "an approval gate", "Only an approval gate counts votes.");
 	if (p.overdue)
 		result = late_answer(&run, &p, call.callerctx);
 	else
@@ -959,17 +964,8 @@ ow_confirm_credential(PG_FUNCTION_ARGS)
 		return ow_resolve_respond(&call, NULL, NULL, NULL, result);
 	lock_pending(&run, tenant, run_id, node_id, &p);
 	if (strcmp(p.kind, "credential") != 0)
-	{
-		OwDetails	d;
-
-		ow_details_init(&d);
-		ow_details_str(&d, "runId", run.run_id);
-		ow_details_str(&d, "nodeId", node_id);
-		ow_details_str(&d, "kind", p.kind);
-		ow_raise(OW_RUN_STATE_CONFLICT, &d,
-				 "Only a credential interrupt is confirmed; answer this one with resolve_interrupt().",
-				 "node \"%s\" waits on a %s interrupt, not a credential", ow_echo(node_id), p.kind);
-	}
+		other_kind(&run, node_id, p.kind, "a credential",
+				   "Only a credential interrupt is confirmed; answer this one with resolve_interrupt().");
 	ow_credential_host_subject(&host, run.tenant);
 	result = resolve_locked(&run, &p, DatumGetJsonbP(DirectFunctionCall1(jsonb_in,
 																		  CStringGetDatum("{\"outcome\": \"authorized\"}"))),

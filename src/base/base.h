@@ -280,5 +280,6 @@ extern void owj_legacy_subject(OwJson *j, const char *key, const char *id, const
 extern Jsonb *ow_subject_jsonb(const OwSubject *s);
 extern char *ow_subject_ref(const OwSubject *s);
 extern bool ow_subject_matches(const OwSubject *s, const char *ref);
+extern const char *ow_ref_subject_id(const char *ref);
 
 #endif							/* OW_BASE_H */

@@ -108,6 +108,18 @@ ow_subject_ref(const OwSubject *s)
 }
 
 /*
+ * The subjectId a ref ("<issuer>/<subjectId>", or a subjectId) names,
+ * under whatever issuer: one person, as a bare approversList entry is.
+ */
+const char *
+ow_ref_subject_id(const char *ref)
+{
+	const char *slash = strrchr(ref, '/');
+
+	return slash ? slash + 1 : ref;
+}
+
+/*
  * Does an eligibility ref (an approversList entry, a group member) name
  * this subject?  A ref without "/" is a subjectId, under any issuer the
  * host trusts; "<issuer>/<subjectId>" pins the issuer.

@@ -324,15 +324,6 @@ decide_eligibility(const char *tenant, JsonbContainer *data, const OwGateRule *r
 		e->matched = lappend(e->matched, "any");
 }
 
-/* Does ref ("<issuer>/<subjectId>" or a subjectId) name subjectId id, under any issuer? */
-static bool
-names_subject_id(const char *ref, const char *id)
-{
-	const char *slash = strrchr(ref, '/');
-
-	return strcmp(slash ? slash + 1 : ref, id) == 0;
-}
-
 /*
  * Why the subject may not vote on a gate whose policy excludes the
  * requester: "owner" (it started the run), "requester" (create_run named
@@ -345,9 +336,9 @@ excluded_as(const OwGateRule *rule, const OwSubject *who)
 {
 	if (!rule->exclude_requester)
 		return NULL;
-	if (rule->owner && names_subject_id(rule->owner, who->subject_id))
+	if (rule->owner && strcmp(ow_ref_subject_id(rule->owner), who->subject_id) == 0)
 		return "owner";
-	if (rule->requester && names_subject_id(rule->requester, who->subject_id))
+	if (rule->requester && strcmp(ow_ref_subject_id(rule->requester), who->subject_id) == 0)
 		return "requester";
 	return NULL;
 }
@@ -364,19 +355,18 @@ static const char *
 voted_for_on(const char *tenant, const char *interrupt_id, const OwSubject *who)
 {
 	static OwQuery q = {
-		"SELECT voter" VOTED_AS_ANOTHER_FROM " LIMIT 1",
-		9, {TEXTOID, TEXTOID, TEXTOID, TEXTOID, JSONBOID, JSONBOID, JSONBOID, INT4OID, TEXTOID},
-		SPI_OK_SELECT
+		"SELECT voter FROM openwop.votes"
+		" WHERE tenant OPERATOR(pg_catalog.=) $1 AND interrupt_id OPERATOR(pg_catalog.=) $2"
+		"   AND voter OPERATOR(pg_catalog.<>) $3 AND " CAST_BY " OPERATOR(pg_catalog.=) $3"
+		" LIMIT 1",
+		3, {TEXTOID, TEXTOID, TEXTOID}, SPI_OK_SELECT
 	};
-	Datum		args[9] = {0};
-	char		nulls[9] = "         ";
+	Datum		args[3];
 
 	args[0] = CStringGetTextDatum(tenant);
 	args[1] = CStringGetTextDatum(interrupt_id);
 	args[2] = CStringGetTextDatum(who->subject_id);
-	args[8] = CStringGetTextDatum(who->subject_id);
-	memset(nulls + 3, 'n', 5);
-	return ow_exec(&q, args, nulls, false, 1) == 1 ? ow_col_text(0, 1) : NULL;
+	return ow_exec(&q, args, NULL, false, 1) == 1 ? ow_col_text(0, 1) : NULL;
 }
 
 /* Refuse the run's owner or requester on a gate whose policy excludes them (403). */

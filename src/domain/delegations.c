@@ -35,22 +35,14 @@ PG_FUNCTION_INFO_V1(ow_delegation_viewer);
 static void
 subject_of_ref(const char *ref, const char *tenant, OwSubject *s)
 {
-	const char *slash = strrchr(ref, '/');
+	const char *id = ow_ref_subject_id(ref);
 
 	memset(s, 0, sizeof(*s));
 	s->tenant = pstrdup(tenant);
 	s->lane = "delegated";
 	s->kind = "user";
-	if (slash)
-	{
-		s->issuer = pnstrdup(ref, slash - ref);
-		s->subject_id = pstrdup(slash + 1);
-	}
-	else
-	{
-		s->issuer = "";
-		s->subject_id = pstrdup(ref);
-	}
+	s->issuer = id == ref ? "" : pnstrdup(ref, id - 1 - ref);
+	s->subject_id = pstrdup(id);
 }
 
 /*
@@ -109,14 +101,7 @@ time_arg(FunctionCallInfo fcinfo, int n, const char *field)
 	return t;
 }
 
-/* The subjectId a ref names ("<issuer>/<subjectId>" or a subjectId). */
-static const char *
-subject_id_of(const char *ref)
-{
-	const char *slash = strrchr(ref, '/');
 
-	return slash ? slash + 1 : ref;
-}
 
 /* A subject ref argument that must be given: a subjectId or "<issuer>/<subjectId>". */
 static char *
@@ -130,7 +115,7 @@ ref_arg(FunctionCallInfo fcinfo, int n, const char *field)
 	if (!ow_valid_subject_ref(ref))
 		ow_validation_error(field, "%s must be a subject id, or \"<issuer>/<subject id>\", without white space",
 							field);
-	if (strcmp(subject_id_of(ref), OW_TOKEN_PRINCIPAL) == 0)
+	if (strcmp(ow_ref_subject_id(ref), OW_TOKEN_PRINCIPAL) == 0)
 		ow_validation_error(field, "\"%s\" is reserved for tokens that name no principal", OW_TOKEN_PRINCIPAL);
 	return ref;
 }
@@ -164,7 +149,7 @@ delegate(OwCall *call, const char *tenant, const char *delegator, const char *de
 		ow_validation_error("endsAt", "a delegation lasts at most %d days: set a new one when it ends",
 							DELEGATION_MAX_DAYS);
 	/* one person under every issuer, as a bare approversList entry is */
-	if (strcmp(subject_id_of(delegator), subject_id_of(delegate_ref)) == 0)
+	if (strcmp(ow_ref_subject_id(delegator), ow_ref_subject_id(delegate_ref)) == 0)
 		ow_validation_error("delegate", "\"%s\" cannot delegate to itself", ow_echo(delegator));
 
 	id = psprintf("%s/%s", tenant, ow_mint_opaque(16));
@@ -191,22 +176,6 @@ delegate(OwCall *call, const char *tenant, const char *delegator, const char *de
 	MemoryContextSwitchTo(old);
 	ow_call_finish(call);
 	return result;
-}
-
-/* The tenant argument n: the caller's own when NULL; another only for a caller of every tenant. */
-static char *
-tenant_arg(FunctionCallInfo fcinfo, int n, const OwCaller *c, const char *what)
-{
-	char	   *tenant;
-
-	if (PG_ARGISNULL(n))
-		return c->subject.tenant;
-	tenant = text_to_cstring(PG_GETARG_TEXT_PP(n));
-	if (!ow_valid_tenant(tenant))
-		ow_validation_error("tenant", "\"%s\" is not a valid tenant id", ow_echo(tenant));
-	if (strcmp(tenant, c->subject.tenant) != 0)
-		ow_require_every_tenant(c, what);
-	return tenant;
 }
 
 /*
@@ -269,7 +238,7 @@ ow_set_delegation(PG_FUNCTION_ARGS)
 	delegate_ref = ref_arg(fcinfo, 1, "delegate");
 	starts = time_arg(fcinfo, 2, "startsAt");
 	ends = time_arg(fcinfo, 3, "endsAt");
-	tenant = tenant_arg(fcinfo, 4, &call.caller, "setting another tenant's delegations");
+	tenant = ow_tenant_arg(fcinfo, 4, &call.caller, "setting another tenant's delegations");
 	PG_RETURN_JSONB_P(delegate(&call, tenant, delegator, delegate_ref, starts, ends));
 }
 

@@ -32,5 +32,6 @@ extern const char *ow_required_run_arg(FunctionCallInfo fcinfo);
 extern char *ow_text_arg(FunctionCallInfo fcinfo, int n);
 extern bool ow_is_policy_admin(const OwCaller *c);
 extern void ow_require_policy_admin(const OwCaller *c);
+extern char *ow_tenant_arg(FunctionCallInfo fcinfo, int n, const OwCaller *c, const char *what);
 
 #endif							/* OW_DOMAIN_INTERNAL_H */

@@ -157,12 +157,12 @@ ow_require_policy_admin(const OwCaller *c)
 }
 
 /*
- * The tenant of a policy call: argument n, or the caller's own when it is
- * NULL.  Another tenant than the caller's is for a login that acts in
- * every tenant only.
+ * The tenant argument n of an administration call (policies, delegations):
+ * the caller's own when NULL; another only for a caller of every tenant
+ * (what: the act, for the refusal).
  */
-static char *
-policy_tenant(FunctionCallInfo fcinfo, int n, const OwCaller *c)
+char *
+ow_tenant_arg(FunctionCallInfo fcinfo, int n, const OwCaller *c, const char *what)
 {
 	char	   *tenant;
 
@@ -172,7 +172,7 @@ policy_tenant(FunctionCallInfo fcinfo, int n, const OwCaller *c)
 	if (!ow_valid_tenant(tenant))
 		ow_validation_error("tenant", "\"%s\" is not a valid tenant id", ow_echo(tenant));
 	if (strcmp(tenant, c->subject.tenant) != 0)
-		ow_require_every_tenant(c, "changing another tenant's approval policies");
+		ow_require_every_tenant(c, what);
 	return tenant;
 }
 
@@ -318,7 +318,7 @@ ow_set_approval_policy(PG_FUNCTION_ARGS)
 	ow_check_json_arg(fcinfo, 1, "policy", false);
 	policy = PG_GETARG_JSONB_P(1);
 	check_policy(policy);
-	tenant = policy_tenant(fcinfo, 2, &call.caller);
+	tenant = ow_tenant_arg(fcinfo, 2, &call.caller, "changing another tenant's approval policies");
 
 	ow_call_enter(&call);
 	args[0] = CStringGetTextDatum(tenant);
@@ -379,7 +379,7 @@ ow_retire_approval_policy(PG_FUNCTION_ARGS)
 	ow_caller(&call.caller);
 	ow_require_policy_admin(&call.caller);
 	name = policy_name(fcinfo, 0);
-	tenant = policy_tenant(fcinfo, 1, &call.caller);
+	tenant = ow_tenant_arg(fcinfo, 1, &call.caller, "changing another tenant's approval policies");
 
 	ow_call_enter(&call);
 	args[0] = CStringGetTextDatum(tenant);
