@@ -362,8 +362,8 @@ SELECT o.interrupt_id,
                    ('{accept,edit-accept}'::pg_catalog.text[]))) AS accepts,
                pg_catalog.int4(pg_catalog.count(*) FILTER (WHERE l.action OPERATOR(pg_catalog.=)
                    'reject'::pg_catalog.text)) AS rejects,
-               pg_catalog.int4(pg_catalog.count(*) FILTER (WHERE l.action OPERATOR(pg_catalog.<>)
-                   'withdraw'::pg_catalog.text)) AS voters
+               pg_catalog.int4(pg_catalog.count(*) FILTER (WHERE l.action OPERATOR(pg_catalog.<>) ALL
+                   ('{withdraw,void}'::pg_catalog.text[]))) AS voters
           FROM (SELECT DISTINCT ON (v.voter) v.action
                   FROM openwop.votes v
                  WHERE v.tenant OPERATOR(pg_catalog.=) o.tenant
@@ -386,8 +386,8 @@ SELECT o.interrupt_id,
    AND openwop.may_decide(o.tenant, o.interrupt_id, o.kind, o.payload, o.policy)
  ORDER BY o.created_at, o.interrupt_id;
 COMMENT ON COLUMN openwop.pending_interrupts.required_approvals IS 'Accepts an approval gate needs: its rule with the policies it pinned (the larger of data.requiredApprovals, 1 when absent, and theirs); NULL for other kinds.';
-COMMENT ON COLUMN openwop.pending_interrupts.voters IS 'Voters counted on the approval gate (latest answer other than ask, and not withdrawn); NULL for other kinds.';
-COMMENT ON COLUMN openwop.pending_interrupts.my_vote IS 'The caller''s own latest answer to the gate (accept, reject, refine, edit-accept, ask, or withdraw), NULL if none is recorded.';
+COMMENT ON COLUMN openwop.pending_interrupts.voters IS 'Voters counted on the approval gate (latest answer other than ask, and neither withdrawn nor voided by a change of the artifact); NULL for other kinds.';
+COMMENT ON COLUMN openwop.pending_interrupts.my_vote IS 'The caller''s own latest answer to the gate (accept, reject, refine, edit-accept, ask, withdraw, or void when a change of the artifact voided it), NULL if none is recorded.';
 COMMENT ON COLUMN openwop.pending_interrupts.policy IS 'The approval policy the gate pinned when it was raised, {name, version} (and policies, every one, when several matched); NULL when none did.';
 
 /*
@@ -557,7 +557,7 @@ GRANT SELECT ON openwop.delegations TO openwop_policy_admin;
  * A voter withdraws its counted vote on a pending gate: a new revision,
  * action withdraw, that the tally does not count.
  * ---------------------------------------------------------------------- */
-COMMENT ON COLUMN openwop.votes.action IS 'accept, reject, refine, edit-accept, ask, or withdraw (the voter took its counted vote back).';
+COMMENT ON COLUMN openwop.votes.action IS 'accept, reject, refine, edit-accept, ask, withdraw (the voter took its counted vote back), or void (artifact_changed voided it: the artifact it approved changed).';
 CREATE FUNCTION openwop.withdraw_vote(run_id text, node_id text)
     RETURNS jsonb AS 'MODULE_PATHNAME', 'ow_withdraw_vote'
     LANGUAGE C VOLATILE;
@@ -577,3 +577,217 @@ COMMENT ON FUNCTION openwop_forward.withdraw_vote(jsonb, text, text) IS
   'openwop.withdraw_vote for the forwarded caller.';
 REVOKE ALL ON FUNCTION openwop_forward.withdraw_vote(jsonb, text, text) FROM PUBLIC;
 -- == the approver takes a vote back (end) ==
+
+-- == 0.11.0: each run's events chained by hash, receipts, verify_run (begin) ==
+/* ----------------------------------------------------------------------
+ * Every event carries the SHA-256 of its canonical form, which names the
+ * hash of the run's event before it (src/store/chain.c, README "Receipts
+ * and the hash chain"); the run row keeps its latest event's, which the
+ * next append chains on.  verify_run() recomputes a run's chain; a
+ * resolution's answer carries a receipt with its event's hash.
+ * ---------------------------------------------------------------------- */
+CREATE FUNCTION openwop.event_hash(prev bytea, sequence bigint, type text, node_id text,
+                                   payload jsonb, created_at timestamptz, schema_version integer,
+                                   causation_id text)
+    RETURNS bytea AS 'MODULE_PATHNAME', 'ow_event_hash_sql'
+    LANGUAGE C IMMUTABLE PARALLEL SAFE;
+COMMENT ON FUNCTION openwop.event_hash(bytea, bigint, text, text, jsonb, timestamptz, integer, text) IS
+  'SHA-256 of an event''s canonical form, jsonb_build_array(encode(prev, ''hex''), sequence, type, node_id, microseconds of created_at since 1970-01-01 UTC, schema_version, causation_id, payload)::text in the database''s encoding; prev is the hash of the run''s event before it, null for event 0.';
+CREATE AGGREGATE openwop.event_chain(bigint, text, text, jsonb, timestamptz, integer, text) (
+    SFUNC = openwop.event_hash,
+    STYPE = bytea
+);
+COMMENT ON AGGREGATE openwop.event_chain(bigint, text, text, jsonb, timestamptz, integer, text) IS
+  'The hash chain over a run''s events (sequence, type, node_id, payload, created_at, schema_version, causation_id), used as a window in sequence order: each row gets its event''s hash.';
+
+ALTER TABLE openwop.events ADD COLUMN hash bytea;
+ALTER TABLE openwop.runs ADD COLUMN event_hash bytea;
+COMMENT ON COLUMN openwop.events.hash IS
+  'SHA-256 of the event''s canonical form, chained to the run''s event before it (openwop.event_hash); openwop.verify_run() recomputes the chain.';
+COMMENT ON COLUMN openwop.runs.event_hash IS
+  'The hash of the run''s latest event: the next event chains on it.';
+
+-- the events recorded before 0.11.0 are chained once, in sequence order
+ALTER TABLE openwop.events DISABLE TRIGGER events_append_only_row;
+UPDATE openwop.events e
+   SET hash = c.hash
+  FROM (SELECT tenant, run_id, sequence,
+               openwop.event_chain(sequence, type, node_id, payload, created_at, schema_version, causation_id)
+                 OVER (PARTITION BY tenant, run_id ORDER BY sequence ROWS UNBOUNDED PRECEDING) AS hash
+          FROM openwop.events) c
+ WHERE e.tenant = c.tenant AND e.run_id = c.run_id AND e.sequence = c.sequence;
+ALTER TABLE openwop.events ENABLE ALWAYS TRIGGER events_append_only_row;
+ALTER TABLE openwop.events ALTER COLUMN hash SET NOT NULL;
+UPDATE openwop.runs r
+   SET event_hash = e.hash
+  FROM openwop.events e
+ WHERE e.tenant = r.tenant AND e.run_id = r.run_id AND e.sequence = r.next_sequence - 1;
+
+CREATE FUNCTION openwop.verify_run(run_id text)
+    RETURNS jsonb AS 'MODULE_PATHNAME', 'ow_verify_run'
+    LANGUAGE C STABLE;
+COMMENT ON FUNCTION openwop.verify_run(text) IS
+  'Recomputes the run''s hash chain: {valid, brokenAt, events, head}. brokenAt is the sequence of the first event missing, moved or not matching its hash (null when valid); head is the last event''s hash, to compare with a receipt. A run of the caller''s tenant.';
+REVOKE ALL ON FUNCTION openwop.verify_run(text) FROM PUBLIC;
+-- the chain's own: the fork's copy and verify_run() run them as the owner
+REVOKE ALL ON FUNCTION openwop.event_hash(bytea, bigint, text, text, jsonb, timestamptz, integer, text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION openwop.event_chain(bigint, text, text, jsonb, timestamptz, integer, text) FROM PUBLIC;
+
+CREATE FUNCTION openwop_forward.verify_run(caller jsonb, run_id text)
+    RETURNS jsonb LANGUAGE plpgsql VOLATILE SECURITY INVOKER SET openwop.forwarded_caller = ''
+AS $$
+BEGIN
+    PERFORM pg_catalog.set_config('openwop.forwarded_caller', COALESCE(caller::pg_catalog.text, 'null'), true);
+    RETURN openwop.verify_run(run_id);
+END
+$$;
+COMMENT ON FUNCTION openwop_forward.verify_run(jsonb, text) IS
+  'openwop.verify_run for the forwarded caller.';
+REVOKE ALL ON FUNCTION openwop_forward.verify_run(jsonb, text) FROM PUBLIC;
+-- == each run's events chained by hash, receipts, verify_run (end) ==
+
+-- == 0.11.0: one answer to many interrupts (begin) ==
+/* ----------------------------------------------------------------------
+ * resolve_interrupts: each interrupt resolved in a subtransaction of its
+ * own, exactly as resolve_interrupt resolves it, and itemised with the
+ * HTTP status and body the single call answers (src/api/bulk.c).
+ * ---------------------------------------------------------------------- */
+CREATE FUNCTION openwop.resolve_interrupts(interrupt_ids text[], resume_value jsonb,
+                                           idempotency_key text DEFAULT NULL)
+    RETURNS TABLE (interrupt_id text, status integer, result jsonb)
+    AS 'MODULE_PATHNAME', 'ow_resolve_interrupts'
+    LANGUAGE C VOLATILE ROWS 50;
+COMMENT ON FUNCTION openwop.resolve_interrupts(text[], jsonb, text) IS
+  'Answers each interrupt of interrupt_ids with resume_value, each in a subtransaction of its own, exactly as resolve_interrupt would (eligibility, policies, quorum, the record): one row per id, in the order given, with the HTTP status (200, 400, 403, 404, 409, 422) and body the single call answers; a refused item undoes no other. At most openwop.bulk_resolve_max ids (400 validation_error beyond). Under idempotency_key a repeated call replays every item''s answer. Needs approvals:respond.';
+REVOKE ALL ON FUNCTION openwop.resolve_interrupts(text[], jsonb, text) FROM PUBLIC;
+
+CREATE FUNCTION openwop_forward.resolve_interrupts(caller jsonb, interrupt_ids text[], resume_value jsonb,
+                                                   idempotency_key text DEFAULT NULL)
+    RETURNS TABLE (interrupt_id text, status integer, result jsonb)
+    LANGUAGE plpgsql VOLATILE SECURITY INVOKER SET openwop.forwarded_caller = '' ROWS 50
+AS $$
+BEGIN
+    PERFORM pg_catalog.set_config('openwop.forwarded_caller', COALESCE(caller::pg_catalog.text, 'null'), true);
+    RETURN QUERY SELECT r.interrupt_id, r.status, r.result
+                   FROM openwop.resolve_interrupts(interrupt_ids, resume_value, idempotency_key) r;
+END
+$$;
+COMMENT ON FUNCTION openwop_forward.resolve_interrupts(jsonb, text[], jsonb, text) IS
+  'openwop.resolve_interrupts for the forwarded caller.';
+REVOKE ALL ON FUNCTION openwop_forward.resolve_interrupts(jsonb, text[], jsonb, text) FROM PUBLIC;
+-- == one answer to many interrupts (end) ==
+
+-- == 0.11.0: withdrawing and deciding many over PostgREST (begin) ==
+CREATE FUNCTION openwop_api."withdrawVote"(jsonb)
+    RETURNS jsonb AS 'MODULE_PATHNAME', 'ow_api_withdraw_vote'
+    LANGUAGE C VOLATILE;
+COMMENT ON FUNCTION openwop_api."withdrawVote"(jsonb) IS
+E'withdrawVote: take back the caller''s counted vote on a pending approval gate\n'
+ 'POST a JSON body {"runId": "<tenant>/<id>", "nodeId": "<node>"} and nothing else. The caller needs the approvals:respond scope and must still be eligible on the gate. '
+ '200: {status: "pending", action: "withdraw", counted: false, tally, runId, nodeId, interruptId}. '
+ 'Refusals, as {error, message, details}: 400 validation_error; 401 identity_unresolvable; 403 forbidden, id_tenant_mismatch; 404 not_found (no counted vote to withdraw); 409 interrupt_already_resolved. '
+ 'It calls openwop.withdraw_vote.';
+
+CREATE FUNCTION openwop_api."resolveInterrupts"(jsonb)
+    RETURNS jsonb AS 'MODULE_PATHNAME', 'ow_api_resolve_interrupts'
+    LANGUAGE C VOLATILE;
+COMMENT ON FUNCTION openwop_api."resolveInterrupts"(jsonb) IS
+E'resolveInterrupts: give one answer to many interrupts\n'
+ 'POST a JSON body {"interruptIds": ["<tenant>/<id>", ...], "resumeValue": <the answer>} and nothing else; an optional Idempotency-Key header replays every item of a retry. '
+ 'Each interrupt is answered as resolveInterruptByRun would answer it, in a transaction of its own within the request: a refused item undoes no other. '
+ '200: {items: [{interruptId, status, result}]} in the order given, status and result being the HTTP status and body of the single call. '
+ 'Refusals, as {error, message, details}, of the whole request: 400 validation_error (more than openwop.bulk_resolve_max ids), idempotency_key_invalid; 401 identity_unresolvable; 403 forbidden (no approvals:respond); 409 idempotency_key_mismatch, idempotency_in_flight. '
+ 'It calls openwop.resolve_interrupts.';
+
+REVOKE ALL ON FUNCTION
+    openwop_api."withdrawVote"(jsonb),
+    openwop_api."resolveInterrupts"(jsonb)
+FROM PUBLIC;
+-- == withdrawing and deciding many over PostgREST (end) ==
+
+-- == 0.11.0: approvals bound to what was approved (begin) ==
+/* ----------------------------------------------------------------------
+ * The engine tells the gate which version of the artifact it shows
+ * (artifact_changed: a digest it computes); each counted vote records the
+ * digest current when it was cast, and a new digest voids every counted
+ * vote bound to another (a revision, action void, that the tally does not
+ * count; the change, with the votes it voided, in artifact_changes).  A
+ * voter may say which digest it looked at (openwop.artifact_digest, or
+ * If-Match over HTTP): another one is 412 precondition_failed.
+ * ---------------------------------------------------------------------- */
+ALTER TABLE openwop.open_interrupts ADD COLUMN artifact_digest text COLLATE "C";
+COMMENT ON COLUMN openwop.open_interrupts.artifact_digest IS
+  'The digest of the artifact the gate shows now, as the engine last told it (artifact_changed); NULL until it does.';
+ALTER TABLE openwop.votes ADD COLUMN artifact_digest text COLLATE "C";
+COMMENT ON COLUMN openwop.votes.artifact_digest IS
+  'The digest of the artifact current when the vote was cast (NULL: none was told); on a void, the digest that voided it.';
+
+CREATE TABLE openwop.artifact_changes (
+    tenant          text COLLATE "C" NOT NULL,
+    interrupt_id    text COLLATE "C" NOT NULL,
+    change          integer     NOT NULL,
+    run_id          text COLLATE "C" NOT NULL,
+    node_id         text COLLATE "C" NOT NULL,
+    digest          text COLLATE "C" NOT NULL,
+    previous_digest text COLLATE "C",
+    reason          text,
+    changed_by      jsonb       NOT NULL,
+    changed_at      timestamptz NOT NULL DEFAULT pg_catalog.now(),
+    voided          jsonb       NOT NULL,
+    PRIMARY KEY (tenant, interrupt_id, change)
+);
+COMMENT ON TABLE openwop.artifact_changes IS
+  'Each change of the artifact of a pending approval gate the engine told (artifact_changed), and the votes it voided: append-only (a trigger refuses UPDATE, DELETE and TRUNCATE).';
+COMMENT ON COLUMN openwop.artifact_changes.tenant IS 'Tenant of the run.';
+COMMENT ON COLUMN openwop.artifact_changes.interrupt_id IS 'The approval gate whose artifact changed.';
+COMMENT ON COLUMN openwop.artifact_changes.change IS '1 for the gate''s first digest, +1 for each change.';
+COMMENT ON COLUMN openwop.artifact_changes.run_id IS 'The gate''s run.';
+COMMENT ON COLUMN openwop.artifact_changes.node_id IS 'The gate''s node.';
+COMMENT ON COLUMN openwop.artifact_changes.changed_at IS 'When the engine told it.';
+COMMENT ON COLUMN openwop.artifact_changes.digest IS 'The new digest.';
+COMMENT ON COLUMN openwop.artifact_changes.previous_digest IS 'The digest it replaced, NULL for the first.';
+COMMENT ON COLUMN openwop.artifact_changes.reason IS 'Why, as the engine said it.';
+COMMENT ON COLUMN openwop.artifact_changes.changed_by IS 'The Subject of the caller of artifact_changed.';
+COMMENT ON COLUMN openwop.artifact_changes.voided IS 'The counted votes it voided: [{voter, digest, action}], digest being the one each was cast under.';
+SELECT pg_catalog.pg_extension_config_dump('openwop.artifact_changes', '');
+REVOKE ALL ON openwop.artifact_changes FROM PUBLIC;
+
+CREATE FUNCTION openwop.artifact_changes_append_only()
+    RETURNS trigger AS 'MODULE_PATHNAME', 'ow_artifact_changes_append_only'
+    LANGUAGE C;
+COMMENT ON FUNCTION openwop.artifact_changes_append_only() IS
+  'Trigger function of openwop.artifact_changes: refuses UPDATE, DELETE and TRUNCATE for every role.';
+REVOKE ALL ON FUNCTION openwop.artifact_changes_append_only() FROM PUBLIC;
+CREATE TRIGGER artifact_changes_append_only_row
+    BEFORE UPDATE OR DELETE ON openwop.artifact_changes
+    FOR EACH ROW EXECUTE FUNCTION openwop.artifact_changes_append_only();
+CREATE TRIGGER artifact_changes_append_only_truncate
+    BEFORE TRUNCATE ON openwop.artifact_changes
+    FOR EACH STATEMENT EXECUTE FUNCTION openwop.artifact_changes_append_only();
+ALTER TABLE openwop.artifact_changes ENABLE ALWAYS TRIGGER artifact_changes_append_only_row;
+ALTER TABLE openwop.artifact_changes ENABLE ALWAYS TRIGGER artifact_changes_append_only_truncate;
+COMMENT ON TRIGGER artifact_changes_append_only_row ON openwop.artifact_changes IS
+  'The record of artifact changes is append-only, for every role.';
+COMMENT ON TRIGGER artifact_changes_append_only_truncate ON openwop.artifact_changes IS
+  'The record of artifact changes is append-only, for every role.';
+
+CREATE FUNCTION openwop.artifact_changed(run_id text, node_id text, artifact_digest text, reason text DEFAULT NULL)
+    RETURNS jsonb AS 'MODULE_PATHNAME', 'ow_artifact_changed'
+    LANGUAGE C VOLATILE;
+COMMENT ON FUNCTION openwop.artifact_changed(text, text, text, text) IS
+  'The engine tells the pending approval gate of node_id which version of its artifact it shows (a digest it computes, e.g. sha256 of the artifact): a new digest voids every counted vote bound to another, so the gate needs its quorum again; the same digest again changes nothing. Answers {changed, digest, previousDigest, voided: [{voter, digest, action}], runId, nodeId, interruptId}. 404 for no interrupt, 409 for a decided gate or another kind.';
+REVOKE ALL ON FUNCTION openwop.artifact_changed(text, text, text, text) FROM PUBLIC;
+
+CREATE FUNCTION openwop_forward.artifact_changed(caller jsonb, run_id text, node_id text, artifact_digest text,
+                                                 reason text DEFAULT NULL)
+    RETURNS jsonb LANGUAGE plpgsql VOLATILE SECURITY INVOKER SET openwop.forwarded_caller = ''
+AS $$
+BEGIN
+    PERFORM pg_catalog.set_config('openwop.forwarded_caller', COALESCE(caller::pg_catalog.text, 'null'), true);
+    RETURN openwop.artifact_changed(run_id, node_id, artifact_digest, reason);
+END
+$$;
+COMMENT ON FUNCTION openwop_forward.artifact_changed(jsonb, text, text, text, text) IS
+  'openwop.artifact_changed for the forwarded caller.';
+REVOKE ALL ON FUNCTION openwop_forward.artifact_changed(jsonb, text, text, text, text) FROM PUBLIC;
+-- == approvals bound to what was approved (end) ==

@@ -73,9 +73,11 @@ _PG_init(void)
 	ow_define_limit_settings();
 	ow_define_kind_settings();
 	ow_define_approval_settings();
+	ow_define_artifact_settings();
 	ow_define_idempotency_settings();
 	ow_define_keyring_settings();
 	ow_define_token_settings();
+	ow_define_bulk_settings();
 	ow_define_low_confidence_settings();
 	ow_define_timeout_worker_settings();
 	ow_define_notify_settings();

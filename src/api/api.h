@@ -5,7 +5,7 @@
  *	  run_snapshot(), capabilities(), current_caller(), listen()),
  *	  flowdrop.c (the FlowDrop INT-22 entry), inbox.c (what the inbox view
  *	  evaluates per row), resolve.c (resolve_interrupt() and the path every
- *	  resolve takes), lowconf.c (record_agent_decision()), tokens.c (mint,
+ *	  resolve takes), bulk.c (resolve_interrupts()), lowconf.c (record_agent_decision()), tokens.c (mint,
  *	  verify, inspect and resolve by token) and postgrest.c (the PostgREST
  *	  surface, schema openwop_api).  Most of it is reached only from SQL;
  *	  what module.c uses is below, what the files share is in internal.h.
@@ -17,6 +17,9 @@
 
 /* tokens.c.  Settings: openwop.token_ttl, openwop.token_issuer_role. */
 extern void ow_define_token_settings(void);
+
+/* bulk.c.  Setting: openwop.bulk_resolve_max. */
+extern void ow_define_bulk_settings(void);
 
 /* lowconf.c.  Setting: openwop.escalation_threshold. */
 extern void ow_define_low_confidence_settings(void);

@@ -20,6 +20,7 @@ typedef struct OwPending
 	char	   *kind;
 	Jsonb	   *payload;
 	Jsonb	   *policy;			/* an approval gate's pin (policies.c), or NULL */
+	char	   *artifact_digest;	/* the artifact it shows, as the engine told it, or NULL */
 	int32		visit;
 	bool		overdue;		/* past its deadline when read, under the run lock */
 	bool		has_deadline;
@@ -39,8 +40,14 @@ extern Datum ow_inspect_interrupt(PG_FUNCTION_ARGS);
 /* resolve_interrupt(), also called by the PostgREST surface (postgrest.c) */
 extern Datum ow_resolve_interrupt(PG_FUNCTION_ARGS);
 extern Datum ow_resolve_interrupt_by_token(PG_FUNCTION_ARGS);
+extern Datum ow_withdraw_vote(PG_FUNCTION_ARGS);
+/* resolve_interrupts() for the PostgREST surface: its answer as one jsonb (bulk.c) */
+extern Datum ow_resolve_interrupts_json(PG_FUNCTION_ARGS);
 extern Jsonb *ow_resolve_locked(OwRun *run, OwPending *p, Jsonb *value, const OwSubject *who,
 								Oid login, MemoryContext resultctx);
+extern Jsonb *ow_resolve_by_id(const OwCaller *caller, const char *interrupt_id, Jsonb *value,
+							   MemoryContext resultctx);
+extern Jsonb *ow_refusal_envelope(ErrorData *edata, int *status);
 extern Datum ow_resolve_respond(OwCall *call, const char *tenant, const char *endpoint,
 								const char *key, Jsonb *result);
 

@@ -48,6 +48,8 @@
 PG_FUNCTION_INFO_V1(ow_api_resolve_by_run);
 PG_FUNCTION_INFO_V1(ow_api_inspect_by_token);
 PG_FUNCTION_INFO_V1(ow_api_resolve_by_token);
+PG_FUNCTION_INFO_V1(ow_api_withdraw_vote);
+PG_FUNCTION_INFO_V1(ow_api_resolve_interrupts);
 
 /* The header that marks a replayed response ("Idempotency" in the OpenWOP spec). */
 #define REPLAY_HEADER "OpenWOP-Idempotent-Replay"
@@ -63,8 +65,10 @@ typedef struct Operation
 								 * function's own arguments are the entry
 								 * point's */
 	const char *json_member;	/* the member passed as jsonb (the others are
-								 * strings) */
+								 * strings), or NULL */
+	const char *json_member2;	/* a second one, or NULL */
 	bool		keyed;			/* the entry point takes an Idempotency-Key last */
+	bool		conditional;	/* an If-Match header names the artifact answered */
 	FunctionCallInfo fcinfo;	/* of the openwop_api function */
 	Datum		result;
 } Operation;
@@ -133,7 +137,8 @@ body_arguments(Operation *op, FunctionCallInfo call)
 		call->args[n].isnull = v == NULL;
 		if (v == NULL)
 			continue;
-		if (strcmp(op->members[n], op->json_member) == 0)
+		if ((op->json_member && strcmp(op->members[n], op->json_member) == 0) ||
+			(op->json_member2 && strcmp(op->members[n], op->json_member2) == 0))
 			call->args[n].value = JsonbPGetDatum(owj_to_jsonb(v));
 		else if (v->type == jbvString)
 			call->args[n].value = PointerGetDatum(cstring_to_text_with_len(v->val.string.val,
@@ -146,16 +151,15 @@ body_arguments(Operation *op, FunctionCallInfo call)
 }
 
 /*
- * The request's Idempotency-Key header, or NULL: member "idempotency-key"
- * of request.headers, which PostgREST sets for each request to a JSON
- * object of the request's headers, their names in lower case.
+ * A header of the request, or NULL: member name (in lower case) of
+ * request.headers, which PostgREST sets for each request to a JSON object
+ * of the request's headers, their names in lower case.
  */
-static text *
-idempotency_key(void)
+static JsonbValue *
+request_header(const char *name)
 {
 	bool		set;
 	Jsonb	   *headers = setting_json("request.headers", &set);
-	JsonbValue *v;
 
 	if (!set)
 		return NULL;
@@ -172,7 +176,15 @@ idempotency_key(void)
 	}
 	if (headers == NULL || !JB_ROOT_IS_OBJECT(headers))
 		ow_validation_error("request.headers", "request.headers is not a JSON object");
-	v = owj_get(headers, "idempotency-key");
+	return owj_get(headers, name);
+}
+
+/* The request's Idempotency-Key header, or NULL. */
+static text *
+idempotency_key(void)
+{
+	JsonbValue *v = request_header("idempotency-key");
+
 	if (v == NULL)
 		return NULL;
 	/* a header is a string: anything else is refused as a key outside the grammar */
@@ -197,6 +209,14 @@ run_operation(void *arg)
 	{
 		for (n = 0; n < PG_NARGS(); n++)
 			call->args[n] = fcinfo->args[n];
+	}
+	/* If-Match: the artifact the voter looked at (domain/artifacts.c) */
+	if (op->conditional)
+	{
+		JsonbValue *v = request_header("if-match");
+
+		if (v != NULL)
+			set_local("openwop.artifact_digest", v->type == jbvString ? owj_string(v) : "");
 	}
 	if (op->keyed)
 	{
@@ -278,24 +298,40 @@ static Datum
 answer(Operation *op)
 {
 	ErrorData  *edata = ow_try_subtransaction(run_operation, op);
+	Jsonb	   *envelope;
+	int			status;
+
+	if (edata == NULL)
+		return op->keyed ? mark_replay(op->result) : op->result;
+	envelope = ow_refusal_envelope(edata, &status);
+	set_local("response.status", psprintf("%d", status));
+	/* as PostgREST's own 401 answers have it: RFC 9110 asks every 401 for one */
+	if (status == 401)
+		add_response_header("WWW-Authenticate", "Bearer");
+	return JsonbPGetDatum(envelope);
+}
+
+/*
+ * The error envelope {error, message, details} of a refusal, read from its
+ * own ereport ("Errors" in the OpenWOP interrupt spec), and its HTTP
+ * status.  Any other error is re-thrown as it was.
+ */
+Jsonb *
+ow_refusal_envelope(ErrorData *edata, int *status)
+{
 	OwRefusal	r;
 	Jsonb	   *details;
 	OwJson		j;
 
-	if (edata == NULL)
-		return op->keyed ? mark_replay(op->result) : op->result;
 	if (!ow_refusal_of(edata, &r) || (details = parse_json(r.details)) == NULL ||
 		!JB_ROOT_IS_OBJECT(details))
 		ReThrowError(edata);
-	set_local("response.status", psprintf("%d", r.status));
-	/* as PostgREST's own 401 answers have it: RFC 9110 asks every 401 for one */
-	if (r.status == 401)
-		add_response_header("WWW-Authenticate", "Bearer");
+	*status = r.status;
 	owj_begin(&j);
 	owj_str(&j, "error", r.code);
 	owj_str(&j, "message", r.message);
 	owj_jsonb(&j, "details", details);
-	return JsonbPGetDatum(owj_end(&j));
+	return owj_end(&j);
 }
 
 /*
@@ -307,7 +343,7 @@ Datum
 ow_api_resolve_by_run(PG_FUNCTION_ARGS)
 {
 	static const char *const members[] = {"runId", "nodeId", "resumeValue", NULL};
-	Operation	op = {ow_resolve_interrupt, members, "resumeValue", true, fcinfo, (Datum) 0};
+	Operation	op = {ow_resolve_interrupt, members, "resumeValue", NULL, true, true, fcinfo, (Datum) 0};
 
 	PG_RETURN_DATUM(answer(&op));
 }
@@ -320,7 +356,7 @@ ow_api_resolve_by_run(PG_FUNCTION_ARGS)
 Datum
 ow_api_inspect_by_token(PG_FUNCTION_ARGS)
 {
-	Operation	op = {ow_inspect_interrupt, NULL, NULL, false, fcinfo, (Datum) 0};
+	Operation	op = {ow_inspect_interrupt, NULL, NULL, NULL, false, false, fcinfo, (Datum) 0};
 
 	PG_RETURN_DATUM(answer(&op));
 }
@@ -334,7 +370,36 @@ Datum
 ow_api_resolve_by_token(PG_FUNCTION_ARGS)
 {
 	static const char *const members[] = {"token", "resumeValue", NULL};
-	Operation	op = {ow_resolve_interrupt_by_token, members, "resumeValue", true, fcinfo, (Datum) 0};
+	Operation	op = {ow_resolve_interrupt_by_token, members, "resumeValue", NULL, true, true, fcinfo, (Datum) 0};
+
+	PG_RETURN_DATUM(answer(&op));
+}
+
+/*
+ * openwop_api."withdrawVote"(body jsonb): POST /rpc/withdrawVote
+ * {runId, nodeId}.  A withdrawal takes no Idempotency-Key: doing it again
+ * is answered 404 (nothing counted to withdraw).
+ */
+Datum
+ow_api_withdraw_vote(PG_FUNCTION_ARGS)
+{
+	static const char *const members[] = {"runId", "nodeId", NULL};
+	Operation	op = {ow_withdraw_vote, members, NULL, NULL, false, false, fcinfo, (Datum) 0};
+
+	PG_RETURN_DATUM(answer(&op));
+}
+
+/*
+ * openwop_api."resolveInterrupts"(body jsonb): POST /rpc/resolveInterrupts
+ * {interruptIds, resumeValue}, with an optional Idempotency-Key header:
+ * {items: [{interruptId, status, result}]}, each item as the single call
+ * would answer it.
+ */
+Datum
+ow_api_resolve_interrupts(PG_FUNCTION_ARGS)
+{
+	static const char *const members[] = {"interruptIds", "resumeValue", NULL};
+	Operation	op = {ow_resolve_interrupts_json, members, "resumeValue", "interruptIds", true, false, fcinfo, (Datum) 0};
 
 	PG_RETURN_DATUM(answer(&op));
 }

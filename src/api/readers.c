@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * readers.c
- *	  The read-only API: events(), run_snapshot(), capabilities(),
+ *	  The read-only API: events(), verify_run(), run_snapshot(), capabilities(),
  *	  current_caller(), and listen() / unlisten(), the notifications of the
  *	  caller's tenant.  Reads are tenant-checked like every call: a run of
  *	  another tenant is refused from its id alone.
@@ -144,6 +144,101 @@ optional_jsonb(OwJson *j, const char *key, int col)
 
 	if (!isnull)
 		owj_jsonb(j, key, DatumGetJsonbP(d));
+}
+
+PG_FUNCTION_INFO_V1(ow_verify_run);
+/*
+ * openwop.verify_run(run_id) → jsonb
+ *
+ * Recomputes the run's hash chain (store/chain.c) from its events in
+ * sequence order: {valid, brokenAt, events, head}.  brokenAt is the
+ * sequence of the first event that is missing or moved (its place holds
+ * another), or whose stored hash is not its canonical form's; else, when
+ * the run row counts more events than there are, the first missing one;
+ * else, when the run row's head is not the last event's hash, the last
+ * event; null when valid.  head: the last event's stored hash, to compare
+ * with a receipt.
+ */
+Datum
+ow_verify_run(PG_FUNCTION_ARGS)
+{
+	static OwQuery run_q = {"SELECT next_sequence, event_hash FROM openwop.runs"
+		" WHERE tenant OPERATOR(pg_catalog.=) $1"
+		"   AND run_id OPERATOR(pg_catalog.=) $2",
+	2, {TEXTOID, TEXTOID}, SPI_OK_SELECT};
+	static OwQuery chain_q = {"SELECT pg_catalog.count(*),"
+		"       pg_catalog.min(CASE WHEN c.position OPERATOR(pg_catalog.<>) c.sequence THEN c.position"
+		"                           WHEN c.hash IS DISTINCT FROM c.expected THEN c.sequence END),"
+		"       (SELECT e.hash FROM openwop.events e"
+		"         WHERE e.tenant OPERATOR(pg_catalog.=) $1 AND e.run_id OPERATOR(pg_catalog.=) $2"
+		"         ORDER BY e.sequence DESC LIMIT 1)"
+		"  FROM (SELECT e.sequence, e.hash,"
+		"               pg_catalog.row_number() OVER w OPERATOR(pg_catalog.-) 1 AS position,"
+		"               openwop.event_chain(e.sequence, e.type, e.node_id, e.payload, e.created_at,"
+		"                                   e.schema_version, e.causation_id) OVER w AS expected"
+		"          FROM openwop.events e"
+		"         WHERE e.tenant OPERATOR(pg_catalog.=) $1 AND e.run_id OPERATOR(pg_catalog.=) $2"
+		"        WINDOW w AS (ORDER BY e.sequence ROWS UNBOUNDED PRECEDING)) c",
+	2, {TEXTOID, TEXTOID}, SPI_OK_SELECT};
+	char	   *tenant;
+	char	   *run_id;
+	Datum		args[2];
+	OwCall		call;
+	int64		next;
+	int64		count;
+	int64		broken = -1;
+	bool		isnull;
+	Datum		row_head;
+	bool		row_head_null;
+	Datum		head;
+	bool		head_null;
+	uint8		head_hash[OW_EVENT_HASH_LEN];
+	bool		has_head;
+	char		hex[OW_EVENT_HASH_HEX];
+	OwJson		j;
+
+	if (PG_ARGISNULL(0))
+		ow_validation_error("runId", "run_id must not be null");
+	ow_caller(&call.caller);
+	tenant = call.caller.subject.tenant;
+	run_id = ow_normalize_run_id(text_to_cstring(PG_GETARG_TEXT_PP(0)), tenant);
+
+	ow_call_enter(&call);
+	read_run(&run_q, args, tenant, run_id);
+	next = ow_col_int64(0, 1);
+	row_head = ow_col_datum(0, 2, BYTEAOID, &row_head_null);
+	if (ow_exec(&chain_q, args, NULL, true, 1) != 1)
+		elog(ERROR, "could not verify run \"%s\"", run_id);
+	count = ow_col_int64(0, 1);
+	(void) ow_col_datum(0, 2, INT8OID, &isnull);
+	head = ow_col_datum(0, 3, BYTEAOID, &head_null);
+	has_head = !head_null && ow_event_hash_read(head, head_hash);
+	if (!isnull)
+		broken = ow_col_int64(0, 2);
+	else if (count < next)
+		broken = count;
+	else if (count > 0 && (row_head_null || head_null ||
+						   !DatumGetBool(DirectFunctionCall2(byteaeq, row_head, head))))
+		broken = count - 1;
+	ow_call_end(&call);
+
+	/* in jsonb's key order */
+	owj_begin(&j);
+	if (has_head)
+	{
+		ow_event_hash_hex(head_hash, hex);
+		owj_str(&j, "head", hex);
+	}
+	else
+		owj_null(&j, "head");
+	owj_bool(&j, "valid", broken < 0);
+	owj_int(&j, "events", count);
+	if (broken >= 0)
+		owj_int(&j, "brokenAt", broken);
+	else
+		owj_null(&j, "brokenAt");
+	ow_call_finish(&call);
+	PG_RETURN_JSONB_P(owj_end(&j));
 }
 
 PG_FUNCTION_INFO_V1(ow_run_snapshot);

@@ -56,7 +56,7 @@ typedef struct PendingRead
 enum
 {
 	PR_INTERRUPT_ID, PR_NODE_ID, PR_KIND, PR_PAYLOAD, PR_VISIT, PR_EXPIRES_AT, PR_STATUS,
-	PR_REQUESTED_SEQUENCE, PR_INTERRUPT_TID, PR_EXECUTION_TID, PR_POLICY
+	PR_REQUESTED_SEQUENCE, PR_INTERRUPT_TID, PR_EXECUTION_TID, PR_POLICY, PR_ARTIFACT_DIGEST
 };
 
 /* Where the raise wrote a row, as the open row keeps it (column c), or invalid. */
@@ -95,6 +95,8 @@ pending_read(const OwRow *row, void *arg)
 		p->kind = TextDatumGetCString(row->values[PR_KIND]);
 		p->payload = DatumGetJsonbPCopy(row->values[PR_PAYLOAD]);
 		p->policy = row->nulls[PR_POLICY] ? NULL : DatumGetJsonbPCopy(row->values[PR_POLICY]);
+		p->artifact_digest = row->nulls[PR_ARTIFACT_DIGEST] ? NULL :
+			TextDatumGetCString(row->values[PR_ARTIFACT_DIGEST]);
 		p->visit = DatumGetInt32(row->values[PR_VISIT]);
 		p->has_deadline = !row->nulls[PR_EXPIRES_AT];
 		p->expires_at = p->has_deadline ? DatumGetTimestampTz(row->values[PR_EXPIRES_AT]) : 0;
@@ -118,9 +120,9 @@ static bool
 read_pending(OwRun *run, OwColumn by, const char *match, OwPending *p)
 {
 	static OwRead pending = {.table = OW_OPEN_INTERRUPTS,.index = OW_OPEN_PENDING,.nkeys = 2,
-		.ncols = 11,.cols = {OPEN_INTERRUPT_ID, OPEN_NODE_ID, OPEN_KIND, OPEN_PAYLOAD, OPEN_VISIT,
+		.ncols = 12,.cols = {OPEN_INTERRUPT_ID, OPEN_NODE_ID, OPEN_KIND, OPEN_PAYLOAD, OPEN_VISIT,
 			OPEN_EXPIRES_AT, OPEN_STATUS, OPEN_REQUESTED_SEQUENCE, OPEN_INTERRUPT_TID,
-	OPEN_EXECUTION_TID, OPEN_POLICY}};
+	OPEN_EXECUTION_TID, OPEN_POLICY, OPEN_ARTIFACT_DIGEST}};
 	PendingRead pr = {by, match, p, false, -1};
 	Datum		keys[2];
 
@@ -509,6 +511,7 @@ typedef struct Response
 	int64		sequence;		/* of interrupt.resolved (never event 0) */
 	const char *run_status;
 	const OwSubject *resolved_by;
+	Jsonb	   *receipt;		/* of a resolution */
 } Response;
 
 /* The response, built in resultctx, its keys pushed in jsonb's key order (see json.c). */
@@ -563,12 +566,54 @@ response(MemoryContext resultctx, const char *status, OwRun *run, const OwPendin
 		owj_int(&j, "sequence", r->sequence);
 	if (r->run_status)
 		owj_str(&j, "runStatus", r->run_status);
+	if (r->receipt)
+		owj_jsonb(&j, "receipt", r->receipt);
 	if (r->resolved_by)
 		owj_subject(&j, "resolvedBy", r->resolved_by);
 	owj_str(&j, "interruptId", p->interrupt_id);
 	result = owj_end(&j);
 	MemoryContextSwitchTo(old);
 	return result;
+}
+
+/*
+ * The receipt of a resolution: what was decided on which gate, by whom and
+ * how each was authenticated, under which policy, and the interrupt.resolved
+ * event's place and hash in the run's chain (openwop.verify_run() checks
+ * it; an auditor keeps it).  rule: an approval gate's, else NULL; voter and
+ * action: the deciding answer as cast.
+ */
+static Jsonb *
+receipt(OwRun *run, const OwPending *p, const OwResolution *r, int64 seq, const OwGateRule *rule,
+		const OwSubject *who, const char *voter, const char *action)
+{
+	char		hex[OW_EVENT_HASH_HEX];
+	OwJson		j;
+
+	ow_event_hash_hex(ow_appended_hash(run, seq), hex);
+	owj_begin(&j);
+	owj_str(&j, "kind", p->kind);
+	owj_begin_object(&j, "event");
+	owj_str(&j, "hash", hex);
+	owj_str(&j, "type", "interrupt.resolved");
+	owj_int(&j, "sequence", seq);
+	owj_end_object(&j);
+	owj_str(&j, "runId", run->run_id);
+	if (r->action)
+		owj_str(&j, "action", r->action);
+	owj_str(&j, "nodeId", p->node_id);
+	if (r->policy)
+		owj_jsonb(&j, "policy", r->policy);
+	if (rule)
+		owj_approval_voters(&j, "voters", run, p->interrupt_id, rule, who, voter, action);
+	if (r->decision)
+		owj_str(&j, "decision", r->decision);
+	owj_subject(&j, "resolvedBy", who);
+	owj_str(&j, "interruptId", p->interrupt_id);
+	if (p->artifact_digest)
+		owj_str(&j, "artifactDigest", p->artifact_digest);
+	owj_str(&j, "authenticatedBy", ow_issuer_authentication(who->issuer));
+	return owj_end(&j);
 }
 
 /*
@@ -624,6 +669,7 @@ resolve_locked(OwRun *run, OwPending *p, Jsonb *value, const OwSubject *who,
 	bool		conversation = false;
 	OwGateRule	rule;
 	const char *voter = NULL;
+	const char *cast = NULL;
 
 	if (p->overdue)
 		return late_answer(run, p, resultctx);
@@ -647,11 +693,13 @@ resolve_locked(OwRun *run, OwPending *p, Jsonb *value, const OwSubject *who,
 	if (strcmp(p->kind, "approval") == 0)
 	{
 		ow_gate_rule(data, p->policy, &rule);
+		rule.digest = p->artifact_digest;
 		r.policy = ow_policy_record(&rule);
 		r.eligibility = ow_approval_eligibility(run, p->interrupt_id, data, &rule, who, login,
 												p->groups_read ? &p->groups : NULL, &is_override,
 												&voter);
 		r.action = check_approval_resume(data, value, who);
+		cast = r.action;
 		r.resume_value = stamped_answer(value, who);
 	}
 	rs = owj_get(p->payload, "resumeSchema");
@@ -662,6 +710,9 @@ resolve_locked(OwRun *run, OwPending *p, Jsonb *value, const OwSubject *who,
 		if (!ow_schema_validate(owj_to_jsonb(rs), value, &errors))
 			resume_error("resumeValue", errors, "resumeValue does not match the interrupt's resumeSchema");
 	}
+	/* the voter's word on which artifact it approved */
+	if (cast)
+		ow_artifact_precondition(p->interrupt_id, p->artifact_digest);
 	if (strcmp(p->kind, "clarification") == 0)
 		check_clarification_answers(data, value);
 	else if (strncmp(p->kind, "conversation.", 13) == 0)
@@ -707,6 +758,8 @@ resolve_locked(OwRun *run, OwPending *p, Jsonb *value, const OwSubject *who,
 		r.decision = v.decision;
 		r.action = v.action;
 		r.reason = v.reason;
+		if (p->artifact_digest)
+			r.artifact = ow_artifact_record(run->tenant, p->interrupt_id, p->artifact_digest);
 		ow_fail_disposition(&r);
 	}
 
@@ -730,6 +783,7 @@ resolve_locked(OwRun *run, OwPending *p, Jsonb *value, const OwSubject *who,
 	resp.resolved_by = who;
 	resp.run_status = run->status;
 	resp.sequence = resolved_seq;
+	resp.receipt = receipt(run, p, &r, resolved_seq, cast ? &rule : NULL, who, voter, cast);
 	return response(resultctx, "resolved", run, p, &resp);
 }
 
@@ -843,6 +897,37 @@ ow_resolve_interrupt(PG_FUNCTION_ARGS)
 	return ow_resolve_respond(&call, tenant, RUN_ENDPOINT, idem_key, result);
 }
 
+/*
+ * Resolve the interrupt interrupt_id (the caller's tenant's, in either
+ * form an id takes) as the caller, exactly as resolve_interrupt() resolves
+ * its run's node: 404 when there is none, 409 when it is no longer
+ * pending.  The answer is built in resultctx.
+ */
+Jsonb *
+ow_resolve_by_id(const OwCaller *caller, const char *interrupt_id, Jsonb *value,
+				 MemoryContext resultctx)
+{
+	static OwQuery q = {"SELECT run_id, node_id FROM openwop.interrupts"
+		" WHERE tenant OPERATOR(pg_catalog.=) $1 AND interrupt_id OPERATOR(pg_catalog.=) $2",
+	2, {TEXTOID, TEXTOID}, SPI_OK_SELECT};
+	const char *tenant = caller->subject.tenant;
+	char	   *id = ow_normalize_id(interrupt_id, tenant, "interruptId", "interrupt");
+	Datum		args[2];
+	char	   *node_id;
+	OwRun		run;
+	OwPending	p;
+
+	args[0] = CStringGetTextDatum(tenant);
+	args[1] = CStringGetTextDatum(id);
+	if (ow_exec(&q, args, NULL, false, 1) != 1)
+		ow_interrupt_not_found(id);
+	node_id = ow_col_text(0, 2);
+	ow_lock_run_id(&run, tenant, ow_col_text(0, 1));
+	if (!ow_find_pending_by_id(&run, id, &p))
+		already_resolved(&run, node_id);
+	return ow_resolve_locked(&run, &p, value, &caller->subject, caller->login, resultctx);
+}
+
 /* node_id of the locked run waits on a kind of interrupt the call does not answer (409). */
 static void
 other_kind(OwRun *run, const char *node_id, const char *kind, const char *wanted, const char *hint)
@@ -912,6 +997,7 @@ ow_withdraw_vote(PG_FUNCTION_ARGS)
 
 		/* who may take back only what it may cast now: eligibility, as for a vote (403) */
 		ow_gate_rule(data, p.policy, &rule);
+		rule.digest = p.artifact_digest;
 		(void) ow_approval_eligibility(&run, p.interrupt_id, data, &rule, &call.caller.subject,
 									   call.caller.login, NULL, &is_override, &voter);
 		ow_approval_withdraw(&run, p.interrupt_id, &rule, &call.caller.subject, voter, &v);
@@ -922,6 +1008,73 @@ ow_withdraw_vote(PG_FUNCTION_ARGS)
 		result = response(call.callerctx, "pending", &run, &p, &resp);
 	}
 	return ow_resolve_respond(&call, tenant, NULL, NULL, result);
+}
+
+PG_FUNCTION_INFO_V1(ow_artifact_changed);
+/*
+ * openwop.artifact_changed(run_id, node_id, artifact_digest, reason): the
+ * engine tells the pending approval gate of node_id which version of its
+ * artifact it shows (domain/artifacts.c), under the run lock, so a vote
+ * is counted on one version or the other, never on a mix.
+ */
+Datum
+ow_artifact_changed(PG_FUNCTION_ARGS)
+{
+	char	   *run_input;
+	char	   *node_id;
+	char	   *digest;
+	char	   *reason;
+	char	   *tenant;
+	char	   *run_id;
+	OwCall		call;
+	OwRun		run;
+	OwPending	p;
+	Jsonb	   *voided;
+	bool		changed;
+	OwJson		j;
+	Jsonb	   *result;
+
+	ow_refuse_read_only("artifact_changed()");
+	if (PG_ARGISNULL(0))
+		ow_validation_error("runId", "run_id must not be null");
+	if (PG_ARGISNULL(1))
+		ow_validation_error("nodeId", "node_id must not be null");
+	run_input = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	node_id = text_to_cstring(PG_GETARG_TEXT_PP(1));
+	if (!ow_valid_author_id(node_id))
+		ow_validation_error("nodeId", "\"%s\" is not a valid node id", ow_echo(node_id));
+	digest = PG_ARGISNULL(2) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(2));
+	ow_check_artifact_digest(digest);
+	reason = PG_ARGISNULL(3) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(3));
+	ow_check_artifact_reason(reason);
+
+	ow_caller(&call.caller);
+	tenant = call.caller.subject.tenant;
+	run_id = ow_normalize_run_id(run_input, tenant);
+
+	ow_call_enter(&call);
+	lock_pending(&run, tenant, run_id, node_id, &p);
+	if (strcmp(p.kind, "approval") != 0)
+		other_kind(&run, node_id, p.kind, "an approval gate", "Only an approval gate counts votes on an artifact.");
+	voided = ow_artifact_change(&run, p.interrupt_id, node_id, p.artifact_digest, digest, reason,
+								&call.caller.subject, &changed);
+	ow_call_end(&call);
+
+	/* in jsonb's key order */
+	owj_begin(&j);
+	owj_str(&j, "runId", run_id);
+	owj_str(&j, "digest", digest);
+	owj_str(&j, "nodeId", node_id);
+	owj_jsonb(&j, "voided", voided);
+	owj_bool(&j, "changed", changed);
+	owj_str(&j, "interruptId", p.interrupt_id);
+	if (p.artifact_digest)
+		owj_str(&j, "previousDigest", p.artifact_digest);
+	else
+		owj_null(&j, "previousDigest");
+	result = owj_end(&j);		/* before SPI lets go of what it reads from */
+	ow_call_finish(&call);
+	PG_RETURN_JSONB_P(result);
 }
 
 PG_FUNCTION_INFO_V1(ow_confirm_credential);

@@ -41,7 +41,8 @@ typedef enum OwError
 	OW_RUN_TERMINAL,			/* 409 */
 	OW_INTERRUPT_EXPIRED,		/* 410 */
 	OW_CAPABILITY_REQUIRED,		/* 422 */
-	OW_FORK_POINT_INVALID		/* 422 */
+	OW_FORK_POINT_INVALID,		/* 422 */
+	OW_PRECONDITION_FAILED		/* 412: the last, as OW_STATS counts */
 } OwError;
 
 /*
@@ -110,7 +111,7 @@ typedef enum OwStat
 	OW_STAT_REFUSED				/* + the OwError: a refusal was raised */
 } OwStat;
 
-#define OW_STATS (OW_STAT_REFUSED + OW_FORK_POINT_INVALID + 1)
+#define OW_STATS (OW_STAT_REFUSED + OW_PRECONDITION_FAILED + 1)
 
 extern Size ow_stats_shmem_size(void);
 extern void ow_stats_shmem_init(void);
@@ -278,6 +279,7 @@ extern void ow_token_subject(OwSubject *s, const char *tenant, const char *princ
 extern void owj_subject(OwJson *j, const char *key, const OwSubject *s);
 extern void owj_legacy_subject(OwJson *j, const char *key, const char *id, const char *tenant);
 extern Jsonb *ow_subject_jsonb(const OwSubject *s);
+extern const char *ow_issuer_authentication(const char *issuer);
 extern char *ow_subject_ref(const OwSubject *s);
 extern bool ow_subject_matches(const OwSubject *s, const char *ref);
 extern const char *ow_ref_subject_id(const char *ref);

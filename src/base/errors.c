@@ -97,9 +97,10 @@ static const struct
 	{"interrupt_expired", 410},
 	{"capability_required", 422},
 	{"fork_point_invalid", 422},
+	{"precondition_failed", 412},
 };
 
-StaticAssertDecl(lengthof(error_table) == OW_FORK_POINT_INVALID + 1,
+StaticAssertDecl(lengthof(error_table) == OW_PRECONDITION_FAILED + 1,
 				 "error_table must list every OwError");
 
 /* The code of an OwError (for openwop.stats). */

@@ -78,9 +78,15 @@ owj_end_array(OwJson *j)
 	j->result = pushJsonbValue(&j->state, WJB_END_ARRAY, NULL);
 }
 
+/* A member under key; key NULL: an element of the array being built (as every owj_ scalar). */
 void
 owj_value(OwJson *j, const char *key, JsonbValue *value)
 {
+	if (key == NULL)
+	{
+		j->result = pushJsonbValue(&j->state, WJB_ELEM, value);
+		return;
+	}
 	push_key(j, key);
 	j->result = pushJsonbValue(&j->state, WJB_VALUE, value);
 }

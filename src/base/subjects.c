@@ -96,6 +96,29 @@ ow_subject_jsonb(const OwSubject *s)
 }
 
 /*
+ * How the holder of a subject with this issuer was authenticated, as a
+ * receipt names it: a SQL login (session), a token minted for a principal,
+ * a bare token, the host's own clock or callback, a recorded legacy
+ * subject, or else a JWT (the issuer is its iss claim, or ours when it has
+ * none).
+ */
+const char *
+ow_issuer_authentication(const char *issuer)
+{
+	if (strcmp(issuer, OW_ISSUER_SESSION) == 0)
+		return "sql-login";
+	if (strcmp(issuer, OW_ISSUER_TOKEN) == 0)
+		return "interrupt-token";
+	if (strcmp(issuer, OW_ISSUER_ANON) == 0)
+		return "bare-token";
+	if (strcmp(issuer, OW_ISSUER_HOST) == 0)
+		return "host";
+	if (strcmp(issuer, "urn:openwop:legacy") == 0)
+		return "legacy";
+	return "jwt";
+}
+
+/*
  * The issuer-qualified ref of a subject, "<issuer>/<subjectId>".  Not the
  * "<issuer>:<subjectId>" of the reference host: issuers and subjectIds may
  * both hold ":", so that form can name two subjects ("a:b" + "c" and "a" +

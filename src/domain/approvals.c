@@ -524,6 +524,13 @@ ow_approval_answers_limited(JsonbContainer *data, const OwGateRule *rule)
 	return true;
 }
 
+/* Does a voter's latest answer (but an ask) count: neither withdrawn nor voided? */
+static bool
+counted(const char *action)
+{
+	return strcmp(action, "withdraw") != 0 && strcmp(action, "void") != 0;
+}
+
 /*
  * Has who an answer left on the gate as voter (itself, or the delegator it
  * votes for): fewer than openwop.max_votes_per_voter given, and no vote
@@ -534,7 +541,8 @@ ow_approval_answer_left(const char *tenant, const char *interrupt_id, const char
 						const OwSubject *who)
 {
 	static OwQuery q = {
-		"SELECT pg_catalog.count(*) FILTER (WHERE voter OPERATOR(pg_catalog.=) $3)"
+		"SELECT pg_catalog.count(*) FILTER (WHERE voter OPERATOR(pg_catalog.=) $3"
+		"                                    AND action OPERATOR(pg_catalog.<>) 'void')"
 		"         OPERATOR(pg_catalog.<) $4"
 		"       AND pg_catalog.count(*) FILTER (WHERE voter OPERATOR(pg_catalog.<>) $3) OPERATOR(pg_catalog.=) 0"
 		"  FROM openwop.votes"
@@ -661,7 +669,7 @@ tally_groups(OwRun *run, const char *interrupt_id, const OwGateRule *rule, OwVot
 		int			k;
 		int			g;
 
-		if (strcmp(action, "withdraw") == 0)
+		if (!counted(action))
 			continue;
 		vote->voters++;
 		if (strcmp(action, "reject") == 0)
@@ -714,17 +722,18 @@ ow_approval_vote(OwRun *run, const char *interrupt_id, const OwGateRule *rule,
 	static OwQuery insert_vote = {
 		"INSERT INTO openwop.votes"
 		" (tenant, interrupt_id, voter, revision, action, resume_value, eligibility,"
-		"  voter_subject)"
+		"  voter_subject, artifact_digest)"
 		" SELECT $1, $2, $3, COALESCE(pg_catalog.max(revision), 0) OPERATOR(pg_catalog.+) 1,"
-		"        $4, $5, $6, $7"
+		"        $4, $5, $6, $7, $10"
 		"   FROM openwop.votes"
 		"  WHERE tenant OPERATOR(pg_catalog.=) $1"
 		"    AND interrupt_id OPERATOR(pg_catalog.=) $2"
 		"    AND voter OPERATOR(pg_catalog.=) $3"
-		" HAVING pg_catalog.count(*) FILTER (WHERE " CAST_BY " OPERATOR(pg_catalog.=) $9)"
+		" HAVING pg_catalog.count(*) FILTER (WHERE " CAST_BY " OPERATOR(pg_catalog.=) $9"
+		"                                      AND action OPERATOR(pg_catalog.<>) 'void')"
 		"        OPERATOR(pg_catalog.<) $8"
 		"    AND NOT EXISTS (" VOTED_AS_ANOTHER ")",
-		9, {TEXTOID, TEXTOID, TEXTOID, TEXTOID, JSONBOID, JSONBOID, JSONBOID, INT4OID, TEXTOID},
+		10, {TEXTOID, TEXTOID, TEXTOID, TEXTOID, JSONBOID, JSONBOID, JSONBOID, INT4OID, TEXTOID, TEXTOID},
 		SPI_OK_INSERT
 	};
 	static OwQuery voted_as = {
@@ -736,7 +745,8 @@ ow_approval_vote(OwRun *run, const char *interrupt_id, const OwGateRule *rule,
 		"SELECT pg_catalog.count(*) FILTER (WHERE action OPERATOR(pg_catalog.=) ANY"
 		"            ('{accept,edit-accept}'::pg_catalog.text[])),"
 		"       pg_catalog.count(*) FILTER (WHERE action OPERATOR(pg_catalog.=) 'reject'),"
-		"       pg_catalog.count(*) FILTER (WHERE action OPERATOR(pg_catalog.<>) 'withdraw')"
+		"       pg_catalog.count(*) FILTER (WHERE action OPERATOR(pg_catalog.<>) ALL"
+		"            ('{withdraw,void}'::pg_catalog.text[]))"
 		"  FROM (SELECT DISTINCT ON (voter) voter, action FROM openwop.votes"
 		"         WHERE tenant OPERATOR(pg_catalog.=) $1"
 		"           AND interrupt_id OPERATOR(pg_catalog.=) $2"
@@ -745,7 +755,8 @@ ow_approval_vote(OwRun *run, const char *interrupt_id, const OwGateRule *rule,
 		2, {TEXTOID, TEXTOID}, SPI_OK_SELECT
 	};
 	bool		groups_ok = true;
-	Datum		args[9];
+	Datum		args[10];
+	char		nulls[10];
 
 	vote->required = rule->required;
 	vote->ngroups = 0;
@@ -762,6 +773,10 @@ ow_approval_vote(OwRun *run, const char *interrupt_id, const OwGateRule *rule,
 	/* a withdrawal is never capped: the votes it takes back are */
 	args[7] = Int32GetDatum(strcmp(action, "withdraw") == 0 ? PG_INT32_MAX : ow_max_votes_per_voter);
 	args[8] = CStringGetTextDatum(who->subject_id);
+	/* the artifact the vote was cast on */
+	memset(nulls, ' ', sizeof(nulls));
+	args[9] = rule->digest ? CStringGetTextDatum(rule->digest) : (Datum) 0;
+	nulls[9] = rule->digest ? ' ' : 'n';
 	if (!answer_is_recorded(rule, action))
 	{
 		/*
@@ -778,7 +793,7 @@ ow_approval_vote(OwRun *run, const char *interrupt_id, const OwGateRule *rule,
 	{
 		if (IsolationUsesXactSnapshot())
 			refuse_unseen_votes(args);
-		if (ow_exec(&insert_vote, args, NULL, false, 0) != 1)
+		if (ow_exec(&insert_vote, args, nulls, false, 0) != 1)
 		{
 			if (ow_exec(&voted_as, args, NULL, false, 1) == 1)
 				voted_as_another(who, ow_col_text(0, 1));
@@ -834,6 +849,63 @@ ow_approval_vote(OwRun *run, const char *interrupt_id, const OwGateRule *rule,
 	}
 }
 
+/* A voter of a receipt, in jsonb's key order: what it said, who, on whose behalf, how authenticated. */
+static void
+receipt_voter(OwJson *j, const char *action, Jsonb *subject, const char *voter)
+{
+	JsonbValue *issuer = owj_get(subject, "issuer");
+	JsonbValue *id = owj_get(subject, "subjectId");
+
+	owj_begin_object(j, NULL);
+	owj_str(j, "action", action);
+	owj_jsonb(j, "subject", subject);
+	if (id && id->type == jbvString && strcmp(owj_string(id), voter) != 0)
+		owj_str(j, "onBehalfOf", voter);
+	owj_str(j, "authenticatedBy",
+			issuer && issuer->type == jbvString ? ow_issuer_authentication(owj_string(issuer)) : "unknown");
+	owj_end_object(j);
+}
+
+/*
+ * The voters a decided gate counted, for its receipt: under key, an array
+ * of {action, subject, onBehalfOf?, authenticatedBy} in voter order.  On a
+ * gate whose answers are recorded, each voter's latest counted vote; else
+ * the one answer that decided it (who, as voter, saying action).
+ */
+void
+owj_approval_voters(OwJson *j, const char *key, OwRun *run, const char *interrupt_id,
+					const OwGateRule *rule, const OwSubject *who, const char *voter,
+					const char *action)
+{
+	static OwQuery counted = {
+		"SELECT voter, action, voter_subject FROM ("
+		"  SELECT DISTINCT ON (voter) voter, action, voter_subject FROM openwop.votes"
+		"   WHERE tenant OPERATOR(pg_catalog.=) $1 AND interrupt_id OPERATOR(pg_catalog.=) $2"
+		"     AND action OPERATOR(pg_catalog.<>) 'ask'"
+		"   ORDER BY voter, revision DESC) latest"
+		" WHERE action OPERATOR(pg_catalog.<>) ALL ('{withdraw,void}'::pg_catalog.text[])"
+		" ORDER BY voter",
+		2, {TEXTOID, TEXTOID}, SPI_OK_SELECT
+	};
+
+	owj_begin_array(j, key);
+	if (!answer_is_recorded(rule, action))
+		receipt_voter(j, action, ow_subject_jsonb(who), voter ? voter : who->subject_id);
+	else
+	{
+		Datum		args[2];
+		uint64		n;
+		uint64		i;
+
+		args[0] = CStringGetTextDatum(run->tenant);
+		args[1] = CStringGetTextDatum(interrupt_id);
+		n = ow_exec(&counted, args, NULL, false, 0);
+		for (i = 0; i < n; i++)
+			receipt_voter(j, ow_col_text(i, 2), ow_col_jsonb(i, 3), ow_col_text(i, 1));
+	}
+	owj_end_array(j);
+}
+
 /*
  * Withdraw who's counted vote on the gate, cast as voter (itself, or the
  * delegator it votes for, as ow_approval_eligibility decided it now: who
@@ -865,7 +937,7 @@ ow_approval_withdraw(OwRun *run, const char *interrupt_id, const OwGateRule *rul
 	/* a vote committed since the snapshot is what it would take back: see it, or fail 40001 */
 	if (IsolationUsesXactSnapshot())
 		refuse_unseen_votes(args);
-	if (ow_exec(&latest, args, NULL, false, 1) != 1 || strcmp(ow_col_text(0, 1), "withdraw") == 0 ||
+	if (ow_exec(&latest, args, NULL, false, 1) != 1 || !counted(ow_col_text(0, 1)) ||
 		strcmp(ow_col_text(0, 2), who->subject_id) != 0)
 	{
 		OwDetails	d;
@@ -883,6 +955,64 @@ ow_approval_withdraw(OwRun *run, const char *interrupt_id, const OwGateRule *rul
 	owj_str(&j, "decidedBy", who->subject_id);
 	ow_approval_vote(run, interrupt_id, rule, who, voter, "withdraw", owj_end(&j), ow_col_jsonb(0, 3),
 					 false, vote);
+}
+
+/*
+ * The gate's artifact is now digest (artifact_changed, artifacts.c): void
+ * each counted vote bound to another (cast on another digest, or before
+ * the engine told one), because reason.  A void is a new revision of the
+ * voter's, action "void", with the voided vote's eligibility record and
+ * caster (it stays that person's, for one person, one vote) and the new
+ * digest; it is nobody's answer, so it counts against no cap.  Returns the
+ * votes voided, [{voter, digest, action}] by voter.
+ */
+Jsonb *
+ow_approval_void_votes(OwRun *run, const char *interrupt_id, const char *digest, const char *reason)
+{
+	static OwQuery void_votes = {
+		"WITH latest AS ("
+		"  SELECT DISTINCT ON (voter) voter, action, eligibility, voter_subject, artifact_digest"
+		"    FROM openwop.votes"
+		"   WHERE tenant OPERATOR(pg_catalog.=) $1 AND interrupt_id OPERATOR(pg_catalog.=) $2"
+		"     AND action OPERATOR(pg_catalog.<>) 'ask'"
+		"   ORDER BY voter, revision DESC),"
+		" voided AS ("
+		"  INSERT INTO openwop.votes"
+		"  (tenant, interrupt_id, voter, revision, action, resume_value, eligibility, voter_subject,"
+		"   artifact_digest)"
+		"  SELECT $1, $2, l.voter,"
+		"         (SELECT pg_catalog.max(v.revision) FROM openwop.votes v"
+		"           WHERE v.tenant OPERATOR(pg_catalog.=) $1 AND v.interrupt_id OPERATOR(pg_catalog.=) $2"
+		"             AND v.voter OPERATOR(pg_catalog.=) l.voter) OPERATOR(pg_catalog.+) 1,"
+		"         'void',"
+		"         pg_catalog.jsonb_build_object('action', 'void', 'voided', l.action, 'votedDigest', l.artifact_digest,"
+		"                                       'digest', $3, 'reason', $4, 'decidedAt', $5),"
+		"         l.eligibility, l.voter_subject, $3"
+		"    FROM latest l"
+		"   WHERE l.action OPERATOR(pg_catalog.<>) ALL ('{withdraw,void}'::pg_catalog.text[])"
+		"     AND l.artifact_digest IS DISTINCT FROM $3"
+		"  RETURNING voter, resume_value)"
+		" SELECT COALESCE(pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object("
+		"          'voter', voter, 'digest', resume_value OPERATOR(pg_catalog.->) 'votedDigest',"
+		"          'action', resume_value OPERATOR(pg_catalog.->) 'voided') ORDER BY voter), '[]')"
+		"   FROM voided",
+		5, {TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID}, SPI_OK_SELECT
+	};
+	Datum		args[5];
+	char		nulls[5] = {' ', ' ', ' ', ' ', ' '};
+
+	args[0] = CStringGetTextDatum(run->tenant);
+	args[1] = CStringGetTextDatum(interrupt_id);
+	args[2] = CStringGetTextDatum(digest);
+	args[3] = reason ? CStringGetTextDatum(reason) : (Datum) 0;
+	nulls[3] = reason ? ' ' : 'n';
+	args[4] = CStringGetTextDatum(owj_iso8601(GetCurrentTimestamp()));
+	/* a vote committed since the snapshot is one to void: see it, or fail 40001 */
+	if (IsolationUsesXactSnapshot())
+		refuse_unseen_votes(args);
+	if (ow_exec(&void_votes, args, nulls, false, 1) != 1)
+		elog(ERROR, "could not void the votes of interrupt \"%s\"", interrupt_id);
+	return ow_col_jsonb(0, 1);
 }
 
 /* ----------

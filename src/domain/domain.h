@@ -90,11 +90,26 @@ typedef struct OwGateRule
 	int			ngroups;
 	OwGateGroup *groups;		/* each met by distinct humans */
 	Jsonb	   *pin;			/* the policies pinned, or NULL */
+	const char *digest;			/* the artifact the gate shows now (artifact_changed), or NULL */
 } OwGateRule;
 
 extern Jsonb *ow_policy_pin(OwRun *run, const char *node_id, JsonbContainer *data, int64 *timeout_ms);
 extern void ow_gate_rule(JsonbContainer *data, Jsonb *pin, OwGateRule *rule);
 extern Jsonb *ow_policy_record(const OwGateRule *rule);
+
+/* ----------
+ * artifacts.c: approvals bound to what was approved (artifact_changed).
+ * Setting: openwop.artifact_digest.
+ * ----------
+ */
+extern void ow_define_artifact_settings(void);
+extern void ow_check_artifact_digest(const char *digest);
+extern void ow_check_artifact_reason(const char *reason);
+extern void ow_artifact_precondition(const char *interrupt_id, const char *current);
+extern Jsonb *ow_artifact_change(OwRun *run, const char *interrupt_id, const char *node_id,
+								 const char *current, const char *digest, const char *reason,
+								 const OwSubject *who, bool *changed);
+extern Jsonb *ow_artifact_record(const char *tenant, const char *interrupt_id, const char *digest);
 
 /* ----------
  * delegations.c: delegation of approval (and its API: delegate_approvals,
@@ -142,6 +157,11 @@ extern bool ow_approval_excluded(const OwGateRule *rule, const OwSubject *who);
 extern bool ow_approval_answers_limited(JsonbContainer *data, const OwGateRule *rule);
 extern bool ow_approval_answer_left(const char *tenant, const char *interrupt_id, const char *voter,
 									const OwSubject *who);
+extern void owj_approval_voters(OwJson *j, const char *key, OwRun *run, const char *interrupt_id,
+								const OwGateRule *rule, const OwSubject *who, const char *voter,
+								const char *action);
+extern Jsonb *ow_approval_void_votes(OwRun *run, const char *interrupt_id, const char *digest,
+									 const char *reason);
 extern void ow_approval_withdraw(OwRun *run, const char *interrupt_id, const OwGateRule *rule,
 								 const OwSubject *who, const char *voter, OwVote *vote);
 extern void ow_approval_vote(OwRun *run, const char *interrupt_id, const OwGateRule *rule,
@@ -179,6 +199,7 @@ typedef struct OwResolution
 	const OwSubject *confirmed_by;	/* the login that confirmed a credential, or NULL */
 	Jsonb	   *eligibility;	/* recorded eligibility decision, or NULL */
 	Jsonb	   *policy;			/* the policies the gate pinned (ow_policy_record), or NULL */
+	Jsonb	   *artifact;		/* the artifact it was decided on (ow_artifact_record), or NULL */
 	Jsonb	   *recorded;		/* a replay fork's inherited interrupt.resolved: its members are recorded as they are */
 	const char *fail_code;		/* fail closed with this code, or NULL */
 	const char *fail_message;

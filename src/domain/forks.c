@@ -483,22 +483,30 @@ copy_prefix(OwRun *source, const char *fork_id, const char *fork_prefix, int64 f
 		"    AND run_id OPERATOR(pg_catalog.=) $2 AND status OPERATOR(pg_catalog.=) 'pending'",
 		2, {TEXTOID, TEXTOID}, SPI_OK_INSERT
 	};
+	/* the copies are chained anew: an interrupt's id and a cause are the fork's */
 	static OwQuery events = {
 		"INSERT INTO openwop.events"
-		" (tenant, run_id, sequence, type, node_id, payload, created_at, schema_version, causation_id)"
-		" SELECT e.tenant, $3, e.sequence, e.type, e.node_id,"
-		"        CASE WHEN m.fork_id IS NULL THEN e.payload"
-		"             ELSE pg_catalog.jsonb_set(e.payload, '{interruptId}', pg_catalog.to_jsonb(m.fork_id)) END,"
-		"        e.created_at, e.schema_version,"
-		"        CASE WHEN pg_catalog.starts_with(e.causation_id, $7 OPERATOR(pg_catalog.||) '.')"
-		"             THEN $8 OPERATOR(pg_catalog.||)"
-		"                  pg_catalog.substr(e.causation_id, pg_catalog.length($7) OPERATOR(pg_catalog.+) 1)"
-		"             ELSE e.causation_id END"
-		"   FROM openwop.events e"
-		"   LEFT JOIN ROWS FROM (pg_catalog.unnest($5), pg_catalog.unnest($6)) AS m(source_id, fork_id)"
-		"     ON m.source_id OPERATOR(pg_catalog.=) (e.payload OPERATOR(pg_catalog.->>) 'interruptId')"
-		"  WHERE e.tenant OPERATOR(pg_catalog.=) $1 AND e.run_id OPERATOR(pg_catalog.=) $2"
-		"    AND e.sequence OPERATOR(pg_catalog.<) $4",
+		" (tenant, run_id, sequence, type, node_id, payload, created_at, schema_version, causation_id,"
+		"  hash)"
+		" SELECT c.tenant, $3, c.sequence, c.type, c.node_id, c.payload, c.created_at, c.schema_version,"
+		"        c.causation_id,"
+		"        openwop.event_chain(c.sequence, c.type, c.node_id, c.payload, c.created_at,"
+		"                            c.schema_version, c.causation_id)"
+		"          OVER (ORDER BY c.sequence ROWS UNBOUNDED PRECEDING)"
+		"   FROM (SELECT e.tenant, e.sequence, e.type, e.node_id,"
+		"                CASE WHEN m.fork_id IS NULL THEN e.payload"
+		"                     ELSE pg_catalog.jsonb_set(e.payload, '{interruptId}', pg_catalog.to_jsonb(m.fork_id))"
+		"                END AS payload,"
+		"                e.created_at, e.schema_version,"
+		"                CASE WHEN pg_catalog.starts_with(e.causation_id, $7 OPERATOR(pg_catalog.||) '.')"
+		"                     THEN $8 OPERATOR(pg_catalog.||)"
+		"                          pg_catalog.substr(e.causation_id, pg_catalog.length($7) OPERATOR(pg_catalog.+) 1)"
+		"                     ELSE e.causation_id END AS causation_id"
+		"           FROM openwop.events e"
+		"           LEFT JOIN ROWS FROM (pg_catalog.unnest($5), pg_catalog.unnest($6)) AS m(source_id, fork_id)"
+		"             ON m.source_id OPERATOR(pg_catalog.=) (e.payload OPERATOR(pg_catalog.->>) 'interruptId')"
+		"          WHERE e.tenant OPERATOR(pg_catalog.=) $1 AND e.run_id OPERATOR(pg_catalog.=) $2"
+		"            AND e.sequence OPERATOR(pg_catalog.<) $4) c",
 		8, FORK_TYPES, SPI_OK_INSERT
 	};
 	/*
@@ -601,9 +609,12 @@ insert_fork(OwRun *source, const char *fork_id, const char *prefix, const ForkOp
 	static OwQuery insert_run = {
 		"INSERT INTO openwop.runs"
 		" (tenant, run_id, workflow_id, status, current_node_id, owner, configurable, definition,"
-		"  inputs, metadata, next_sequence, event_prefix, fork_of, requested_by)"
+		"  inputs, metadata, next_sequence, event_prefix, fork_of, requested_by, event_hash)"
 		" SELECT tenant, $3, workflow_id, $4, $5, owner, COALESCE($6, configurable), definition,"
-		"        inputs, COALESCE($7, metadata), $8, $9, run_id, requested_by"
+		"        inputs, COALESCE($7, metadata), $8, $9, run_id, requested_by,"
+		"        (SELECT e.hash FROM openwop.events e"
+		"          WHERE e.tenant OPERATOR(pg_catalog.=) $1 AND e.run_id OPERATOR(pg_catalog.=) $3"
+		"            AND e.sequence OPERATOR(pg_catalog.=) ($8 OPERATOR(pg_catalog.-) 1))"
 		"   FROM openwop.runs"
 		"  WHERE tenant OPERATOR(pg_catalog.=) $1 AND run_id OPERATOR(pg_catalog.=) $2",
 		9, {TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, JSONBOID, JSONBOID, INT8OID, TEXTOID},

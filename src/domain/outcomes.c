@@ -312,6 +312,8 @@ ow_record_resolution(OwRun *run, OwResolution *r)
 	/* the host resolved it; who vouched for the credential is history too */
 	if (r->policy)
 		owj_jsonb(&j, "openwop-policy", r->policy);
+	if (r->artifact)
+		owj_jsonb(&j, "openwop-artifact", r->artifact);
 	if (r->confirmed_by)
 		owj_subject(&j, "openwop-confirmedBy", r->confirmed_by);
 	if (r->eligibility)

@@ -376,13 +376,14 @@ run_exists(OwRun *run, const char *tenant, const char *run_id)
 static bool
 insert_run(OwRun *run, Datum *values, bool *nulls, Jsonb *started)
 {
-	static OwWrite insert = {.table = OW_RUNS,.kind = OW_WRITE_INSERT_NEW,.ncols = 19,
+	static OwWrite insert = {.table = OW_RUNS,.kind = OW_WRITE_INSERT_NEW,.ncols = 20,
 		.cols = {RUN_TENANT, RUN_RUN_ID, RUN_WORKFLOW_ID, RUN_OWNER, RUN_EVENT_PREFIX,
 			RUN_CONFIGURABLE, RUN_DEFINITION, RUN_INPUTS, RUN_METADATA, RUN_REQUESTED_BY,
-			RUN_STATUS, RUN_NEXT_SEQUENCE, RUN_CREATED_AT, RUN_UPDATED_AT, RUN_CURRENT_NODE_ID,
-	RUN_OUTPUTS, RUN_ERROR, RUN_FORK_OF, RUN_ENDED_AT}};
+			RUN_STATUS, RUN_NEXT_SEQUENCE, RUN_CREATED_AT, RUN_UPDATED_AT, RUN_EVENT_HASH,
+	RUN_CURRENT_NODE_ID, RUN_OUTPUTS, RUN_ERROR, RUN_FORK_OF, RUN_ENDED_AT}};
 	static const char *const type = "run.started";
 	Datum		now = TimestampTzGetDatum(run->created_at);
+	TimestampTz at = GetCurrentTimestamp();
 	OwDirect	d;
 	bool		created;
 
@@ -395,12 +396,15 @@ insert_run(OwRun *run, Datum *values, bool *nulls, Jsonb *started)
 	values[11] = Int64GetDatum(1);	/* run.started is 0 */
 	values[12] = now;
 	values[13] = now;
-	memset(nulls + 10, false, 4 * sizeof(bool));
-	memset(nulls + 14, true, 5 * sizeof(bool));
+	/* the row is written once: with the hash of run.started, appended next */
+	ow_first_event_hash(run, type, started, at);
+	values[14] = ow_event_hash_datum(run->head);
+	memset(nulls + 10, false, 5 * sizeof(bool));
+	memset(nulls + 15, true, 5 * sizeof(bool));
 	ow_begin(&d, 0, OW_TABLE_BIT(OW_RUNS) | OW_TABLE_BIT(OW_EVENTS), 0, 0);
 	created = ow_write(&d, &insert, NULL, values, nulls, NULL);
 	if (created)
-		(void) ow_append_in(&d, run, NULL, 1, &type, &started);
+		(void) ow_append_first(&d, run, type, started, at);
 	ow_end(&d);
 	return created;
 }
@@ -424,8 +428,8 @@ ow_create_run(PG_FUNCTION_ARGS)
 	JsonbValue *inputs;
 	JsonbValue *optional[4];
 	char	   *requested_by;
-	Datum		args[19];
-	bool		nulls[19] = {false};
+	Datum		args[20];
+	bool		nulls[20] = {false};
 	int			i;
 	OwCall		call;
 	OwRun		locked;
@@ -512,6 +516,7 @@ ow_create_run(PG_FUNCTION_ARGS)
 	run->next_sequence = 0;
 	run->first_sequence = 0;
 	run->appended = 0;
+	run->hashes = NULL;
 	run->has_definition = definition != NULL;
 	run->error = NULL;
 	run->outputs = NULL;

@@ -1,9 +1,10 @@
 /*-------------------------------------------------------------------------
  *
  * eventlog.c
- *	  The store: the run row lock, gapless event append, the run row's
- *	  write-back (which queues the run's notification), the append-only
- *	  trigger, and how an event's payload reads back.
+ *	  The store: the run row lock, gapless event append (each event hashed
+ *	  into the run's chain, chain.c), the run row's write-back (which queues
+ *	  the run's notification), the append-only trigger, and how an event's
+ *	  payload reads back.
  *
  * Every change to a run follows one path: ow_lock_run() takes the run row
  * FOR UPDATE (the lock that serialises all writers of the run), ow_append()
@@ -29,6 +30,7 @@
 
 PG_FUNCTION_INFO_V1(ow_events_append_only);
 PG_FUNCTION_INFO_V1(ow_approval_policy_log_append_only);
+PG_FUNCTION_INFO_V1(ow_artifact_changes_append_only);
 
 
 
@@ -102,6 +104,10 @@ run_read(const OwRow *row, void *arg)
 	run->first_sequence = run->next_sequence;
 	run->has_definition = !row->nulls[6];
 	run->fork_of = row->nulls[7] ? NULL : TextDatumGetCString(row->values[7]);
+	/* a hash the chain did not make (a DBA's edit) is chained on as it is: verify_run() reports it */
+	run->has_head = !row->nulls[8];
+	if (run->has_head && !ow_event_hash_read(row->values[8], run->head))
+		memset(run->head, 0, OW_EVENT_HASH_LEN);
 	run->tid = row->tid;
 }
 
@@ -134,9 +140,9 @@ ow_try_lock_run_id(OwRun *run, const char *tenant, const char *run_id)
 static bool
 lock_run_row(OwRun *run, const char *tenant, const char *run_id, bool skip_locked)
 {
-	static OwRead lock = {.table = OW_RUNS,.index = OW_RUNS_PKEY,.nkeys = 2,.ncols = 8,
+	static OwRead lock = {.table = OW_RUNS,.index = OW_RUNS_PKEY,.nkeys = 2,.ncols = 9,
 		.cols = {RUN_WORKFLOW_ID, RUN_STATUS, RUN_CURRENT_NODE_ID, RUN_EVENT_PREFIX, RUN_CREATED_AT,
-	RUN_NEXT_SEQUENCE, RUN_DEFINITION, RUN_FORK_OF}};
+	RUN_NEXT_SEQUENCE, RUN_DEFINITION, RUN_FORK_OF, RUN_EVENT_HASH}};
 	Datum		keys[2];
 
 	run->tenant = pstrdup(tenant);
@@ -144,6 +150,7 @@ lock_run_row(OwRun *run, const char *tenant, const char *run_id, bool skip_locke
 	run->root_run_id = run->run_id;
 	run->first_sequence = 0;
 	run->appended = 0;
+	run->hashes = NULL;
 	run->error = NULL;
 	run->outputs = NULL;
 	ItemPointerSetInvalid(&run->tid);
@@ -157,21 +164,22 @@ lock_run_row(OwRun *run, const char *tenant, const char *run_id, bool skip_locke
 
 /*
  * Insert n events at the run's next sequences, caused by the run's event
- * causation_id (NULL: none), with the writes of d (NULL: an operation of
- * their own, which inserts into events); advances the run.  Returns the
- * sequence of the first.
+ * causation_id (NULL: none), created at (0: now), with the writes of d
+ * (NULL: an operation of their own, which inserts into events); advances
+ * the run and its chain.  Returns the sequence of the first.
  */
 static int64
 append_events(OwDirect *d, OwRun *run, const char *node_id, int n, const char *const *types,
-			  Jsonb *const *payloads, const char *causation_id)
+			  Jsonb *const *payloads, const char *causation_id, TimestampTz at)
 {
-	static OwWrite insert = {.table = OW_EVENTS,.kind = OW_WRITE_INSERT,.ncols = 9,
+	static OwWrite insert = {.table = OW_EVENTS,.kind = OW_WRITE_INSERT,.ncols = 10,
 		.cols = {EV_TENANT, EV_RUN_ID, EV_SEQUENCE, EV_TYPE, EV_NODE_ID, EV_PAYLOAD, EV_CREATED_AT,
-	EV_SCHEMA_VERSION, EV_CAUSATION_ID}};
+	EV_SCHEMA_VERSION, EV_CAUSATION_ID, EV_HASH}};
 	int64		seq = run->next_sequence;
 	OwDirect	own;
-	Datum		values[9];
-	bool		nulls[9] = {false};
+	Datum		values[10];
+	bool		nulls[10] = {false};
+	StringInfoData buf;
 	int			i;
 
 	if (d == NULL)
@@ -186,14 +194,26 @@ append_events(OwDirect *d, OwRun *run, const char *node_id, int n, const char *c
 	values[7] = Int32GetDatum(1);
 	values[8] = causation_id ? CStringGetTextDatum(causation_id) : (Datum) 0;
 	nulls[8] = causation_id == NULL;
+	run->hashes = run->hashes == NULL ? palloc(n * OW_EVENT_HASH_LEN) :
+		repalloc(run->hashes, (run->appended + n) * OW_EVENT_HASH_LEN);
+	initStringInfo(&buf);
 	for (i = 0; i < n; i++)
 	{
+		TimestampTz created = at ? at : GetCurrentTimestamp();	/* clock_timestamp(), as the default */
+		uint8	   *hash = run->hashes + (run->appended + i) * OW_EVENT_HASH_LEN;
+
+		ow_event_hash(&buf, run->has_head ? run->head : NULL, seq + i, types[i], node_id, payloads[i],
+					  created, 1, causation_id, hash);
+		memcpy(run->head, hash, OW_EVENT_HASH_LEN);
+		run->has_head = true;
 		values[2] = Int64GetDatum(seq + i);
 		values[3] = CStringGetTextDatum(types[i]);
 		values[5] = JsonbPGetDatum(payloads[i]);
-		values[6] = TimestampTzGetDatum(GetCurrentTimestamp());	/* clock_timestamp(), as the default */
+		values[6] = TimestampTzGetDatum(created);
+		values[9] = ow_event_hash_datum(hash);
 		(void) ow_write(d, &insert, NULL, values, nulls, NULL);
 	}
+	pfree(buf.data);
 	if (d == &own)
 		ow_end(d);
 	run->next_sequence = seq + n;
@@ -201,12 +221,41 @@ append_events(OwDirect *d, OwRun *run, const char *node_id, int n, const char *c
 	return seq;
 }
 
+/* The hash of the event at seq, which this change appended. */
+const uint8 *
+ow_appended_hash(OwRun *run, int64 seq)
+{
+	int64		i = seq - (run->next_sequence - run->appended);
+
+	if (i < 0 || i >= run->appended)
+		elog(ERROR, "event " INT64_FORMAT " of run \"%s\" was not appended by this change", seq, run->run_id);
+	return run->hashes + i * OW_EVENT_HASH_LEN;
+}
+
+/*
+ * The hash the run's first event (at sequence 0, created at) will have:
+ * what create_run writes on the run row before it appends it.
+ */
+void
+ow_first_event_hash(OwRun *run, const char *type, Jsonb *payload, TimestampTz at)
+{
+	ow_event_hash(NULL, NULL, 0, type, NULL, payload, at, 1, NULL, run->head);
+	run->has_head = false;		/* appended next, from the start of the chain */
+}
+
+/* The run's first event, created at: its hash ow_first_event_hash() gave. */
+int64
+ow_append_first(OwDirect *d, OwRun *run, const char *type, Jsonb *payload, TimestampTz at)
+{
+	return append_events(d, run, NULL, 1, &type, &payload, NULL, at);
+}
+
 /* Insert n events at the run's next sequences with the writes of d (which inserts into events). */
 int64
 ow_append_in(OwDirect *d, OwRun *run, const char *node_id, int n, const char *const *types,
 			 Jsonb *const *payloads)
 {
-	return append_events(d, run, node_id, n, types, payloads, NULL);
+	return append_events(d, run, node_id, n, types, payloads, NULL, 0);
 }
 
 /*
@@ -221,14 +270,14 @@ ow_append_pair(OwRun *run, const char *node_id,
 	const char *types[2] = {type1, type2};
 	Jsonb	   *payloads[2] = {payload1, payload2};
 
-	return append_events(NULL, run, node_id, 2, types, payloads, NULL);
+	return append_events(NULL, run, node_id, 2, types, payloads, NULL, 0);
 }
 
 /* Append one event at the run's next sequence; returns that sequence. */
 int64
 ow_append(OwRun *run, const char *type, const char *node_id, Jsonb *payload)
 {
-	return append_events(NULL, run, node_id, 1, &type, &payload, NULL);
+	return append_events(NULL, run, node_id, 1, &type, &payload, NULL, 0);
 }
 
 /*
@@ -239,7 +288,7 @@ int64
 ow_append_caused(OwRun *run, const char *type, const char *node_id, Jsonb *payload, int64 cause_seq)
 {
 	return append_events(NULL, run, node_id, 1, &type, &payload,
-						 psprintf("%s." INT64_FORMAT, run->event_prefix, cause_seq));
+						 psprintf("%s." INT64_FORMAT, run->event_prefix, cause_seq), 0);
 }
 
 /*
@@ -252,18 +301,19 @@ ow_append_caused(OwRun *run, const char *type, const char *node_id, Jsonb *paylo
 void
 ow_save_run_in(OwDirect *d, OwRun *run)
 {
-#define SAVE_COLS RUN_NEXT_SEQUENCE, RUN_STATUS, RUN_CURRENT_NODE_ID, RUN_UPDATED_AT, RUN_ENDED_AT
+#define SAVE_COLS RUN_NEXT_SEQUENCE, RUN_STATUS, RUN_CURRENT_NODE_ID, RUN_UPDATED_AT, RUN_ENDED_AT, \
+	RUN_EVENT_HASH
 	/* a run that ends may record its error or its outputs; else they stay */
 	static OwWrite save[3] = {
-		{.table = OW_RUNS,.kind = OW_WRITE_UPDATE,.key = OW_RUNS_PKEY,.ncols = 5,.cols = {SAVE_COLS}},
-		{.table = OW_RUNS,.kind = OW_WRITE_UPDATE,.key = OW_RUNS_PKEY,.ncols = 6,.cols = {SAVE_COLS, RUN_ERROR}},
-		{.table = OW_RUNS,.kind = OW_WRITE_UPDATE,.key = OW_RUNS_PKEY,.ncols = 6,.cols = {SAVE_COLS, RUN_OUTPUTS}},
+		{.table = OW_RUNS,.kind = OW_WRITE_UPDATE,.key = OW_RUNS_PKEY,.ncols = 6,.cols = {SAVE_COLS}},
+		{.table = OW_RUNS,.kind = OW_WRITE_UPDATE,.key = OW_RUNS_PKEY,.ncols = 7,.cols = {SAVE_COLS, RUN_ERROR}},
+		{.table = OW_RUNS,.kind = OW_WRITE_UPDATE,.key = OW_RUNS_PKEY,.ncols = 7,.cols = {SAVE_COLS, RUN_OUTPUTS}},
 	};
 #undef SAVE_COLS
 	Datum		now = TimestampTzGetDatum(GetCurrentTransactionStartTimestamp());
 	Datum		keys[2];
-	Datum		values[6];
-	bool		nulls[6] = {false};
+	Datum		values[7];
+	bool		nulls[7] = {false};
 
 	run_key(run, keys);
 	values[0] = Int64GetDatum(run->next_sequence);
@@ -273,7 +323,9 @@ ow_save_run_in(OwDirect *d, OwRun *run)
 	values[3] = now;
 	values[4] = now;
 	nulls[4] = !ow_run_is_terminal(run->status);
-	values[5] = run->error ? JsonbPGetDatum(run->error) : JsonbPGetDatum(run->outputs);
+	values[5] = run->has_head ? ow_event_hash_datum(run->head) : (Datum) 0;
+	nulls[5] = !run->has_head;
+	values[6] = run->error ? JsonbPGetDatum(run->error) : JsonbPGetDatum(run->outputs);
 	if (!ow_write(d, &save[run->error ? 1 : run->outputs ? 2 : 0], keys, values, nulls, &run->tid))
 		elog(ERROR, "could not update run \"%s\"", run->run_id);
 	if (run->appended > 0)
@@ -349,6 +401,16 @@ ow_approval_policy_log_append_only(PG_FUNCTION_ARGS)
 	refuse_change(fcinfo, "openwop.approval_policy_log_append_only()", "approval_policy_log",
 				  "approval policy log", "every version of a policy stays on record",
 				  "Change a policy with openwop.set_approval_policy() or openwop.retire_approval_policy().");
+	PG_RETURN_NULL();
+}
+
+/* Trigger on openwop.artifact_changes: every change of a gate's artifact stays on record. */
+Datum
+ow_artifact_changes_append_only(PG_FUNCTION_ARGS)
+{
+	refuse_change(fcinfo, "openwop.artifact_changes_append_only()", "artifact_changes",
+				  "record of artifact changes", "every change, and the votes it voided, stays on record",
+				  "Tell a change with openwop.artifact_changed().");
 	PG_RETURN_NULL();
 }
 

@@ -48,12 +48,12 @@ ow_open_interrupt(OwRun *run, const char *interrupt_id, const char *node_id, int
 				  bool has_deadline, TimestampTz expires_at, ItemPointer interrupt_tid,
 				  ItemPointer execution_tid)
 {
-	static OwWrite insert = {.table = OW_OPEN_INTERRUPTS,.kind = OW_WRITE_INSERT,.ncols = 14,
+	static OwWrite insert = {.table = OW_OPEN_INTERRUPTS,.kind = OW_WRITE_INSERT,.ncols = 15,
 		.cols = {OPEN_TENANT, OPEN_INTERRUPT_ID, OPEN_RUN_ID, OPEN_NODE_ID, OPEN_VISIT, OPEN_KIND,
 			OPEN_PAYLOAD, OPEN_REQUESTED_SEQUENCE, OPEN_CREATED_AT, OPEN_EXPIRES_AT, OPEN_STATUS,
-		OPEN_INTERRUPT_TID, OPEN_EXECUTION_TID, OPEN_POLICY}};
-	Datum		values[14];
-	bool		nulls[14] = {false};
+		OPEN_INTERRUPT_TID, OPEN_EXECUTION_TID, OPEN_POLICY, OPEN_ARTIFACT_DIGEST}};
+	Datum		values[15];
+	bool		nulls[15] = {false};
 
 	values[0] = CStringGetTextDatum(run->tenant);
 	values[1] = CStringGetTextDatum(interrupt_id);
@@ -73,6 +73,7 @@ ow_open_interrupt(OwRun *run, const char *interrupt_id, const char *node_id, int
 	nulls[12] = !ItemPointerIsValid(execution_tid);
 	values[13] = PointerGetDatum(policy);
 	nulls[13] = policy == NULL;
+	nulls[14] = true;			/* until the engine tells it (artifact_changed) */
 	(void) ow_write(NULL, &insert, NULL, values, nulls, NULL);
 }
 

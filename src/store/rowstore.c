@@ -115,6 +115,7 @@ static const OwColumnDef columns[OW_COLUMN_COUNT] = {
 	[RUN_UPDATED_AT] = {OW_RUNS, "updated_at", TIMESTAMPTZOID},
 	[RUN_ENDED_AT] = {OW_RUNS, "ended_at", TIMESTAMPTZOID},
 	[RUN_REQUESTED_BY] = {OW_RUNS, "requested_by", TEXTOID},
+	[RUN_EVENT_HASH] = {OW_RUNS, "event_hash", BYTEAOID},
 	[EV_TENANT] = {OW_EVENTS, "tenant", TEXTOID},
 	[EV_RUN_ID] = {OW_EVENTS, "run_id", TEXTOID},
 	[EV_SEQUENCE] = {OW_EVENTS, "sequence", INT8OID},
@@ -124,6 +125,7 @@ static const OwColumnDef columns[OW_COLUMN_COUNT] = {
 	[EV_CREATED_AT] = {OW_EVENTS, "created_at", TIMESTAMPTZOID},
 	[EV_SCHEMA_VERSION] = {OW_EVENTS, "schema_version", INT4OID},
 	[EV_CAUSATION_ID] = {OW_EVENTS, "causation_id", TEXTOID},
+	[EV_HASH] = {OW_EVENTS, "hash", BYTEAOID},
 	[INT_TENANT] = {OW_INTERRUPTS, "tenant", TEXTOID},
 	[INT_INTERRUPT_ID] = {OW_INTERRUPTS, "interrupt_id", TEXTOID},
 	[INT_RUN_ID] = {OW_INTERRUPTS, "run_id", TEXTOID},
@@ -176,6 +178,7 @@ static const OwColumnDef columns[OW_COLUMN_COUNT] = {
 	[OPEN_INTERRUPT_TID] = {OW_OPEN_INTERRUPTS, "interrupt_tid", TIDOID},
 	[OPEN_EXECUTION_TID] = {OW_OPEN_INTERRUPTS, "execution_tid", TIDOID},
 	[OPEN_POLICY] = {OW_OPEN_INTERRUPTS, "policy", JSONBOID},
+	[OPEN_ARTIFACT_DIGEST] = {OW_OPEN_INTERRUPTS, "artifact_digest", TEXTOID},
 };
 
 #define INDEX_MAX_PROBE_KEYS 4

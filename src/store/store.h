@@ -109,9 +109,9 @@ typedef enum OwColumn
 	RUN_TENANT, RUN_RUN_ID, RUN_WORKFLOW_ID, RUN_STATUS, RUN_CURRENT_NODE_ID, RUN_OWNER,
 	RUN_CONFIGURABLE, RUN_DEFINITION, RUN_INPUTS, RUN_METADATA, RUN_OUTPUTS, RUN_ERROR,
 	RUN_NEXT_SEQUENCE, RUN_EVENT_PREFIX, RUN_FORK_OF, RUN_CREATED_AT, RUN_UPDATED_AT, RUN_ENDED_AT,
-	RUN_REQUESTED_BY,
+	RUN_REQUESTED_BY, RUN_EVENT_HASH,
 	EV_TENANT, EV_RUN_ID, EV_SEQUENCE, EV_TYPE, EV_NODE_ID, EV_PAYLOAD, EV_CREATED_AT,
-	EV_SCHEMA_VERSION, EV_CAUSATION_ID,
+	EV_SCHEMA_VERSION, EV_CAUSATION_ID, EV_HASH,
 	INT_TENANT, INT_INTERRUPT_ID, INT_RUN_ID, INT_ROOT_RUN_ID, INT_NODE_ID, INT_VISIT, INT_ORDINAL,
 	INT_KEY, INT_KIND, INT_PAYLOAD, INT_STATUS, INT_EXPIRES_AT, INT_REQUESTED_SEQUENCE,
 	INT_RESOLVED_SEQUENCE, INT_RESUME_VALUE, INT_DECISION, INT_ACTION, INT_REASON, INT_RESOLVED_BY,
@@ -121,7 +121,7 @@ typedef enum OwColumn
 	GM_TENANT, GM_PRINCIPAL, GM_GROUP_REF,
 	OPEN_TENANT, OPEN_INTERRUPT_ID, OPEN_RUN_ID, OPEN_NODE_ID, OPEN_VISIT, OPEN_KIND, OPEN_PAYLOAD,
 	OPEN_STATUS, OPEN_REQUESTED_SEQUENCE, OPEN_CREATED_AT, OPEN_EXPIRES_AT, OPEN_INTERRUPT_TID,
-	OPEN_EXECUTION_TID, OPEN_POLICY,
+	OPEN_EXECUTION_TID, OPEN_POLICY, OPEN_ARTIFACT_DIGEST,
 	OW_COLUMN_COUNT
 } OwColumn;
 
@@ -242,6 +242,20 @@ extern pg_noreturn void ow_row_changed_meanwhile(const char *table);
  * ----------
  */
 
+/* ----------
+ * chain.c: each event's SHA-256, chained to the run's event before it.
+ * ----------
+ */
+#define OW_EVENT_HASH_LEN 32
+#define OW_EVENT_HASH_HEX (2 * OW_EVENT_HASH_LEN + 1)
+
+extern void ow_event_hash(StringInfo buf, const uint8 *prev, int64 seq, const char *type,
+						  const char *node_id, Jsonb *payload, TimestampTz created_at,
+						  int32 schema_version, const char *causation_id, uint8 *out);
+extern void ow_event_hash_hex(const uint8 *hash, char *hex);
+extern Datum ow_event_hash_datum(const uint8 *hash);
+extern bool ow_event_hash_read(Datum d, uint8 *out);
+
 /* A run row locked FOR UPDATE, and the events this change appends. */
 typedef struct OwRun
 {
@@ -258,6 +272,9 @@ typedef struct OwRun
 	int64		next_sequence;	/* next free sequence, advanced by ow_append */
 	int64		first_sequence; /* first sequence appended by this change */
 	int			appended;		/* events appended by this change */
+	bool		has_head;		/* the run has an event: head is its latest's hash */
+	uint8		head[OW_EVENT_HASH_LEN];
+	uint8	   *hashes;			/* of the events this change appended, in order */
 	bool		has_definition; /* a workflow definition was registered */
 	Jsonb	   *error;			/* set by fail_run */
 	Jsonb	   *outputs;		/* set by complete_run */
@@ -278,9 +295,13 @@ extern void ow_save_run(OwRun *run);
 extern int64 ow_append_in(OwDirect *d, OwRun *run, const char *node_id, int n,
 						  const char *const *types, Jsonb *const *payloads);
 extern void ow_save_run_in(OwDirect *d, OwRun *run);
+extern void ow_first_event_hash(OwRun *run, const char *type, Jsonb *payload, TimestampTz at);
+extern int64 ow_append_first(OwDirect *d, OwRun *run, const char *type, Jsonb *payload,
+							 TimestampTz at);
 extern int64 ow_duration_ms(OwRun *run);
 extern Jsonb *ow_event_payload(const char *type, Jsonb *payload, const char *tenant);
 extern Jsonb *ow_resolved_event(const char *tenant, const char *run_id, int64 seq);
+extern const uint8 *ow_appended_hash(OwRun *run, int64 seq);
 
 /* ----------
  * open_interrupts.c: openwop.open_interrupts, the interrupts still open,

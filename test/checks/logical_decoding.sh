@@ -32,7 +32,7 @@ CREATE SCHEMA openwop;
 CREATE TABLE openwop.events (
     tenant text NOT NULL, run_id text NOT NULL, sequence bigint NOT NULL, type text NOT NULL,
     node_id text, payload jsonb NOT NULL, created_at timestamptz NOT NULL, schema_version integer NOT NULL,
-    causation_id text, PRIMARY KEY (tenant, run_id, sequence));
+    causation_id text, hash bytea NOT NULL, PRIMARY KEY (tenant, run_id, sequence));
 CREATE TABLE arrivals (n bigserial PRIMARY KEY, run_id text, sequence bigint);
 CREATE FUNCTION arrived() RETURNS trigger LANGUAGE plpgsql AS \$\$
 BEGIN INSERT INTO public.arrivals (run_id, sequence) VALUES (NEW.run_id, NEW.sequence); RETURN NEW; END \$\$;
@@ -71,12 +71,13 @@ SQL
 until_true 30 "the subscriber has the two runs' events" sub -c "SELECT count(*) = $(pub -c "SELECT count(*) FROM openwop.events") FROM openwop.events"
 
 # every event, in order, in the log's shape
-want=$(pub -c "SELECT string_agg(sequence || ':' || type || ':' || coalesce(node_id, '-') || ':' || md5(payload::text) || ':' || created_at, ',' ORDER BY run_id, sequence) FROM openwop.events")
-got=$(sub -c "SELECT string_agg(sequence || ':' || type || ':' || coalesce(node_id, '-') || ':' || md5(payload::text) || ':' || created_at, ',' ORDER BY run_id, sequence) FROM openwop.events")
+# (the hash chain too: each event's hash arrives with it)
+want=$(pub -c "SELECT string_agg(sequence || ':' || type || ':' || coalesce(node_id, '-') || ':' || md5(payload::text) || ':' || created_at || ':' || encode(hash, 'hex'), ',' ORDER BY run_id, sequence) FROM openwop.events")
+got=$(sub -c "SELECT string_agg(sequence || ':' || type || ':' || coalesce(node_id, '-') || ':' || md5(payload::text) || ':' || created_at || ':' || encode(hash, 'hex'), ',' ORDER BY run_id, sequence) FROM openwop.events")
 [ "$want" = "$got" ] || { echo "the subscriber's log differs:" >&2; echo "$want" >&2; echo "$got" >&2; exit 1; }
 [ "$(sub -c "SELECT count(*) FROM openwop.events WHERE run_id = '$run'")" = 10 ]
 [ "$(sub -c "SELECT bool_and(sequence = rank - 1) FROM (SELECT sequence, rank() OVER (PARTITION BY run_id ORDER BY n) FROM arrivals) a")" = t ]
-echo "the subscriber received the run's 10 events, each as the log has it, in the order of their sequence"
+echo "the subscriber received the run's 10 events, each as the log has it (its hash in the chain too), in the order of their sequence"
 [ "$(sub -c "SELECT count(*) FROM openwop.events WHERE run_id = 'acme/decoding-run-rolledback' OR node_id = 'undone'")" = 0 ]
 [ "$(sub -c "SELECT string_agg(type, ',' ORDER BY sequence) FROM openwop.events WHERE run_id = 'acme/decoding-run-000002'")" = "run.started,run.cancelled" ]
 echo "nothing arrived for the refused resolve, the rolled-back transaction or the rolled-back savepoint"

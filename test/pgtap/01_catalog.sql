@@ -31,8 +31,8 @@ SET LOCAL openwop.tenant = 'acme';
 SELECT lives_ok($$ SELECT openwop.create_run('catalog', '{"runId": "acme/catalog-run-000001"}');
                    SELECT openwop.cancel_run('acme/catalog-run-000001') $$, 'a cancelled run');
 SELECT throws_ok($$
-  INSERT INTO openwop.events (tenant, run_id, sequence, type, payload)
-  VALUES ('acme', 'acme/catalog-run-000001', 2, 'run.completed', '{"outputs": {}}')
+  INSERT INTO openwop.events (tenant, run_id, sequence, type, payload, hash)
+  VALUES ('acme', 'acme/catalog-run-000001', 2, 'run.completed', '{"outputs": {}}', sha256('forged'))
 $$, '23505', NULL, 'a second terminal event is refused by a unique index, even for the owner');
 
 -- the API signatures (README.md, "Function reference")
@@ -105,7 +105,7 @@ SELECT set_eq($$
 $$, ARRAY['openwop.runs', 'openwop.node_executions', 'openwop.events',
         'openwop.interrupts', 'openwop.idempotency_keys', 'openwop.votes', 'openwop.group_members',
         'openwop.open_interrupts', 'openwop.conversations', 'openwop.forks', 'openwop.approval_policy_log',
-        'openwop.approval_delegations'],
+        'openwop.approval_delegations', 'openwop.artifact_changes'],
   'every table holding user data is registered with pg_extension_config_dump');
 
 -- the extension is not relocatable and not trusted

@@ -261,8 +261,8 @@ DO $$ BEGIN PERFORM pg_temp.gate('acme/ap-farfuture-0001', '{"actions": ["accept
 SELECT is((SELECT expires_at FROM openwop.interrupts WHERE run_id = 'acme/ap-farfuture-0001'), NULL, 'timeoutMs beyond year 100000 is stored as no deadline');
 
 -- only record_agent_decision escalates: a row inserted directly is history, not a decision
-INSERT INTO openwop.events (tenant, run_id, sequence, type, node_id, payload)
-SELECT 'acme', 'acme/ap-lowconf-000002', next_sequence, 'agent.decided', 'agent', '{"agentId": "planner", "confidence": 0.1, "decision": null}'
+INSERT INTO openwop.events (tenant, run_id, sequence, type, node_id, payload, hash)
+SELECT 'acme', 'acme/ap-lowconf-000002', next_sequence, 'agent.decided', 'agent', '{"agentId": "planner", "confidence": 0.1, "decision": null}', sha256('forged')
   FROM openwop.runs WHERE run_id = 'acme/ap-lowconf-000002';
 SELECT is((SELECT count(*) FROM openwop.interrupts WHERE run_id = 'acme/ap-lowconf-000002'), 1::bigint,
           'a row inserted directly (restore, replication) never escalates');
@@ -272,8 +272,8 @@ SELECT is(openwop.record_agent_decision('acme/ap-lowconf-000003', 'agent', 'plan
           'true', 'a confidence a hair below the threshold escalates (no rounding to 15 digits)');
 DO $$ BEGIN PERFORM openwop.create_run('approvals', '{"runId": "acme/ap-lowconf-000004"}');
   PERFORM openwop.start_node('acme/ap-lowconf-000004', 'agent'); END $$;
-INSERT INTO openwop.events (tenant, run_id, sequence, type, node_id, payload)
-SELECT 'acme', 'acme/ap-lowconf-000004', next_sequence, 'agent.decided', 'agent', '{"agentId": "planner", "confidence": 0.1, "decision": null}'
+INSERT INTO openwop.events (tenant, run_id, sequence, type, node_id, payload, hash)
+SELECT 'acme', 'acme/ap-lowconf-000004', next_sequence, 'agent.decided', 'agent', '{"agentId": "planner", "confidence": 0.1, "decision": null}', sha256('forged')
   FROM openwop.runs WHERE run_id = 'acme/ap-lowconf-000004';
 SELECT is((SELECT count(*) FROM openwop.interrupts WHERE run_id = 'acme/ap-lowconf-000004'), 0::bigint,
           'a_direct_insert_never_escalates: a superuser''s INSERT of agent.decided below the threshold raises nothing on the open node');

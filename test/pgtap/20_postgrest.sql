@@ -22,11 +22,14 @@ SELECT is(ARRAY(SELECT p.oid::regprocedure::text || ' ' || pg_get_function_resul
                   FROM pg_proc p WHERE p.pronamespace = 'openwop_api'::regnamespace ORDER BY 1),
           ARRAY['openwop_api."inspectInterruptByToken"(text) jsonb s',
                 'openwop_api."resolveInterruptByRun"(jsonb) jsonb v',
-                'openwop_api."resolveInterruptByToken"(jsonb) jsonb v'],
+                'openwop_api."resolveInterruptByToken"(jsonb) jsonb v',
+                'openwop_api."resolveInterrupts"(jsonb) jsonb v',
+                'openwop_api."withdrawVote"(jsonb) jsonb v'],
           'one function per operation, named after it (PostgREST routes /rpc/<name>); inspect is STABLE, so PostgREST runs it READ ONLY');
 SELECT is(ARRAY(SELECT p.proname || ' ' || coalesce(array_to_string(p.proargnames, ','), '(unnamed)') || ' ' || p.pronargdefaults
                   FROM pg_proc p WHERE p.pronamespace = 'openwop_api'::regnamespace ORDER BY 1),
-          ARRAY['inspectInterruptByToken token 1', 'resolveInterruptByRun (unnamed) 0', 'resolveInterruptByToken (unnamed) 0'],
+          ARRAY['inspectInterruptByToken token 1', 'resolveInterruptByRun (unnamed) 0', 'resolveInterruptByToken (unnamed) 0',
+                'resolveInterrupts (unnamed) 0', 'withdrawVote (unnamed) 0'],
           'a POST takes one unnamed jsonb parameter (PostgREST passes it the whole body); inspect takes ?token=, defaulting to none');
 SELECT is((SELECT count(*)::int FROM pg_proc p WHERE p.pronamespace = 'openwop_api'::regnamespace
              AND (p.prosecdef OR p.proconfig IS NOT NULL OR p.proisstrict)),
@@ -40,12 +43,14 @@ SELECT is(ARRAY(SELECT split_part(obj_description(p.oid, 'pg_proc'), E'\n', 1)
                   FROM pg_proc p WHERE p.pronamespace = 'openwop_api'::regnamespace ORDER BY p.proname),
           ARRAY['inspectInterruptByToken: read the interrupt a signed token names',
                 'resolveInterruptByRun: answer the pending interrupt of a node of a run',
-                'resolveInterruptByToken: answer the interrupt a signed token names'],
+                'resolveInterruptByToken: answer the interrupt a signed token names',
+                'resolveInterrupts: give one answer to many interrupts',
+                'withdrawVote: take back the caller''s counted vote on a pending approval gate'],
           'each operation''s OpenAPI summary is its operationId and what it does');
 SELECT is((SELECT count(*)::int FROM pg_proc p WHERE p.pronamespace = 'openwop_api'::regnamespace
              AND length(substr(obj_description(p.oid, 'pg_proc'), strpos(obj_description(p.oid, 'pg_proc'), E'\n') + 1)) > 200
              AND obj_description(p.oid, 'pg_proc') LIKE '%Refusals, as {error, message, details}%'),
-          3, 'each operation''s OpenAPI description says its body, its answer and its refusals');
+          5, 'each operation''s OpenAPI description says its body, its answer and its refusals');
 SELECT is(split_part(obj_description('openwop_api'::regnamespace, 'pg_namespace'), E'\n', 1),
           'OpenWOP interrupt: resolve surfaces', 'the schema comment gives the OpenAPI document its title');
 
@@ -258,6 +263,56 @@ $$;
 SELECT is(pg_temp.api('SELECT pg_temp.definer()') - 'headers',
           '{"status": 403, "body": {"error": "forbidden", "message": "openwop cannot tell who is calling inside a SECURITY DEFINER function", "details": {"context": "a SECURITY DEFINER function"}}}',
           'api_refused_in_security_definer: a SECURITY DEFINER function calling openwop_api is answered 403 forbidden');
+
+
+/* ------------------------------------------------------------------
+ * withdrawVote, resolveInterrupts, If-Match (issue 35)
+ * ------------------------------------------------------------------ */
+DO $$ BEGIN
+  PERFORM pg_temp.gate('acme/pgrst-tap-00000000010', '{"requiredApprovals": 2}');
+  PERFORM openwop.resolve_interrupt('acme/pgrst-tap-00000000010', 'gate', '{"action": "accept"}');
+END $$;
+SELECT is(pg_temp.api($q$ SELECT openwop_api."withdrawVote"('{"runId": "acme/pgrst-tap-00000000010", "nodeId": "gate"}') $q$) #> '{body,tally}',
+          '{"voters": 0, "accepts": 0, "rejects": 0, "requiredApprovals": 2}', 'withdraw_vote_over_http: POST /rpc/withdrawVote takes the counted vote back');
+SELECT is(pg_temp.same($q$ SELECT openwop_api."withdrawVote"('{"runId": "acme/pgrst-tap-00000000010", "nodeId": "gate"}') $q$,
+                       $q$ SELECT openwop.withdraw_vote('acme/pgrst-tap-00000000010', 'gate') $q$) -> 'api' -> 'status',
+          '404', '... and again is 404 not_found, the refusal of withdraw_vote');
+SELECT is(pg_temp.api($q$ SELECT openwop_api."withdrawVote"('{"runId": "acme/pgrst-tap-00000000010", "nodeId": "gate", "extra": 1}') $q$) #>> '{body,details,field}',
+          'extra', '... an unknown body member is 400');
+
+SELECT pg_temp.gate('acme/pgrst-tap-00000000011') AS b1 \gset
+SELECT pg_temp.gate('acme/pgrst-tap-00000000012', '{"approversList": ["cfo@example.org"]}') AS b2 \gset
+SELECT is(pg_temp.api(format($q$ SELECT openwop_api."resolveInterrupts"(%L) $q$,
+                             jsonb_build_object('interruptIds', jsonb_build_array(:'b1', :'b2'), 'resumeValue', '{"action": "accept"}'::jsonb)),
+                      '{"idempotency-key": "tap-pgrst-bulk-00000000001"}')
+            #> '{body,items}' @> jsonb_build_array(jsonb_build_object('interruptId', :'b1', 'status', 200), jsonb_build_object('interruptId', :'b2', 'status', 403)),
+          true, 'resolve_interrupts_over_http: POST /rpc/resolveInterrupts answers {items: [{interruptId, status, result}]}');
+SELECT is(pg_temp.api(format($q$ SELECT openwop_api."resolveInterrupts"(%L) $q$,
+                             jsonb_build_object('interruptIds', jsonb_build_array(:'b1', :'b2'), 'resumeValue', '{"action": "accept"}'::jsonb)),
+                      '{"idempotency-key": "tap-pgrst-bulk-00000000001"}') -> 'headers',
+          '[{"OpenWOP-Idempotent-Replay": "true"}]', '... a retry under the same Idempotency-Key is the replay, marked by its header');
+SELECT is(pg_temp.api($q$ SELECT openwop_api."resolveInterrupts"('{"interruptIds": "acme/x", "resumeValue": {"action": "accept"}}') $q$) #>> '{body,details,field}',
+          'interruptIds', '... interruptIds that is not an array is 400');
+SELECT is(pg_temp.api($q$ SELECT openwop_api."resolveInterrupts"('{"interruptIds": [1], "resumeValue": {"action": "accept"}}') $q$) -> 'status',
+          '400', '... nor an array of ids');
+
+-- If-Match: the artifact the voter looked at
+DO $$ BEGIN
+  PERFORM pg_temp.gate('acme/pgrst-tap-00000000013');
+  PERFORM openwop.artifact_changed('acme/pgrst-tap-00000000013', 'gate', 'sha256:v2', 'edited');
+END $$;
+SELECT is(pg_temp.api(format('SELECT openwop_api."resolveInterruptByRun"(%s)', pg_temp.body('acme/pgrst-tap-00000000013', 'gate', '{"action": "accept"}')),
+                      '{"if-match": "\"sha256:v1\""}') - 'headers' #- '{body,message}',
+          jsonb_build_object('status', 412, 'body', jsonb_build_object('error', 'precondition_failed', 'details',
+            jsonb_build_object('interruptId', (SELECT interrupt_id FROM openwop.interrupts WHERE run_id = 'acme/pgrst-tap-00000000013'),
+                               'artifactDigest', 'sha256:v2', 'seen', '"sha256:v1"'))),
+          'if_match_stale_412: If-Match naming another version of the artifact is 412 precondition_failed');
+SELECT is(current_setting('openwop.artifact_digest'), '', '... and the refused request leaves no digest set behind it');
+SELECT set_config('openwop.artifact_digest', '', true);
+SELECT is(pg_temp.api(format('SELECT openwop_api."resolveInterruptByRun"(%s)', pg_temp.body('acme/pgrst-tap-00000000013', 'gate', '{"action": "accept"}')),
+                      '{"if-match": "W/\"sha256:v2\""}') #>> '{body,receipt,artifactDigest}',
+          'sha256:v2', 'if_match_current: If-Match naming the artifact the gate shows resolves it, and the receipt names it');
+SELECT set_config('openwop.artifact_digest', '', true);
 
 SELECT * FROM finish();
 ROLLBACK;

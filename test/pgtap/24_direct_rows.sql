@@ -125,8 +125,8 @@ SELECT is((SELECT count(*)::int FROM openwop.events WHERE run_id = 'acme/direct-
 -- a unique constraint the direct path checks: the event log's one terminal event per run
 SELECT pg_temp.gate('acme/direct-unique-00001');
 SELECT is(openwop.cancel_run('acme/direct-unique-00001') ->> 'status', 'cancelled', 'direct_rows: a run ends');
-SELECT throws_ok($$INSERT INTO openwop.events (tenant, run_id, sequence, type, payload)
-                   VALUES ('acme', 'acme/direct-unique-00001', 99, 'run.failed', '{}')$$,
+SELECT throws_ok($$INSERT INTO openwop.events (tenant, run_id, sequence, type, payload, hash)
+                   VALUES ('acme', 'acme/direct-unique-00001', 99, 'run.failed', '{}', sha256('forged'))$$,
                  '23505', NULL, '... and its terminal event is the one the partial unique index allows');
 
 -- the relation cache is forgotten when the tables are made again

@@ -26,13 +26,13 @@ END $$;
 CREATE FUNCTION pg_temp.run_with(run text, count int, size int) RETURNS void LANGUAGE plpgsql AS $$
 BEGIN
   PERFORM openwop.create_run('prefix', jsonb_build_object('runId', run));
-  INSERT INTO openwop.events (tenant, run_id, sequence, type, node_id, payload)
+  INSERT INTO openwop.events (tenant, run_id, sequence, type, node_id, payload, hash)
   SELECT 'acme', run, s, 'node.completed', NULL,
-         jsonb_build_object('outputs', jsonb_build_object('x', repeat(md5(s::text), 1900)))
+         jsonb_build_object('outputs', jsonb_build_object('x', repeat(md5(s::text), 1900))), sha256('forged')
     FROM generate_series(1, count) s;
-  INSERT INTO openwop.events (tenant, run_id, sequence, type, node_id, payload)
+  INSERT INTO openwop.events (tenant, run_id, sequence, type, node_id, payload, hash)
   VALUES ('acme', run, count + 1, 'node.completed', 'a',
-          jsonb_build_object('outputs', jsonb_build_object('y', repeat('y', size * 1024))));
+          jsonb_build_object('outputs', jsonb_build_object('y', repeat('y', size * 1024))), sha256('forged'));
   UPDATE openwop.runs SET next_sequence = count + 2 WHERE run_id = run;
   PERFORM openwop.start_node(run, 'gate');
 END $$;

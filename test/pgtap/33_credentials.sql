@@ -57,7 +57,7 @@ GRANT EXECUTE ON FUNCTION openwop.confirm_credential(text, text, text) TO openwo
 
 -- the callback's login confirms: resolved as the host, the node resumes
 SELECT is(pg_temp.as_login('openwop_tap_oauth_callback', 'acme',
-            $$SELECT openwop.confirm_credential('acme/credential-run-00000001', 'cred') - 'interruptId' - 'sequence'$$),
+            $$SELECT openwop.confirm_credential('acme/credential-run-00000001', 'cred') - 'interruptId' - 'sequence' - 'receipt'$$),
           jsonb_build_object('status', 'resolved', 'runId', 'acme/credential-run-00000001', 'nodeId', 'cred',
                              'kind', 'credential', 'runStatus', 'running',
                              'resolvedBy', jsonb_build_object('kind', 'workload', 'lane', 'workload', 'tenant', 'acme',

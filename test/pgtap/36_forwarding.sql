@@ -97,7 +97,9 @@ SELECT is((SELECT array_agg(p.proname::text ORDER BY p.proname)
                                     -- policies and delegations are each database's own: set on the tenant's shard
                                     'set_approval_policy', 'retire_approval_policy', 'policy_admin_tenant',
                                     'approval_policy_log_append_only', 'delegate_approvals', 'set_delegation',
-                                    'revoke_delegation', 'delegation_viewer')
+                                    'revoke_delegation', 'delegation_viewer',
+                                    -- the hash chain's own, run as the owner by fork_run and verify_run
+                                    'event_hash', 'event_chain', 'artifact_changes_append_only')
               AND NOT EXISTS (SELECT FROM pg_proc w
                                WHERE w.pronamespace = 'openwop_forward'::regnamespace AND w.proname = p.proname
                                  AND pg_get_function_arguments(w.oid) = 'caller jsonb' || CASE WHEN p.pronargs > 0 THEN ', ' ELSE '' END
