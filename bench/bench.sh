@@ -240,7 +240,7 @@ say "setup: pgbench tables (scale $SCALE), the extension, the PL/pgSQL alternati
 pgbench -q -i -s "$SCALE" >/dev/null 2>&1
 sql -c "DROP SCHEMA IF EXISTS bench CASCADE" -c "DROP SCHEMA IF EXISTS plbench CASCADE" 2>/dev/null
 sql -f "$here/sql/setup.sql" -f "$here/sql/plpgsql_resolve.sql" -f "$here/sql/plpgsql_token.sql" -f "$here/sql/history.sql" \
-	-f "$here/sql/inbox.sql" -f "$here/sql/policy.sql"
+	-f "$here/sql/inbox.sql" -f "$here/sql/policy.sql" -f "$here/sql/bulk.sql"
 fresh
 tag=0
 next_tag() { tag=$((tag + 1)); }
@@ -467,6 +467,24 @@ record "backend CPU per vote, 2-of-2 gate under a two-group policy" 1 "$(printf 
 	"the same votes on 2-of-2 gates without a policy" "$(printf '%s' "$VOTE_PLAIN" | median)" none -
 record "backend CPU per raise (create_run, start_node, interrupt), under a two-group policy" 1 "$(printf '%s' "$RAISE_POLICY" | median)" "µs CPU" \
 	"the same without a policy" "$(printf '%s' "$RAISE_PLAIN" | median)" none -
+
+# ---------------------------------------------------------------- one answer to many
+# one backend answers CPU_N gates one resolve_interrupt at a time and CPU_N
+# others in resolve_interrupts calls of 500 (README, "Deciding many at
+# once"), each item in a subtransaction of its own; the order alternates
+# between rounds
+SINGLE="" BULK=""
+for rep in $(seq 1 $REPS); do
+	say "one answer to many, round $rep: $CPU_N gates answered singly and $CPU_N in calls of 500"
+	for how in $( [ $((rep % 2)) = 1 ] && echo "single bulk" || echo "bulk single"); do
+		next_tag
+		sql -c "CALL bench.make_gates($tag, 1, $CPU_N)"; settle
+		us=$(sql -c "CALL bench.cpu_per_bulk_item('$how', $tag, $CPU_N, 500, $HZ)")
+		if [ "$how" = single ]; then SINGLE+="$us"$'\n'; else BULK+="$us"$'\n'; fi
+	done
+done
+record "backend CPU per interrupt answered by resolve_interrupts (calls of 500)" 1 "$(printf '%s' "$BULK" | median)" "µs CPU" \
+	"the same answered one resolve_interrupt at a time" "$(printf '%s' "$SINGLE" | median)" max 1.5
 
 # ---------------------------------------------------------------- whole cycle
 # Each round runs pgbench -N right before the cycle, at the same client

@@ -47,8 +47,11 @@ extern Jsonb *ow_resolve_locked(OwRun *run, OwPending *p, Jsonb *value, const Ow
 								Oid login, MemoryContext resultctx);
 extern Jsonb *ow_resolve_by_id(const OwCaller *caller, const char *interrupt_id, Jsonb *value,
 							   MemoryContext resultctx);
-extern Jsonb *ow_refusal_envelope(ErrorData *edata, int *status);
 extern Datum ow_resolve_respond(OwCall *call, const char *tenant, const char *endpoint,
 								const char *key, Jsonb *result);
+
+/* envelope.c */
+extern Jsonb *ow_parse_json(const char *text);
+extern Jsonb *ow_refusal_envelope(ErrorData *edata, int *status);
 
 #endif							/* OW_API_INTERNAL_H */

@@ -40,8 +40,6 @@
 #include "auth/auth.h"
 #include "api/internal.h"
 
-#include "common/jsonapi.h"
-#include "mb/pg_wchar.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
 
@@ -73,17 +71,6 @@ typedef struct Operation
 	Datum		result;
 } Operation;
 
-/* A JSON text as jsonb, or NULL when it is not JSON. */
-static Jsonb *
-parse_json(const char *text)
-{
-	JsonLexContext *lex = ow_json_lexer(pstrdup(text), strlen(text),
-													   GetDatabaseEncoding(), false);
-
-	if (pg_parse_json(lex, &nullSemAction) != JSON_SUCCESS)
-		return NULL;
-	return DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(text)));
-}
 
 /*
  * The JSON a setting holds, as jsonb.  NULL with *set false when the
@@ -95,7 +82,7 @@ setting_json(const char *name, bool *set)
 	const char *raw = GetConfigOption(name, true, false);
 
 	*set = raw != NULL && raw[0] != '\0';
-	return *set ? parse_json(raw) : NULL;
+	return *set ? ow_parse_json(raw) : NULL;
 }
 
 /* set_config(name, value, true): for the rest of the transaction. */
@@ -260,7 +247,7 @@ add_response_header(const char *name, const char *value)
 	if (prior && JB_ROOT_IS_ARRAY(prior) && !JB_ROOT_IS_SCALAR(prior))
 	{
 		Jsonb	   *both = DatumGetJsonbP(DirectFunctionCall2(jsonb_concat, JsonbPGetDatum(prior),
-															  JsonbPGetDatum(parse_json(headers))));
+															  JsonbPGetDatum(ow_parse_json(headers))));
 
 		headers = JsonbToCString(NULL, &both->root, VARSIZE(both));
 	}
@@ -311,28 +298,6 @@ answer(Operation *op)
 	return JsonbPGetDatum(envelope);
 }
 
-/*
- * The error envelope {error, message, details} of a refusal, read from its
- * own ereport ("Errors" in the OpenWOP interrupt spec), and its HTTP
- * status.  Any other error is re-thrown as it was.
- */
-Jsonb *
-ow_refusal_envelope(ErrorData *edata, int *status)
-{
-	OwRefusal	r;
-	Jsonb	   *details;
-	OwJson		j;
-
-	if (!ow_refusal_of(edata, &r) || (details = parse_json(r.details)) == NULL ||
-		!JB_ROOT_IS_OBJECT(details))
-		ReThrowError(edata);
-	*status = r.status;
-	owj_begin(&j);
-	owj_str(&j, "error", r.code);
-	owj_str(&j, "message", r.message);
-	owj_jsonb(&j, "details", details);
-	return owj_end(&j);
-}
 
 /*
  * openwop_api."resolveInterruptByRun"(body jsonb): POST
@@ -391,15 +356,15 @@ ow_api_withdraw_vote(PG_FUNCTION_ARGS)
 
 /*
  * openwop_api."resolveInterrupts"(body jsonb): POST /rpc/resolveInterrupts
- * {interruptIds, resumeValue}, with an optional Idempotency-Key header:
- * {items: [{interruptId, status, result}]}, each item as the single call
- * would answer it.
+ * {interruptIds, resumeValue}, with optional Idempotency-Key and If-Match
+ * headers (the artifact every item must show): {items: [{interruptId,
+ * status, result}]}, each item as the single call would answer it.
  */
 Datum
 ow_api_resolve_interrupts(PG_FUNCTION_ARGS)
 {
 	static const char *const members[] = {"interruptIds", "resumeValue", NULL};
-	Operation	op = {ow_resolve_interrupts_json, members, "resumeValue", "interruptIds", true, false, fcinfo, (Datum) 0};
+	Operation	op = {ow_resolve_interrupts_json, members, "resumeValue", "interruptIds", true, true, fcinfo, (Datum) 0};
 
 	PG_RETURN_DATUM(answer(&op));
 }

@@ -712,7 +712,7 @@ resolve_locked(OwRun *run, OwPending *p, Jsonb *value, const OwSubject *who,
 	}
 	/* the voter's word on which artifact it approved */
 	if (cast)
-		ow_artifact_precondition(p->interrupt_id, p->artifact_digest);
+		ow_artifact_precondition(p->interrupt_id, run->run_id, p->node_id, p->artifact_digest);
 	if (strcmp(p->kind, "clarification") == 0)
 		check_clarification_answers(data, value);
 	else if (strncmp(p->kind, "conversation.", 13) == 0)

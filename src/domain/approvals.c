@@ -27,7 +27,7 @@
 #include "base/base.h"
 #include "store/store.h"
 #include "auth/auth.h"
-#include "domain/domain.h"
+#include "domain/internal.h"
 
 #include "access/xact.h"
 #include "catalog/pg_type.h"
@@ -106,6 +106,15 @@ too_many_answers(const OwSubject *who, const char *voter, const char *interrupt_
 	" WHERE tenant OPERATOR(pg_catalog.=) $1 AND interrupt_id OPERATOR(pg_catalog.=) $2" \
 	"   AND voter OPERATOR(pg_catalog.<>) $3 AND " CAST_BY " OPERATOR(pg_catalog.=) $9"
 #define VOTED_AS_ANOTHER "SELECT" VOTED_AS_ANOTHER_FROM
+/*
+ * The revision of voter $3's latest void on the gate ($1, $2), or 0: a
+ * change of the artifact voided what the voter had said, so the answers
+ * before it are no longer the voter's to count against the cap.
+ */
+#define LAST_VOID \
+	"COALESCE((SELECT pg_catalog.max(l.revision) FROM openwop.votes l" \
+	"           WHERE l.tenant OPERATOR(pg_catalog.=) $1 AND l.interrupt_id OPERATOR(pg_catalog.=) $2" \
+	"             AND l.voter OPERATOR(pg_catalog.=) $3 AND l.action OPERATOR(pg_catalog.=) 'void'), 0)"
 
 /*
  * A REPEATABLE READ or SERIALIZABLE caller counts and checks the gate's
@@ -542,7 +551,7 @@ ow_approval_answer_left(const char *tenant, const char *interrupt_id, const char
 {
 	static OwQuery q = {
 		"SELECT pg_catalog.count(*) FILTER (WHERE voter OPERATOR(pg_catalog.=) $3"
-		"                                    AND action OPERATOR(pg_catalog.<>) 'void')"
+		"                                    AND revision OPERATOR(pg_catalog.>) " LAST_VOID ")"
 		"         OPERATOR(pg_catalog.<) $4"
 		"       AND pg_catalog.count(*) FILTER (WHERE voter OPERATOR(pg_catalog.<>) $3) OPERATOR(pg_catalog.=) 0"
 		"  FROM openwop.votes"
@@ -730,7 +739,7 @@ ow_approval_vote(OwRun *run, const char *interrupt_id, const OwGateRule *rule,
 		"    AND interrupt_id OPERATOR(pg_catalog.=) $2"
 		"    AND voter OPERATOR(pg_catalog.=) $3"
 		" HAVING pg_catalog.count(*) FILTER (WHERE " CAST_BY " OPERATOR(pg_catalog.=) $9"
-		"                                      AND action OPERATOR(pg_catalog.<>) 'void')"
+		"                                      AND revision OPERATOR(pg_catalog.>) " LAST_VOID ")"
 		"        OPERATOR(pg_catalog.<) $8"
 		"    AND NOT EXISTS (" VOTED_AS_ANOTHER ")",
 		10, {TEXTOID, TEXTOID, TEXTOID, TEXTOID, JSONBOID, JSONBOID, JSONBOID, INT4OID, TEXTOID, TEXTOID},
@@ -849,17 +858,21 @@ ow_approval_vote(OwRun *run, const char *interrupt_id, const OwGateRule *rule,
 	}
 }
 
-/* A voter of a receipt, in jsonb's key order: what it said, who, on whose behalf, how authenticated. */
+/*
+ * A voter of a receipt, in jsonb's key order: what it said, who and on
+ * whose behalf (when named), how authenticated.
+ */
 static void
-receipt_voter(OwJson *j, const char *action, Jsonb *subject, const char *voter)
+receipt_voter(OwJson *j, const char *action, Jsonb *subject, const char *voter, bool named)
 {
 	JsonbValue *issuer = owj_get(subject, "issuer");
 	JsonbValue *id = owj_get(subject, "subjectId");
 
 	owj_begin_object(j, NULL);
 	owj_str(j, "action", action);
-	owj_jsonb(j, "subject", subject);
-	if (id && id->type == jbvString && strcmp(owj_string(id), voter) != 0)
+	if (named)
+		owj_jsonb(j, "subject", subject);
+	if (named && id && id->type == jbvString && strcmp(owj_string(id), voter) != 0)
 		owj_str(j, "onBehalfOf", voter);
 	owj_str(j, "authenticatedBy",
 			issuer && issuer->type == jbvString ? ow_issuer_authentication(owj_string(issuer)) : "unknown");
@@ -870,7 +883,9 @@ receipt_voter(OwJson *j, const char *action, Jsonb *subject, const char *voter)
  * The voters a decided gate counted, for its receipt: under key, an array
  * of {action, subject, onBehalfOf?, authenticatedBy} in voter order.  On a
  * gate whose answers are recorded, each voter's latest counted vote; else
- * the one answer that decided it (who, as voter, saying action).
+ * the one answer that decided it (who, as voter, saying action).  A bare
+ * token's holder (who) is answered no voter's name: the link names nobody,
+ * so it learns nobody's.
  */
 void
 owj_approval_voters(OwJson *j, const char *key, OwRun *run, const char *interrupt_id,
@@ -888,9 +903,11 @@ owj_approval_voters(OwJson *j, const char *key, OwRun *run, const char *interrup
 		2, {TEXTOID, TEXTOID}, SPI_OK_SELECT
 	};
 
+	bool		named = strcmp(who->issuer, OW_ISSUER_ANON) != 0;
+
 	owj_begin_array(j, key);
 	if (!answer_is_recorded(rule, action))
-		receipt_voter(j, action, ow_subject_jsonb(who), voter ? voter : who->subject_id);
+		receipt_voter(j, action, ow_subject_jsonb(who), voter ? voter : who->subject_id, named);
 	else
 	{
 		Datum		args[2];
@@ -901,7 +918,7 @@ owj_approval_voters(OwJson *j, const char *key, OwRun *run, const char *interrup
 		args[1] = CStringGetTextDatum(interrupt_id);
 		n = ow_exec(&counted, args, NULL, false, 0);
 		for (i = 0; i < n; i++)
-			receipt_voter(j, ow_col_text(i, 2), ow_col_jsonb(i, 3), ow_col_text(i, 1));
+			receipt_voter(j, ow_col_text(i, 2), ow_col_jsonb(i, 3), ow_col_text(i, 1), named);
 	}
 	owj_end_array(j);
 }

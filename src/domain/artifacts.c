@@ -18,6 +18,8 @@
  */
 #include "postgres.h"
 
+#include <ctype.h>
+
 #include "base/base.h"
 #include "store/store.h"
 #include "domain/internal.h"
@@ -88,7 +90,8 @@ tag_names(const char *tag, int len, const char *digest)
  * 412 precondition_failed.  "*" holds whatever the gate shows.
  */
 void
-ow_artifact_precondition(const char *interrupt_id, const char *current)
+ow_artifact_precondition(const char *interrupt_id, const char *run_id, const char *node_id,
+						 const char *current)
 {
 	const char *seen = ow_artifact_digest_seen;
 	const char *p;
@@ -113,9 +116,9 @@ ow_artifact_precondition(const char *interrupt_id, const char *current)
 	ow_details_str(&d, "seen", seen);
 	ow_raise(OW_PRECONDITION_FAILED, &d,
 			 "Look at the artifact the gate shows now, then answer again with its digest.",
-			 current ? "the artifact of interrupt \"%s\" is no longer the one the voter looked at"
-			 : "interrupt \"%s\" was told no artifact digest, so the one the voter looked at cannot be checked",
-			 interrupt_id);
+			 current ? "the artifact of the gate of node \"%s\" in run \"%s\" is no longer the one the voter looked at"
+			 : "the gate of node \"%s\" in run \"%s\" was told no artifact digest, so the one the voter looked at cannot be checked",
+			 node_id, run_id);
 }
 
 /*
@@ -170,6 +173,12 @@ ow_artifact_change(OwRun *run, const char *interrupt_id, const char *node_id, co
 	args[7] = JsonbPGetDatum(ow_subject_jsonb(who));
 	args[8] = JsonbPGetDatum(voided);
 	(void) ow_exec(&record, args, nulls, false, 0);
+	/*
+	 * The run row is written too: a REPEATABLE READ voter whose snapshot
+	 * predates the change then fails 40001 at the run lock, instead of
+	 * counting its vote on the version its snapshot shows.
+	 */
+	ow_save_run(run);
 	return voided;
 }
 

@@ -105,7 +105,8 @@ extern Jsonb *ow_policy_record(const OwGateRule *rule);
 extern void ow_define_artifact_settings(void);
 extern void ow_check_artifact_digest(const char *digest);
 extern void ow_check_artifact_reason(const char *reason);
-extern void ow_artifact_precondition(const char *interrupt_id, const char *current);
+extern void ow_artifact_precondition(const char *interrupt_id, const char *run_id, const char *node_id,
+									 const char *current);
 extern Jsonb *ow_artifact_change(OwRun *run, const char *interrupt_id, const char *node_id,
 								 const char *current, const char *digest, const char *reason,
 								 const OwSubject *who, bool *changed);
@@ -160,8 +161,6 @@ extern bool ow_approval_answer_left(const char *tenant, const char *interrupt_id
 extern void owj_approval_voters(OwJson *j, const char *key, OwRun *run, const char *interrupt_id,
 								const OwGateRule *rule, const OwSubject *who, const char *voter,
 								const char *action);
-extern Jsonb *ow_approval_void_votes(OwRun *run, const char *interrupt_id, const char *digest,
-									 const char *reason);
 extern void ow_approval_withdraw(OwRun *run, const char *interrupt_id, const OwGateRule *rule,
 								 const OwSubject *who, const char *voter, OwVote *vote);
 extern void ow_approval_vote(OwRun *run, const char *interrupt_id, const OwGateRule *rule,

@@ -33,5 +33,7 @@ extern char *ow_text_arg(FunctionCallInfo fcinfo, int n);
 extern bool ow_is_policy_admin(const OwCaller *c);
 extern void ow_require_policy_admin(const OwCaller *c);
 extern char *ow_tenant_arg(FunctionCallInfo fcinfo, int n, const OwCaller *c, const char *what);
+extern Jsonb *ow_approval_void_votes(OwRun *run, const char *interrupt_id, const char *digest,
+									 const char *reason);
 
 #endif							/* OW_DOMAIN_INTERNAL_H */

@@ -14,5 +14,8 @@
 extern int	ow_trigger_column(struct TriggerData *trigdata, const char *function, const char *column);
 extern struct TriggerData *ow_trigger_data(FunctionCallInfo fcinfo, const char *function,
 										   const char *table, int allowed);
+extern void ow_event_hash(StringInfo buf, const uint8 *prev, int64 seq, const char *type,
+						  const char *node_id, Jsonb *payload, TimestampTz created_at,
+						  int32 schema_version, const char *causation_id, uint8 *out);
 
 #endif							/* OW_STORE_INTERNAL_H */

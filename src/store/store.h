@@ -249,9 +249,6 @@ extern pg_noreturn void ow_row_changed_meanwhile(const char *table);
 #define OW_EVENT_HASH_LEN 32
 #define OW_EVENT_HASH_HEX (2 * OW_EVENT_HASH_LEN + 1)
 
-extern void ow_event_hash(StringInfo buf, const uint8 *prev, int64 seq, const char *type,
-						  const char *node_id, Jsonb *payload, TimestampTz created_at,
-						  int32 schema_version, const char *causation_id, uint8 *out);
 extern void ow_event_hash_hex(const uint8 *hash, char *hex);
 extern Datum ow_event_hash_datum(const uint8 *hash);
 extern bool ow_event_hash_read(Datum d, uint8 *out);

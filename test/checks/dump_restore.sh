@@ -80,4 +80,15 @@ taken=$(psql -X -A -t -d $dst -c "SET openwop.tenant = 'acme'" \
 	grep -o 'run_state_conflict: conversation "dump-c1" already exists' | head -n 1 || true)
 [ -n "$taken" ]
 echo "the restored conversation keeps its turns and its id"
+
+# chain_survives_restore: every restored run verifies, the one resolved since
+# included (its new events chain on the restored head); and the chain can be
+# checked offline from the restored database (tools/verify-run)
+[ "$(psql -X -A -t -v ON_ERROR_STOP=1 -d $dst -c "SET openwop.tenant = 'acme'" \
+	-c "SELECT bool_and((openwop.verify_run(run_id) ->> 'valid')::boolean) AND count(*) = 3 FROM openwop.runs" | tail -n 1)" = t ]
+chain=$(mktemp)
+"$(dirname "$0")/../../tools/verify-run" export acme/dump-run-00000001 -d $dst >"$chain"
+"$(dirname "$0")/../../tools/verify-run" check "$chain" | grep -q '^valid: 8 events'
+rm -f "$chain"
+echo "the hash chain survives the restore: every run verifies, online and offline"
 echo "dump and restore keep every row"

@@ -659,6 +659,37 @@ r=$(request POST resolveInterruptByRun "$alice" '{}' "$(body acme/pgrst-run-0000
 check "a resolve after cancel_run is 409 interrupt_already_resolved (both surfaces), never run_terminal" "$r" \
 	"$(envelope 409 interrupt_already_resolved) and .body.details.runStatus == \"cancelled\""
 
+# ---------- the host's own operations (issue 35) ----------
+echo "# POST /rpc/withdrawVote, /rpc/resolveInterrupts; If-Match"
+gate acme/pgrst-run-000000000020 '{"requiredApprovals": 2}' >/dev/null
+r=$(request POST resolveInterruptByRun "$alice" '{}' "$(body acme/pgrst-run-000000000020)")
+r=$(request POST withdrawVote "$alice" '{}' '{"runId": "acme/pgrst-run-000000000020", "nodeId": "gate"}')
+check "withdrawVote: 200, the vote taken back, committed" "$r" \
+	'.status == 200 and .tx == "COMMIT" and .body.status == "pending" and .body.action == "withdraw" and .body.tally.accepts == 0'
+r=$(request POST withdrawVote "$alice" '{}' '{"runId": "acme/pgrst-run-000000000020", "nodeId": "gate"}')
+check "withdrawVote again: 404 not_found, the envelope" "$r" "$(envelope 404 not_found)"
+one=$(gate acme/pgrst-run-000000000021)
+two=$(gate acme/pgrst-run-000000000022 '{"approversList": ["cfo@example.org"]}')
+bulk="{\"interruptIds\": [\"$one\", \"$two\"], \"resumeValue\": {\"action\": \"accept\"}}"
+first=$(request POST resolveInterrupts "$alice" '{"idempotency-key": "pgrst-bulk-000000000000001"}' "$bulk")
+check "resolveInterrupts: 200, each item the status and body of the single call" "$first" \
+	".status == 200 and .tx == \"COMMIT\" and .body.items[0].interruptId == \"$one\" and .body.items[0].status == 200
+	 and .body.items[0].result.decision == \"granted\" and .body.items[1].status == 403 and .body.items[1].result.error == \"forbidden\""
+again=$(request POST resolveInterrupts "$alice" '{"idempotency-key": "pgrst-bulk-000000000000001"}' "$bulk")
+check "resolveInterrupts: a retry under the key is the replay, every item as it was" "$(jq -c -n --argjson a "$first" --argjson b "$again" '{a: $a, b: $b}')" \
+	'.b.status == 200 and .b.headers["openwop-idempotent-replay"] == "true" and .b.body == .a.body'
+r=$(request POST resolveInterrupts "$noscope" '{}' "$bulk")
+check "resolveInterrupts without approvals:respond: 403, refused whole" "$r" "$(envelope 403 forbidden)"
+gate acme/pgrst-run-000000000023 >/dev/null
+q "SELECT openwop.artifact_changed('acme/pgrst-run-000000000023', 'gate', 'sha256:v2', 'edited')" >/dev/null
+r=$(request POST resolveInterruptByRun "$alice" '{"if-match": "\"sha256:v1\""}' "$(body acme/pgrst-run-000000000023)")
+check "If-Match naming an older version of the artifact: 412 precondition_failed, nothing recorded" "$r" \
+	"$(envelope 412 precondition_failed) and .body.details.artifactDigest == \"sha256:v2\""
+[ "$(events acme/pgrst-run-000000000023)" = 4 ]
+r=$(request POST resolveInterruptByRun "$alice" '{"if-match": "\"sha256:v2\""}' "$(body acme/pgrst-run-000000000023)")
+check "If-Match naming the version the gate shows: 200, the receipt names it" "$r" \
+	'.status == 200 and .body.decision == "granted" and .body.receipt.artifactDigest == "sha256:v2"'
+
 echo "1..$((passed + failed))"
 echo "# $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -107,6 +107,8 @@ echo "owner, resolvedBy (log, row and replay) and voters of 0.1.0 read as legacy
 # it keeps working: the 0.1.0 vote still counts, a new vote decides the quorum gate
 [ "$(q "SELECT openwop.resolve_interrupt('acme/upgrade-run-000001', 'quorum', '{\"action\": \"accept\"}') ->> 'decision'")" = granted ]
 [ "$(q "SELECT count(DISTINCT voter) FROM openwop.votes")" = 2 ]
+# update_chains_history: 0.1.0's events chained by the update, the new ones on them
+[ "$(q "SELECT openwop.verify_run('acme/upgrade-run-000001') ->> 'valid'")" = true ]
 # an idempotency record of 0.1.0 names no subject: it replays for nobody
 try=$(psql -X -A -t -q -d $up -c "SET openwop.tenant = 'acme'" \
 	-c "SELECT openwop.resolve_interrupt('acme/upgrade-run-000001', 'quorum', '{}', 'upgrade-key-00000000000001')" 2>&1 || true)
@@ -249,6 +251,11 @@ for v in $released; do
 		[ "$(qa $d "SELECT openwop.interrupt('acme/upgrade-conv-run-01', 'talk', '{\"kind\": \"conversation.start\", \"data\": {\"conversationId\": \"upgrade-c2\"}}') ->> 'status'")" = interrupted ]
 	fi
 	[ "$(qa $d "SELECT openwop.capabilities() -> 'conversationPrimitive'")" = "{}" ]
+	# update_chains_history: every event recorded before the update is chained, and
+	# the events appended since chain on: every run verifies, with every event counted
+	[ "$(qa $d "SELECT bool_and((openwop.verify_run(run_id) ->> 'valid')::boolean
+	                    AND (openwop.verify_run(run_id) ->> 'events')::bigint = next_sequence) AND count(*) >= 4
+	              FROM openwop.runs WHERE tenant = 'acme')" = t ]
 	psql -X -q -v ON_ERROR_STOP=1 -d $d -c "REVOKE ALL ON SCHEMA openwop FROM openwop_upgrade_second" \
 		-c "REVOKE ALL ON ALL FUNCTIONS IN SCHEMA openwop FROM openwop_upgrade_second" >/dev/null
 	catalog $d >"$out/updated-$v"
@@ -256,7 +263,7 @@ for v in $released; do
 		echo "the catalog updated from $v differs from a fresh install of $newest" >&2
 		exit 1
 	fi
-	echo "$v: filled, updated to $newest, working (its open gates unpinned), catalog identical"
+	echo "$v: filled, updated to $newest, working (its open gates unpinned, its history chained), catalog identical"
 done
 
 # 0.10.0 stored signing secrets in clear (without a key-encryption key): the

@@ -309,6 +309,12 @@ SELECT is(pg_temp.api(format('SELECT openwop_api."resolveInterruptByRun"(%s)', p
           'if_match_stale_412: If-Match naming another version of the artifact is 412 precondition_failed');
 SELECT is(current_setting('openwop.artifact_digest'), '', '... and the refused request leaves no digest set behind it');
 SELECT set_config('openwop.artifact_digest', '', true);
+SELECT is((pg_temp.api(format($q$ SELECT openwop_api."resolveInterrupts"(%L) $q$,
+                             jsonb_build_object('interruptIds', jsonb_build_array((SELECT interrupt_id FROM openwop.interrupts WHERE run_id = 'acme/pgrst-tap-00000000013')),
+                                                'resumeValue', '{"action": "accept"}'::jsonb)),
+                      '{"if-match": "\"sha256:v1\""}') #> '{body,items,0}') - 'result' - 'interruptId',
+          '{"status": 412}', 'if_match_bulk: If-Match holds for each item of resolveInterrupts (the review''s attack: it was ignored)');
+SELECT set_config('openwop.artifact_digest', '', true);
 SELECT is(pg_temp.api(format('SELECT openwop_api."resolveInterruptByRun"(%s)', pg_temp.body('acme/pgrst-tap-00000000013', 'gate', '{"action": "accept"}')),
                       '{"if-match": "W/\"sha256:v2\""}') #>> '{body,receipt,artifactDigest}',
           'sha256:v2', 'if_match_current: If-Match naming the artifact the gate shows resolves it, and the receipt names it');

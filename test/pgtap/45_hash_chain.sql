@@ -83,6 +83,14 @@ SELECT openwop.mint_interrupt_token((SELECT interrupt_id FROM openwop.interrupts
 SELECT is(openwop.resolve_interrupt_by_token(:'token', '{"action": "accept"}') #>> '{receipt,voters,0,authenticatedBy}', 'interrupt-token',
           '... a token minted for a principal is interrupt-token');
 
+-- a bare token's holder learns no voter's name (the review's attack): actions and how authenticated only
+DO $$ BEGIN PERFORM pg_temp.gate('acme/chain-bare-000000001', '{"requiredApprovals": 2}');
+            PERFORM pg_temp.vote('acme/chain-bare-000000001', 'ann'); END $$;
+SELECT openwop.mint_interrupt_token((SELECT interrupt_id FROM openwop.interrupts WHERE run_id = 'acme/chain-bare-000000001')) AS bare \gset
+SELECT is(openwop.resolve_interrupt_by_token(:'bare', '{"action": "accept"}') #> '{receipt,voters}',
+          '[{"action": "accept", "authenticatedBy": "jwt"}, {"action": "accept", "authenticatedBy": "bare-token"}]',
+          'receipt_bare_token_names_nobody: a bare token''s receipt lists the votes without the voters'' subjects');
+
 -- a policy pinned on the gate: its name and version
 CREATE ROLE tap_chain_dba LOGIN;
 GRANT openwop_policy_admin TO tap_chain_dba;
