@@ -255,7 +255,7 @@ for v in $released; do
 	# the events appended since chain on: every run verifies, with every event counted
 	[ "$(qa $d "SELECT bool_and((openwop.verify_run(run_id) ->> 'valid')::boolean
 	                    AND (openwop.verify_run(run_id) ->> 'events')::bigint = next_sequence) AND count(*) >= 4
-	              FROM openwop.runs WHERE tenant = 'acme')" = t ]
+	              FROM openwop.runs WHERE tenant = 'acme'")" = t ]
 	psql -X -q -v ON_ERROR_STOP=1 -d $d -c "REVOKE ALL ON SCHEMA openwop FROM openwop_upgrade_second" \
 		-c "REVOKE ALL ON ALL FUNCTIONS IN SCHEMA openwop FROM openwop_upgrade_second" >/dev/null
 	catalog $d >"$out/updated-$v"
