@@ -56,7 +56,8 @@ typedef struct BulkItem
 	const char *interrupt_id;	/* NULL: a null element */
 	Jsonb	   *value;
 	MemoryContext resultctx;
-	char	   *run_id;			/* its run, when known: the order items are resolved in */
+	char	   *run_id;			/* its run and node, when known (its id as stored in */
+	char	   *node_id;		/* the caller's tenant): the order items are resolved in */
 	int			position;		/* in the list given */
 	int			status;
 	Jsonb	   *result;
@@ -69,7 +70,11 @@ resolve_item(void *arg)
 
 	if (it->interrupt_id == NULL)
 		ow_validation_error("interruptIds", "an interrupt id must not be null");
-	it->result = ow_resolve_by_id(it->caller, it->interrupt_id, it->value, it->resultctx);
+	if (it->run_id)
+		it->result = ow_resolve_in_run(it->caller, it->interrupt_id, it->run_id, it->node_id, it->value,
+									   it->resultctx);
+	else
+		it->result = ow_resolve_by_id(it->caller, it->interrupt_id, it->value, it->resultctx);
 }
 
 /* By run (items whose run is not known first), then as given. */
@@ -95,7 +100,7 @@ item_order(const void *a, const void *b)
 static void
 read_runs(const char *tenant, ArrayType *ids, BulkItem *items, int n)
 {
-	static OwQuery q = {"SELECT u.i, x.run_id"
+	static OwQuery q = {"SELECT u.i, x.run_id, x.node_id"
 		"  FROM pg_catalog.unnest($2) WITH ORDINALITY AS u(id, i)"
 		"  JOIN openwop.interrupts x ON x.tenant OPERATOR(pg_catalog.=) $1"
 		"                           AND x.interrupt_id OPERATOR(pg_catalog.=) u.id",
@@ -112,7 +117,32 @@ read_runs(const char *tenant, ArrayType *ids, BulkItem *items, int n)
 		int64		i = ow_col_int64(r, 1) - 1;
 
 		if (i >= 0 && i < n)
+		{
 			items[i].run_id = ow_col_text(r, 2);
+			items[i].node_id = ow_col_text(r, 3);
+		}
+	}
+}
+
+static void emit(FunctionCallInfo fcinfo, Jsonb *answer);
+
+/* The items as the rows of the SQL function, in the order given. */
+static void
+emit_items(FunctionCallInfo fcinfo, BulkItem *items, int n)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	int			i;
+
+	for (i = 0; i < n; i++)
+	{
+		Datum		values[3];
+		bool		nulls[3] = {false};
+
+		nulls[0] = items[i].interrupt_id == NULL;
+		values[0] = nulls[0] ? (Datum) 0 : CStringGetTextDatum(items[i].interrupt_id);
+		values[1] = Int32GetDatum(items[i].status);
+		values[2] = JsonbPGetDatum(items[i].result);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 }
 
@@ -147,7 +177,8 @@ answer_of(BulkItem *items, int n)
  * gave (marked "idempotentReplay": true).
  */
 static Jsonb *
-resolve_all(char **ids, int n, ArrayType *ids_array, Jsonb *value, const char *idem_key)
+resolve_all(char **ids, int n, ArrayType *ids_array, Jsonb *value, const char *idem_key,
+			FunctionCallInfo srf)
 {
 	OwCall		call;
 	BulkItem   *items;
@@ -196,12 +227,15 @@ resolve_all(char **ids, int n, ArrayType *ids_array, Jsonb *value, const char *i
 		if (stored)
 		{
 			ow_call_end(&call);
+			if (srf)
+				emit(srf, stored);
 			ow_call_finish(&call);
 			return stored;
 		}
 	}
 
-	items = palloc0(sizeof(BulkItem) * (n + 1));
+	/* the items outlive SPI: their rows are emitted after the loop */
+	items = MemoryContextAllocZero(call.callerctx, sizeof(BulkItem) * (n + 1));
 	order = palloc(sizeof(BulkItem *) * (n + 1));
 	for (i = 0; i < n; i++)
 	{
@@ -230,7 +264,11 @@ resolve_all(char **ids, int n, ArrayType *ids_array, Jsonb *value, const char *i
 		}
 	}
 
-	/* built in the caller's context; stored under the key before the call ends */
+	/* the rows; the answer as one object when stored under the key or asked for (HTTP) */
+	if (srf)
+		emit_items(srf, items, n);
+	answer = NULL;
+	if (idem_key || srf == NULL)
 	{
 		MemoryContext old = MemoryContextSwitchTo(call.callerctx);
 
@@ -244,7 +282,7 @@ resolve_all(char **ids, int n, ArrayType *ids_array, Jsonb *value, const char *i
 	return answer;
 }
 
-/* The items of an answer as the rows of the SQL function. */
+/* The items of a stored answer as the rows of the SQL function. */
 static void
 emit(FunctionCallInfo fcinfo, Jsonb *answer)
 {
@@ -319,7 +357,7 @@ ow_resolve_interrupts(PG_FUNCTION_ARGS)
 	for (i = 0; i < n; i++)
 		strs[i] = elem_nulls[i] ? NULL : TextDatumGetCString(elems[i]);
 	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
-	emit(fcinfo, resolve_all(strs, n, ids, value, idem_key));
+	(void) resolve_all(strs, n, ids, value, idem_key, fcinfo);
 	return (Datum) 0;
 }
 
@@ -366,5 +404,5 @@ ow_resolve_interrupts_json(PG_FUNCTION_ARGS)
 		n++;
 	}
 	PG_RETURN_JSONB_P(resolve_all(strs, n, construct_array(elems, n, TEXTOID, -1, false, TYPALIGN_INT),
-								  value, idem_key));
+								  value, idem_key, NULL));
 }

@@ -47,6 +47,8 @@ extern Jsonb *ow_resolve_locked(OwRun *run, OwPending *p, Jsonb *value, const Ow
 								Oid login, MemoryContext resultctx);
 extern Jsonb *ow_resolve_by_id(const OwCaller *caller, const char *interrupt_id, Jsonb *value,
 							   MemoryContext resultctx);
+extern Jsonb *ow_resolve_in_run(const OwCaller *caller, const char *interrupt_id, const char *run_id,
+								const char *node_id, Jsonb *value, MemoryContext resultctx);
 extern Datum ow_resolve_respond(OwCall *call, const char *tenant, const char *endpoint,
 								const char *key, Jsonb *result);
 

@@ -914,16 +914,25 @@ ow_resolve_by_id(const OwCaller *caller, const char *interrupt_id, Jsonb *value,
 	char	   *id = ow_normalize_id(interrupt_id, tenant, "interruptId", "interrupt");
 	Datum		args[2];
 	char	   *node_id;
-	OwRun		run;
-	OwPending	p;
 
 	args[0] = CStringGetTextDatum(tenant);
 	args[1] = CStringGetTextDatum(id);
 	if (ow_exec(&q, args, NULL, false, 1) != 1)
 		ow_interrupt_not_found(id);
 	node_id = ow_col_text(0, 2);
-	ow_lock_run_id(&run, tenant, ow_col_text(0, 1));
-	if (!ow_find_pending_by_id(&run, id, &p))
+	return ow_resolve_in_run(caller, id, ow_col_text(0, 1), node_id, value, resultctx);
+}
+
+/* The same for an interrupt of the caller's tenant whose run and node are known. */
+Jsonb *
+ow_resolve_in_run(const OwCaller *caller, const char *interrupt_id, const char *run_id,
+				  const char *node_id, Jsonb *value, MemoryContext resultctx)
+{
+	OwRun		run;
+	OwPending	p;
+
+	ow_lock_run_id(&run, caller->subject.tenant, run_id);
+	if (!ow_find_pending_by_id(&run, interrupt_id, &p))
 		already_resolved(&run, node_id);
 	return ow_resolve_locked(&run, &p, value, &caller->subject, caller->login, resultctx);
 }
