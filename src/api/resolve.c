@@ -799,9 +799,19 @@ ow_resolve_locked(OwRun *run, OwPending *p, Jsonb *value, const OwSubject *who,
 	return resolve_locked(run, p, value, who, login, NULL, resultctx);
 }
 
+/* A run-scoped call's run id and node id (arguments 0 and 1) are not null (400). */
+static void
+require_run_node(FunctionCallInfo fcinfo)
+{
+	if (PG_ARGISNULL(0))
+		ow_validation_error("runId", "run_id must not be null");
+	if (PG_ARGISNULL(1))
+		ow_validation_error("nodeId", "node_id must not be null");
+}
+
 /*
- * The run id, node id and (argument idem_arg) Idempotency-Key of a
- * run-scoped resolve, the first two known not to be null: the node id and
+ * The run id, node id and (argument idem_arg; -1: none) Idempotency-Key of
+ * a run-scoped call, the first two known not to be null: the node id and
  * the key checked.
  */
 static void
@@ -810,7 +820,8 @@ run_node_args(FunctionCallInfo fcinfo, int idem_arg, char **run_input, char **no
 {
 	*run_input = text_to_cstring(PG_GETARG_TEXT_PP(0));
 	*node_id = text_to_cstring(PG_GETARG_TEXT_PP(1));
-	*idem_key = PG_ARGISNULL(idem_arg) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(idem_arg));
+	*idem_key = idem_arg < 0 || PG_ARGISNULL(idem_arg) ? NULL :
+		text_to_cstring(PG_GETARG_TEXT_PP(idem_arg));
 	if (!ow_valid_author_id(*node_id))
 		ow_validation_error("nodeId", "\"%s\" is not a valid node id", ow_echo(*node_id));
 	if (*idem_key)
@@ -872,10 +883,7 @@ ow_resolve_interrupt(PG_FUNCTION_ARGS)
 	Jsonb	   *result;
 
 	ow_refuse_read_only("resolve_interrupt()");
-	if (PG_ARGISNULL(0))
-		ow_validation_error("runId", "run_id must not be null");
-	if (PG_ARGISNULL(1))
-		ow_validation_error("nodeId", "node_id must not be null");
+	require_run_node(fcinfo);
 	if (PG_ARGISNULL(2))
 		ow_validation_error("resumeValue", "resume_value is required");
 	ow_check_json_arg(fcinfo, 2, "resumeValue", true);
@@ -976,16 +984,11 @@ ow_withdraw_vote(PG_FUNCTION_ARGS)
 	OwVote		v;
 	Response	resp = {0};
 	Jsonb	   *result;
+	char	   *idem_key;		/* none: withdraw_vote takes no key */
 
 	ow_refuse_read_only("withdraw_vote()");
-	if (PG_ARGISNULL(0))
-		ow_validation_error("runId", "run_id must not be null");
-	if (PG_ARGISNULL(1))
-		ow_validation_error("nodeId", "node_id must not be null");
-	run_input = text_to_cstring(PG_GETARG_TEXT_PP(0));
-	node_id = text_to_cstring(PG_GETARG_TEXT_PP(1));
-	if (!ow_valid_author_id(node_id))
-		ow_validation_error("nodeId", "\"%s\" is not a valid node id", ow_echo(node_id));
+	require_run_node(fcinfo);
+	run_node_args(fcinfo, -1, &run_input, &node_id, &idem_key);
 
 	ow_caller(&call.caller);
 	ow_check_scope(&call.caller);
@@ -1042,16 +1045,11 @@ ow_artifact_changed(PG_FUNCTION_ARGS)
 	bool		changed;
 	OwJson		j;
 	Jsonb	   *result;
+	char	   *idem_key;		/* none: artifact_changed takes no key */
 
 	ow_refuse_read_only("artifact_changed()");
-	if (PG_ARGISNULL(0))
-		ow_validation_error("runId", "run_id must not be null");
-	if (PG_ARGISNULL(1))
-		ow_validation_error("nodeId", "node_id must not be null");
-	run_input = text_to_cstring(PG_GETARG_TEXT_PP(0));
-	node_id = text_to_cstring(PG_GETARG_TEXT_PP(1));
-	if (!ow_valid_author_id(node_id))
-		ow_validation_error("nodeId", "\"%s\" is not a valid node id", ow_echo(node_id));
+	require_run_node(fcinfo);
+	run_node_args(fcinfo, -1, &run_input, &node_id, &idem_key);
 	digest = PG_ARGISNULL(2) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(2));
 	ow_check_artifact_digest(digest);
 	reason = PG_ARGISNULL(3) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(3));
@@ -1109,10 +1107,7 @@ ow_confirm_credential(PG_FUNCTION_ARGS)
 	Jsonb	   *result;
 
 	ow_refuse_read_only("confirm_credential()");
-	if (PG_ARGISNULL(0))
-		ow_validation_error("runId", "run_id must not be null");
-	if (PG_ARGISNULL(1))
-		ow_validation_error("nodeId", "node_id must not be null");
+	require_run_node(fcinfo);
 	run_node_args(fcinfo, 2, &run_input, &node_id, &idem_key);
 
 	/* the privilege is the grant: the callback's login need not be an approver */
