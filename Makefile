@@ -24,6 +24,9 @@ PG_CONFIG   ?= pg_config
 
 # JSON Schema "pattern" runs on PCRE2 (Debian: libpcre2-dev to build).
 SHLIB_LINK  += -lpcre2-8
+# The event chain's SHA-256 calls OpenSSL's libcrypto directly when the
+# server is built with it (src/store/chain.c; Debian: libssl-dev to build).
+SHLIB_LINK  += $(filter -lcrypto,$(LIBS))
 
 # Warnings are errors: the tree must build clean on Debian's PostgreSQL 15.
 # The library serves the schema of its own version (src/store/schema.c).

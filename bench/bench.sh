@@ -240,7 +240,7 @@ say "setup: pgbench tables (scale $SCALE), the extension, the PL/pgSQL alternati
 pgbench -q -i -s "$SCALE" >/dev/null 2>&1
 sql -c "DROP SCHEMA IF EXISTS bench CASCADE" -c "DROP SCHEMA IF EXISTS plbench CASCADE" 2>/dev/null
 sql -f "$here/sql/setup.sql" -f "$here/sql/plpgsql_resolve.sql" -f "$here/sql/plpgsql_token.sql" -f "$here/sql/history.sql" \
-	-f "$here/sql/inbox.sql" -f "$here/sql/policy.sql" -f "$here/sql/bulk.sql"
+	-f "$here/sql/inbox.sql" -f "$here/sql/policy.sql" -f "$here/sql/bulk.sql" -f "$here/sql/chain.sql"
 fresh
 tag=0
 next_tag() { tag=$((tag + 1)); }
@@ -429,20 +429,26 @@ record "resolve/s at 32 clients / at 8, same round (median of rounds)" 32 "$scal
 
 # ---------------------------------------------------------------- backend CPU per resolve
 # one backend resolves CPU_N gates with each implementation (commits out of
-# the picture, bench.cpu_per_resolve); the order alternates between rounds
+# the picture, bench.cpu_per_resolve); the order alternates between rounds.
+# Then the same backend hashes the events those resolves appended again
+# (bench.cpu_hash_per_resolve): the hash chain's share of a resolve, an
+# upper bound (README, "Receipts and the hash chain")
 HZ=$(getconf CLK_TCK)
-CPUC="" CPUP=""
+CPUC="" CPUP="" CHAIN=""
 for rep in $(seq 1 $REPS); do
 	next_tag
 	sql -c "CALL bench.make_gates($tag, 1, $CPU_N)" -c "CALL plbench.make_gates($tag, 1, $CPU_N)"; settle
-	say "backend CPU per resolve, round $rep: $CPU_N resolves in one backend, each implementation"
+	say "backend CPU per resolve, round $rep: $CPU_N resolves in one backend, each implementation; their events hashed again"
 	for impl in $( [ $((rep % 2)) = 1 ] && echo "openwop plbench" || echo "plbench openwop"); do
 		us=$(sql -c "CALL bench.cpu_per_resolve('$impl', $tag, $CPU_N, $HZ)")
 		if [ "$impl" = openwop ]; then CPUC+="$us"$'\n'; else CPUP+="$us"$'\n'; fi
 	done
+	CHAIN+="$(sql -c "CALL bench.cpu_hash_per_resolve($tag, $CPU_N, $((200000 / CPU_N)), $HZ)")"$'\n'
 done
 record "backend CPU per resolve (one backend, commits out)" 1 "$(printf '%s' "$CPUC" | median)" "µs CPU" \
 	"PL/pgSQL resolve without pg_notify" "$(printf '%s' "$CPUP" | median)" max 1.0
+record "backend CPU of the hash chain per resolve (its two events hashed again, less reading them)" 1 \
+	"$(printf '%s' "$CHAIN" | median)" "µs CPU" "backend CPU per resolve" "$(printf '%s' "$CPUC" | median)" max 0.05
 
 # ---------------------------------------------------------------- approval policies
 # one backend raises CPU_N/2 2-of-2 gates and casts their two votes (two JWT

@@ -45,11 +45,12 @@ ensure_packages() {
 	local want=() need=(make gcc postgresql-common postgresql-$PGVER postgresql-client-$PGVER
 		postgresql-server-dev-$PGVER
 		libpcre2-dev                    # JSON Schema "pattern" is PCRE2
+		libssl-dev                      # the event chain's SHA-256 is libcrypto's
 		postgresql-$PGVER-plproxy)      # the router (router/, docs/scale-out.md): its check and benchmark
 	if [ "${1:-}" = test ]; then
 		need+=(postgresql-$PGVER-pgtap libtap-parser-sourcehandler-pgtap-perl json-schema-test-suite
 			jq                          # the PostgREST replay reads responses with jq
-			clang libclang-rt-dev libssl-dev  # the token fuzz harness: libFuzzer, libcrypto for libpgcommon
+			clang libclang-rt-dev            # the token fuzz harness: libFuzzer
 			openssl                     # the router's certificate check makes its keys
 			build-essential debhelper postgresql-server-dev-all lintian dpkg-dev git)  # the Debian package
 	fi

@@ -33,8 +33,9 @@ BEGIN
 
   CREATE TEMP TABLE copies ON COMMIT DROP AS
     SELECT g FROM generate_series(first_copy, first_copy + copies - 1) g;
-  INSERT INTO openwop.events (tenant, run_id, sequence, type, node_id, payload, created_at, schema_version, causation_id)
-  SELECT e.tenant, e.run_id || '-c' || c.g, e.sequence, e.type, e.node_id, e.payload, e.created_at, e.schema_version, e.causation_id
+  -- a copy's events keep their hashes: the canonical form names no run id
+  INSERT INTO openwop.events (tenant, run_id, sequence, type, node_id, payload, created_at, schema_version, causation_id, hash)
+  SELECT e.tenant, e.run_id || '-c' || c.g, e.sequence, e.type, e.node_id, e.payload, e.created_at, e.schema_version, e.causation_id, e.hash
     FROM openwop.events e, copies c WHERE e.run_id ~ '^default/benchmark-hist-[0-9]+$';
   -- (f(...)).* would call f once per column: each row is made once, in LATERAL
   INSERT INTO openwop.runs

@@ -28,7 +28,12 @@
 #include "common/cryptohash.h"
 #include "datatype/timestamp.h"
 #include "utils/builtins.h"
-#include "utils/json.h"
+#include "utils/fmgrprotos.h"
+#include "utils/numeric.h"
+
+#ifdef USE_OPENSSL
+#include <openssl/evp.h>
+#endif
 
 PG_FUNCTION_INFO_V1(ow_event_hash_sql);
 
@@ -36,27 +41,185 @@ PG_FUNCTION_INFO_V1(ow_event_hash_sql);
 #define UNIX_EPOCH_USECS \
 	((int64) (POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * USECS_PER_DAY)
 
+static const char hex_digits[] = "0123456789abcdef";
+
+/*
+ * n bytes onto s.  Inline: the canonical form is written in pieces of a
+ * few bytes, and a call to appendBinaryStringInfo for each cost more than
+ * the hash.
+ */
+static inline void
+put(StringInfo s, const char *bytes, int n)
+{
+	if (s->len + n >= s->maxlen)
+		enlargeStringInfo(s, n);
+	memcpy(s->data + s->len, bytes, n);
+	s->len += n;
+	s->data[s->len] = '\0';
+}
+
+/*
+ * str (len bytes) as a JSON string, escaped byte for byte as jsonb's text
+ * output escapes it (the checker compares with that).
+ */
+static void
+put_string(StringInfo s, const char *str, int len)
+{
+	const char *end = str + len;
+	char	   *d;
+
+	enlargeStringInfo(s, len + 2);
+	d = s->data + s->len;
+	*d++ = '"';
+	for (; str < end; str++)
+	{
+		unsigned char c = (unsigned char) *str;
+		char		esc[6] = {'\\', 'u', '0', '0'};
+		int			n = 2;
+
+		if (c >= 0x20 && c != '"' && c != '\\')
+		{
+			*d++ = c;
+			continue;
+		}
+		switch (c)
+		{
+			case '\b': esc[1] = 'b'; break;
+			case '\f': esc[1] = 'f'; break;
+			case '\n': esc[1] = 'n'; break;
+			case '\r': esc[1] = 'r'; break;
+			case '\t': esc[1] = 't'; break;
+			case '"':
+			case '\\':
+				esc[1] = c;
+				break;
+			default:
+				esc[4] = hex_digits[c >> 4];
+				esc[5] = hex_digits[c & 0xf];
+				n = 6;
+		}
+		/* room for the escape and the rest, as enlarged above */
+		s->len = d - s->data;
+		enlargeStringInfo(s, n + (end - str) + 1);
+		d = s->data + s->len;
+		memcpy(d, esc, n);
+		d += n;
+	}
+	*d++ = '"';
+	s->len = d - s->data;
+	*d = '\0';
+}
+
 static void
 put_text_or_null(StringInfo s, const char *v)
 {
-	appendStringInfoString(s, ", ");
+	put(s, ", ", 2);
 	if (v)
-		escape_json(s, v);
+		put_string(s, v, strlen(v));
 	else
-		appendStringInfoString(s, "null");
+		put(s, "null", 4);
+}
+
+static void
+put_int64(StringInfo s, int64 v)
+{
+	char		digits[MAXINT8LEN + 1];
+
+	put(s, digits, pg_lltoa(v, digits));
+}
+
+static void
+put_scalar(StringInfo s, const JsonbValue *v)
+{
+	switch (v->type)
+	{
+		case jbvNull:
+			put(s, "null", 4);
+			break;
+		case jbvString:
+			put_string(s, v->val.string.val, v->val.string.len);
+			break;
+		case jbvNumeric:
+			appendStringInfoString(s, DatumGetCString(DirectFunctionCall1(numeric_out,
+																		  NumericGetDatum(v->val.numeric))));
+			break;
+		case jbvBool:
+			if (v->val.boolean)
+				put(s, "true", 4);
+			else
+				put(s, "false", 5);
+			break;
+		default:
+			elog(ERROR, "unexpected jsonb scalar of type %d", (int) v->type);
+	}
+}
+
+/*
+ * j as jsonb's text output writes it (JsonbToCString): ", " between
+ * members and elements, ": " after a key, a scalar root bare.  Written
+ * here, with the string escapes above, at a third of its cost.
+ */
+static void
+put_jsonb(StringInfo s, Jsonb *j)
+{
+	JsonbIterator *it = JsonbIteratorInit(&j->root);
+	JsonbValue	v;
+	JsonbIteratorToken tok;
+	bool		first = true;	/* nothing written yet in the open container */
+
+	while ((tok = JsonbIteratorNext(&it, &v, false)) != WJB_DONE)
+	{
+		switch (tok)
+		{
+			case WJB_BEGIN_ARRAY:
+			case WJB_BEGIN_OBJECT:
+				if (tok == WJB_BEGIN_ARRAY && v.val.array.rawScalar)
+					break;
+				if (!first)
+					put(s, ", ", 2);
+				put(s, tok == WJB_BEGIN_ARRAY ? "[" : "{", 1);
+				first = true;
+				break;
+			case WJB_KEY:
+				if (!first)
+					put(s, ", ", 2);
+				put_scalar(s, &v);
+				put(s, ": ", 2);
+				first = true;	/* its value follows, without a comma */
+				break;
+			case WJB_ELEM:
+				if (!first)
+					put(s, ", ", 2);
+				/* FALLTHROUGH */
+			case WJB_VALUE:
+				put_scalar(s, &v);
+				first = false;
+				break;
+			case WJB_END_ARRAY:
+				if (!JB_ROOT_IS_SCALAR(j))
+					put(s, "]", 1);
+				first = false;
+				break;
+			case WJB_END_OBJECT:
+				put(s, "}", 1);
+				first = false;
+				break;
+			default:
+				elog(ERROR, "unexpected jsonb iterator token %d", (int) tok);
+		}
+	}
 }
 
 /* A hash in lowercase hex, into hex (OW_EVENT_HASH_HEX bytes, the last a NUL). */
 void
 ow_event_hash_hex(const uint8 *hash, char *hex)
 {
-	static const char digits[] = "0123456789abcdef";
 	int			i;
 
 	for (i = 0; i < OW_EVENT_HASH_LEN; i++)
 	{
-		hex[2 * i] = digits[hash[i] >> 4];
-		hex[2 * i + 1] = digits[hash[i] & 0xf];
+		hex[2 * i] = hex_digits[hash[i] >> 4];
+		hex[2 * i + 1] = hex_digits[hash[i] & 0xf];
 	}
 	hex[2 * OW_EVENT_HASH_LEN] = '\0';
 }
@@ -66,24 +229,71 @@ static void
 canonical_form(StringInfo s, const uint8 *prev, int64 seq, const char *type, const char *node_id,
 			   Jsonb *payload, TimestampTz created_at, int32 schema_version, const char *causation_id)
 {
-	appendStringInfoChar(s, '[');
+	enlargeStringInfo(s, VARSIZE(payload) + 256);
+	put(s, "[", 1);
 	if (prev)
 	{
 		char		hex[OW_EVENT_HASH_HEX];
 
 		ow_event_hash_hex(prev, hex);
-		appendStringInfo(s, "\"%s\"", hex);
+		put(s, "\"", 1);
+		put(s, hex, OW_EVENT_HASH_HEX - 1);
+		put(s, "\"", 1);
 	}
 	else
-		appendStringInfoString(s, "null");
-	appendStringInfo(s, ", " INT64_FORMAT ", ", seq);
-	escape_json(s, type);
+		put(s, "null", 4);
+	put(s, ", ", 2);
+	put_int64(s, seq);
+	put(s, ", ", 2);
+	put_string(s, type, strlen(type));
 	put_text_or_null(s, node_id);
-	appendStringInfo(s, ", " INT64_FORMAT ", %d", (int64) created_at + UNIX_EPOCH_USECS, schema_version);
+	put(s, ", ", 2);
+	put_int64(s, (int64) created_at + UNIX_EPOCH_USECS);
+	put(s, ", ", 2);
+	put_int64(s, schema_version);
 	put_text_or_null(s, causation_id);
-	appendStringInfoString(s, ", ");
-	(void) JsonbToCString(s, &payload->root, VARSIZE(payload));
-	appendStringInfoChar(s, ']');
+	put(s, ", ", 2);
+	put_jsonb(s, payload);
+	put(s, "]", 1);
+}
+
+/*
+ * SHA-256 of data into out.  With OpenSSL, through one digest and one
+ * context fetched once per backend: pg_cryptohash's create, init and free
+ * for each event (a provider fetch under a lock, an error-queue clear)
+ * cost more than hashing a small event.  Without it, PostgreSQL's own.
+ */
+static void
+sha256(const char *data, int len, int64 seq, uint8 *out)
+{
+#ifdef USE_OPENSSL
+	static const EVP_MD *md;
+	static EVP_MD_CTX *ctx;
+
+	if (ctx == NULL)
+	{
+		if (md == NULL)
+#if OPENSSL_VERSION_NUMBER >= 0x30000000L
+			md = EVP_MD_fetch(NULL, "SHA256", NULL);	/* fetched once, not at each init */
+#else
+			md = EVP_sha256();
+#endif
+		if (md != NULL)
+			ctx = EVP_MD_CTX_new();
+	}
+	if (ctx == NULL || !EVP_DigestInit_ex(ctx, md, NULL) ||
+		!EVP_DigestUpdate(ctx, data, len) || !EVP_DigestFinal_ex(ctx, out, NULL))
+		elog(ERROR, "could not compute the hash of event " INT64_FORMAT ": OpenSSL's SHA-256 failed", seq);
+#else
+	pg_cryptohash_ctx *ctx = pg_cryptohash_create(PG_SHA256);
+
+	if (ctx == NULL || pg_cryptohash_init(ctx) < 0 ||
+		pg_cryptohash_update(ctx, (const uint8 *) data, len) < 0 ||
+		pg_cryptohash_final(ctx, out, OW_EVENT_HASH_LEN) < 0)
+		elog(ERROR, "could not compute the hash of event " INT64_FORMAT ": %s", seq,
+			 ctx ? pg_cryptohash_error(ctx) : "out of memory");
+	pg_cryptohash_free(ctx);
+#endif
 }
 
 /*
@@ -96,7 +306,6 @@ ow_event_hash(StringInfo buf, const uint8 *prev, int64 seq, const char *type, co
 			  const char *causation_id, uint8 *out)
 {
 	StringInfoData own;
-	pg_cryptohash_ctx *ctx;
 
 	if (buf == NULL)
 	{
@@ -106,13 +315,7 @@ ow_event_hash(StringInfo buf, const uint8 *prev, int64 seq, const char *type, co
 	else
 		resetStringInfo(buf);
 	canonical_form(buf, prev, seq, type, node_id, payload, created_at, schema_version, causation_id);
-	ctx = pg_cryptohash_create(PG_SHA256);
-	if (ctx == NULL || pg_cryptohash_init(ctx) < 0 ||
-		pg_cryptohash_update(ctx, (const uint8 *) buf->data, buf->len) < 0 ||
-		pg_cryptohash_final(ctx, out, OW_EVENT_HASH_LEN) < 0)
-		elog(ERROR, "could not compute the hash of event " INT64_FORMAT ": %s", seq,
-			 ctx ? pg_cryptohash_error(ctx) : "out of memory");
-	pg_cryptohash_free(ctx);
+	sha256(buf->data, buf->len, seq, out);
 	if (buf == &own)
 		pfree(own.data);
 }

@@ -39,6 +39,30 @@ SELECT is((SELECT count(*) FILTER (WHERE e.hash = pg_temp.canonical_hash(p.hash,
 SELECT is((SELECT encode(event_hash, 'hex') FROM openwop.runs WHERE run_id = 'acme/chain-one-0000000001'),
           (SELECT encode(hash, 'hex') FROM openwop.events WHERE run_id = 'acme/chain-one-0000000001' ORDER BY sequence DESC LIMIT 1),
           'chain_head_on_run_row: the run row keeps its latest event''s hash');
+-- the extension writes the canonical form itself (src/store/chain.c); it
+-- must be byte for byte what jsonb_build_array(...)::text gives, whatever
+-- the payload holds: every control character, quotes and backslashes,
+-- multi-byte text, numbers as numeric prints them, nesting, empty
+-- containers, scalar roots, and escapes in type, node_id and causation_id
+CREATE TEMP TABLE canonical_cases AS
+SELECT p FROM (
+  SELECT jsonb_build_object(chr(c), chr(c) || 'x' || chr(c), 'k' || c, jsonb_build_array(chr(c))) AS p FROM generate_series(1, 127) c
+  UNION ALL SELECT to_jsonb(chr(c) || ' é ☃ 😀 "q" \\ ') FROM generate_series(1, 40) c
+  UNION ALL VALUES ('{"n": [0, -0, 1.50, -1e-7, 1e300, 12345678901234567890.000, 0.1]}'::jsonb),
+                   ('[]'), ('{}'), ('[[], {}, [[{}]], {"a": {"b": []}}]'), ('"bare"'), ('42.10'), ('null'), ('true'), ('false'),
+                   ('{"a": null, "b": true, "c": false, "": "", "nested": {"x": [1, "two", null, {"y": "z"}]}}'),
+                   (jsonb_build_object('long', repeat('ab"\', 5000), 'tail', repeat(E'\n', 300)))
+) cases(p);
+SELECT is((SELECT count(*) FILTER (WHERE openwop.event_hash(CASE WHEN k % 2 = 0 THEN sha256('prev') END, k, E'ty"pe\\\t' || k, E'no\nde', p,
+                                                            '2026-12-06 12:00:00.123456+00', 7, CASE WHEN k % 3 = 0 THEN E'cause\u0001' END)
+                                      = sha256(convert_to(jsonb_build_array(encode(CASE WHEN k % 2 = 0 THEN sha256('prev') END, 'hex'), k, E'ty"pe\\\t' || k, E'no\nde',
+                                                                            (extract(epoch FROM timestamptz '2026-12-06 12:00:00.123456+00') * 1000000)::bigint, 7,
+                                                                            CASE WHEN k % 3 = 0 THEN E'cause\u0001' END, p)::text,
+                                                          current_setting('server_encoding'))))
+             FROM (SELECT row_number() OVER () AS k, p FROM canonical_cases) c),
+          (SELECT count(*) FROM canonical_cases),
+          'chain_canonical_form_escapes: the form the extension writes is jsonb_build_array(...)::text byte for byte, for every control character, quote, backslash, multi-byte character, number, nesting and scalar root');
+
 SELECT is(pg_temp.verify('acme/chain-one-0000000001'), '{"valid": true, "events": 6, "brokenAt": null}', 'verify_run_valid: an untouched run verifies');
 SELECT is(openwop.verify_run('acme/chain-one-0000000001') ->> 'head',
           (SELECT encode(hash, 'hex') FROM openwop.events WHERE run_id = 'acme/chain-one-0000000001' AND sequence = 5), '... and names its head');
