@@ -48,6 +48,11 @@ BEGIN
            jsonb_build_object('artifactId', 'a', 'artifactType', 'doc', 'title', 'T',
                               'actions', '["accept", "reject", "ask"]'::jsonb) || data) || extra);
 END $$;
+-- the engine raising the same gate again (a replay of its node)
+CREATE FUNCTION pg_temp.gate_again(run text, wf text) RETURNS jsonb LANGUAGE sql AS $$
+  SELECT openwop.interrupt(run, 'gate', jsonb_build_object('kind', 'approval', 'data',
+           jsonb_build_object('artifactId', 'a', 'artifactType', 'doc', 'title', 'T', 'actions', '["accept", "reject", "ask"]'::jsonb)))
+$$;
 CREATE FUNCTION pg_temp.vote(run text, who text, value jsonb DEFAULT '{"action": "accept"}') RETURNS jsonb LANGUAGE sql AS $$
   SELECT pg_temp.as_request(jsonb_build_object('sub', who, 'tenant', split_part(run, '/', 1), 'scope', 'approvals:respond'),
                             format('SELECT openwop.resolve_interrupt(%L, %L, %L)', run, 'gate', value))
@@ -213,6 +218,29 @@ SELECT is(pg_temp.resolved('acme/pol-quorum-0000001') -> 'openwop-policy', '{"na
 SELECT is(pg_temp.pin((SELECT 'acme/pol-retired-000001' FROM pg_temp.gate('acme/pol-retired-000001', '{}'))), NULL,
           'a retired policy pins no new gate');
 
+-- a replay reads the pinned version: the engine asking again, a voter's key replayed, after later versions
+DO $$ BEGIN PERFORM pg_temp.set_policy('replayed', '{"appliesTo": {"workflowId": "replayed", "nodeId": "gate"}, "requiredApprovals": 2}'); END $$;
+CREATE TEMP TABLE first_ask AS SELECT pg_temp.gate('acme/pol-replay-0000001', '{}', 'replayed') AS answer;
+DO $$ BEGIN PERFORM pg_temp.set_policy('replayed', '{"appliesTo": {"workflowId": "replayed", "nodeId": "gate"}, "requiredApprovals": 3}'); END $$;
+SELECT is(pg_temp.gate_again('acme/pol-replay-0000001', 'replayed'), (SELECT answer FROM first_ask),
+          'policy_replay_reads_pinned_version: the engine raising the gate again after a new version gets the same answer');
+SELECT is(pg_temp.pin('acme/pol-replay-0000001') ->> 'version', '1', '... and the gate keeps version 1');
+SELECT is(pg_temp.vote('acme/pol-replay-0000001', 'ann') -> 'tally' ->> 'requiredApprovals', '2', '... whose quorum of 2 counts the first accept');
+CREATE TEMP TABLE replay_vote AS
+  SELECT pg_temp.as_request('{"sub": "bea", "tenant": "acme", "scope": "approvals:respond"}',
+           $$ SELECT openwop.resolve_interrupt('acme/pol-replay-0000001', 'gate', '{"action": "accept"}', 'bea-replay-key-0000000001') $$) AS answer;
+SELECT is((SELECT answer #> '{receipt,policy}' FROM replay_vote), '{"name": "replayed", "version": 1}',
+          '... the second grants under version 1');
+DO $$ BEGIN PERFORM pg_temp.retire_policy('replayed'); END $$;
+SELECT is(pg_temp.as_request('{"sub": "bea", "tenant": "acme", "scope": "approvals:respond"}',
+           $$ SELECT openwop.resolve_interrupt('acme/pol-replay-0000001', 'gate', '{"action": "accept"}', 'bea-replay-key-0000000001') $$),
+          (SELECT answer || '{"idempotentReplay": true}' FROM replay_vote),
+          'policy_replay_reads_pinned_version: the voter''s key replays the same answer after the policy is retired');
+SELECT is((pg_temp.gate_again('acme/pol-replay-0000001', 'replayed') -> 'resumeValue') - 'decidedAt', '{"action": "accept", "decidedBy": "bea"}',
+          '... and the engine asking again is answered with the recorded resolution');
+SELECT is(pg_temp.resolved('acme/pol-replay-0000001') -> 'openwop-policy', '{"name": "replayed", "version": 1}',
+          '... recorded under version 1');
+
 DO $$ BEGIN PERFORM pg_temp.set_policy('engine-larger', '{"appliesTo": {"workflowId": "big", "nodeId": "*"}, "requiredApprovals": 2}'); END $$;
 DO $$ BEGIN PERFORM pg_temp.gate('acme/pol-larger-0000001', '{"requiredApprovals": 4}', 'big'); END $$;
 SELECT is(pg_temp.pin('acme/pol-larger-0000001') ->> 'requiredApprovals', '4', 'the larger of the two quorums: the engine''s when it asks more');
@@ -304,6 +332,9 @@ SELECT is(pg_temp.refusal($$ SELECT openwop.mint_interrupt_token((SELECT interru
           '... nor one that names nobody (its holder could be the requester)');
 SELECT is(pg_temp.refusal($$ SELECT openwop.resolve_interrupt_by_token(openwop.mint_interrupt_token((SELECT interrupt_id FROM openwop.interrupts WHERE run_id = 'acme/pol-token-00000001'), 'resolve', NULL, 'fay'), '{"action": "accept"}') $$),
           NULL, 'control: a token minted for fay votes');
+SELECT is(pg_temp.refusal(format($$ SELECT openwop.mint_interrupt_token((SELECT interrupt_id FROM openwop.interrupts WHERE run_id = 'acme/pol-owner-00000001'), 'resolve', NULL, %L) $$,
+                                 session_user)) -> 'details' ->> 'reason', 'run-owner',
+          'policy_excludes_run_owner_token: no resolve token is minted for the run''s owner');
 SELECT is(pg_temp.as_request('{"sub": "rita", "tenant": "acme", "scope": "approvals:respond"}',
                              $$ SELECT coalesce(jsonb_agg(run_id), '[]') FROM openwop.pending_interrupts WHERE run_id = 'acme/pol-token-00000001' $$),
           '[]', 'policy_excludes_requester_inbox: the requester does not find the gate in the inbox');

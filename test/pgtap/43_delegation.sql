@@ -239,6 +239,16 @@ SELECT is(pg_temp.refusal(format($$ SELECT openwop.mint_interrupt_token(%L, 'res
                                  (SELECT interrupt_id FROM openwop.interrupts WHERE run_id = 'acme/del-window-000001'))) ->> 'code', 'forbidden',
           '... nor is a new one minted');
 
+-- ... and when the delegation ends: a window of a second, a token minted inside it, used after it
+CREATE TEMP TABLE tok_ends AS
+  SELECT pg_temp.as_('finn', $$ SELECT openwop.delegate_approvals('lou', clock_timestamp() - interval '1 hour', clock_timestamp() + interval '1 second') $$) AS d,
+         NULL::text AS t;
+UPDATE tok_ends SET t = openwop.mint_interrupt_token((SELECT interrupt_id FROM openwop.interrupts WHERE run_id = 'acme/del-window-000001'), 'resolve', NULL, 'lou');
+SELECT is((SELECT t IS NOT NULL FROM tok_ends), true, 'inside its window a token is minted for the delegate');
+SELECT pg_sleep(1.2);
+SELECT is(pg_temp.refusal($$ SELECT openwop.resolve_interrupt_by_token((SELECT t FROM tok_ends), '{"action": "accept"}') $$) ->> 'code', 'forbidden',
+          'delegation_token_stops_when_it_ends: a token minted for the delegate no longer resolves once the delegation has ended');
+
 -- the inbox, and the view
 DO $$ BEGIN PERFORM pg_temp.delegate('finn', 'jo'); END $$;
 SELECT is(pg_temp.as_request(pg_temp.jwt('jo'), $$ SELECT coalesce(jsonb_agg(run_id ORDER BY run_id), '[]') FROM openwop.pending_interrupts
