@@ -26,7 +26,7 @@ PG_CONFIG   ?= pg_config
 SHLIB_LINK  += -lpcre2-8
 # The event chain's SHA-256 calls OpenSSL's libcrypto directly when the
 # server is built with it (src/store/chain.c; Debian: libssl-dev to build).
-SHLIB_LINK  += $(filter -lcrypto,$(LIBS))
+SHLIB_LINK  += $(if $(filter openssl,$(with_ssl)),-lcrypto)
 
 # Warnings are errors: the tree must build clean on Debian's PostgreSQL 15.
 # The library serves the schema of its own version (src/store/schema.c).

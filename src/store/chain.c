@@ -32,6 +32,7 @@
 #include "utils/numeric.h"
 
 #ifdef USE_OPENSSL
+#include <openssl/err.h>
 #include <openssl/evp.h>
 #endif
 
@@ -283,7 +284,14 @@ sha256(const char *data, int len, int64 seq, uint8 *out)
 	}
 	if (ctx == NULL || !EVP_DigestInit_ex(ctx, md, NULL) ||
 		!EVP_DigestUpdate(ctx, data, len) || !EVP_DigestFinal_ex(ctx, out, NULL))
-		elog(ERROR, "could not compute the hash of event " INT64_FORMAT ": OpenSSL's SHA-256 failed", seq);
+	{
+		unsigned long e = ERR_get_error();
+		const char *why = e ? ERR_reason_error_string(e) : NULL;
+
+		ERR_clear_error();		/* leave nothing queued for the server's own TLS */
+		elog(ERROR, "could not compute the hash of event " INT64_FORMAT ": %s", seq,
+			 why ? why : "OpenSSL's SHA-256 failed");
+	}
 #else
 	pg_cryptohash_ctx *ctx = pg_cryptohash_create(PG_SHA256);
 

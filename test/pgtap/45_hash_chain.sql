@@ -42,8 +42,9 @@ SELECT is((SELECT encode(event_hash, 'hex') FROM openwop.runs WHERE run_id = 'ac
 -- the extension writes the canonical form itself (src/store/chain.c); it
 -- must be byte for byte what jsonb_build_array(...)::text gives, whatever
 -- the payload holds: every control character, quotes and backslashes,
--- multi-byte text, numbers as numeric prints them, nesting, empty
--- containers, scalar roots, and escapes in type, node_id and causation_id
+-- multi-byte text, numbers as numeric prints them, deep nesting, empty
+-- containers, scalar roots, 2,000 keys in jsonb's order, and escapes in
+-- keys, type, node_id and causation_id
 CREATE TEMP TABLE canonical_cases AS
 SELECT p FROM (
   SELECT jsonb_build_object(chr(c), chr(c) || 'x' || chr(c), 'k' || c, jsonb_build_array(chr(c))) AS p FROM generate_series(1, 127) c
@@ -51,7 +52,10 @@ SELECT p FROM (
   UNION ALL VALUES ('{"n": [0, -0, 1.50, -1e-7, 1e300, 12345678901234567890.000, 0.1]}'::jsonb),
                    ('[]'), ('{}'), ('[[], {}, [[{}]], {"a": {"b": []}}]'), ('"bare"'), ('42.10'), ('null'), ('true'), ('false'),
                    ('{"a": null, "b": true, "c": false, "": "", "nested": {"x": [1, "two", null, {"y": "z"}]}}'),
-                   (jsonb_build_object('long', repeat('ab"\', 5000), 'tail', repeat(E'\n', 300)))
+                   (jsonb_build_object('long', repeat('ab"\', 5000), 'tail', repeat(E'\n', 300))),
+                   ('{"e": [1e-1000, 9.99e131071, -0.0, 0.000, 1E+2]}'),
+                   ((repeat('[', 200) || '{"deep": "x"}' || repeat(']', 200))::jsonb)
+  UNION ALL SELECT jsonb_object_agg(repeat(chr(65 + k % 26), 1 + k % 7) || E'\t' || k, k) FROM generate_series(1, 2000) k
 ) cases(p);
 SELECT is((SELECT count(*) FILTER (WHERE openwop.event_hash(CASE WHEN k % 2 = 0 THEN sha256('prev') END, k, E'ty"pe\\\t' || k, E'no\nde', p,
                                                             '2026-12-06 12:00:00.123456+00', 7, CASE WHEN k % 3 = 0 THEN E'cause\u0001' END)
