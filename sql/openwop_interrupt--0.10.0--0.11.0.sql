@@ -255,7 +255,7 @@ CREATE FUNCTION openwop.set_approval_policy(name text, policy jsonb, tenant text
     RETURNS jsonb AS 'MODULE_PATHNAME', 'ow_set_approval_policy'
     LANGUAGE C VOLATILE;
 COMMENT ON FUNCTION openwop.set_approval_policy(text, jsonb, text) IS
-  'Sets a new version of the approval policy name in tenant (the caller''s when NULL): {appliesTo: {workflowId, nodeId}, requiredApprovals, rejectionPolicy, groups: [{ref, required}], excludeRequester, maxTimeoutMs, overrideBypassesQuorum, description}. Gates raised from the commit on pin it; open gates keep what they pinned. Holders of openwop_policy_admin only. Returns {name, version, tenant}.';
+  'Sets a new version of the approval policy name in tenant (the caller''s when NULL): {appliesTo: {workflowId, nodeId}, requiredApprovals, rejectionPolicy, groups: [{ref, required}], excludeRequester, maxTimeoutMs, dueAfterMs, calendar (a business calendar set in the tenant: the gate''s deadline and due date in its working time), overrideBypassesQuorum, description}. Gates raised from the commit on pin it; open gates keep what they pinned. Holders of openwop_policy_admin only. Returns {name, version, tenant}.';
 CREATE FUNCTION openwop.retire_approval_policy(name text, tenant text DEFAULT NULL)
     RETURNS jsonb AS 'MODULE_PATHNAME', 'ow_retire_approval_policy'
     LANGUAGE C VOLATILE;
@@ -354,8 +354,14 @@ SELECT o.interrupt_id,
                      'name', o.policy OPERATOR(pg_catalog.->) 'name'::pg_catalog.text,
                      'version', o.policy OPERATOR(pg_catalog.->) 'version'::pg_catalog.text,
                      'policies', o.policy OPERATOR(pg_catalog.->) 'policies'::pg_catalog.text))
-       END AS policy
+       END AS policy,
+       d.due_at,
+       COALESCE(d.due_at OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp(), false) AS overdue
   FROM openwop.open_interrupts o
+  CROSS JOIN LATERAL (
+        -- the due date a policy set (dueAfterMs), else the deadline
+        SELECT COALESCE(CAST(o.policy OPERATOR(pg_catalog.->>) 'dueAt'::pg_catalog.text AS pg_catalog.timestamptz),
+                        o.expires_at) AS due_at) d
   LEFT JOIN LATERAL (
         -- the tally a resolve counts: each voter's latest answer, asks left out
         SELECT pg_catalog.int4(pg_catalog.count(*) FILTER (WHERE l.action OPERATOR(pg_catalog.=) ANY
@@ -388,6 +394,8 @@ SELECT o.interrupt_id,
 COMMENT ON COLUMN openwop.pending_interrupts.required_approvals IS 'Accepts an approval gate needs: its rule with the policies it pinned (the larger of data.requiredApprovals, 1 when absent, and theirs); NULL for other kinds.';
 COMMENT ON COLUMN openwop.pending_interrupts.voters IS 'Voters counted on the approval gate (latest answer other than ask, and neither withdrawn nor voided by a change of the artifact); NULL for other kinds.';
 COMMENT ON COLUMN openwop.pending_interrupts.my_vote IS 'The caller''s own latest answer to the gate (accept, reject, refine, edit-accept, ask, withdraw, or void when a change of the artifact voided it), NULL if none is recorded.';
+COMMENT ON COLUMN openwop.pending_interrupts.due_at IS 'When the interrupt falls due (openwop.due_at): the due date its approval policy set (dueAfterMs), else its deadline; in working time when the policy names a business calendar; NULL when it has neither.';
+COMMENT ON COLUMN openwop.pending_interrupts.overdue IS 'due_at has passed (a gate past its deadline is decided by the timeout and leaves the inbox; one past a policy''s due date stays, overdue).';
 COMMENT ON COLUMN openwop.pending_interrupts.policy IS 'The approval policy the gate pinned when it was raised, {name, version} (and policies, every one, when several matched); NULL when none did.';
 
 /*
@@ -791,3 +799,112 @@ COMMENT ON FUNCTION openwop_forward.artifact_changed(jsonb, text, text, text, te
   'openwop.artifact_changed for the forwarded caller.';
 REVOKE ALL ON FUNCTION openwop_forward.artifact_changed(jsonb, text, text, text, text) FROM PUBLIC;
 -- == approvals bound to what was approved (end) ==
+
+-- == business calendars and due dates (begin) ==
+/* ------------------------------------------------------------------------
+ * Business calendars the DBA owns: versioned documents (a time zone,
+ * working hours for each day of the week, holidays) in an append-only
+ * log.  An approval policy that names one (calendar) makes the gates it
+ * pins measure their deadline, and the due date it sets (dueAfterMs), in
+ * working time on the version current when the gate is raised.
+ * ---------------------------------------------------------------------- */
+CREATE TABLE openwop.calendar_log (
+    tenant      text COLLATE "C" NOT NULL,
+    name        text COLLATE "C" NOT NULL,
+    version     integer     NOT NULL,
+    calendar    jsonb       NOT NULL,
+    changed_by  text COLLATE "C" NOT NULL,
+    changed_at  timestamptz NOT NULL,
+    PRIMARY KEY (tenant, name, version),
+    CONSTRAINT calendar_log_version_positive CHECK (version > 0)
+);
+COMMENT ON TABLE openwop.calendar_log IS
+  'Every version of every business calendar, append-only. Read it through openwop.calendars.';
+COMMENT ON COLUMN openwop.calendar_log.tenant IS 'The tenant whose policies may name the calendar.';
+COMMENT ON COLUMN openwop.calendar_log.name IS 'The calendar''s name, unique in its tenant.';
+COMMENT ON COLUMN openwop.calendar_log.version IS 'The version (1, 2, ...); gates pin the latest when they are raised.';
+COMMENT ON COLUMN openwop.calendar_log.calendar IS 'The calendar document: {timezone, week: {mon: [["09:00", "17:00"]], ...}, holidays: ["YYYY-MM-DD", ...], description}.';
+COMMENT ON COLUMN openwop.calendar_log.changed_by IS 'The login that set the version.';
+COMMENT ON COLUMN openwop.calendar_log.changed_at IS 'When (the transaction''s start).';
+SELECT pg_catalog.pg_extension_config_dump('openwop.calendar_log', '');
+REVOKE ALL ON openwop.calendar_log FROM PUBLIC;
+
+CREATE FUNCTION openwop.calendar_log_append_only() RETURNS trigger
+    AS 'MODULE_PATHNAME', 'ow_calendar_log_append_only'
+    LANGUAGE C;
+COMMENT ON FUNCTION openwop.calendar_log_append_only() IS
+  'Trigger of openwop.calendar_log: refuses UPDATE, DELETE and TRUNCATE, for every role.';
+REVOKE ALL ON FUNCTION openwop.calendar_log_append_only() FROM PUBLIC;
+CREATE TRIGGER calendar_log_append_only_row
+    BEFORE UPDATE OR DELETE ON openwop.calendar_log
+    FOR EACH ROW EXECUTE FUNCTION openwop.calendar_log_append_only();
+CREATE TRIGGER calendar_log_append_only_truncate
+    BEFORE TRUNCATE ON openwop.calendar_log
+    FOR EACH STATEMENT EXECUTE FUNCTION openwop.calendar_log_append_only();
+ALTER TABLE openwop.calendar_log ENABLE ALWAYS TRIGGER calendar_log_append_only_row;
+ALTER TABLE openwop.calendar_log ENABLE ALWAYS TRIGGER calendar_log_append_only_truncate;
+COMMENT ON TRIGGER calendar_log_append_only_row ON openwop.calendar_log IS
+  'The calendar log is append-only: no version is changed or removed, whatever session_replication_role says.';
+COMMENT ON TRIGGER calendar_log_append_only_truncate ON openwop.calendar_log IS
+  'The calendar log is append-only: it is never truncated.';
+
+CREATE FUNCTION openwop.set_calendar(name text, calendar jsonb, tenant text DEFAULT NULL)
+    RETURNS jsonb AS 'MODULE_PATHNAME', 'ow_set_calendar'
+    LANGUAGE C VOLATILE;
+COMMENT ON FUNCTION openwop.set_calendar(text, jsonb, text) IS
+  'Sets a new version of the business calendar name in tenant (the caller''s when NULL): {timezone (an IANA name), week: {mon, tue, wed, thu, fri, sat, sun: [["HH:MM", "HH:MM"], ...] local working hours}, holidays: ["YYYY-MM-DD", ...], description}. Gates raised from the commit on under a policy naming it pin it; open gates keep their deadlines. Holders of openwop_policy_admin only. Returns {name, version, tenant}.';
+CREATE FUNCTION openwop.calendar_due(name text, "from" timestamptz, after_ms bigint, tenant text DEFAULT NULL)
+    RETURNS timestamptz AS 'MODULE_PATHNAME', 'ow_calendar_due'
+    LANGUAGE C STABLE;
+COMMENT ON FUNCTION openwop.calendar_due(text, timestamptz, bigint, text) IS
+  'When after_ms milliseconds of the business calendar''s working time, counted from "from", have passed: the deadline of a gate raised then with that timeout under a policy naming the calendar (its latest version). NULL when that is more than 100 years away (such a gate never falls due). 404 for a calendar never set. Holders of openwop_policy_admin only.';
+REVOKE ALL ON FUNCTION openwop.set_calendar(text, jsonb, text),
+    openwop.calendar_due(text, timestamptz, bigint, text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION openwop.set_calendar(text, jsonb, text),
+    openwop.calendar_due(text, timestamptz, bigint, text) TO openwop_policy_admin;
+
+CREATE VIEW openwop.calendars WITH (security_barrier) AS
+SELECT c.name,
+       c.tenant,
+       c.version,
+       c.calendar,
+       c.changed_by AS set_by,
+       c.changed_at AS set_at,
+       NOT EXISTS (SELECT FROM openwop.calendar_log n
+                    WHERE n.tenant OPERATOR(pg_catalog.=) c.tenant
+                      AND n.name OPERATOR(pg_catalog.=) c.name
+                      AND n.version OPERATOR(pg_catalog.>) c.version) AS active
+  FROM openwop.calendar_log c
+ WHERE openwop.policy_admin_tenant() OPERATOR(pg_catalog.=) '*'
+    OR c.tenant OPERATOR(pg_catalog.=) openwop.policy_admin_tenant();
+COMMENT ON VIEW openwop.calendars IS
+  'Every version of every business calendar of the tenants the caller administers (openwop_policy_admin); active is true for the latest, the one gates raised now pin.';
+COMMENT ON COLUMN openwop.calendars.name IS 'The calendar''s name.';
+COMMENT ON COLUMN openwop.calendars.tenant IS 'The tenant whose policies may name it.';
+COMMENT ON COLUMN openwop.calendars.version IS 'The version (1, 2, ...).';
+COMMENT ON COLUMN openwop.calendars.calendar IS 'The calendar document of this version.';
+COMMENT ON COLUMN openwop.calendars.set_by IS 'The login that set this version.';
+COMMENT ON COLUMN openwop.calendars.set_at IS 'When.';
+COMMENT ON COLUMN openwop.calendars.active IS 'Gates raised now under a policy naming the calendar pin this version: it is the latest.';
+REVOKE ALL ON openwop.calendars FROM PUBLIC;
+GRANT SELECT ON openwop.calendars TO openwop_policy_admin;
+
+CREATE FUNCTION openwop.due_at(interrupt_id text)
+    RETURNS timestamptz AS 'MODULE_PATHNAME', 'ow_due_at'
+    LANGUAGE C STABLE;
+COMMENT ON FUNCTION openwop.due_at(text) IS
+  'When the interrupt falls due: the due date its approval policy set (dueAfterMs), else its deadline (timeoutMs, or the policy''s maxTimeoutMs), each in working time when the policy names a business calendar; NULL when it has neither. Readable by holders of approvals:respond and roles that may read event logs. 404 for an interrupt not in the caller''s tenant.';
+REVOKE ALL ON FUNCTION openwop.due_at(text) FROM PUBLIC;
+
+CREATE FUNCTION openwop_forward.due_at(caller jsonb, interrupt_id text)
+    RETURNS timestamptz LANGUAGE plpgsql VOLATILE SECURITY INVOKER SET openwop.forwarded_caller = ''
+AS $$
+BEGIN
+    PERFORM pg_catalog.set_config('openwop.forwarded_caller', COALESCE(caller::pg_catalog.text, 'null'), true);
+    RETURN openwop.due_at(interrupt_id);
+END
+$$;
+COMMENT ON FUNCTION openwop_forward.due_at(jsonb, text) IS
+  'openwop.due_at for the forwarded caller.';
+REVOKE ALL ON FUNCTION openwop_forward.due_at(jsonb, text) FROM PUBLIC;
+-- == business calendars and due dates (end) ==

@@ -19,7 +19,7 @@
 #include "base/base.h"
 #include "store/store.h"
 #include "auth/auth.h"
-#include "api/api.h"
+#include "api/internal.h"
 
 #include "access/detoast.h"
 #include "catalog/pg_type.h"
@@ -79,8 +79,8 @@ enum
  * which records all of it (the engine's).  Anyone else is refused before
  * any id is looked at (403 forbidden).
  */
-static void
-check_reader(const OwCaller *c)
+void
+ow_check_entry_reader(const OwCaller *c, const char *what)
 {
 	const char *hint;
 	OwDetails	d;
@@ -97,8 +97,8 @@ check_reader(const OwCaller *c)
 	ow_details_init(&d);
 	ow_details_str(&d, "requiredScope", OW_SCOPE);
 	ow_raise(OW_FORBIDDEN, &d, hint,
-			 "reading an interrupt's FlowDrop entry needs the %s scope or the privilege to read event logs",
-			 OW_SCOPE);
+			 "reading %s needs the %s scope or the privilege to read event logs",
+			 what, OW_SCOPE);
 }
 
 /*
@@ -113,7 +113,7 @@ entry_reader(FunctionCallInfo fcinfo, OwCall *call, const char *arg, const char 
 		ow_validation_error(field, "%s must not be null", arg);
 	ow_check_arg_size(fcinfo, 0, field, false);
 	ow_caller(&call->caller);
-	check_reader(&call->caller);
+	ow_check_entry_reader(&call->caller, "an interrupt's FlowDrop entry");
 	return call->caller.subject.tenant;
 }
 

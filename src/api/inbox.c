@@ -30,14 +30,16 @@
 #include "store/store.h"
 #include "auth/auth.h"
 #include "domain/domain.h"
-#include "api/api.h"
+#include "api/internal.h"
 
+#include "catalog/pg_type.h"
 #include "utils/builtins.h"
 
 PG_FUNCTION_INFO_V1(ow_inbox_waiting);
 PG_FUNCTION_INFO_V1(ow_inbox_tenant);
 PG_FUNCTION_INFO_V1(ow_inbox_voter);
 PG_FUNCTION_INFO_V1(ow_may_decide);
+PG_FUNCTION_INFO_V1(ow_due_at);
 
 /* The caller of one statement, as the inbox sees it. */
 typedef struct InboxCaller
@@ -255,4 +257,47 @@ ow_may_decide(PG_FUNCTION_ARGS)
 	ow_call_end(&call);
 	ow_call_finish(&call);
 	PG_RETURN_BOOL(left);
+}
+
+/*
+ * openwop.due_at(interrupt_id) → timestamptz: when the interrupt falls
+ * due, as the inbox shows it: the due date its approval policy set
+ * (dueAfterMs), else its deadline; NULL when it has neither.  Measured in
+ * working time when its policy names a business calendar.  Readable by
+ * whoever may read its FlowDrop entry.
+ */
+Datum
+ow_due_at(PG_FUNCTION_ARGS)
+{
+	static OwQuery q = {
+		"SELECT COALESCE(CAST(policy OPERATOR(pg_catalog.->>) 'dueAt' AS pg_catalog.timestamptz), expires_at)"
+		"  FROM openwop.interrupts"
+		" WHERE tenant OPERATOR(pg_catalog.=) $1 AND interrupt_id OPERATOR(pg_catalog.=) $2",
+		2, {TEXTOID, TEXTOID}, SPI_OK_SELECT
+	};
+	OwCall		call;
+	char	   *interrupt_id;
+	Datum		args[2];
+	bool		isnull;
+	TimestampTz due;
+
+	if (PG_ARGISNULL(0))
+		ow_validation_error("interruptId", "interrupt_id must not be null");
+	ow_check_arg_size(fcinfo, 0, "interruptId", false);
+	ow_caller(&call.caller);
+	ow_check_entry_reader(&call.caller, "an interrupt's due date");
+	interrupt_id = ow_normalize_id(text_to_cstring(PG_GETARG_TEXT_PP(0)), call.caller.subject.tenant,
+								   "interruptId", "interrupt");
+
+	ow_call_enter(&call);
+	args[0] = CStringGetTextDatum(call.caller.subject.tenant);
+	args[1] = CStringGetTextDatum(interrupt_id);
+	if (ow_exec(&q, args, NULL, true, 1) == 0)
+		ow_interrupt_not_found(interrupt_id);
+	due = DatumGetTimestampTz(ow_col_datum(0, 1, TIMESTAMPTZOID, &isnull));
+	ow_call_end(&call);
+	ow_call_finish(&call);
+	if (isnull)
+		PG_RETURN_NULL();
+	PG_RETURN_TIMESTAMPTZ(due);
 }

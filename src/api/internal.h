@@ -53,6 +53,7 @@ extern Datum ow_resolve_respond(OwCall *call, const char *tenant, const char *en
 								const char *key, Jsonb *result);
 
 /* envelope.c */
+extern void ow_check_entry_reader(const OwCaller *c, const char *what);
 extern Jsonb *ow_parse_json(const char *text);
 extern Jsonb *ow_refusal_envelope(ErrorData *edata, int *status);
 

@@ -210,6 +210,30 @@ extern char *ow_mint_opaque(int nbytes);
  */
 extern char *ow_schema_check(Jsonb *schema);
 extern bool ow_schema_validate(Jsonb *schema, Jsonb *value, char **errors);
+extern char *ow_schema_error_field(const char *errors, const char *prefix);
+
+/* ----------
+ * worktime.c: business calendars, and working time added in one.
+ * ----------
+ */
+#define OW_CALENDAR_MAX_SPANS 8		/* spans of working hours a day */
+#define OW_CALENDAR_MAX_HOLIDAYS 1000
+
+typedef struct OwCalendar
+{
+	struct pg_tz *tz;
+	int			nspans[7];		/* by weekday, 0 = Sunday */
+	struct
+	{
+		int64		start;		/* local time, microseconds since midnight */
+		int64		end;
+	}			week[7][OW_CALENDAR_MAX_SPANS];
+	int			nholidays;
+	int		   *holidays;		/* Julian days, sorted */
+} OwCalendar;
+
+extern void ow_calendar_read(Jsonb *doc, const char *prefix, OwCalendar *cal);
+extern bool ow_calendar_add(const OwCalendar *cal, TimestampTz start, int64 ms, TimestampTz *due);
 
 /* ----------
  * members.c: typed, field-checked readers of a caller's JSON object

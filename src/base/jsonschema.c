@@ -1883,3 +1883,34 @@ ow_json_schema_errors(PG_FUNCTION_ARGS)
 	(void) ow_schema_validate(schema, value, &errors);
 	PG_RETURN_DATUM(DirectFunctionCall1(jsonb_in, CStringGetDatum(errors)));
 }
+
+/*
+ * details.field of the first of a validation's errors (as
+ * ow_schema_validate lists them): prefix, then the error's JSON pointer
+ * path with array indexes in brackets (prefix "policy", /groups/0/required:
+ * policy.groups[0].required).
+ */
+char *
+ow_schema_error_field(const char *errors, const char *prefix)
+{
+	Jsonb	   *list = DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(errors)));
+	JsonbValue *first = getIthJsonbValueFromContainer(&list->root, 0);
+	JsonbValue *path = first && first->type == jbvBinary ? owj_get_container(first->val.binary.data, "path") : NULL;
+	char	   *p = path ? owj_string(path) : NULL;
+	StringInfoData out;
+	char	   *save = NULL;
+	char	   *seg;
+
+	initStringInfo(&out);
+	appendStringInfoString(&out, prefix);
+	if (p == NULL)
+		return out.data;
+	for (seg = strtok_r(p, "/", &save); seg; seg = strtok_r(NULL, "/", &save))
+	{
+		if (strspn(seg, "0123456789") == strlen(seg))
+			appendStringInfo(&out, "[%s]", seg);
+		else
+			appendStringInfo(&out, ".%s", seg);
+	}
+	return out.data;
+}

@@ -233,7 +233,7 @@ ow_set_delegation(PG_FUNCTION_ARGS)
 
 	ow_refuse_read_only("set_delegation()");
 	ow_caller(&call.caller);
-	ow_require_policy_admin(&call.caller);
+	ow_require_policy_admin(&call.caller, "setting a delegation for someone else");
 	delegator = ref_arg(fcinfo, 0, "delegator");
 	delegate_ref = ref_arg(fcinfo, 1, "delegate");
 	starts = time_arg(fcinfo, 2, "startsAt");

@@ -93,7 +93,8 @@ typedef struct OwGateRule
 	const char *digest;			/* the artifact the gate shows now (artifact_changed), or NULL */
 } OwGateRule;
 
-extern Jsonb *ow_policy_pin(OwRun *run, const char *node_id, JsonbContainer *data, int64 *timeout_ms);
+extern Jsonb *ow_policy_pin(OwRun *run, const char *node_id, JsonbContainer *data, int64 *timeout_ms,
+						   TimestampTz *expires_at);
 extern void ow_gate_rule(JsonbContainer *data, Jsonb *pin, OwGateRule *rule);
 extern Jsonb *ow_policy_record(const OwGateRule *rule);
 

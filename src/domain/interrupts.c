@@ -351,6 +351,7 @@ ow_suspend(OwRun *run, const char *node_id, OwExec *ex, int32 ordinal, Jsonb *re
 	int64		timeout_ms;
 	Jsonb	   *payload;
 	Jsonb	   *policy = NULL;
+	TimestampTz calendar_expiry = 0;	/* the deadline in working time, when a policy's calendar sets it */
 	Datum		args[22];
 	bool		nulls[22];
 	char	   *interrupt_id;
@@ -376,7 +377,8 @@ ow_suspend(OwRun *run, const char *node_id, OwExec *ex, int32 ordinal, Jsonb *re
 	interrupt_id = psprintf("%s/%s", run->tenant, ow_mint_opaque(16));
 	/* an approval gate pins the policies that govern it, which may shorten its deadline */
 	if (strcmp(kind, "approval") == 0)
-		policy = ow_policy_pin(run, node_id, owj_get(payload, "data")->val.binary.data, &timeout_ms);
+		policy = ow_policy_pin(run, node_id, owj_get(payload, "data")->val.binary.data, &timeout_ms,
+							   &calendar_expiry);
 	/* a conversation's step is checked against it, and taken, first */
 	conversation = strncmp(kind, "conversation.", 13) == 0;
 	if (conversation)
@@ -403,9 +405,15 @@ ow_suspend(OwRun *run, const char *node_id, OwExec *ex, int32 ordinal, Jsonb *re
 	args[8] = CStringGetTextDatum(kind);
 	args[9] = JsonbPGetDatum(payload);
 	args[10] = Int64GetDatum(req_seq);
-	/* absent or 0: never expires (FlowDrop INT-23); nor does a deadline past year 100000 */
-	if (timeout_ms <= 0 || timeout_ms > INT64CONST(100000) * 365 * 24 * 3600 * 1000)
+	/*
+	 * absent or 0: never expires (FlowDrop INT-23); nor does a deadline past
+	 * year 100000, or one a business calendar puts more than 100 years away
+	 */
+	if (timeout_ms <= 0 || timeout_ms > INT64CONST(100000) * 365 * 24 * 3600 * 1000 ||
+		calendar_expiry == DT_NOEND)
 		nulls[11] = true;
+	else if (calendar_expiry != 0)
+		args[11] = TimestampTzGetDatum(calendar_expiry);
 	else
 		args[11] = TimestampTzGetDatum(TimestampTzPlusMilliseconds(GetCurrentTransactionStartTimestamp(),
 																	timeout_ms));

@@ -31,19 +31,13 @@
 
 PG_FUNCTION_INFO_V1(ow_set_approval_policy);
 PG_FUNCTION_INFO_V1(ow_retire_approval_policy);
-PG_FUNCTION_INFO_V1(ow_policy_admin_tenant);
 
-/* The role whose real members set and retire policies. */
-#define POLICY_ADMIN_ROLE "openwop_policy_admin"
-#define POLICY_NAME_MAX 128
 /* the most accepts a policy may ask for, in all and of its groups together */
 #define POLICY_MAX_APPROVALS 1000
-/* versions taken by concurrent set_approval_policy() calls before one is given up */
-#define POLICY_SET_TRIES 16
 
 /*
  * The policy document, closed: a key misspelt would otherwise be a rule
- * silently not applied.  The issue on deadlines adds its members here.
+ * silently not applied.
  */
 static const char policy_schema[] =
 "{\"type\": \"object\", \"required\": [\"appliesTo\"], \"additionalProperties\": false,"
@@ -61,6 +55,8 @@ static const char policy_schema[] =
 "                                      \"required\": {\"type\": \"integer\", \"minimum\": 1, \"maximum\": 1000}}}},"
 "  \"excludeRequester\": {\"type\": \"boolean\"},"
 "  \"maxTimeoutMs\": {\"type\": \"integer\", \"minimum\": 1, \"maximum\": 3153600000000000},"
+"  \"dueAfterMs\": {\"type\": \"integer\", \"minimum\": 1, \"maximum\": 3153600000000000},"
+"  \"calendar\": {\"type\": \"string\", \"minLength\": 1, \"maxLength\": 128, \"pattern\": \"^[A-Za-z0-9._:-]+$\"},"
 "  \"overrideBypassesQuorum\": {\"type\": \"boolean\"},"
 "  \"description\": {\"type\": \"string\", \"maxLength\": 1000}}}";
 
@@ -123,110 +119,6 @@ requested_approvals(JsonbContainer *data)
 	return overflow ? PG_INT32_MAX : required;
 }
 
-/* ----------
- * Who may set them
- * ----------
- */
-
-/* Does caller c hold openwop_policy_admin: a SQL login, by real membership? */
-bool
-ow_is_policy_admin(const OwCaller *c)
-{
-	Oid			role;
-
-	if (c->claims != NULL || c->forwarded_by != NULL || !OidIsValid(c->login))
-		return false;
-	role = get_role_oid(POLICY_ADMIN_ROLE, true);
-	return OidIsValid(role) && is_member_of_role_nosuper(c->login, role);
-}
-
-void
-ow_require_policy_admin(const OwCaller *c)
-{
-	OwDetails	d;
-
-	if (ow_is_policy_admin(c))
-		return;
-	ow_details_init(&d);
-	ow_details_str(&d, "requiredRole", POLICY_ADMIN_ROLE);
-	ow_raise(OW_FORBIDDEN, &d,
-			 c->claims || c->forwarded_by
-			 ? "Approval policies are set from a SQL session, by a login granted " POLICY_ADMIN_ROLE "."
-			 : "GRANT " POLICY_ADMIN_ROLE " TO the login (superusers need the grant too).",
-			 "changing approval policies needs the role %s", POLICY_ADMIN_ROLE);
-}
-
-/*
- * The tenant argument n of an administration call (policies, delegations):
- * the caller's own when NULL; another only for a caller of every tenant
- * (what: the act, for the refusal).
- */
-char *
-ow_tenant_arg(FunctionCallInfo fcinfo, int n, const OwCaller *c, const char *what)
-{
-	char	   *tenant;
-
-	if (PG_ARGISNULL(n))
-		return c->subject.tenant;
-	tenant = text_to_cstring(PG_GETARG_TEXT_PP(n));
-	if (!ow_valid_tenant(tenant))
-		ow_validation_error("tenant", "\"%s\" is not a valid tenant id", ow_echo(tenant));
-	if (strcmp(tenant, c->subject.tenant) != 0)
-		ow_require_every_tenant(c, what);
-	return tenant;
-}
-
-/* A policy's name: 1 to 128 letters, digits and . _ : - */
-static char *
-policy_name(FunctionCallInfo fcinfo, int n)
-{
-	char	   *name;
-	const char *p;
-
-	if (PG_ARGISNULL(n))
-		ow_validation_error("name", "name must not be null");
-	name = text_to_cstring(PG_GETARG_TEXT_PP(n));
-	if (name[0] == '\0' || strlen(name) > POLICY_NAME_MAX)
-		ow_validation_error("name", "a policy name is 1 to %d characters", POLICY_NAME_MAX);
-	for (p = name; *p; p++)
-		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
-			  *p == '.' || *p == '_' || *p == ':' || *p == '-'))
-			ow_validation_error("name",
-								"\"%s\" is not a policy name: use letters, digits and . _ : - only",
-								ow_echo(name));
-	return name;
-}
-
-/*
- * details.field of a schema error at JSON pointer path: "policy" and the
- * path with array indexes in brackets (/groups/0/required:
- * policy.groups[0].required).
- */
-static char *
-error_field(const char *errors)
-{
-	Jsonb	   *list = DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(errors)));
-	JsonbValue *first = getIthJsonbValueFromContainer(&list->root, 0);
-	JsonbValue *path = first && first->type == jbvBinary ? owj_get_container(first->val.binary.data, "path") : NULL;
-	char	   *p = path ? owj_string(path) : NULL;
-	StringInfoData out;
-	char	   *save = NULL;
-	char	   *seg;
-
-	initStringInfo(&out);
-	appendStringInfoString(&out, "policy");
-	if (p == NULL)
-		return out.data;
-	for (seg = strtok_r(p, "/", &save); seg; seg = strtok_r(NULL, "/", &save))
-	{
-		if (strspn(seg, "0123456789") == strlen(seg))
-			appendStringInfo(&out, "[%s]", seg);
-		else
-			appendStringInfo(&out, ".%s", seg);
-	}
-	return out.data;
-}
-
 /*
  * Refuse a bad policy document (400 validation_error naming the field):
  * its schema, then what a schema does not say: each group once, and no
@@ -243,7 +135,7 @@ check_policy(Jsonb *policy)
 				j;
 
 	if (!ow_schema_validate(schema, policy, &errors))
-		ow_validation_errors(error_field(errors), errors, NULL, "the approval policy is not valid");
+		ow_validation_errors(ow_schema_error_field(errors, "policy"), errors, NULL, "the approval policy is not valid");
 	groups = member_array(&policy->root, "groups");
 	if (groups == NULL)
 		return;
@@ -263,6 +155,24 @@ check_policy(Jsonb *policy)
 		ow_validation_error("policy.groups",
 							"the groups require %lld approvals together, more than the %d a policy may",
 							(long long) total, POLICY_MAX_APPROVALS);
+}
+
+/*
+ * A policy naming a calendar names one set in its tenant (400 otherwise):
+ * a name misspelt would otherwise be a deadline silently measured on the
+ * wall clock.
+ */
+static void
+check_calendar_named(Jsonb *policy, const char *tenant)
+{
+	JsonbValue *v = owj_get(policy, "calendar");
+	OwCalendar	cal;
+	int			version;
+
+	if (v != NULL && !ow_calendar_latest(tenant, owj_string(v), &version, &cal))
+		ow_validation_error("policy.calendar",
+							"business calendar \"%s\" is not set in tenant \"%s\": set it with openwop.set_calendar() first",
+							owj_string(v), tenant);
 }
 
 /* {name, version, tenant} and more, built in the caller's context. */
@@ -305,14 +215,13 @@ ow_set_approval_policy(PG_FUNCTION_ARGS)
 	char	   *tenant;
 	Jsonb	   *policy;
 	Datum		args[4];
-	int			version = 0;
-	int			tries;
+	int			version;
 	Jsonb	   *result;
 
 	ow_refuse_read_only("set_approval_policy()");
 	ow_caller(&call.caller);
-	ow_require_policy_admin(&call.caller);
-	name = policy_name(fcinfo, 0);
+	ow_require_policy_admin(&call.caller, "changing approval policies");
+	name = ow_admin_name(fcinfo, 0, "policy");
 	if (PG_ARGISNULL(1))
 		ow_validation_error("policy", "policy must not be null");
 	ow_check_json_arg(fcinfo, 1, "policy", false);
@@ -321,21 +230,12 @@ ow_set_approval_policy(PG_FUNCTION_ARGS)
 	tenant = ow_tenant_arg(fcinfo, 2, &call.caller, "changing another tenant's approval policies");
 
 	ow_call_enter(&call);
+	check_calendar_named(policy, tenant);
 	args[0] = CStringGetTextDatum(tenant);
 	args[1] = CStringGetTextDatum(name);
 	args[2] = JsonbPGetDatum(policy);
 	args[3] = CStringGetTextDatum(call.caller.subject.subject_id);
-	for (tries = 0; version == 0; tries++)
-	{
-		if (tries == POLICY_SET_TRIES)
-			ereport(ERROR,
-					(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
-					 errmsg("could not take a version of approval policy \"%s\"", name),
-					 errdetail("%d concurrent changes to the policy took each version first.", POLICY_SET_TRIES),
-					 errhint("Retry the call.")));
-		if (ow_exec(&insert, args, NULL, false, 0) == 1)
-			version = (int) ow_col_int64(0, 1);
-	}
+	version = ow_take_version(&insert, args, "approval policy", name);
 	ow_call_end(&call);
 	result = policy_answer(name, version, tenant, false, false);
 	ow_call_finish(&call);
@@ -377,8 +277,8 @@ ow_retire_approval_policy(PG_FUNCTION_ARGS)
 
 	ow_refuse_read_only("retire_approval_policy()");
 	ow_caller(&call.caller);
-	ow_require_policy_admin(&call.caller);
-	name = policy_name(fcinfo, 0);
+	ow_require_policy_admin(&call.caller, "changing approval policies");
+	name = ow_admin_name(fcinfo, 0, "policy");
 	tenant = ow_tenant_arg(fcinfo, 1, &call.caller, "changing another tenant's approval policies");
 
 	ow_call_enter(&call);
@@ -405,22 +305,6 @@ ow_retire_approval_policy(PG_FUNCTION_ARGS)
 	result = policy_answer(name, version, tenant, true, changed);
 	ow_call_finish(&call);
 	PG_RETURN_JSONB_P(result);
-}
-
-/*
- * openwop.policy_admin_tenant() → text: the tenant whose policies the
- * caller administers, "*" for every tenant, NULL for a caller that is no
- * policy admin (openwop.approval_policies shows it nothing).
- */
-Datum
-ow_policy_admin_tenant(PG_FUNCTION_ARGS)
-{
-	OwCaller	c;
-
-	ow_caller(&c);
-	if (!ow_is_policy_admin(&c))
-		PG_RETURN_NULL();
-	PG_RETURN_TEXT_P(cstring_to_text(ow_acts_in_every_tenant(&c) ? "*" : c.subject.tenant));
 }
 
 /* ----------
@@ -481,6 +365,46 @@ excluded_voters(OwJson *j, const char *key, OwRun *run)
 	owj_end_object(j);
 }
 
+/* The calendar a gate pins, and when the gate falls due on it. */
+typedef struct PinnedCalendar
+{
+	char	   *name;			/* NULL: none */
+	int			version;
+	TimestampTz expires;		/* the deadline; DT_NOEND: never, or none asked */
+	TimestampTz due;			/* the due date of dueAfterMs; DT_NOEND: never, 0: none asked */
+} PinnedCalendar;
+
+/*
+ * Consider calendar name of tenant for a gate raised now with a deadline
+ * of timeout and a due date of due_after milliseconds of working time
+ * (PG_INT64_MAX: none): pinned in *cal when it is the first considered
+ * or the gate falls due earlier on it (its deadline, else its due date).
+ */
+static void
+pin_calendar(const char *tenant, const char *name, int64 timeout, int64 due_after, PinnedCalendar *cal)
+{
+	OwCalendar	c;
+	int			version;
+	TimestampTz now = GetCurrentTransactionStartTimestamp();
+	TimestampTz expires = DT_NOEND;
+	TimestampTz due = due_after == PG_INT64_MAX ? 0 : DT_NOEND;
+
+	/* set_approval_policy saw it set, and calendars are never removed */
+	if (!ow_calendar_latest(tenant, name, &version, &c))
+		elog(ERROR, "business calendar \"%s\" of tenant \"%s\" has no version", name, tenant);
+	if (timeout != PG_INT64_MAX && !ow_calendar_add(&c, now, timeout, &expires))
+		expires = DT_NOEND;
+	if (due_after != PG_INT64_MAX && !ow_calendar_add(&c, now, due_after, &due))
+		due = DT_NOEND;
+	if (cal->name != NULL &&
+		(timeout != PG_INT64_MAX ? expires >= cal->expires : due >= cal->due))
+		return;
+	cal->name = pstrdup(name);
+	cal->version = version;
+	cal->expires = expires;
+	cal->due = due;
+}
+
 /*
  * The policies that govern an approval gate node_id of run raises with
  * request data: every active version of the run's tenant whose appliesTo
@@ -494,10 +418,16 @@ excluded_voters(OwJson *j, const char *key, OwRun *run)
  * majority (a policy silent on it says single-veto, the default), groups merged (the largest requirement of each), the
  * requester excluded when any policy excludes it (the default), an
  * override principal's bypass only when the request and every policy allow
- * it, and the shortest deadline: *timeout_ms is lowered to it.
+ * it, and the shortest deadline: *timeout_ms is lowered to it.  A policy
+ * naming a business calendar makes the deadline, and the due date of
+ * dueAfterMs (the shortest), working time on it: *expires_at is then set
+ * (DT_NOEND when it never falls due), else left 0 and the deadline is the
+ * wall clock's.  When several policies name calendars, the one on which
+ * the gate falls due first is pinned, as the shortest deadline is.
  */
 Jsonb *
-ow_policy_pin(OwRun *run, const char *node_id, JsonbContainer *data, int64 *timeout_ms)
+ow_policy_pin(OwRun *run, const char *node_id, JsonbContainer *data, int64 *timeout_ms,
+			  TimestampTz *expires_at)
 {
 	static OwQuery matching = {
 		"SELECT s.name, s.version, s.policy FROM openwop.approval_policy_log s"
@@ -521,7 +451,10 @@ ow_policy_pin(OwRun *run, const char *node_id, JsonbContainer *data, int64 *time
 	OwGateRule	rule = {0};
 	bool		single_veto;
 	int64		timeout = *timeout_ms > 0 ? *timeout_ms : PG_INT64_MAX;
+	int64		due_after = PG_INT64_MAX;
 	int64		total = 0;
+	PinnedCalendar cal = {0};
+	TimestampTz due = 0;
 	OwJson		j;
 	int			g;
 
@@ -559,6 +492,7 @@ ow_policy_pin(OwRun *run, const char *node_id, JsonbContainer *data, int64 *time
 		rule.bypass &= member_bool(p, "overrideBypassesQuorum", false);
 		rule.exclude_requester |= member_bool(p, "excludeRequester", true);
 		timeout = Min(timeout, member_int(p, "maxTimeoutMs", PG_INT64_MAX));
+		due_after = Min(due_after, member_int(p, "dueAfterMs", PG_INT64_MAX));
 		for (g = 0; groups && g < (int) JsonContainerSize(groups); g++)
 		{
 			JsonbContainer *gc = getIthJsonbValueFromContainer(groups, g)->val.binary.data;
@@ -570,9 +504,28 @@ ow_policy_pin(OwRun *run, const char *node_id, JsonbContainer *data, int64 *time
 		total += rule.groups[g].required;
 	rule.required = (int) Max((int64) rule.required, total);
 
+	/* the deadline and the due date, on the calendar they fall first on, if any names one */
+	for (i = 0; i < n; i++)
+	{
+		JsonbValue *c = owj_get_container(&docs[i]->root, "calendar");
+
+		if (c != NULL)
+			pin_calendar(run->tenant, owj_string(c), timeout, due_after, &cal);
+	}
+	if (cal.name != NULL)
+	{
+		if (timeout != PG_INT64_MAX)
+			*expires_at = cal.expires;
+		due = cal.due;
+	}
+	else if (due_after != PG_INT64_MAX && due_after <= INT64CONST(100000) * 365 * 24 * 3600 * 1000)
+		due = TimestampTzPlusMilliseconds(GetCurrentTransactionStartTimestamp(), due_after);
+
 	/* in jsonb's key order (see json.c) */
 	owj_begin(&j);
 	owj_str(&j, "name", names[0]);
+	if (due != 0 && due != DT_NOEND)
+		owj_str(&j, "dueAt", owj_iso8601(due));
 	owj_begin_array(&j, "groups");
 	for (g = 0; g < rule.ngroups; g++)
 	{
@@ -583,6 +536,13 @@ ow_policy_pin(OwRun *run, const char *node_id, JsonbContainer *data, int64 *time
 	}
 	owj_end_array(&j);
 	owj_int(&j, "version", versions[0]);
+	if (cal.name != NULL)
+	{
+		owj_begin_object(&j, "calendar");
+		owj_str(&j, "name", cal.name);
+		owj_int(&j, "version", cal.version);
+		owj_end_object(&j);
+	}
 	if (rule.exclude_requester)
 		excluded_voters(&j, "excluded", run);
 	if (n > 1)

@@ -31,6 +31,7 @@
 PG_FUNCTION_INFO_V1(ow_events_append_only);
 PG_FUNCTION_INFO_V1(ow_approval_policy_log_append_only);
 PG_FUNCTION_INFO_V1(ow_artifact_changes_append_only);
+PG_FUNCTION_INFO_V1(ow_calendar_log_append_only);
 
 
 
@@ -411,6 +412,16 @@ ow_artifact_changes_append_only(PG_FUNCTION_ARGS)
 	refuse_change(fcinfo, "openwop.artifact_changes_append_only()", "artifact_changes",
 				  "record of artifact changes", "every change, and the votes it voided, stays on record",
 				  "Tell a change with openwop.artifact_changed().");
+	PG_RETURN_NULL();
+}
+
+/* Trigger on openwop.calendar_log: every version of a calendar stays on record. */
+Datum
+ow_calendar_log_append_only(PG_FUNCTION_ARGS)
+{
+	refuse_change(fcinfo, "openwop.calendar_log_append_only()", "calendar_log",
+				  "calendar log", "every version of a calendar stays on record",
+				  "Change a calendar with openwop.set_calendar().");
 	PG_RETURN_NULL();
 }
 
