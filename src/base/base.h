@@ -233,7 +233,9 @@ typedef struct OwCalendar
 } OwCalendar;
 
 extern void ow_calendar_read(Jsonb *doc, const char *prefix, OwCalendar *cal);
-extern bool ow_calendar_add(const OwCalendar *cal, TimestampTz start, int64 ms, TimestampTz *due);
+extern bool ow_calendar_load(Jsonb *doc, OwCalendar *cal, char **why);
+extern void ow_calendar_add(const OwCalendar *cal, TimestampTz start, int n, const int64 *ms,
+							TimestampTz *due);
 
 /* ----------
  * members.c: typed, field-checked readers of a caller's JSON object

@@ -6,12 +6,19 @@
  *	  amount of working time added to an instant in it.
  *
  * Working hours are local times of the calendar's zone, so a deadline
- * follows the zone's daylight-saving changes as its people do; an hour
- * that a change skips is not worked, one it repeats is worked twice.
- * Time is added day by day from the start's local date, over at most
+ * follows the zone's daylight-saving changes as its people do: a local
+ * time a change skips is read as the instant of the change, so the hour
+ * skipped (or a whole day, as Samoa skipped one) is not worked, and a
+ * local time a change repeats is read as PostgreSQL reads it, the later
+ * of the two (an hour repeated is worked once).  Time is
+ * added day by day from the start's local date, over at most
  * OW_CALENDAR_MAX_DAYS days: a deadline further away than that (a
  * calendar of an hour a week and a timeout of centuries) never falls due,
  * as a wall-clock deadline past the year 100000 never does.
+ *
+ * A zone is one of the time zone database's files, named as it names it
+ * (not a POSIX rule string, which PostgreSQL would also read, nor the
+ * server's own "localtime"): a calendar means a place.
  *
  *-------------------------------------------------------------------------
  */
@@ -59,6 +66,8 @@ clock_time(JsonbValue *v)
 		USECS_PER_MINUTE;
 }
 
+static void read_calendar(Jsonb *doc, const char *prefix, OwCalendar *cal);
+
 static int
 compare_days(const void *a, const void *b)
 {
@@ -69,6 +78,36 @@ compare_days(const void *a, const void *b)
 }
 
 /*
+ * Is zone a file of the time zone database, spelt as the database spells
+ * it?  pg_tzset also reads POSIX rule strings and any case; the
+ * enumeration (as pg_timezone_names lists zones) says what is a file.
+ */
+static bool
+is_zone_file(const char *zone)
+{
+	static const char *const not_places[] = {"localtime", "posixrules", "Factory"};
+	pg_tzenum  *dir;
+	pg_tz	   *tz;
+	bool		found = false;
+	int			i;
+
+	if (strspn(zone, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_+-/") != strlen(zone) ||
+		zone[0] == '/' || strncmp(zone, "posix/", 6) == 0 || strncmp(zone, "right/", 6) == 0)
+		return false;
+	for (i = 0; i < (int) lengthof(not_places); i++)
+		if (strcmp(zone, not_places[i]) == 0)
+			return false;
+	tz = pg_tzset(zone);
+	if (tz == NULL || !pg_tz_acceptable(tz))
+		return false;
+	dir = pg_tzenumerate_start();
+	while (!found && (tz = pg_tzenumerate_next(dir)) != NULL)
+		found = strcmp(pg_get_timezone_name(tz), zone) == 0;
+	pg_tzenumerate_end(dir);
+	return found;
+}
+
+/*
  * Check calendar document doc and read it into cal (prefix: the field
  * name of the document in errors, e.g. "calendar").  A bad document is a
  * 400 validation_error naming the field.
@@ -76,10 +115,46 @@ compare_days(const void *a, const void *b)
 void
 ow_calendar_read(Jsonb *doc, const char *prefix, OwCalendar *cal)
 {
+	char	   *zone;
+
+	read_calendar(doc, prefix, cal);
+	zone = owj_string(owj_get(doc, "timezone"));
+	if (!is_zone_file(zone))
+		ow_validation_error(psprintf("%s.timezone", prefix),
+							"\"%s\" is not a time zone of the server's time zone database (an IANA name, spelt as pg_timezone_names lists it, such as \"Europe/Berlin\")",
+							ow_echo(zone));
+}
+
+/*
+ * Read a stored calendar document into cal: false, with why, when it
+ * cannot be read any more (its zone gone from the server's time zone
+ * database, as an operating system upgrade may remove old alias names).
+ */
+bool
+ow_calendar_load(Jsonb *doc, OwCalendar *cal, char **why)
+{
+	char	   *zone = owj_string(owj_get(doc, "timezone"));
+
+	read_calendar(doc, "calendar", cal);
+	if (cal->tz == NULL)
+	{
+		*why = psprintf("its time zone \"%s\" is not in the server's time zone database", zone ? zone : "");
+		return false;
+	}
+	return true;
+}
+
+/*
+ * The checks and reading both share: the schema, the spans, the holidays
+ * (a 400 naming the field); cal->tz is the zone, or NULL when PostgreSQL
+ * cannot read it.
+ */
+static void
+read_calendar(Jsonb *doc, const char *prefix, OwCalendar *cal)
+{
 	Jsonb	   *schema = DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(calendar_schema)));
 	char	   *errors;
 	JsonbValue *v;
-	char	   *zone;
 	int			d;
 	int			spans = 0;
 
@@ -88,12 +163,9 @@ ow_calendar_read(Jsonb *doc, const char *prefix, OwCalendar *cal)
 							 "the business calendar is not valid");
 	memset(cal, 0, sizeof(*cal));
 
-	zone = owj_string(owj_get(doc, "timezone"));
-	cal->tz = pg_tzset(zone);
-	if (cal->tz == NULL || !pg_tz_acceptable(cal->tz))
-		ow_validation_error(psprintf("%s.timezone", prefix),
-							"\"%s\" is not a time zone PostgreSQL knows (an IANA name such as \"Europe/Berlin\")",
-							ow_echo(zone));
+	cal->tz = pg_tzset(owj_string(owj_get(doc, "timezone")));
+	if (cal->tz != NULL && !pg_tz_acceptable(cal->tz))
+		cal->tz = NULL;
 
 	v = owj_get(doc, "week");
 	for (d = 0; d < 7; d++)
@@ -163,17 +235,37 @@ is_holiday(const OwCalendar *cal, int jd)
 		bsearch(&jd, cal->holidays, cal->nholidays, sizeof(int), compare_days) != NULL;
 }
 
+/* The local wall-clock time of instant t in the calendar's zone, as a timestamp without zone. */
+static bool
+wall_clock(const OwCalendar *cal, TimestampTz t, Timestamp *wall)
+{
+	struct pg_tm tm;
+	fsec_t		fsec;
+	int			tz;
+
+	return timestamp2tm(t, &tz, &tm, &fsec, NULL, cal->tz) == 0 &&
+		tm2timestamp(&tm, fsec, NULL, wall) == 0;
+}
+
 /*
  * The instant of local time tod (microseconds since midnight, up to 24:00)
  * on Julian day jd in the calendar's zone, as core reads a local time
- * (DetermineTimeZoneOffset, then tm2timestamp).  False past the range of
- * timestamps.
+ * (DetermineTimeZoneOffset, then tm2timestamp).  A local time that a
+ * daylight-saving change skips is the instant of the change: core reads
+ * it with the offset before the change, an instant after it, from which
+ * the change is found by bisection (the offset changes once in between).
+ * False past the range of timestamps.
  */
 static bool
 local_instant(const OwCalendar *cal, int jd, int64 tod, TimestampTz *out)
 {
 	struct pg_tm tm;
 	int			tz;
+	Timestamp	want;
+	Timestamp	wall;
+	TimestampTz lo;
+	TimestampTz hi;
+	int64		offset;
 
 	if (tod >= USECS_PER_DAY)
 	{
@@ -184,57 +276,97 @@ local_instant(const OwCalendar *cal, int jd, int64 tod, TimestampTz *out)
 	j2date(jd, &tm.tm_year, &tm.tm_mon, &tm.tm_mday);
 	tm.tm_hour = (int) (tod / USECS_PER_HOUR);
 	tm.tm_min = (int) ((tod / USECS_PER_MINUTE) % 60);
+	if (tm2timestamp(&tm, 0, NULL, &want) != 0)
+		return false;
 	tz = DetermineTimeZoneOffset(&tm, cal->tz);
-	return tm2timestamp(&tm, 0, &tz, out) == 0;
+	if (tm2timestamp(&tm, 0, &tz, out) != 0 || !wall_clock(cal, *out, &wall))
+		return false;
+	if (wall == want)
+		return true;
+
+	/* skipped: the change is after *out less the jump, at or before *out */
+	offset = wall - *out;
+	lo = *out - (wall - want);
+	hi = *out;
+	while (hi - lo > 1)
+	{
+		TimestampTz mid = lo + (hi - lo) / 2;
+
+		if (!wall_clock(cal, mid, &wall))
+			return false;
+		if (wall - mid == offset)
+			hi = mid;
+		else
+			lo = mid;
+	}
+	*out = hi;
+	return true;
 }
 
 /*
- * start plus ms milliseconds of the calendar's working time: the instant
- * the amount has been worked.  False when that is not within
- * OW_CALENDAR_MAX_DAYS days of start's local date (or past the range of
- * timestamps): it never falls due.
+ * start plus each of n amounts of the calendar's working time (ms[i]
+ * milliseconds, at least 1): due[i] the instant the amount has been
+ * worked, or DT_NOEND when that is not within OW_CALENDAR_MAX_DAYS days of
+ * start's local date.  One walk serves them all.
  */
-bool
-ow_calendar_add(const OwCalendar *cal, TimestampTz start, int64 ms, TimestampTz *due)
+void
+ow_calendar_add(const OwCalendar *cal, TimestampTz start, int n, const int64 *ms, TimestampTz *due)
 {
-	int64		left;
+	/* more than the days could hold, with every repeated hour worked twice: never */
+	const int64 most = (int64) (OW_CALENDAR_MAX_DAYS + 1) * USECS_PER_DAY + 400 * USECS_PER_HOUR;
+	int64		left[2];
+	int			open = 0;
+	int			i;
 	struct pg_tm tm;
 	fsec_t		fsec;
 	int			tz;
 	int			jd;
 	int			day;
+	int64		worked = 0;
 
-	if (pg_mul_s64_overflow(ms, 1000, &left) || left <= 0 ||
-		timestamp2tm(start, &tz, &tm, &fsec, NULL, cal->tz) != 0)
-		return false;
+	Assert(n <= (int) lengthof(left));
+	for (i = 0; i < n; i++)
+	{
+		due[i] = DT_NOEND;
+		if (ms[i] >= 1 && ms[i] <= most / 1000)
+		{
+			left[i] = ms[i] * 1000;
+			open++;
+		}
+		else
+			left[i] = -1;
+	}
+	if (open == 0 || timestamp2tm(start, &tz, &tm, &fsec, NULL, cal->tz) != 0)
+		return;
 	jd = date2j(tm.tm_year, tm.tm_mon, tm.tm_mday);
-	for (day = 0; day < OW_CALENDAR_MAX_DAYS; day++, jd++)
+	for (day = 0; day < OW_CALENDAR_MAX_DAYS && open > 0; day++, jd++)
 	{
 		int			wd = j2day(jd);
-		int			i;
 
-		CHECK_FOR_INTERRUPTS(); /* 100 years of days: about 20 ms at the most */
+		CHECK_FOR_INTERRUPTS(); /* 100 years of days: some tens of milliseconds at the most */
 		if (is_holiday(cal, jd))
 			continue;
-		for (i = 0; i < cal->nspans[wd]; i++)
+		for (i = 0; i < cal->nspans[wd] && open > 0; i++)
 		{
 			TimestampTz from;
 			TimestampTz to;
+			int			k;
 
 			if (!local_instant(cal, jd, cal->week[wd][i].start, &from) ||
 				!local_instant(cal, jd, cal->week[wd][i].end, &to))
-				return false;
+				return;
 			if (from < start)
 				from = start;
 			if (to <= from)
 				continue;
-			if (left <= to - from)
-			{
-				*due = from + left;
-				return true;
-			}
-			left -= to - from;
+			for (k = 0; k < n; k++)
+				if (left[k] > 0 && left[k] - worked <= to - from)
+				{
+					due[k] = from + (left[k] - worked);
+					left[k] = -1;
+					open--;
+				}
+			worked += to - from;
 		}
 	}
-	return false;
 }

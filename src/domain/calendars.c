@@ -29,7 +29,9 @@ PG_FUNCTION_INFO_V1(ow_calendar_due);
 
 /*
  * The latest version of calendar name in tenant, read into cal: false
- * when it was never set.
+ * when it was never set; 55000 when it cannot be read any more (its zone
+ * gone from the server's time zone database), which the DBA mends with a
+ * new version: never blamed on the caller whose call needed it.
  */
 bool
 ow_calendar_latest(const char *tenant, const char *name, int *version, OwCalendar *cal)
@@ -41,13 +43,19 @@ ow_calendar_latest(const char *tenant, const char *name, int *version, OwCalenda
 		2, {TEXTOID, TEXTOID}, SPI_OK_SELECT
 	};
 	Datum		args[2];
+	char	   *why;
 
 	args[0] = CStringGetTextDatum(tenant);
 	args[1] = CStringGetTextDatum(name);
 	if (ow_exec(&q, args, NULL, false, 1) != 1)
 		return false;
 	*version = (int) ow_col_int64(0, 1);
-	ow_calendar_read(ow_col_jsonb(0, 2), "calendar", cal);
+	if (!ow_calendar_load(ow_col_jsonb(0, 2), cal, &why))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("business calendar \"%s\" of tenant \"%s\" (version %d) cannot be read: %s",
+						name, tenant, *version, why),
+				 errhint("A policy admin sets a new version of the calendar with openwop.set_calendar(), with a zone the server knows.")));
 	return true;
 }
 
@@ -137,7 +145,6 @@ ow_calendar_due(PG_FUNCTION_ARGS)
 	OwCalendar	cal;
 	int			version;
 	TimestampTz due;
-	bool		falls_due;
 
 	ow_caller(&call.caller);
 	ow_require_policy_admin(&call.caller, "reading business calendars");
@@ -157,10 +164,10 @@ ow_calendar_due(PG_FUNCTION_ARGS)
 	ow_call_enter(&call);
 	if (!ow_calendar_latest(tenant, name, &version, &cal))
 		ow_calendar_not_found(name, tenant, "name");
-	falls_due = ow_calendar_add(&cal, from, after_ms, &due);
+	ow_calendar_add(&cal, from, 1, &after_ms, &due);
 	ow_call_end(&call);
 	ow_call_finish(&call);
-	if (!falls_due)
+	if (due == DT_NOEND)
 		PG_RETURN_NULL();
 	PG_RETURN_TIMESTAMPTZ(due);
 }

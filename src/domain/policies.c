@@ -385,17 +385,20 @@ pin_calendar(const char *tenant, const char *name, int64 timeout, int64 due_afte
 {
 	OwCalendar	c;
 	int			version;
-	TimestampTz now = GetCurrentTransactionStartTimestamp();
-	TimestampTz expires = DT_NOEND;
-	TimestampTz due = due_after == PG_INT64_MAX ? 0 : DT_NOEND;
+	int64		amounts[2] = {timeout, due_after};
+	TimestampTz at[2];
+	TimestampTz expires;
+	TimestampTz due;
 
+	if (cal->name != NULL && strcmp(cal->name, name) == 0)
+		return;					/* named by two policies: considered once */
 	/* set_approval_policy saw it set, and calendars are never removed */
 	if (!ow_calendar_latest(tenant, name, &version, &c))
 		elog(ERROR, "business calendar \"%s\" of tenant \"%s\" has no version", name, tenant);
-	if (timeout != PG_INT64_MAX && !ow_calendar_add(&c, now, timeout, &expires))
-		expires = DT_NOEND;
-	if (due_after != PG_INT64_MAX && !ow_calendar_add(&c, now, due_after, &due))
-		due = DT_NOEND;
+	/* both in one walk; an amount of PG_INT64_MAX (none asked) is never reached */
+	ow_calendar_add(&c, GetCurrentTransactionStartTimestamp(), 2, amounts, at);
+	expires = at[0];
+	due = due_after == PG_INT64_MAX ? 0 : at[1];
 	if (cal->name != NULL &&
 		(timeout != PG_INT64_MAX ? expires >= cal->expires : due >= cal->due))
 		return;

@@ -96,6 +96,25 @@ SELECT is(pg_temp.due('office', '2026-12-23 16:00+01', '2 hours'), '2026-12-28 1
           'calendar_holiday_shifts_due: the 24th and 25th are not worked');
 SELECT is(pg_temp.due('office', '2026-03-27 16:00+01', '2 hours'), '2026-03-30 10:00+02',
           'calendar_follows_daylight_saving: working hours are the zone''s local time, before and after the change');
+DO $$ BEGIN PERFORM pg_temp.set_calendar('ny-gap', '{"timezone": "America/New_York", "week": {"sun": [["02:00", "02:30"]]}}');
+            PERFORM pg_temp.set_calendar('ny-across', '{"timezone": "America/New_York", "week": {"sun": [["01:30", "02:30"]]}}');
+            PERFORM pg_temp.set_calendar('ny-back', '{"timezone": "America/New_York", "week": {"sun": [["01:00", "02:00"]]}}');
+            PERFORM pg_temp.set_calendar('apia', '{"timezone": "Pacific/Apia", "week": {"mon": [["09:00", "17:00"]], "tue": [["09:00", "17:00"]],
+                                                   "wed": [["09:00", "17:00"]], "thu": [["09:00", "17:00"]], "fri": [["09:00", "17:00"]]}}'); END $$;
+SELECT is(pg_temp.due('ny-gap', '2026-03-07 12:00 America/New_York', '1 minute'), '2026-03-15 02:01 America/New_York',
+          'calendar_skipped_hour_not_worked: a span inside the hour the spring change skips is not worked');
+SELECT is(jsonb_build_array(pg_temp.due('ny-across', '2026-03-07 12:00 America/New_York', '30 minutes'),
+                            pg_temp.due('ny-across', '2026-03-07 12:00 America/New_York', '31 minutes')),
+          jsonb_build_array('2026-03-08 03:00 America/New_York'::timestamptz, '2026-03-15 01:31 America/New_York'::timestamptz),
+          '... a span running into it is worked until the change: half an hour');
+SELECT is(jsonb_build_array(pg_temp.due('ny-back', '2026-10-31 12:00 America/New_York', '60 minutes'),
+                            pg_temp.due('ny-back', '2026-10-31 12:00 America/New_York', '61 minutes')),
+          jsonb_build_array('2026-11-01 07:00+00'::timestamptz, '2026-11-08 06:01+00'::timestamptz),
+          'calendar_repeated_hour_worked_once: 01:00 to 02:00 on the autumn change is read as PostgreSQL reads it, the later 01:00');
+SELECT is(jsonb_build_array(pg_temp.due('apia', '2011-12-29 10:00 Pacific/Apia', '8 hours') AT TIME ZONE 'Pacific/Apia',
+                            pg_temp.due('apia', '2011-12-29 10:00 Pacific/Apia', '16 hours') AT TIME ZONE 'Pacific/Apia'),
+          '["2012-01-02T10:00:00", "2012-01-03T10:00:00"]',
+          'calendar_skipped_day_not_worked: Samoa skipped Friday 30 December 2011; nor is the Saturday after it worked');
 SELECT is(pg_temp.due('office', '2026-12-04 15:00+01', '40 hours'), '2026-12-11 16:00+01',
           'calendar_working_hours: forty hours from Friday afternoon end the next Friday afternoon (a week here is 39)');
 SELECT is(pg_temp.as_dba($$ SELECT to_jsonb(openwop.calendar_due('nope', now(), 1)) $$) - 'message',
@@ -135,9 +154,24 @@ SELECT is(jsonb_build_array(
             "calendar.week.mon[1]", "calendar.week.mon[0][1]", "calendar.week.mon[0][0]", "calendar.week.mon[0]", "calendar.holidays[0]",
             "calendar.holidays[0]", "calendar.weekend", "calendar", "name", "calendar"]',
           'calendar_bad_input: no zone, an unknown zone, no working hours, an unknown day, a span that ends before it starts or when it starts, overlapping spans, past 24:00, a time without two digits, half a span, a date that does not exist, a short year, an unknown member, not an object, a bad name, null');
+SELECT is(jsonb_build_array(
+            pg_temp.field('zone', '{"timezone": "EUROPE/BERLIN", "week": {"mon": [["09:00", "17:00"]]}}'),
+            pg_temp.field('zone', '{"timezone": "GMT+99", "week": {"mon": [["09:00", "17:00"]]}}'),
+            pg_temp.field('zone', '{"timezone": "<+00>0", "week": {"mon": [["09:00", "17:00"]]}}'),
+            pg_temp.field('zone', '{"timezone": "localtime", "week": {"mon": [["09:00", "17:00"]]}}'),
+            pg_temp.field('zone', '{"timezone": "posixrules", "week": {"mon": [["09:00", "17:00"]]}}'),
+            pg_temp.field('zone', '{"timezone": "Factory", "week": {"mon": [["09:00", "17:00"]]}}'),
+            pg_temp.field('zone', '{"timezone": "posix/Europe/Berlin", "week": {"mon": [["09:00", "17:00"]]}}'),
+            pg_temp.field('zone', '{"timezone": "right/UTC", "week": {"mon": [["09:00", "17:00"]]}}'),
+            pg_temp.field('zone', '{"timezone": "../../../etc/passwd", "week": {"mon": [["09:00", "17:00"]]}}')),
+          '["calendar.timezone", "calendar.timezone", "calendar.timezone", "calendar.timezone", "calendar.timezone",
+            "calendar.timezone", "calendar.timezone", "calendar.timezone", "calendar.timezone"]',
+          'calendar_zone_is_a_place: a zone is a file of the time zone database spelt as it spells it: not another case, a POSIX rule, the server''s localtime, posixrules, Factory, posix/ or right/ (leap seconds), a path');
+SELECT is(pg_temp.set_calendar('zone', '{"timezone": "UTC", "week": {"mon": [["09:00", "17:00"]]}}') ->> 'version', '1', '... UTC is one');
 SELECT is(pg_temp.as_dba($$ SELECT openwop.set_calendar('other', '{"timezone": "UTC", "week": {"mon": [["09:00", "17:00"]]}}', 'globex') $$) ->> 'code',
           'id_tenant_mismatch', 'calendar_bad_input: a tenant the caller is not bound to');
-SELECT is((SELECT count(*) FROM openwop.calendar_log WHERE name IN ('bad', 'bad name', 'other')), 0::bigint, '... and nothing refused was stored');
+SELECT is((SELECT count(*) FROM openwop.calendar_log WHERE name IN ('bad', 'bad name', 'other') OR (name = 'zone' AND version > 1)), 0::bigint,
+          '... and nothing refused was stored');
 
 /* ------------------------------------------------------------------
  * Gates under a policy naming a calendar
@@ -169,6 +203,21 @@ SELECT is((SELECT expires_at FROM openwop.interrupts WHERE run_id = 'acme/cal-ga
 SELECT is(pg_temp.gate('acme/cal-gate-0000000000003', 'cal', '{"timeoutMs": 60000}') IS NOT NULL, true, 'a gate asking for a one-minute timeout');
 SELECT is((SELECT expires_at FROM openwop.interrupts WHERE run_id = 'acme/cal-gate-0000000000003'),
           pg_temp.due('office', now(), '1 minute'), 'calendar_engine_timeout_in_working_time: the engine''s timeoutMs is working time too');
+
+-- a calendar that cannot be read any more (its zone gone from the server's
+-- time zone database, as an OS upgrade may remove alias names): its
+-- gates are refused with 55000 naming it, never blamed on the engine
+DO $d$ BEGIN PERFORM pg_temp.set_calendar('gone', '{"timezone": "UTC", "week": {"mon": [["09:00", "17:00"]]}}');
+             PERFORM pg_temp.as_dba($$ SELECT openwop.set_approval_policy('gone', '{"appliesTo": {"workflowId": "gone", "nodeId": "*"}, "calendar": "gone"}') $$); END $d$;
+INSERT INTO openwop.calendar_log VALUES ('acme', 'gone', 2, '{"timezone": "Atlantis/Capital", "week": {"mon": [["09:00", "17:00"]]}}', 'test', now());
+SELECT is(pg_temp.refusal($$ SELECT pg_temp.gate('acme/cal-gone-0000000000001', 'gone') $$) - 'message',
+          '{"code": "business calendar \"gone\" of tenant \"acme\" (version 2) cannot be read", "details": null, "sqlstate": "55000"}',
+          'calendar_unreadable_refused_55000: a gate under a calendar that cannot be read is refused, naming the calendar, not the engine''s request');
+SELECT is((SELECT count(*) FROM openwop.runs WHERE run_id = 'acme/cal-gone-0000000000001'), 0::bigint, '... with nothing half-applied');
+SELECT is(pg_temp.as_dba($$ SELECT to_jsonb(openwop.calendar_due('gone', now(), 1)) $$) ->> 'sqlstate', '55000', '... and calendar_due says so too');
+SELECT is(pg_temp.set_calendar('gone', '{"timezone": "UTC", "week": {"mon": [["09:00", "17:00"]]}}') ->> 'version', '3',
+          '... which a new version mends');
+SELECT is(pg_temp.refusal($$ SELECT pg_temp.gate('acme/cal-gone-0000000000001', 'gone') $$), NULL, '... and the gate is raised');
 
 -- without a policy, and without a calendar: the wall clock
 DO $$ BEGIN PERFORM pg_temp.gate('acme/cal-gate-0000000000004', 'plain', '{"timeoutMs": 60000}'); END $$;
