@@ -105,7 +105,7 @@ SELECT set_eq($$
 $$, ARRAY['openwop.runs', 'openwop.node_executions', 'openwop.events',
         'openwop.interrupts', 'openwop.idempotency_keys', 'openwop.votes', 'openwop.group_members',
         'openwop.open_interrupts', 'openwop.conversations', 'openwop.forks', 'openwop.approval_policy_log',
-        'openwop.approval_delegations', 'openwop.artifact_changes'],
+        'openwop.approval_delegations', 'openwop.artifact_changes', 'openwop.calendar_log'],
   'every table holding user data is registered with pg_extension_config_dump');
 
 -- the extension is not relocatable and not trusted

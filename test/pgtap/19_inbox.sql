@@ -160,7 +160,8 @@ SELECT is(pg_temp.row_of('acme/inbox-list-00000001', 'alice') - 'interrupt_id' -
           '{"run_id": "acme/inbox-list-00000001", "node_id": "gate", "kind": "approval", "title": "Approve 412.50",
             "request": {"artifactId": "exp-1", "artifactType": "expense", "title": "Approve 412.50", "actions": ["accept", "reject", "ask"]},
             "resume_schema": null, "expires_at": null, "required_approvals": 1, "accepts": 0, "rejects": 0, "voters": 0,
-            "my_vote": null, "my_vote_at": null, "policy": null}',
+            "my_vote": null, "my_vote_at": null, "policy": null,
+            "due_at": null, "overdue": false}',
           'a gate''s row: ids, kind, the request without approversList, no deadline (NULL), requiredApprovals 1, an empty tally, no vote');
 SELECT is((pg_temp.row_of('acme/inbox-list-00000001', 'alice') ->> 'interrupt_id'),
           (SELECT interrupt_id FROM openwop.interrupts WHERE run_id = 'acme/inbox-list-00000001'), '... and its interrupt id');
@@ -172,13 +173,18 @@ SELECT is(pg_temp.row_of('acme/inbox-clarify-000001', 'bob')
             - '{interrupt_id,requested_at,run_id,node_id}'::text[],
           '{"kind": "clarification", "title": null, "request": {"questions": [{"id": "q1", "question": "Which budget?"}]},
             "resume_schema": null, "expires_at": null, "required_approvals": null, "accepts": null, "rejects": null, "voters": null,
-            "my_vote": null, "my_vote_at": null, "policy": null}',
+            "my_vote": null, "my_vote_at": null, "policy": null,
+            "due_at": null, "overdue": false}',
           'a clarification''s row: its questions, and no approval columns');
 SELECT pg_temp.raise('acme/inbox-deadline-00001', pg_temp.approval('{}', '{"timeoutMs": 3600000,
   "resumeSchema": {"type": "object", "required": ["action"]}}'));
 SELECT is((pg_temp.row_of('acme/inbox-deadline-00001', 'bob') ->> 'expires_at')::timestamptz,
           (SELECT expires_at FROM openwop.interrupts WHERE run_id = 'acme/inbox-deadline-00001'),
           'a deadline is expires_at');
+SELECT is(jsonb_build_array((pg_temp.row_of('acme/inbox-deadline-00001', 'bob') ->> 'due_at')::timestamptz
+                              = (SELECT expires_at FROM openwop.interrupts WHERE run_id = 'acme/inbox-deadline-00001'),
+                            pg_temp.row_of('acme/inbox-deadline-00001', 'bob') -> 'overdue'),
+          '[true, false]', 'inbox_due_at: with no due date of its policy, a gate falls due at its deadline; not overdue before it');
 SELECT is(pg_temp.row_of('acme/inbox-deadline-00001', 'bob') -> 'resume_schema', '{"type": "object", "required": ["action"]}',
           '... and a resumeSchema is resume_schema');
 
@@ -203,7 +209,7 @@ SELECT is(jsonb_build_object('accepts', r ->> 'accepts', 'rejects', r ->> 'rejec
   FROM (SELECT pg_temp.row_of('vote/inbox-quorum-0000001', 'bob') AS r, (SELECT r -> 'tally' FROM alice_vote) AS t) x;
 SELECT is(pg_temp.row_of('vote/inbox-quorum-0000001', 'bob') ->> 'my_vote', NULL, '... and bob has no vote of his own');
 DO $$ BEGIN PERFORM pg_temp.vote('vote/inbox-quorum-0000001', 'alice', '{"action": "reject"}'); END $$;
-SELECT is(pg_temp.row_of('vote/inbox-quorum-0000001', 'carol') - '{interrupt_id,run_id,node_id,kind,title,request,resume_schema,requested_at,expires_at,my_vote,my_vote_at,policy}'::text[],
+SELECT is(pg_temp.row_of('vote/inbox-quorum-0000001', 'carol') - '{interrupt_id,run_id,node_id,kind,title,request,resume_schema,requested_at,expires_at,my_vote,my_vote_at,policy,due_at,overdue}'::text[],
           '{"required_approvals": 2, "accepts": 0, "rejects": 1, "voters": 1}',
           'a re-vote replaces the voter''s earlier vote in the tally');
 DO $$ BEGIN PERFORM pg_temp.vote('vote/inbox-quorum-0000001', 'alice', '{"action": "ask", "feedback": "which budget?"}'); END $$;

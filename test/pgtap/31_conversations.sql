@@ -352,7 +352,8 @@ DO $$ BEGIN PERFORM pg_temp.conv('acme/conv-run-00000000007', 'exchange', '{"con
 SELECT is((SELECT to_jsonb(p) - 'interrupt_id' - 'requested_at' FROM openwop.pending_interrupts p WHERE run_id = 'acme/conv-run-00000000007'),
           '{"run_id": "acme/conv-run-00000000007", "node_id": "talk", "kind": "conversation.exchange", "title": null,
             "request": {"conversationId": "token-1", "prompt": "Why?", "turnIndex": 1}, "resume_schema": null, "expires_at": null,
-            "required_approvals": null, "accepts": null, "rejects": null, "voters": null, "my_vote": null, "my_vote_at": null, "policy": null}',
+            "required_approvals": null, "accepts": null, "rejects": null, "voters": null, "my_vote": null, "my_vote_at": null, "policy": null,
+            "due_at": null, "overdue": false}',
           'conversation_in_inbox: a pending turn is in the inbox of every holder of the scope, with its request');
 DO $$ BEGIN PERFORM pg_temp.run('acme/conv-run-00000000008'); END $$;
 DO $$ BEGIN PERFORM pg_temp.conv('acme/conv-run-00000000008', 'start', '{"conversationId": "inbox-1", "title": "Refund"}'); END $$;

@@ -98,6 +98,8 @@ SELECT is((SELECT array_agg(p.proname::text ORDER BY p.proname)
                                     'set_approval_policy', 'retire_approval_policy', 'policy_admin_tenant',
                                     'approval_policy_log_append_only', 'delegate_approvals', 'set_delegation',
                                     'revoke_delegation', 'delegation_viewer',
+                                    -- so are business calendars
+                                    'set_calendar', 'calendar_due', 'calendar_log_append_only',
                                     -- the hash chain's own, run as the owner by fork_run and verify_run
                                     'event_hash', 'event_chain', 'artifact_changes_append_only')
               AND NOT EXISTS (SELECT FROM pg_proc w
