@@ -13,12 +13,7 @@ SET LOCAL openwop.tenant = 'acme';
 \ir callers.psql
 \ir events.psql
 
--- the test login holds no policy admin grant, whatever ran in this cluster before
-DO $$ BEGIN
-  IF EXISTS (SELECT FROM pg_auth_members WHERE roleid = 'openwop_policy_admin'::regrole AND member = current_user::regrole) THEN
-    EXECUTE format('REVOKE openwop_policy_admin FROM %I', current_user);
-  END IF;
-END $$;
+\ir policy_admin.psql
 CREATE ROLE tap_pol_dba LOGIN;
 CREATE ROLE tap_pol_clerk LOGIN;
 CREATE ROLE tap_pol_root LOGIN;

@@ -11,12 +11,7 @@ SET LOCAL openwop.tenant = 'acme';
 \ir refusal.psql
 \ir callers.psql
 
--- the test login holds no policy admin grant, whatever ran in this cluster before
-DO $$ BEGIN
-  IF EXISTS (SELECT FROM pg_auth_members WHERE roleid = 'openwop_policy_admin'::regrole AND member = current_user::regrole) THEN
-    EXECUTE format('REVOKE openwop_policy_admin FROM %I', current_user);
-  END IF;
-END $$;
+\ir policy_admin.psql
 CREATE ROLE tap_del_dba LOGIN;
 GRANT openwop_policy_admin TO tap_del_dba;
 CREATE FUNCTION pg_temp.jwt(who text, tenant text DEFAULT 'acme') RETURNS jsonb LANGUAGE sql AS $$

@@ -11,11 +11,7 @@ SET LOCAL openwop.tenant = 'acme';
 \ir refusal.psql
 \ir callers.psql
 
-DO $$ BEGIN
-  IF EXISTS (SELECT FROM pg_auth_members WHERE roleid = 'openwop_policy_admin'::regrole AND member = current_user::regrole) THEN
-    EXECUTE format('REVOKE openwop_policy_admin FROM %I', current_user);
-  END IF;
-END $$;
+\ir policy_admin.psql
 CREATE ROLE tap_cal_dba LOGIN;
 CREATE ROLE tap_cal_clerk LOGIN;
 GRANT openwop_policy_admin TO tap_cal_dba;
