@@ -76,25 +76,9 @@ ow_tenant_arg(FunctionCallInfo fcinfo, int n, const OwCaller *c, const char *wha
 	return tenant;
 }
 
-/* The name argument n of a policy or calendar (what): 1 to 128 letters, digits and . _ : - */
-char *
-ow_admin_name(FunctionCallInfo fcinfo, int n, const char *what)
-{
-	char	   *name;
-
-	if (PG_ARGISNULL(n))
-		ow_validation_error("name", "name must not be null");
-	name = text_to_cstring(PG_GETARG_TEXT_PP(n));
-	if (!ow_valid_admin_name(name))
-		ow_validation_error("name",
-							"\"%s\" is not a %s name: use 1 to %d letters, digits and . _ : - only",
-							ow_echo(name), what, ADMIN_NAME_MAX);
-	return name;
-}
-
 /* Is s a name of a policy or calendar? */
-bool
-ow_valid_admin_name(const char *s)
+static bool
+valid_admin_name(const char *s)
 {
 	const char *p;
 
@@ -105,6 +89,44 @@ ow_valid_admin_name(const char *s)
 			  *p == '.' || *p == '_' || *p == ':' || *p == '-'))
 			return false;
 	return true;
+}
+
+/* The name argument n of a policy or calendar (what): 1 to 128 letters, digits and . _ : - */
+char *
+ow_admin_name(FunctionCallInfo fcinfo, int n, const char *what)
+{
+	char	   *name;
+
+	if (PG_ARGISNULL(n))
+		ow_validation_error("name", "name must not be null");
+	name = text_to_cstring(PG_GETARG_TEXT_PP(n));
+	if (!valid_admin_name(name))
+		ow_validation_error("name",
+							"\"%s\" is not a %s name: use 1 to %d letters, digits and . _ : - only",
+							ow_echo(name), what, ADMIN_NAME_MAX);
+	return name;
+}
+
+/*
+ * The arguments of a call that sets a versioned document the DBA owns
+ * (function, e.g. "set_calendar()"; act, for the refusal of a caller that
+ * is no policy admin; what, "policy" or "calendar": the document's
+ * argument and field): refused in a read-only transaction, the caller a
+ * policy admin, the name (argument 0) and the document (argument 1)
+ * given and within bounds.  Returns the document, for the caller to check.
+ */
+Jsonb *
+ow_admin_document_args(FunctionCallInfo fcinfo, OwCaller *caller, const char *function,
+					   const char *act, const char *what, char **name)
+{
+	ow_refuse_read_only(function);
+	ow_caller(caller);
+	ow_require_policy_admin(caller, act);
+	*name = ow_admin_name(fcinfo, 0, what);
+	if (PG_ARGISNULL(1))
+		ow_validation_error(what, "%s must not be null", what);
+	ow_check_json_arg(fcinfo, 1, what, false);
+	return PG_GETARG_JSONB_P(1);
 }
 
 /*

@@ -60,8 +60,8 @@ ow_calendar_latest(const char *tenant, const char *name, int *version, OwCalenda
 }
 
 /* Refuse a calendar name in tenant never set (404); field: the argument's name in details. */
-void
-ow_calendar_not_found(const char *name, const char *tenant, const char *field)
+static pg_noreturn void
+calendar_not_found(const char *name, const char *tenant, const char *field)
 {
 	OwDetails	d;
 
@@ -100,14 +100,8 @@ ow_set_calendar(PG_FUNCTION_ARGS)
 	OwJson		j;
 	Jsonb	   *result;
 
-	ow_refuse_read_only("set_calendar()");
-	ow_caller(&call.caller);
-	ow_require_policy_admin(&call.caller, "changing business calendars");
-	name = ow_admin_name(fcinfo, 0, "calendar");
-	if (PG_ARGISNULL(1))
-		ow_validation_error("calendar", "calendar must not be null");
-	ow_check_json_arg(fcinfo, 1, "calendar", false);
-	doc = PG_GETARG_JSONB_P(1);
+	doc = ow_admin_document_args(fcinfo, &call.caller, "set_calendar()",
+								 "changing business calendars", "calendar", &name);
 	ow_calendar_read(doc, "calendar", &cal);
 	tenant = ow_tenant_arg(fcinfo, 2, &call.caller, "changing another tenant's business calendars");
 
@@ -163,7 +157,7 @@ ow_calendar_due(PG_FUNCTION_ARGS)
 
 	ow_call_enter(&call);
 	if (!ow_calendar_latest(tenant, name, &version, &cal))
-		ow_calendar_not_found(name, tenant, "name");
+		calendar_not_found(name, tenant, "name");
 	ow_calendar_add(&cal, from, 1, &after_ms, &due);
 	ow_call_end(&call);
 	ow_call_finish(&call);

@@ -34,10 +34,10 @@ extern bool ow_is_policy_admin(const OwCaller *c);
 extern void ow_require_policy_admin(const OwCaller *c, const char *what);
 extern char *ow_tenant_arg(FunctionCallInfo fcinfo, int n, const OwCaller *c, const char *what);
 extern char *ow_admin_name(FunctionCallInfo fcinfo, int n, const char *what);
-extern bool ow_valid_admin_name(const char *s);
+extern Jsonb *ow_admin_document_args(FunctionCallInfo fcinfo, OwCaller *caller, const char *function,
+									 const char *act, const char *what, char **name);
 extern int	ow_take_version(OwQuery *insert, Datum *args, const char *what, const char *name);
 extern bool ow_calendar_latest(const char *tenant, const char *name, int *version, OwCalendar *cal);
-extern pg_noreturn void ow_calendar_not_found(const char *name, const char *tenant, const char *field);
 extern Jsonb *ow_approval_void_votes(OwRun *run, const char *interrupt_id, const char *digest,
 									 const char *reason);
 

@@ -218,14 +218,8 @@ ow_set_approval_policy(PG_FUNCTION_ARGS)
 	int			version;
 	Jsonb	   *result;
 
-	ow_refuse_read_only("set_approval_policy()");
-	ow_caller(&call.caller);
-	ow_require_policy_admin(&call.caller, "changing approval policies");
-	name = ow_admin_name(fcinfo, 0, "policy");
-	if (PG_ARGISNULL(1))
-		ow_validation_error("policy", "policy must not be null");
-	ow_check_json_arg(fcinfo, 1, "policy", false);
-	policy = PG_GETARG_JSONB_P(1);
+	policy = ow_admin_document_args(fcinfo, &call.caller, "set_approval_policy()",
+									"changing approval policies", "policy", &name);
 	check_policy(policy);
 	tenant = ow_tenant_arg(fcinfo, 2, &call.caller, "changing another tenant's approval policies");
 
