@@ -908,3 +908,144 @@ COMMENT ON FUNCTION openwop_forward.due_at(jsonb, text) IS
   'openwop.due_at for the forwarded caller.';
 REVOKE ALL ON FUNCTION openwop_forward.due_at(jsonb, text) FROM PUBLIC;
 -- == business calendars and due dates (end) ==
+
+-- == 0.11.0: reminders, escalation and the notification outbox (begin) ==
+/* ------------------------------------------------------------------------
+ * A policy's reminder ladder and escalations are planned when a gate pins
+ * it: one row per step, its instant computed on the pinned calendar (or
+ * the wall clock).  The database worker fires each step once, when it is
+ * due, under the run's lock: it sets fired_at and writes the step's
+ * notifications in the same transaction.  A step of a gate that closed
+ * before it fell due is removed then, unfired.
+ * ---------------------------------------------------------------------- */
+CREATE TABLE openwop.gate_steps (
+    tenant       text COLLATE "C" NOT NULL,
+    interrupt_id text COLLATE "C" NOT NULL,
+    step         integer     NOT NULL,
+    kind         text        NOT NULL,
+    run_id       text COLLATE "C" NOT NULL,
+    due_at       timestamptz NOT NULL,
+    group_ref    text COLLATE "C",
+    fired_at     timestamptz,
+    notified     integer,
+    PRIMARY KEY (tenant, interrupt_id, step),
+    CONSTRAINT gate_steps_kind_known CHECK (kind IN ('reminder', 'escalation')),
+    CONSTRAINT gate_steps_escalation_group CHECK ((kind = 'escalation') = (group_ref IS NOT NULL)),
+    CONSTRAINT gate_steps_step_positive CHECK (step > 0)
+);
+-- the worker's fair rounds: tenants with due steps, then each tenant's oldest
+CREATE INDEX gate_steps_due ON openwop.gate_steps (tenant, due_at, interrupt_id, step)
+    WHERE fired_at IS NULL;
+COMMENT ON TABLE openwop.gate_steps IS
+  'The reminders and escalations of the approval gates: planned when a gate pins a policy with reminders or escalation, fired once each by the database worker when due (fired_at), or removed unfired when the gate closed first.';
+COMMENT ON COLUMN openwop.gate_steps.tenant IS 'The gate''s tenant.';
+COMMENT ON COLUMN openwop.gate_steps.interrupt_id IS 'The gate.';
+COMMENT ON COLUMN openwop.gate_steps.step IS 'The step''s place among the gate''s steps, in the order they fall due (1, 2, ...).';
+COMMENT ON COLUMN openwop.gate_steps.kind IS 'reminder: the eligible approvers who have not voted are reminded; escalation: the members of group_ref become eligible voters.';
+COMMENT ON COLUMN openwop.gate_steps.run_id IS 'The gate''s run.';
+COMMENT ON COLUMN openwop.gate_steps.due_at IS 'When the step falls due: afterMs after the raise, in working time when the gate pinned a business calendar.';
+COMMENT ON COLUMN openwop.gate_steps.group_ref IS 'An escalation''s group; NULL for a reminder.';
+COMMENT ON COLUMN openwop.gate_steps.fired_at IS 'When the worker fired the step; NULL while it waits.';
+COMMENT ON COLUMN openwop.gate_steps.notified IS 'How many notifications the step wrote (0 with the outbox off).';
+SELECT pg_catalog.pg_extension_config_dump('openwop.gate_steps', '');
+REVOKE ALL ON openwop.gate_steps FROM PUBLIC;
+
+/* ------------------------------------------------------------------------
+ * The notification outbox: a row for each person who should hear of an
+ * approval gate's event, written in the transaction of the event while
+ * openwop.notification_outbox is on.  Senders claim rows with a lease
+ * (claim_notifications, SKIP LOCKED) and acknowledge them
+ * (ack_notifications); a row whose lease ends unacknowledged is claimed
+ * again, until openwop.notification_max_attempts, then it is dead.  The
+ * database worker removes acknowledged and dead rows after
+ * openwop.notification_retention, and keeps each tenant's undelivered rows
+ * under openwop.notification_cap (the oldest kept, the rest dropped and
+ * counted in notification_drops).
+ * ---------------------------------------------------------------------- */
+DO $do$
+BEGIN
+    IF NOT EXISTS (SELECT FROM pg_catalog.pg_roles
+                    WHERE rolname OPERATOR(pg_catalog.=) 'openwop_notification_sender') THEN
+        CREATE ROLE openwop_notification_sender NOLOGIN;
+    END IF;
+END
+$do$;
+COMMENT ON ROLE openwop_notification_sender IS
+  'Claims and acknowledges the notification outbox (claim_notifications, ack_notifications): grant it to the login of a sender program, bound to a tenant or acting in every tenant.';
+
+CREATE TABLE openwop.notifications (
+    id           bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    tenant       text COLLATE "C" NOT NULL,
+    kind         text        NOT NULL,
+    recipient    text COLLATE "C" NOT NULL,
+    run_id       text COLLATE "C" NOT NULL,
+    interrupt_id text COLLATE "C" NOT NULL,
+    detail       jsonb       NOT NULL,
+    created_at   timestamptz NOT NULL,
+    attempts     integer     NOT NULL DEFAULT 0,
+    lease_until  timestamptz,
+    acked_at     timestamptz,
+    dead_at      timestamptz,
+    CONSTRAINT notifications_kind_known CHECK (kind IN
+        ('raised', 'reminder', 'escalation', 'decided', 'expired', 'withdrawn', 'voided')),
+    CONSTRAINT notifications_done_once CHECK (acked_at IS NULL OR dead_at IS NULL)
+);
+-- what senders claim, oldest first; per tenant for a tenant's sender and the cap
+CREATE INDEX notifications_waiting ON openwop.notifications (id)
+    WHERE acked_at IS NULL AND dead_at IS NULL;
+CREATE INDEX notifications_tenant_waiting ON openwop.notifications (tenant, id)
+    WHERE acked_at IS NULL AND dead_at IS NULL;
+-- what retention removes
+CREATE INDEX notifications_done ON openwop.notifications ((COALESCE(acked_at, dead_at)))
+    WHERE acked_at IS NOT NULL OR dead_at IS NOT NULL;
+COMMENT ON TABLE openwop.notifications IS
+  'The notification outbox: one row per recipient of an approval gate''s event (raised, reminder, escalation, decided, expired, withdrawn, voided), written in the event''s transaction while openwop.notification_outbox is on. Claimed by senders with claim_notifications(), acknowledged with ack_notifications().';
+COMMENT ON COLUMN openwop.notifications.id IS 'The row''s id, stable: a sender deduplicates on it (delivery is at least once).';
+COMMENT ON COLUMN openwop.notifications.tenant IS 'The gate''s tenant.';
+COMMENT ON COLUMN openwop.notifications.kind IS 'raised, reminder, escalation, decided, expired, withdrawn or voided.';
+COMMENT ON COLUMN openwop.notifications.recipient IS 'Who should hear: a subject id, "<issuer>/<subjectId>", "role:<name>" (an approverRoleRefs entry), or "*" (a gate open to every holder of approvals:respond).';
+COMMENT ON COLUMN openwop.notifications.run_id IS 'The gate''s run.';
+COMMENT ON COLUMN openwop.notifications.interrupt_id IS 'The gate (tenant-bound id).';
+COMMENT ON COLUMN openwop.notifications.detail IS 'What the message says beyond the kind: title, nodeId, the step, due date, decision, links a sender may mint.';
+COMMENT ON COLUMN openwop.notifications.created_at IS 'When the event happened (its transaction''s start).';
+COMMENT ON COLUMN openwop.notifications.attempts IS 'How many times the row was claimed.';
+COMMENT ON COLUMN openwop.notifications.lease_until IS 'The last claim''s lease: until then no other claim takes the row.';
+COMMENT ON COLUMN openwop.notifications.acked_at IS 'When a sender acknowledged delivery.';
+COMMENT ON COLUMN openwop.notifications.dead_at IS 'When the row was given up: its lease ended unacknowledged after openwop.notification_max_attempts claims.';
+SELECT pg_catalog.pg_extension_config_dump('openwop.notifications', '');
+SELECT pg_catalog.pg_extension_config_dump('openwop.notifications_id_seq', '');
+REVOKE ALL ON openwop.notifications FROM PUBLIC;
+
+CREATE TABLE openwop.notification_drops (
+    tenant          text COLLATE "C" PRIMARY KEY,
+    dropped         bigint      NOT NULL,
+    last_dropped_at timestamptz NOT NULL
+);
+COMMENT ON TABLE openwop.notification_drops IS
+  'Per tenant, the notifications dropped because its outbox held openwop.notification_cap undelivered rows (the oldest are kept).';
+COMMENT ON COLUMN openwop.notification_drops.tenant IS 'The tenant.';
+COMMENT ON COLUMN openwop.notification_drops.dropped IS 'How many of its notifications were dropped.';
+COMMENT ON COLUMN openwop.notification_drops.last_dropped_at IS 'When the last were.';
+SELECT pg_catalog.pg_extension_config_dump('openwop.notification_drops', '');
+REVOKE ALL ON openwop.notification_drops FROM PUBLIC;
+GRANT SELECT ON openwop.notification_drops TO pg_monitor;
+
+CREATE FUNCTION openwop.claim_notifications(max integer, lease interval)
+    RETURNS SETOF jsonb AS 'MODULE_PATHNAME', 'ow_claim_notifications'
+    LANGUAGE C VOLATILE ROWS 100;
+COMMENT ON FUNCTION openwop.claim_notifications(integer, interval) IS
+  'Claims up to max notifications of the caller''s tenant (every tenant''s for a login acting in every tenant), oldest first, for lease: rows another claim holds, or leases, are skipped (SKIP LOCKED), so two senders never hold the same row at once. Each is {id, tenant, kind, recipient, runId, interruptId, createdAt, attempt, leaseUntil, detail}; the id is stable. A row not acknowledged before its lease ends is claimed again; one claimed openwop.notification_max_attempts times is dead instead. Holders of openwop_notification_sender.';
+CREATE FUNCTION openwop.ack_notifications(ids text[])
+    RETURNS integer AS 'MODULE_PATHNAME', 'ow_ack_notifications'
+    LANGUAGE C VOLATILE;
+COMMENT ON FUNCTION openwop.ack_notifications(text[]) IS
+  'Acknowledges the delivery of the notifications ids (of the caller''s tenant): they are never claimed again. Returns how many were acknowledged now (one acknowledged before, or dead, counts 0). Holders of openwop_notification_sender.';
+REVOKE ALL ON FUNCTION openwop.claim_notifications(integer, interval),
+    openwop.ack_notifications(text[]) FROM PUBLIC;
+GRANT USAGE ON SCHEMA openwop TO openwop_notification_sender;
+GRANT EXECUTE ON FUNCTION openwop.claim_notifications(integer, interval),
+    openwop.ack_notifications(text[]) TO openwop_notification_sender;
+
+COMMENT ON FUNCTION openwop.set_approval_policy(text, jsonb, text) IS
+  'Sets a new version of the approval policy name in tenant (the caller''s when NULL): {appliesTo: {workflowId, nodeId}, requiredApprovals, rejectionPolicy, groups: [{ref, required}], excludeRequester, maxTimeoutMs, dueAfterMs, calendar (a business calendar set in the tenant: the gate''s deadline, due date, reminders and escalation in its working time), reminders: [{afterMs}], escalation: {afterMs, groupRef}, overrideBypassesQuorum, description}. Gates raised from the commit on pin it; open gates keep what they pinned. Holders of openwop_policy_admin only. Returns {name, version, tenant}.';
+-- == reminders, escalation and the notification outbox (end) ==

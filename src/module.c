@@ -73,6 +73,7 @@ _PG_init(void)
 	ow_define_limit_settings();
 	ow_define_kind_settings();
 	ow_define_approval_settings();
+	ow_define_outbox_settings();
 	ow_define_artifact_settings();
 	ow_define_idempotency_settings();
 	ow_define_keyring_settings();

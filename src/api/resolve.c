@@ -634,6 +634,8 @@ late_answer(OwRun *run, OwPending *p, MemoryContext resultctx)
 	d.kind = p->kind;
 	d.visit = p->visit;
 	d.expired = false;
+	d.payload = p->payload;
+	d.policy = p->policy;
 	ow_apply_deadline(run, &d, true);
 
 	resp.kind = p->kind;
@@ -775,6 +777,9 @@ resolve_locked(OwRun *run, OwPending *p, Jsonb *value, const OwSubject *who,
 	if (!r.saved)
 		ow_save_run(run);
 	ow_count_decision(OW_STAT_RESOLVED);
+	if (strcmp(p->kind, "approval") == 0)
+		ow_notify_outcome(run, p->interrupt_id, p->node_id, p->payload, p->policy, false, r.decision,
+						  r.action);
 
 	resp.kind = p->kind;
 	resp.decision = r.decision;

@@ -108,6 +108,11 @@ typedef enum OwStat
 	OW_STAT_RESOLVED,			/* an answer resolved an interrupt */
 	OW_STAT_VOTED,				/* an answer was recorded without deciding */
 	OW_STAT_EXPIRED,			/* a deadline was applied */
+	OW_STAT_REMINDED,			/* a reminder fired */
+	OW_STAT_ESCALATED,			/* an escalation fired */
+	OW_STAT_NOTIFIED,			/* a notification was written to the outbox */
+	OW_STAT_NOTIFICATION_DROPPED,	/* ... dropped: its tenant's outbox was full */
+	OW_STAT_NOTIFICATION_DEAD,	/* ... given up after its last attempt */
 	OW_STAT_REFUSED				/* + the OwError: a refusal was raised */
 } OwStat;
 
@@ -116,6 +121,7 @@ typedef enum OwStat
 extern Size ow_stats_shmem_size(void);
 extern void ow_stats_shmem_init(void);
 extern void ow_count_decision(OwStat stat);
+extern void ow_count_decisions(OwStat stat, int n);
 extern void ow_count_refusal(int error);
 extern int	ow_stats_snapshot(int max, Oid *oids, TimestampTz *since, uint64 *counts);
 extern int	ow_stats_capacity(void);
@@ -151,6 +157,8 @@ extern void owj_value(OwJson *j, const char *key, JsonbValue *value);
 extern void owj_members(OwJson *j, Jsonb *obj);
 extern void owj_members_except(OwJson *j, Jsonb *obj, const char *const *skip);
 extern void owj_str_array(OwJson *j, const char *key, List *l);
+extern List *owj_string_list(JsonbContainer *obj, const char *key);
+extern Jsonb *owj_string_array(List *l);
 
 /* jsonb reading helpers */
 extern JsonbValue *owj_get(Jsonb *obj, const char *key);

@@ -166,6 +166,48 @@ owj_str_array(OwJson *j, const char *key, List *l)
 	j->result = pushJsonbValue(&j->state, WJB_END_ARRAY, NULL);
 }
 
+/* A jsonb array of the strings of l. */
+Jsonb *
+owj_string_array(List *l)
+{
+	JsonbParseState *state = NULL;
+	JsonbValue *result;
+	ListCell   *lc;
+
+	(void) pushJsonbValue(&state, WJB_BEGIN_ARRAY, NULL);
+	foreach(lc, l)
+	{
+		JsonbValue	v;
+
+		v.type = jbvString;
+		v.val.string.val = (char *) lfirst(lc);
+		v.val.string.len = strlen(v.val.string.val);
+		(void) pushJsonbValue(&state, WJB_ELEM, &v);
+	}
+	result = pushJsonbValue(&state, WJB_END_ARRAY, NULL);
+	return JsonbValueToJsonb(result);
+}
+
+/* The strings of the string array member key of obj (other elements skipped), or NIL. */
+List *
+owj_string_list(JsonbContainer *obj, const char *key)
+{
+	JsonbValue *v = owj_get_container(obj, key);
+	List	   *out = NIL;
+	int			i;
+
+	if (v == NULL || !owj_is_array(v))
+		return NIL;
+	for (i = 0; i < (int) JsonContainerSize(v->val.binary.data); i++)
+	{
+		char	   *s = owj_string(getIthJsonbValueFromContainer(v->val.binary.data, i));
+
+		if (s)
+			out = lappend(out, s);
+	}
+	return out;
+}
+
 /* Embed a jsonb value (object, array or scalar) under key. */
 void
 owj_jsonb(OwJson *j, const char *key, Jsonb *value)

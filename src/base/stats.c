@@ -3,7 +3,8 @@
  * stats.c
  *	  Cumulative counters per database, in shared memory (openwop.stats):
  *	  interrupts resolved by an answer, votes recorded that did not decide,
- *	  deadlines applied, and refusals by error code.
+ *	  deadlines applied, reminders and escalations fired, notifications
+ *	  written, dropped and given up, and refusals by error code.
  *
  * A decision is counted when its transaction commits (and not when it, or
  * the savepoint it was made in, rolls back); a refusal when it is raised,
@@ -48,6 +49,7 @@ typedef struct Pending
 {
 	OwStat		stat;
 	int			level;
+	int			n;
 } Pending;
 
 static List *pending = NIL;		/* in TopTransactionContext */
@@ -123,7 +125,8 @@ stats_xact_callback(XactEvent event, void *arg)
 
 		if (s)
 			foreach(lc, pending)
-				pg_atomic_fetch_add_u64(&s->counts[((Pending *) lfirst(lc))->stat], 1);
+				pg_atomic_fetch_add_u64(&s->counts[((Pending *) lfirst(lc))->stat],
+										((Pending *) lfirst(lc))->n);
 	}
 	if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_ABORT ||
 		event == XACT_EVENT_PREPARE || event == XACT_EVENT_PARALLEL_COMMIT ||
@@ -155,10 +158,17 @@ stats_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 void
 ow_count_decision(OwStat stat)
 {
+	ow_count_decisions(stat, 1);
+}
+
+/* This transaction made n decisions of kind stat (notifications written, ...): counted if it commits. */
+void
+ow_count_decisions(OwStat stat, int n)
+{
 	MemoryContext old;
 	Pending    *p;
 
-	if (stats == NULL)
+	if (stats == NULL || n <= 0)
 		return;
 	if (!callbacks_registered)
 	{
@@ -169,6 +179,7 @@ ow_count_decision(OwStat stat)
 	old = MemoryContextSwitchTo(TopTransactionContext);
 	p = palloc(sizeof(Pending));
 	p->stat = stat;
+	p->n = n;
 	p->level = GetCurrentTransactionNestLevel();
 	pending = lappend(pending, p);
 	MemoryContextSwitchTo(old);

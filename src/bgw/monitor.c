@@ -224,7 +224,12 @@ ow_stats(PG_FUNCTION_ARGS)
 	int			n;
 	int			i;
 	int			j;
-	static const char *const events[OW_STAT_REFUSED] = {"resolved", "voted", "expired"};
+	static const char *const events[OW_STAT_REFUSED] = {
+		[OW_STAT_RESOLVED] = "resolved",[OW_STAT_VOTED] = "voted",[OW_STAT_EXPIRED] = "expired",
+		[OW_STAT_REMINDED] = "reminded",[OW_STAT_ESCALATED] = "escalated",
+		[OW_STAT_NOTIFIED] = "notified",[OW_STAT_NOTIFICATION_DROPPED] = "notifications_dropped",
+		[OW_STAT_NOTIFICATION_DEAD] = "notifications_dead"
+	};
 
 	InitMaterializedSRF(fcinfo, 0);
 	n = ow_stats_snapshot(cap, oids, since, counts);

@@ -43,8 +43,9 @@ static int	ow_sweeper_interval = 60;
 /*
  * openwop.sweep(max) → integer
  *
- * Applies due deadlines and idempotency retention once (at most max of
- * each); returns how many rows it settled or removed.  The worker runs the
+ * Fires due reminders and escalations, applies due deadlines, idempotency
+ * retention and the outbox's bounds once (at most max of each); returns
+ * how many rows it settled, fired or removed.  The worker runs the
  * same code; pg_cron users may schedule this instead.
  */
 Datum
@@ -61,8 +62,10 @@ ow_sweep(PG_FUNCTION_ARGS)
 	ow_caller(&call.caller);
 	ow_require_every_tenant(&call.caller, "sweep()");
 	ow_call_enter(&call);
-	n = ow_sweep_deadlines(max, NULL, NULL, CurrentMemoryContext, &next, NULL);
+	n = ow_sweep_gate_steps(max, NULL, NULL, CurrentMemoryContext, &next, NULL);
+	n += ow_sweep_deadlines(max, NULL, NULL, CurrentMemoryContext, &next, NULL);
 	n += ow_purge_idempotency(max);
+	n += ow_outbox_upkeep(max);
 	ow_call_end(&call);
 	ow_call_finish(&call);
 	PG_RETURN_INT32(n);
@@ -195,9 +198,10 @@ schema_state(void)
 }
 
 /*
- * One pass: settle due deadlines, each in a transaction of its own (at
- * most batch of them, shared fairly between tenants), purge expired
- * idempotency records, then say how long to sleep, in ms: until the next
+ * One pass: fire due reminders and escalations, then settle due
+ * deadlines, each in a transaction of its own (at most batch of each,
+ * shared fairly between tenants), purge expired idempotency records, keep
+ * the notification outbox bounded, then say how long to sleep, in ms: until the next
  * deadline, at most openwop.sweeper_interval, 0 when the batch ran out
  * with more work due; -1 when the extension is not installed.  A schema
  * that is not the library's version gets no pass (logged once): the
@@ -211,8 +215,11 @@ ow_timeout_pass(int64 *done)
 	long		sleep_ms = (long) ow_sweeper_interval * 1000L;
 	static MemoryContext pass_cxt = NULL;
 	static char turn[OW_TENANT_BUF];	/* whose turn was last, across passes */
+	static char step_turn[OW_TENANT_BUF];
 	TimestampTz next;
+	TimestampTz next_step;
 	int			settled;
+	int			fired;
 	int			purged;
 
 	*done = 0;
@@ -230,18 +237,27 @@ ow_timeout_pass(int64 *done)
 		pass_cxt = AllocSetContextCreate(TopMemoryContext, "openwop timeout pass", ALLOCSET_SMALL_SIZES);
 	MemoryContextReset(pass_cxt);
 
+	/* steps first: a reminder costs little, and waits for no burst of deadlines */
+	pgstat_report_activity(STATE_RUNNING, "openwop: firing reminders and escalations");
+	fired = ow_sweep_gate_steps(batch, worker_begin, worker_end, pass_cxt, &next_step, step_turn);
 	pgstat_report_activity(STATE_RUNNING, "openwop: applying deadlines");
 	settled = ow_sweep_deadlines(batch, worker_begin, worker_end, pass_cxt, &next, turn);
 	pgstat_report_activity(STATE_RUNNING, "openwop: removing expired idempotency records");
 	worker_begin();
 	purged = ow_purge_idempotency(batch);
 	worker_end();
+	pgstat_report_activity(STATE_RUNNING, "openwop: keeping the notification outbox");
+	worker_begin();
+	purged += ow_outbox_upkeep(batch);
+	worker_end();
 	pgstat_report_activity(STATE_IDLE, NULL);
-	*done = settled + purged;
+	*done = settled + fired + purged;
 
 	/* work was done and more may be due: go on at once */
-	if (purged >= batch || (settled > 0 && next <= GetCurrentTimestamp()))
+	if (purged >= batch || (settled > 0 && next <= GetCurrentTimestamp()) ||
+		(fired > 0 && next_step <= GetCurrentTimestamp()))
 		return 0;
+	next = Min(next, next_step);
 	if (next != DT_NOEND)
 	{
 		long		ms = (long) ((next - GetCurrentTimestamp()) / 1000);

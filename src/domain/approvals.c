@@ -42,26 +42,6 @@ PG_FUNCTION_INFO_V1(ow_remove_group_member);
 /* The group whose members are override principals of approval gates. */
 static char *ow_override_group = NULL;
 
-/* The strings of a jsonb string array member, or NIL. */
-static List *
-string_list(JsonbContainer *data, const char *key)
-{
-	JsonbValue *v = owj_get_container(data, key);
-	List	   *out = NIL;
-	int			i;
-
-	if (v == NULL || !owj_is_array(v))
-		return NIL;
-	for (i = 0; i < (int) JsonContainerSize(v->val.binary.data); i++)
-	{
-		char	   *s = owj_string(getIthJsonbValueFromContainer(v->val.binary.data, i));
-
-		if (s)
-			out = lappend(out, s);
-	}
-	return out;
-}
-
 static bool
 list_has_string(List *l, const char *s)
 {
@@ -280,22 +260,28 @@ typedef struct Eligibility
  * and its policies no groups, or when an approversList entry names the
  * subject (its subjectId, or "<issuer>/<subjectId>"), or it is in one of
  * approverGroupRefs or of the policies' groups, or its login holds one of
- * approverRoleRefs.  Membership of the override group makes an eligible
+ * approverRoleRefs, or in the group of an escalation of the policies
+ * whose instant has passed.  Membership of the override group makes an eligible
  * voter an override principal; it makes no one eligible.
  */
 static void
 decide_eligibility(const char *tenant, JsonbContainer *data, const OwGateRule *rule,
 				   const OwSubject *who, Oid login, List **known_groups, Eligibility *e)
 {
-	List	   *listed = string_list(data, "approversList");
-	List	   *group_refs = string_list(data, "approverGroupRefs");
-	List	   *role_refs = string_list(data, "approverRoleRefs");
+	List	   *listed = owj_string_list(data, "approversList");
+	List	   *group_refs = owj_string_list(data, "approverGroupRefs");
+	List	   *role_refs = owj_string_list(data, "approverRoleRefs");
 	List	   *asked = list_copy(group_refs);
 	ListCell   *lc;
 	int			i;
+	/* an escalation's group is eligible from its instant on, fired or not */
+	TimestampTz now = GetCurrentTimestamp();
 
 	for (i = 0; i < rule->ngroups; i++)
 		asked = lappend(asked, (char *) rule->groups[i].ref);
+	for (i = 0; i < rule->nescalations; i++)
+		if (rule->escalations[i].at <= now)
+			asked = lappend(asked, (char *) rule->escalations[i].ref);
 	if (ow_override_group && ow_override_group[0] != '\0')
 		asked = lappend(asked, ow_override_group);
 	if (known_groups)
@@ -326,6 +312,9 @@ decide_eligibility(const char *tenant, JsonbContainer *data, const OwGateRule *r
 		for (i = 0; i < rule->ngroups; i++)
 			if (strcmp(rule->groups[i].ref, lfirst(lc)) == 0)
 				e->matched = lappend(e->matched, psprintf("policy-group:%s", (char *) lfirst(lc)));
+		for (i = 0; i < rule->nescalations; i++)
+			if (rule->escalations[i].at <= now && strcmp(rule->escalations[i].ref, lfirst(lc)) == 0)
+				e->matched = lappend(e->matched, psprintf("escalation:%s", (char *) lfirst(lc)));
 	}
 	foreach(lc, e->roles)
 		e->matched = lappend(e->matched, psprintf("role:%s", (char *) lfirst(lc)));
@@ -527,7 +516,7 @@ ow_approval_answers_limited(JsonbContainer *data, const OwGateRule *rule)
 {
 	ListCell   *lc;
 
-	foreach(lc, string_list(data, "actions"))
+	foreach(lc, owj_string_list(data, "actions"))
 		if (!answer_is_recorded(rule, lfirst(lc)))
 			return false;
 	return true;
@@ -972,6 +961,12 @@ ow_approval_withdraw(OwRun *run, const char *interrupt_id, const OwGateRule *rul
 	owj_str(&j, "decidedBy", who->subject_id);
 	ow_approval_vote(run, interrupt_id, rule, who, voter, "withdraw", owj_end(&j), ow_col_jsonb(0, 3),
 					 false, vote);
+	if (ow_outbox_on())
+	{
+		ow_notice_detail(&j, NULL, NULL, false);
+		owj_str(&j, "voter", voter);
+		(void) ow_notify_voter(run, interrupt_id, "withdrawn", voter, rule, owj_end(&j));
+	}
 }
 
 /*

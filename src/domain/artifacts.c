@@ -173,6 +173,24 @@ ow_artifact_change(OwRun *run, const char *interrupt_id, const char *node_id, co
 	args[7] = JsonbPGetDatum(ow_subject_jsonb(who));
 	args[8] = JsonbPGetDatum(voided);
 	(void) ow_exec(&record, args, nulls, false, 0);
+	if (ow_outbox_on())
+	{
+		int			i;
+
+		/* each voter whose vote was voided is asked to vote again */
+		for (i = 0; i < (int) JsonContainerSize(&voided->root); i++)
+		{
+			JsonbContainer *v = getIthJsonbValueFromContainer(&voided->root, i)->val.binary.data;
+			char	   *voter = owj_string(owj_get_container(v, "voter"));
+			OwJson		j;
+
+			ow_notice_detail(&j, node_id, NULL, true);
+			owj_str(&j, "digest", digest);
+			if (reason)
+				owj_str(&j, "reason", reason);
+			(void) ow_notify_voter(run, interrupt_id, "voided", voter, NULL, owj_end(&j));
+		}
+	}
 	/*
 	 * The run row is written too: a REPEATABLE READ voter whose snapshot
 	 * predates the change then fails 40001 at the run lock, instead of

@@ -78,6 +78,13 @@ typedef struct OwGateGroup
 	int			required;
 } OwGateGroup;
 
+/* A group whose members become eligible voters of a gate at a time (a policy's escalation). */
+typedef struct OwGateEscalation
+{
+	const char *ref;
+	TimestampTz at;
+} OwGateEscalation;
+
 /* The rule of an approval gate: its request's, made stricter by the policies it pinned. */
 typedef struct OwGateRule
 {
@@ -89,6 +96,8 @@ typedef struct OwGateRule
 	const char *requester;		/* the requester create_run named, or NULL */
 	int			ngroups;
 	OwGateGroup *groups;		/* each met by distinct humans */
+	int			nescalations;
+	OwGateEscalation *escalations;	/* groups made eligible from a time on */
 	Jsonb	   *pin;			/* the policies pinned, or NULL */
 	const char *digest;			/* the artifact the gate shows now (artifact_changed), or NULL */
 } OwGateRule;
@@ -97,6 +106,34 @@ extern Jsonb *ow_policy_pin(OwRun *run, const char *node_id, JsonbContainer *dat
 						   TimestampTz *expires_at);
 extern void ow_gate_rule(JsonbContainer *data, Jsonb *pin, OwGateRule *rule);
 extern Jsonb *ow_policy_record(const OwGateRule *rule);
+
+/* ----------
+ * outbox.c: the notification outbox (and its API: claim_notifications,
+ * ack_notifications).  Settings: openwop.notification_outbox, _retention,
+ * _cap, _max_attempts.
+ * ----------
+ */
+typedef enum OwNotice
+{
+	OW_NOTICE_RAISED,
+	OW_NOTICE_REMINDER,
+	OW_NOTICE_ESCALATION,
+	OW_NOTICE_DECIDED,
+	OW_NOTICE_EXPIRED
+} OwNotice;
+
+extern void ow_define_outbox_settings(void);
+extern int	ow_outbox_upkeep(int max);
+extern void ow_notify_outcome(OwRun *run, const char *interrupt_id, const char *node_id, Jsonb *payload,
+							  Jsonb *pin, bool expired, const char *decision, const char *action);
+
+/* ----------
+ * reminders.c: a policy's reminders and escalations, fired by the
+ * database worker.
+ * ----------
+ */
+extern int	ow_sweep_gate_steps(int max, void (*begin) (void), void (*end) (void), MemoryContext cxt,
+								TimestampTz *next, char *turn);
 
 /* ----------
  * artifacts.c: approvals bound to what was approved (artifact_changed).
@@ -226,6 +263,8 @@ typedef struct OwDeadline
 	const char *kind;
 	int32		visit;
 	bool		expired;		/* a late answer expired it: only its run is left to end */
+	Jsonb	   *payload;		/* its request, and the pin of its policies: for */
+	Jsonb	   *policy;			/* the notifications of an approval's timeout */
 } OwDeadline;
 
 extern void ow_apply_deadline(OwRun *run, const OwDeadline *d, bool late);

@@ -41,4 +41,42 @@ extern bool ow_calendar_latest(const char *tenant, const char *name, int *versio
 extern Jsonb *ow_approval_void_votes(OwRun *run, const char *interrupt_id, const char *digest,
 									 const char *reason);
 
+/* outbox.c */
+extern bool ow_outbox_on(void);
+extern int	ow_notify_gate(OwRun *run, const char *interrupt_id, OwNotice kind, JsonbContainer *data,
+						   const OwGateRule *rule, const char *group, Jsonb *detail);
+extern int	ow_notify_voter(OwRun *run, const char *interrupt_id, const char *kind, const char *voter,
+							const OwGateRule *rule, Jsonb *detail);
+extern void ow_notice_detail(OwJson *j, const char *node_id, JsonbContainer *data, bool links);
+
+/* reminders.c */
+extern void ow_plan_gate_steps(OwRun *run, const char *interrupt_id, Jsonb *pin);
+
+/*
+ * due.c: work that falls due, shared out fairly between tenants.  An item
+ * is copied out of SPI before it is settled.
+ */
+typedef struct OwDueItem
+{
+	char	   *tenant;
+	char	   *run_id;
+	char	   *id;				/* the interrupt */
+	int32		n;				/* the step of a gate; 0 for a deadline */
+	TimestampTz now;			/* due at this time */
+	bool		busy;			/* out: another transaction holds its run */
+	bool		settled;		/* out: it was settled */
+} OwDueItem;
+
+typedef struct OwDueSource
+{
+	const char *what;			/* for the log: "deadline", ... */
+	OwQuery    *tenants;		/* () → tenant, its earliest due time */
+	OwQuery    *next;			/* ($1 tenant, $2 now, $3 after at, $4 after id, $5 after n,
+								 * $6 limit) → run_id, id, n, at: due items after the cursor */
+	void		(*settle) (OwDueItem *due); /* in a subtransaction; sets busy, settled */
+} OwDueSource;
+
+extern int	ow_sweep_due(const OwDueSource *src, int max, void (*begin) (void), void (*end) (void),
+						 MemoryContext cxt, TimestampTz *next, char *turn);
+
 #endif							/* OW_DOMAIN_INTERNAL_H */

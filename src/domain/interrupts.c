@@ -439,6 +439,19 @@ ow_suspend(OwRun *run, const char *node_id, OwExec *ex, int32 ordinal, Jsonb *re
 					  nulls[11] ? 0 : DatumGetTimestampTz(args[11]), &interrupt_tid, &execution_tid);
 	if (conversation)
 		ow_conversation_announce(run, node_id, &conv, req_seq + 1);
+	if (policy)
+		ow_plan_gate_steps(run, interrupt_id, policy);
+	if (strcmp(kind, "approval") == 0 && ow_outbox_on())
+	{
+		JsonbContainer *data = owj_get(payload, "data")->val.binary.data;
+		OwGateRule	rule;
+
+		ow_gate_rule(data, policy, &rule);
+		ow_notice_detail(&j, node_id, data, true);
+		if (!nulls[11])
+			owj_str(&j, "expiresAt", owj_iso8601(DatumGetTimestampTz(args[11])));
+		(void) ow_notify_gate(run, interrupt_id, OW_NOTICE_RAISED, data, &rule, NULL, owj_end(&j));
+	}
 	run->status = (char *) ow_waiting_status(kind);
 	run->current_node_id = (char *) node_id;
 	ow_save_run(run);

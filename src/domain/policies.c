@@ -57,6 +57,12 @@ static const char policy_schema[] =
 "  \"maxTimeoutMs\": {\"type\": \"integer\", \"minimum\": 1, \"maximum\": 3153600000000000},"
 "  \"dueAfterMs\": {\"type\": \"integer\", \"minimum\": 1, \"maximum\": 3153600000000000},"
 "  \"calendar\": {\"type\": \"string\", \"minLength\": 1, \"maxLength\": 128, \"pattern\": \"^[A-Za-z0-9._:-]+$\"},"
+"  \"reminders\": {\"type\": \"array\", \"maxItems\": 10,"
+"                \"items\": {\"type\": \"object\", \"required\": [\"afterMs\"], \"additionalProperties\": false,"
+"                          \"properties\": {\"afterMs\": {\"type\": \"integer\", \"minimum\": 1, \"maximum\": 3153600000000000}}}},"
+"  \"escalation\": {\"type\": \"object\", \"required\": [\"afterMs\", \"groupRef\"], \"additionalProperties\": false,"
+"                 \"properties\": {\"afterMs\": {\"type\": \"integer\", \"minimum\": 1, \"maximum\": 3153600000000000},"
+"                                \"groupRef\": {\"type\": \"string\", \"minLength\": 1, \"maxLength\": 256}}},"
 "  \"overrideBypassesQuorum\": {\"type\": \"boolean\"},"
 "  \"description\": {\"type\": \"string\", \"maxLength\": 1000}}}";
 
@@ -364,6 +370,7 @@ typedef struct PinnedCalendar
 {
 	char	   *name;			/* NULL: none */
 	int			version;
+	OwCalendar	c;
 	TimestampTz expires;		/* the deadline; DT_NOEND: never, or none asked */
 	TimestampTz due;			/* the due date of dueAfterMs; DT_NOEND: never, 0: none asked */
 } PinnedCalendar;
@@ -398,8 +405,106 @@ pin_calendar(const char *tenant, const char *name, int64 timeout, int64 due_afte
 		return;
 	cal->name = pstrdup(name);
 	cal->version = version;
+	cal->c = c;
 	cal->expires = expires;
 	cal->due = due;
+}
+
+/* A step the policies of a gate plan: a reminder, or an escalation to group. */
+typedef struct PlannedStep
+{
+	int64		after_ms;
+	const char *group;			/* an escalation's; NULL: a reminder */
+	TimestampTz at;				/* DT_NOEND: more than 100 years away, not planned */
+} PlannedStep;
+
+/*
+ * The steps of the n policies docs, in steps (room for 11 a policy): each
+ * reminder's afterMs once, each escalation's group once, at its earliest;
+ * each at afterMs from the raise, in working time on the pinned calendar
+ * when there is one.  Returns how many.
+ */
+static int
+plan_steps(Jsonb **docs, int n, const PinnedCalendar *cal, PlannedStep *steps)
+{
+	TimestampTz start = GetCurrentTransactionStartTimestamp();
+	int			k = 0;
+	int			i;
+	int			s;
+
+	for (i = 0; i < n; i++)
+	{
+		JsonbContainer *reminders = member_array(&docs[i]->root, "reminders");
+		JsonbValue *e = owj_get_container(&docs[i]->root, "escalation");
+		int			r;
+
+		for (r = 0; reminders && r < (int) JsonContainerSize(reminders); r++)
+		{
+			int64		ms = member_int(getIthJsonbValueFromContainer(reminders, r)->val.binary.data,
+										"afterMs", 1);
+
+			for (s = 0; s < k && (steps[s].group != NULL || steps[s].after_ms != ms); s++)
+				;
+			if (s == k)
+				steps[k++] = (PlannedStep) {.after_ms = ms};
+		}
+		if (e != NULL && owj_is_object(e))
+		{
+			const char *group = owj_string(owj_get_container(e->val.binary.data, "groupRef"));
+			int64		ms = member_int(e->val.binary.data, "afterMs", 1);
+
+			for (s = 0; s < k && (steps[s].group == NULL || strcmp(steps[s].group, group) != 0); s++)
+				;
+			if (s == k)
+				steps[k++] = (PlannedStep) {.after_ms = ms,.group = group};
+			else
+				steps[s].after_ms = Min(steps[s].after_ms, ms);
+		}
+	}
+	if (k == 0)
+		return 0;
+	if (cal->name != NULL)
+	{
+		int64	   *amounts = palloc(sizeof(int64) * k);
+		TimestampTz *at = palloc(sizeof(TimestampTz) * k);
+
+		for (s = 0; s < k; s++)
+			amounts[s] = steps[s].after_ms;
+		ow_calendar_add(&cal->c, start, k, amounts, at);
+		for (s = 0; s < k; s++)
+			steps[s].at = at[s];
+	}
+	else
+		for (s = 0; s < k; s++)
+			steps[s].at = steps[s].after_ms > INT64CONST(100) * 366 * 24 * 3600 * 1000 ? DT_NOEND :
+				TimestampTzPlusMilliseconds(start, steps[s].after_ms);
+	return k;
+}
+
+/* The planned steps of one kind (escalations or reminders) under key, the ones within reach. */
+static void
+pin_steps(OwJson *j, const char *key, const PlannedStep *steps, int k, bool escalations)
+{
+	int			s;
+	bool		any = false;
+
+	for (s = 0; s < k; s++)
+		any |= (steps[s].group != NULL) == escalations && steps[s].at != DT_NOEND;
+	if (!any)
+		return;
+	owj_begin_array(j, key);
+	for (s = 0; s < k; s++)
+	{
+		if ((steps[s].group != NULL) != escalations || steps[s].at == DT_NOEND)
+			continue;
+		owj_begin_object(j, NULL);
+		owj_str(j, "at", owj_iso8601(steps[s].at));
+		owj_int(j, "afterMs", steps[s].after_ms);
+		if (escalations)
+			owj_str(j, "groupRef", steps[s].group);
+		owj_end_object(j);
+	}
+	owj_end_array(j);
 }
 
 /*
@@ -452,6 +557,8 @@ ow_policy_pin(OwRun *run, const char *node_id, JsonbContainer *data, int64 *time
 	int64		total = 0;
 	PinnedCalendar cal = {0};
 	TimestampTz due = 0;
+	PlannedStep *steps;
+	int			nsteps;
 	OwJson		j;
 	int			g;
 
@@ -517,6 +624,9 @@ ow_policy_pin(OwRun *run, const char *node_id, JsonbContainer *data, int64 *time
 	}
 	else if (due_after != PG_INT64_MAX && due_after <= INT64CONST(100000) * 365 * 24 * 3600 * 1000)
 		due = TimestampTzPlusMilliseconds(GetCurrentTransactionStartTimestamp(), due_after);
+	/* the reminders and escalations, on the same calendar */
+	steps = palloc(sizeof(PlannedStep) * n * 11);
+	nsteps = plan_steps(docs, (int) n, &cal, steps);
 
 	/* in jsonb's key order (see json.c) */
 	owj_begin(&j);
@@ -554,6 +664,8 @@ ow_policy_pin(OwRun *run, const char *node_id, JsonbContainer *data, int64 *time
 		}
 		owj_end_array(&j);
 	}
+	pin_steps(&j, "reminders", steps, nsteps, false);
+	pin_steps(&j, "escalations", steps, nsteps, true);
 	if (timeout != PG_INT64_MAX && timeout != *timeout_ms)
 	{
 		owj_int(&j, "timeoutMs", timeout);
@@ -592,6 +704,23 @@ ow_gate_rule(JsonbContainer *data, Jsonb *pin, OwGateRule *rule)
 		JsonbContainer *gc = getIthJsonbValueFromContainer(groups, i)->val.binary.data;
 
 		merge_group(rule, owj_string(owj_get_container(gc, "ref")), (int) member_int(gc, "required", 1));
+	}
+	groups = member_array(source, "escalations");
+	if (groups != NULL)
+	{
+		rule->nescalations = (int) JsonContainerSize(groups);
+		rule->escalations = palloc(sizeof(OwGateEscalation) * rule->nescalations);
+		for (i = 0; i < rule->nescalations; i++)
+		{
+			JsonbContainer *ec = getIthJsonbValueFromContainer(groups, i)->val.binary.data;
+			char	   *at = owj_string(owj_get_container(ec, "at"));
+
+			rule->escalations[i].ref = owj_string(owj_get_container(ec, "groupRef"));
+			rule->escalations[i].at = DatumGetTimestampTz(DirectFunctionCall3(timestamptz_in,
+																			  CStringGetDatum(at),
+																			  ObjectIdGetDatum(InvalidOid),
+																			  Int32GetDatum(-1)));
+		}
 	}
 	if ((v = owj_get_container(source, "excluded")) != NULL && owj_is_object(v))
 	{

@@ -1,0 +1,601 @@
+/*-------------------------------------------------------------------------
+ *
+ * outbox.c
+ *	  The notification outbox: who should hear of an approval gate's event,
+ *	  written as rows of openwop.notifications in the event's transaction,
+ *	  claimed by senders with a lease and acknowledged (claim_notifications,
+ *	  ack_notifications), and kept bounded by the database worker.
+ *
+ * A gate's audience is its data.audience when it names one (a hint, never
+ * eligibility: the spec's "audience"), else the union of its eligibility
+ * refs: approversList, the members of approverGroupRefs, of the groups of
+ * the policies it pinned and of the escalations that have fired, and
+ * "role:<ref>" for each approverRoleRefs entry; "*" when it names no one
+ * (every holder of approvals:respond may decide it).  The run's owner and
+ * requester are left out when the policy excludes them from voting.
+ *
+ * Delivery is at least once: a row whose lease ends unacknowledged is
+ * claimed again, each claim counted, until openwop.notification_max_attempts
+ * claims; then it is dead (counted in openwop.stats).  Rows a claim holds
+ * are skipped (SKIP LOCKED), so two senders never hold one row at once.
+ * The worker removes acknowledged and dead rows after
+ * openwop.notification_retention, and drops each tenant's undelivered rows
+ * beyond openwop.notification_cap, newest first, counting them per tenant.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "base/base.h"
+#include "store/store.h"
+#include "auth/auth.h"
+#include "domain/internal.h"
+
+#include "catalog/pg_type.h"
+#include "funcapi.h"
+#include "utils/array.h"
+#include "utils/datum.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/timestamp.h"
+
+PG_FUNCTION_INFO_V1(ow_claim_notifications);
+PG_FUNCTION_INFO_V1(ow_ack_notifications);
+
+/* The most notifications one claim takes, and ids one acknowledgement names. */
+#define OUTBOX_MAX_BATCH 10000
+
+static bool ow_notification_outbox = false;
+static int	ow_notification_retention = 7 * 24 * 3600;	/* seconds */
+static int	ow_notification_cap = 100000;
+static int	ow_notification_max_attempts = 5;
+
+/* Is the outbox on: do gate events write notifications? */
+bool
+ow_outbox_on(void)
+{
+	return ow_notification_outbox;
+}
+
+/* The part of a recipient a vote is recorded under: "<issuer>/<subjectId>" → subjectId. */
+static const char *
+recipient_subject(const char *recipient)
+{
+	const char *slash = strrchr(recipient, '/');
+
+	return slash ? slash + 1 : recipient;
+}
+
+/*
+ * The recipients of a gate of tenant among subjects and the members of
+ * groups (jsonb string arrays), each once, in order; with waiting, only
+ * those who have no counted vote on interrupt_id (a vote neither withdrawn
+ * nor voided; asks are no votes).
+ */
+static List *
+expand(const char *tenant, const char *interrupt_id, List *subjects, List *groups, bool waiting)
+{
+	static OwQuery q = {
+		"SELECT DISTINCT r.recipient FROM ("
+		"    SELECT pg_catalog.jsonb_array_elements_text($2) COLLATE \"C\""
+		"    UNION ALL"
+		"    SELECT m.principal FROM openwop.group_members m"
+		"     WHERE m.tenant OPERATOR(pg_catalog.=) $1"
+		"       AND m.group_ref IN (SELECT pg_catalog.jsonb_array_elements_text($3))) r (recipient)"
+		" WHERE NOT $4 OR NOT EXISTS ("
+		"    SELECT FROM (SELECT DISTINCT ON (v.voter) v.action FROM openwop.votes v"
+		"                  WHERE v.tenant OPERATOR(pg_catalog.=) $1"
+		"                    AND v.interrupt_id OPERATOR(pg_catalog.=) $5"
+		"                    AND v.voter OPERATOR(pg_catalog.=)"
+		"                        pg_catalog.regexp_replace(r.recipient, '^.*/', '')"
+		"                    AND v.action OPERATOR(pg_catalog.<>) 'ask'"
+		"                  ORDER BY v.voter, v.revision DESC) l"
+		"     WHERE l.action OPERATOR(pg_catalog.<>) ALL ('{withdraw,void}'::pg_catalog.text[]))"
+		" ORDER BY 1",
+		5, {TEXTOID, JSONBOID, JSONBOID, BOOLOID, TEXTOID}, SPI_OK_SELECT
+	};
+	Datum		args[5];
+	List	   *out = NIL;
+	uint64		n;
+	uint64		i;
+
+	if (subjects == NIL && groups == NIL)
+		return NIL;
+	args[1] = JsonbPGetDatum(owj_string_array(subjects));
+	args[2] = JsonbPGetDatum(owj_string_array(groups));
+	args[0] = CStringGetTextDatum(tenant);
+	args[3] = BoolGetDatum(waiting);
+	args[4] = CStringGetTextDatum(interrupt_id);
+	n = ow_exec(&q, args, NULL, true, 0);
+	for (i = 0; i < n; i++)
+		out = lappend(out, ow_col_text(i, 1));
+	return out;
+}
+
+/* Is recipient excluded from voting on the gate of rule (its run's owner or requester)? */
+static bool
+excluded(const OwGateRule *rule, const char *recipient)
+{
+	const char *who = recipient_subject(recipient);
+
+	if (!rule->exclude_requester)
+		return false;
+	return (rule->owner && strcmp(recipient_subject(rule->owner), who) == 0) ||
+		(rule->requester && strcmp(recipient_subject(rule->requester), who) == 0);
+}
+
+/*
+ * The audience of the approval gate of data and rule (see the head of
+ * the file); waiting: only those who have not voted.  For an escalation
+ * (group not NULL), that group's members only.
+ */
+static List *
+audience(OwRun *run, const char *interrupt_id, JsonbContainer *data, const OwGateRule *rule,
+		 bool waiting, const char *group)
+{
+	JsonbValue *a = owj_get_container(data, "audience");
+	List	   *subjects;
+	List	   *groups;
+	List	   *roles;
+	List	   *out = NIL;
+	ListCell   *lc;
+	int			i;
+
+	if (group != NULL)
+	{
+		subjects = NIL;
+		groups = list_make1((char *) group);
+		roles = NIL;
+	}
+	else if (a != NULL && owj_is_object(a))
+	{
+		subjects = owj_string_list(a->val.binary.data, "subjects");
+		groups = owj_string_list(a->val.binary.data, "groups");
+		roles = owj_string_list(a->val.binary.data, "roles");
+	}
+	else
+	{
+		subjects = owj_string_list(data, "approversList");
+		groups = owj_string_list(data, "approverGroupRefs");
+		roles = owj_string_list(data, "approverRoleRefs");
+		for (i = 0; i < rule->ngroups; i++)
+			groups = lappend(groups, (char *) rule->groups[i].ref);
+		for (i = 0; i < rule->nescalations; i++)
+			if (rule->escalations[i].at <= GetCurrentTimestamp())
+				groups = lappend(groups, (char *) rule->escalations[i].ref);
+		/* a gate that names no one is every holder's to decide */
+		if (subjects == NIL && groups == NIL && roles == NIL)
+			return list_make1("*");
+	}
+	foreach(lc, expand(run->tenant, interrupt_id, subjects, groups, waiting))
+		if (!excluded(rule, lfirst(lc)))
+			out = lappend(out, lfirst(lc));
+	foreach(lc, roles)
+		out = list_append_unique(out, psprintf("role:%s", (char *) lfirst(lc)));
+	return out;
+}
+
+/* Write a notification of kind about interrupt_id of run to each of recipients, with detail. */
+static int
+write_rows(OwRun *run, const char *interrupt_id, const char *kind, List *recipients, Jsonb *detail)
+{
+	static OwQuery q = {
+		"INSERT INTO openwop.notifications"
+		" (tenant, kind, recipient, run_id, interrupt_id, detail, created_at)"
+		" SELECT $1, $2, r, $3, $4, $5, pg_catalog.now()"
+		"   FROM pg_catalog.jsonb_array_elements_text($6) r",
+		6, {TEXTOID, TEXTOID, TEXTOID, TEXTOID, JSONBOID, JSONBOID}, SPI_OK_INSERT
+	};
+	Datum		args[6];
+	int			n;
+
+	if (recipients == NIL)
+		return 0;
+	args[0] = CStringGetTextDatum(run->tenant);
+	args[1] = CStringGetTextDatum(kind);
+	args[2] = CStringGetTextDatum(run->run_id);
+	args[3] = CStringGetTextDatum(interrupt_id);
+	args[4] = JsonbPGetDatum(detail);
+	args[5] = JsonbPGetDatum(owj_string_array(recipients));
+	n = (int) ow_exec(&q, args, NULL, false, 0);
+	ow_count_decisions(OW_STAT_NOTIFIED, n);
+	return n;
+}
+
+/*
+ * The approval gate interrupt_id of run (request data, rule) had an event
+ * of kind (ow_notice): each person of its audience who should hear of it
+ * gets a notification, with detail (the message's facts: {nodeId, title,
+ * ...}).  The requester hears of the decision too.  Returns how many rows
+ * were written; none while the outbox is off.
+ */
+int
+ow_notify_gate(OwRun *run, const char *interrupt_id, OwNotice kind, JsonbContainer *data,
+			   const OwGateRule *rule, const char *group, Jsonb *detail)
+{
+	static const char *const kinds[] = {
+		[OW_NOTICE_RAISED] = "raised",[OW_NOTICE_REMINDER] = "reminder",
+		[OW_NOTICE_ESCALATION] = "escalation",[OW_NOTICE_DECIDED] = "decided",
+		[OW_NOTICE_EXPIRED] = "expired"
+	};
+	List	   *to;
+
+	if (!ow_notification_outbox)
+		return 0;
+	to = audience(run, interrupt_id, data, rule, kind == OW_NOTICE_REMINDER,
+				  kind == OW_NOTICE_ESCALATION ? group : NULL);
+	if ((kind == OW_NOTICE_DECIDED || kind == OW_NOTICE_EXPIRED) && rule->requester != NULL)
+		to = list_append_unique(to, (char *) rule->requester);
+	return write_rows(run, interrupt_id, kinds[kind], to, detail);
+}
+
+/*
+ * A vote on the gate interrupt_id of run was withdrawn (kind "withdrawn")
+ * or voided ("voided"): its voter hears of it, and of a withdrawal the
+ * requester too (rule->requester, when named).
+ */
+int
+ow_notify_voter(OwRun *run, const char *interrupt_id, const char *kind, const char *voter,
+				const OwGateRule *rule, Jsonb *detail)
+{
+	List	   *to;
+
+	if (!ow_notification_outbox)
+		return 0;
+	to = list_make1((char *) voter);
+	if (strcmp(kind, "withdrawn") == 0 && rule != NULL && rule->requester != NULL)
+		to = list_append_unique(to, (char *) rule->requester);
+	return write_rows(run, interrupt_id, kind, to, detail);
+}
+
+/*
+ * The approval gate interrupt_id of run (node_id, payload, the pin of its
+ * policies or NULL) was decided, or expired (its deadline passed): its
+ * audience and its requester hear of it.
+ */
+void
+ow_notify_outcome(OwRun *run, const char *interrupt_id, const char *node_id, Jsonb *payload,
+				  Jsonb *pin, bool expired, const char *decision, const char *action)
+{
+	JsonbContainer *data;
+	OwGateRule	rule;
+	OwJson		j;
+
+	if (!ow_notification_outbox || payload == NULL)
+		return;
+	data = owj_get(payload, "data")->val.binary.data;
+	ow_gate_rule(data, pin, &rule);
+	ow_notice_detail(&j, node_id, data, false);
+	if (decision)
+		owj_str(&j, "decision", decision);
+	if (action)
+		owj_str(&j, "action", action);
+	(void) ow_notify_gate(run, interrupt_id, expired ? OW_NOTICE_EXPIRED : OW_NOTICE_DECIDED, data,
+						  &rule, NULL, owj_end(&j));
+}
+
+/*
+ * Begin the facts a message about a gate needs: {nodeId, title, links: the
+ * links a sender may mint}; the caller adds more and ends it.
+ */
+void
+ow_notice_detail(OwJson *j, const char *node_id, JsonbContainer *data, bool links)
+{
+	JsonbValue *title = data ? owj_get_container(data, "title") : NULL;
+
+	owj_begin(j);
+	if (node_id)
+		owj_str(j, "nodeId", node_id);
+	if (title && title->type == jbvString)
+		owj_value(j, "title", title);
+	if (links)
+		owj_str_array(j, "links", list_make2("inspect", "resolve"));
+}
+
+/* ----------
+ * Claiming and acknowledging
+ * ----------
+ */
+
+/* The tenant whose outbox the caller drains: its own, or NULL for a caller of every tenant. */
+static const char *
+outbox_tenant(OwCaller *c, const char *function)
+{
+	ow_caller(c);
+	return ow_acts_in_every_tenant(c) ? NULL : c->subject.tenant;
+}
+
+/*
+ * openwop.claim_notifications(max, lease) → SETOF jsonb: see the SQL
+ * comment.  One statement takes the rows (FOR UPDATE SKIP LOCKED) and
+ * sets their lease; a row past its last attempt is marked dead instead,
+ * and not returned.
+ */
+Datum
+ow_claim_notifications(PG_FUNCTION_ARGS)
+{
+#define CLAIM_HEAD "WITH c AS (SELECT id FROM openwop.notifications" \
+	" WHERE acked_at IS NULL AND dead_at IS NULL" \
+	"   AND (lease_until IS NULL OR lease_until OPERATOR(pg_catalog.<=) pg_catalog.now())"
+#define CLAIM_TAIL " ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED)" \
+	" UPDATE openwop.notifications n" \
+	"    SET attempts = n.attempts OPERATOR(pg_catalog.+) 1," \
+	"        lease_until = CASE WHEN n.attempts OPERATOR(pg_catalog.<) $3" \
+	"                           THEN pg_catalog.now() OPERATOR(pg_catalog.+) $2 END," \
+	"        dead_at = CASE WHEN n.attempts OPERATOR(pg_catalog.>=) $3 THEN pg_catalog.now() END" \
+	"   FROM c WHERE n.id OPERATOR(pg_catalog.=) c.id" \
+	" RETURNING n.dead_at IS NULL, pg_catalog.jsonb_build_object(" \
+	"    'id', n.id::pg_catalog.text, 'tenant', n.tenant, 'kind', n.kind, 'recipient', n.recipient," \
+	"    'runId', n.run_id, 'interruptId', n.interrupt_id, 'createdAt', n.created_at," \
+	"    'attempt', n.attempts, 'leaseUntil', n.lease_until, 'detail', n.detail), n.id"
+	static OwQuery every = {CLAIM_HEAD CLAIM_TAIL, 3, {INT4OID, INTERVALOID, INT4OID}, SPI_OK_UPDATE_RETURNING};
+	static OwQuery one = {CLAIM_HEAD " AND tenant OPERATOR(pg_catalog.=) $4" CLAIM_TAIL,
+	4, {INT4OID, INTERVALOID, INT4OID, TEXTOID}, SPI_OK_UPDATE_RETURNING};
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	OwCall		call;
+	const char *tenant;
+	int32		max;
+	Interval   *lease;
+	Datum		args[4];
+	uint64		n;
+	uint64		i;
+	int			dead = 0;
+
+	ow_refuse_read_only("claim_notifications()");
+	tenant = outbox_tenant(&call.caller, "claim_notifications()");
+	if (PG_ARGISNULL(0))
+		ow_validation_error("max", "max must not be null");
+	max = PG_GETARG_INT32(0);
+	if (max < 1 || max > OUTBOX_MAX_BATCH)
+		ow_validation_error("max", "max must be 1 to %d, not %d", OUTBOX_MAX_BATCH, max);
+	if (PG_ARGISNULL(1))
+		ow_validation_error("lease", "lease must not be null");
+	lease = PG_GETARG_INTERVAL_P(1);
+	/* an infinite interval (17 on) has months, so it is refused too */
+	if (lease->month != 0 || lease->day != 0 ||
+		lease->time < USECS_PER_SEC || lease->time > USECS_PER_DAY)
+		ow_validation_error("lease", "lease must be 1 second to 24 hours, in hours, minutes and seconds");
+
+	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
+	ow_call_enter(&call);
+	args[0] = Int32GetDatum(max);
+	args[1] = IntervalPGetDatum(lease);
+	args[2] = Int32GetDatum(ow_notification_max_attempts);
+	if (tenant)
+		args[3] = CStringGetTextDatum(tenant);
+	n = ow_exec(tenant ? &one : &every, args, NULL, false, 0);
+	for (i = 0; i < n; i++)
+	{
+		Datum		value;
+		bool		isnull = false;
+
+		if (!ow_col_bool(i, 1))
+		{
+			dead++;
+			continue;
+		}
+		value = datumCopy(ow_col_datum(i, 2, JSONBOID, &isnull), false, -1);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, &value, &isnull);
+	}
+	ow_count_decisions(OW_STAT_NOTIFICATION_DEAD, dead);
+	ow_call_end(&call);
+	ow_call_finish(&call);
+	return (Datum) 0;
+#undef CLAIM_HEAD
+#undef CLAIM_TAIL
+}
+
+/* openwop.ack_notifications(ids) → integer: see the SQL comment. */
+Datum
+ow_ack_notifications(PG_FUNCTION_ARGS)
+{
+	static OwQuery every = {
+		"UPDATE openwop.notifications SET acked_at = pg_catalog.now(), lease_until = NULL"
+		" WHERE id OPERATOR(pg_catalog.=) ANY ($1) AND acked_at IS NULL AND dead_at IS NULL",
+		1, {INT8ARRAYOID}, SPI_OK_UPDATE
+	};
+	static OwQuery one = {
+		"UPDATE openwop.notifications SET acked_at = pg_catalog.now(), lease_until = NULL"
+		" WHERE id OPERATOR(pg_catalog.=) ANY ($1) AND acked_at IS NULL AND dead_at IS NULL"
+		"   AND tenant OPERATOR(pg_catalog.=) $2",
+		2, {INT8ARRAYOID, TEXTOID}, SPI_OK_UPDATE
+	};
+	OwCall		call;
+	const char *tenant;
+	ArrayType  *ids;
+	Datum	   *elems;
+	bool	   *nulls;
+	int			nelems;
+	int			i;
+	Datum	   *keys;
+	Datum		args[2];
+	uint64		n;
+
+	ow_refuse_read_only("ack_notifications()");
+	tenant = outbox_tenant(&call.caller, "ack_notifications()");
+	if (PG_ARGISNULL(0))
+		ow_validation_error("ids", "ids must not be null");
+	ids = PG_GETARG_ARRAYTYPE_P(0);
+	if (ARR_NDIM(ids) > 1)
+		ow_validation_error("ids", "ids must be a one-dimensional array");
+	deconstruct_array(ids, TEXTOID, -1, false, TYPALIGN_INT, &elems, &nulls, &nelems);
+	if (nelems > OUTBOX_MAX_BATCH)
+		ow_validation_error("ids", "ids names %d notifications; at most %d at once", nelems, OUTBOX_MAX_BATCH);
+	keys = palloc(sizeof(Datum) * Max(nelems, 1));
+	for (i = 0; i < nelems; i++)
+	{
+		char	   *s;
+		char	   *end;
+		long long	id;
+
+		if (nulls[i])
+			ow_validation_error("ids", "ids[%d] is null", i + 1);
+		s = TextDatumGetCString(elems[i]);
+		errno = 0;
+		id = strtoll(s, &end, 10);
+		if (s[0] < '1' || s[0] > '9' || *end != '\0' || errno != 0)
+			ow_validation_error("ids", "ids[%d] \"%s\" is not a notification id", i + 1, ow_echo(s));
+		keys[i] = Int64GetDatum((int64) id);
+	}
+
+	ow_call_enter(&call);
+	args[0] = PointerGetDatum(construct_array(keys, nelems, INT8OID, sizeof(int64), FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+	if (tenant)
+		args[1] = CStringGetTextDatum(tenant);
+	n = ow_exec(tenant ? &one : &every, args, NULL, false, 0);
+	ow_call_end(&call);
+	ow_call_finish(&call);
+	PG_RETURN_INT32((int32) n);
+}
+
+/* ----------
+ * The worker's upkeep
+ * ----------
+ */
+
+/*
+ * Keep the outbox bounded (at most max rows of each kind of work): remove
+ * acknowledged and dead rows older than the retention; mark dead the rows
+ * whose lease ended after their last attempt (no claim would take them
+ * again); drop each tenant's undelivered rows beyond the cap, newest
+ * first, counting them.  Returns the rows changed or removed.
+ */
+int
+ow_outbox_upkeep(int max)
+{
+	static OwQuery purge = {
+		"DELETE FROM openwop.notifications WHERE id IN ("
+		"  SELECT id FROM openwop.notifications"
+		"   WHERE (acked_at IS NOT NULL OR dead_at IS NOT NULL)"
+		"     AND COALESCE(acked_at, dead_at) OPERATOR(pg_catalog.<) (pg_catalog.now() OPERATOR(pg_catalog.-) $1)"
+		"   LIMIT $2 FOR UPDATE SKIP LOCKED)",
+		2, {INTERVALOID, INT4OID}, SPI_OK_DELETE
+	};
+	static OwQuery bury = {
+		"UPDATE openwop.notifications SET dead_at = pg_catalog.now() WHERE id IN ("
+		"  SELECT id FROM openwop.notifications"
+		"   WHERE acked_at IS NULL AND dead_at IS NULL AND attempts OPERATOR(pg_catalog.>=) $1"
+		"     AND lease_until IS NOT NULL AND lease_until OPERATOR(pg_catalog.<=) pg_catalog.now()"
+		"   LIMIT $2 FOR UPDATE SKIP LOCKED)",
+		2, {INT4OID, INT4OID}, SPI_OK_UPDATE
+	};
+	/* per tenant with undelivered rows (a loose scan), the first id beyond the cap */
+	static OwQuery over = {
+		"WITH RECURSIVE t (tenant) AS ("
+		"  (SELECT tenant FROM openwop.notifications WHERE acked_at IS NULL AND dead_at IS NULL"
+		"    ORDER BY tenant LIMIT 1)"
+		"  UNION ALL"
+		"  SELECT (SELECT n.tenant FROM openwop.notifications n"
+		"           WHERE n.acked_at IS NULL AND n.dead_at IS NULL"
+		"             AND n.tenant OPERATOR(pg_catalog.>) t.tenant ORDER BY n.tenant LIMIT 1)"
+		"    FROM t WHERE t.tenant IS NOT NULL)"
+		" SELECT t.tenant, b.id FROM t CROSS JOIN LATERAL ("
+		"   SELECT n.id FROM openwop.notifications n"
+		"    WHERE n.tenant OPERATOR(pg_catalog.=) t.tenant AND n.acked_at IS NULL AND n.dead_at IS NULL"
+		"    ORDER BY n.id OFFSET $1 LIMIT 1) b",
+		1, {INT4OID}, SPI_OK_SELECT
+	};
+	static OwQuery drop = {
+		"WITH d AS (DELETE FROM openwop.notifications"
+		"  WHERE tenant OPERATOR(pg_catalog.=) $1 AND acked_at IS NULL AND dead_at IS NULL"
+		"    AND id OPERATOR(pg_catalog.>=) $2 RETURNING 1)"
+		" INSERT INTO openwop.notification_drops AS s (tenant, dropped, last_dropped_at)"
+		" SELECT $1, pg_catalog.count(*), pg_catalog.now() FROM d HAVING pg_catalog.count(*) OPERATOR(pg_catalog.>) 0"
+		" ON CONFLICT (tenant) DO UPDATE SET dropped = s.dropped OPERATOR(pg_catalog.+) excluded.dropped,"
+		"   last_dropped_at = excluded.last_dropped_at"
+		" RETURNING excluded.dropped",
+		2, {TEXTOID, INT8OID}, SPI_OK_INSERT_RETURNING
+	};
+	Datum		args[2];
+	Interval	retention = {0};
+	uint64		n;
+	uint64		i;
+	int			done = 0;
+	int			dead;
+	List	   *tenants = NIL;
+	List	   *firsts = NIL;
+	ListCell   *lc;
+	ListCell   *lf;
+
+	/* a database that never had a notification (most): no statement */
+	if (ow_table_never_written("notifications"))
+		return 0;
+	retention.time = (int64) ow_notification_retention * USECS_PER_SEC;
+	args[0] = IntervalPGetDatum(&retention);
+	args[1] = Int32GetDatum(max);
+	done += (int) ow_exec(&purge, args, NULL, false, 0);
+
+	args[0] = Int32GetDatum(ow_notification_max_attempts);
+	dead = (int) ow_exec(&bury, args, NULL, false, 0);
+	ow_count_decisions(OW_STAT_NOTIFICATION_DEAD, dead);
+	done += dead;
+
+	if (ow_notification_cap <= 0)
+		return done;
+	args[0] = Int32GetDatum(ow_notification_cap);
+	n = ow_exec(&over, args, NULL, true, 0);
+	for (i = 0; i < n; i++)
+	{
+		tenants = lappend(tenants, ow_col_text(i, 1));
+		firsts = lappend(firsts, ow_col_text(i, 2));
+	}
+	forboth(lc, tenants, lf, firsts)
+	{
+		int64		dropped;
+
+		args[0] = CStringGetTextDatum(lfirst(lc));
+		args[1] = DirectFunctionCall1(int8in, CStringGetDatum(lfirst(lf)));
+		if (ow_exec(&drop, args, NULL, false, 0) != 1)
+			continue;
+		dropped = ow_col_int64(0, 1);
+		ow_count_decisions(OW_STAT_NOTIFICATION_DROPPED, (int) Min(dropped, PG_INT32_MAX));
+		ereport(LOG,
+				(errmsg("openwop: dropped %lld notifications of tenant \"%s\": its outbox holds openwop.notification_cap (%d) undelivered",
+						(long long) dropped, (char *) lfirst(lc), ow_notification_cap),
+				 errhint("Run a sender for the tenant (claim_notifications), or raise openwop.notification_cap.")));
+		done += (int) Min(dropped, PG_INT32_MAX);
+	}
+	return done;
+}
+
+/* ----------
+ * Settings
+ * ----------
+ */
+
+void
+ow_define_outbox_settings(void)
+{
+	DefineCustomBoolVariable("openwop.notification_outbox",
+							 "Write a notification for each person who should hear of an approval gate's event.",
+							 "Rows of openwop.notifications, in the event's transaction, for senders to claim with claim_notifications().",
+							 &ow_notification_outbox,
+							 false,
+							 PGC_SUSET,
+							 0,
+							 NULL, NULL, NULL);
+	DefineCustomIntVariable("openwop.notification_retention",
+							"How long acknowledged and dead notifications are kept.",
+							"The database worker removes them after this.",
+							&ow_notification_retention,
+							7 * 24 * 3600, 60, INT_MAX,
+							PGC_SIGHUP,
+							GUC_UNIT_S,
+							NULL, NULL, NULL);
+	DefineCustomIntVariable("openwop.notification_cap",
+							"Most undelivered notifications kept per tenant; 0 keeps all.",
+							"At each pass the database worker drops a tenant's newest undelivered notifications beyond it and counts them in openwop.notification_drops.",
+							&ow_notification_cap,
+							100000, 0, INT_MAX,
+							PGC_SIGHUP,
+							0,
+							NULL, NULL, NULL);
+	DefineCustomIntVariable("openwop.notification_max_attempts",
+							"Claims of a notification before it is given up as dead.",
+							"A claimed notification not acknowledged before its lease ends is claimed again, until this many claims.",
+							&ow_notification_max_attempts,
+							5, 1, 1000,
+							PGC_SIGHUP,
+							0,
+							NULL, NULL, NULL);
+}
