@@ -32,6 +32,7 @@ if [ "$mode" = quick ]; then
 	PAIRS=1 PAIR_N=800 PAIR_DUR=0   # PAIR_DUR 0: pgbench -N not paired
 	TOKENS=500 LAT=600 LAT_BLOCKS=6 SMALL=10000 LARGE=100000 STORE=300
 	INBOX_BIG=5000 INBOX_SMALL=1000 INBOX_PAGES=500
+	NOTES=20000                     # notifications drained
 	CPU_N=2000                      # resolves per implementation, backend CPU figure
 else
 	SCALE=50 DUR=20 REPS=3 EXTRA=${BENCH_EXTRA:-3}
@@ -43,6 +44,7 @@ else
 	TOKENS=20000 LAT=2000 LAT_BLOCKS=10 SMALL=10000 LARGE=1000000 STORE=2000
 	INBOX_BIG=100000 INBOX_SMALL=1000 INBOX_PAGES=10000
 	CPU_N=10000
+	NOTES=200000
 fi
 
 sql() { psql -X -q -A -t -v ON_ERROR_STOP=1 "$@"; }
@@ -296,14 +298,15 @@ while [ $kept -lt $REPS ] && [ $rep -lt $((REPS + EXTRA)) ]; do
 		case $c in 1) t=$T1 ;; 8) t=$T8 ;; 32) t=$T32 ;; esac
 		tb=$((t / BLOCKS))
 		# the gates of every block, each implementation its own, then one settle
-		next_tag; gcx=$tag; next_tag; gpl=$tag; next_tag; gpq=$tag
+		next_tag; gcx=$tag; next_tag; gpl=$tag; next_tag; gpq=$tag; next_tag; gob=$tag
 		sql -c "CALL bench.make_gates($gcx, $c, $((tb * BLOCKS)))" -c "CALL plbench.make_gates($gpl, $c, $((tb * BLOCKS)))" \
 			-c "CALL plbench.make_gates($gpq, $c, $((tb * BLOCKS)))"
+		PGOPTIONS="-c openwop.notification_outbox=on" sql -c "CALL bench.make_gates($gob, $c, $((tb * BLOCKS)))"
 		settle
 		S=()
 		for b in $(seq 1 $BLOCKS); do
 			off=$(((b - 1) * tb))
-			for impl in $( [ $(((rep + b) % 2)) = 0 ] && echo "nb cx pl pq" || echo "pq pl cx nb"); do
+			for impl in $( [ $(((rep + b) % 2)) = 0 ] && echo "nb cx ob pl pq" || echo "pq pl ob cx nb"); do
 				case $impl in
 				nb)
 					say "throughput, $c clients, round $rep, block $b: pgbench -N"
@@ -311,6 +314,9 @@ while [ $kept -lt $REPS ] && [ $rep -lt $((REPS + EXTRA)) ]; do
 				cx)
 					say "throughput, $c clients, round $rep, block $b: resolve (C), $((c * tb)) interrupts"
 					measure -n -f "$here/scripts/resolve.pgb" -D impl=openwop -D tag=$gcx -D n=$off -c $c -j 2 -t $tb ;;
+				ob)
+					say "throughput, $c clients, round $rep, block $b: resolve (C) with the notification outbox on"
+					PGOPTIONS="-c openwop.notification_outbox=on" measure -n -f "$here/scripts/resolve.pgb" -D impl=openwop -D tag=$gob -D n=$off -c $c -j 2 -t $tb ;;
 				pl)
 					say "throughput, $c clients, round $rep, block $b: resolve (PL/pgSQL), $((c * tb)) interrupts"
 					measure -n -f "$here/scripts/resolve.pgb" -D impl=plbench -D tag=$gpl -D n=$off -c $c -j 2 -t $tb ;;
@@ -322,7 +328,7 @@ while [ $kept -lt $REPS ] && [ $rep -lt $((REPS + EXTRA)) ]; do
 				[ $THROTTLED = 1 ] || S[$impl]+="$MEASURED"$'\n'
 			done
 		done
-		for impl in nb cx pl pq; do
+		for impl in nb cx ob pl pq; do
 			RA[$impl$c]=$(printf '%s' "${S[all,$impl]}" | block_mean)
 			if [ -n "${S[$impl]:-}" ]; then
 				R[$impl$c]=$(printf '%s' "${S[$impl]}" | block_mean)
@@ -339,7 +345,8 @@ while [ $kept -lt $REPS ] && [ $rep -lt $((REPS + EXTRA)) ]; do
 	fi
 	RAT[$k,scaling]+="$(like_ratio cx32 cx8) "
 	for c in 1 8 32; do
-		for impl in nb cx pl pq; do RND[$k,$impl$c]+="${R[$impl$c]}"$'\n'; done
+		for impl in nb cx ob pl pq; do RND[$k,$impl$c]+="${R[$impl$c]}"$'\n'; done
+		RAT[$k,obcx$c]+="$(like_ratio ob$c cx$c) "
 		RAT[$k,cxnb$c]+="$(like_ratio cx$c nb$c) "
 		RAT[$k,cxpl$c]+="$(like_ratio cx$c pl$c) "
 		RAT[$k,cxpq$c]+="$(like_ratio cx$c pq$c) "
@@ -370,6 +377,10 @@ for c in 1 8 32; do
 		record "resolve/s vs PL/pgSQL without NOTIFY" $c "$cx" tps "PL/pgSQL resolve without pg_notify (ratio: median of rounds ${RAT[$k,cxpq$c]% })" "$pq" min 1.0 "$cxw" "$pqw" "$cxf" "$pqf"
 	RATIO=$(printf '%s\n' ${RAT[$k,plnb$c]} | median) \
 		record "PL/pgSQL resolve/s" $c "$pl" tps "pgbench -N (ratio: median of rounds ${RAT[$k,plnb$c]% })" "$nb" none - "$plw" "$nbw" "$plf" "$nbf"
+	# each resolve then writes one notification (the gate names no approver: "*")
+	read -r ob obw obf <<<"$(printf '%s' "${RND[$k,ob$c]}" | median_row)"
+	RATIO=$(printf '%s\n' ${RAT[$k,obcx$c]} | median) \
+		record "resolve/s with the notification outbox on" $c "$ob" tps "resolve/s with it off (ratio: median of rounds ${RAT[$k,obcx$c]% })" "$cx" min 0.95 "$obw" "$cxw" "$obf" "$cxf"
 done
 
 # ---------------------------------------------------------------- 32 clients against 8
@@ -434,12 +445,17 @@ record "resolve/s at 32 clients / at 8, same round (median of rounds)" 32 "$scal
 # (bench.cpu_hash_per_resolve): the hash chain's share of a resolve, an
 # upper bound (README, "Receipts and the hash chain")
 HZ=$(getconf CLK_TCK)
-CPUC="" CPUP="" CHAIN=""
+CPUC="" CPUP="" CHAIN="" CPUO=""
 for rep in $(seq 1 $REPS); do
-	next_tag
-	sql -c "CALL bench.make_gates($tag, 1, $CPU_N)" -c "CALL plbench.make_gates($tag, 1, $CPU_N)"; settle
-	say "backend CPU per resolve, round $rep: $CPU_N resolves in one backend, each implementation; their events hashed again"
-	for impl in $( [ $((rep % 2)) = 1 ] && echo "openwop plbench" || echo "plbench openwop"); do
+	next_tag; otag=$tag; next_tag
+	sql -c "CALL bench.make_gates($tag, 1, $CPU_N)" -c "CALL plbench.make_gates($tag, 1, $CPU_N)"
+	PGOPTIONS="-c openwop.notification_outbox=on" sql -c "CALL bench.make_gates($otag, 1, $CPU_N)"; settle
+	say "backend CPU per resolve, round $rep: $CPU_N resolves in one backend, each implementation and with the outbox on; their events hashed again"
+	for impl in $( [ $((rep % 2)) = 1 ] && echo "openwop outbox plbench" || echo "plbench outbox openwop"); do
+		if [ "$impl" = outbox ]; then
+			CPUO+="$(PGOPTIONS="-c openwop.notification_outbox=on" sql -c "CALL bench.cpu_per_resolve('openwop', $otag, $CPU_N, $HZ)")"$'\n'
+			continue
+		fi
 		us=$(sql -c "CALL bench.cpu_per_resolve('$impl', $tag, $CPU_N, $HZ)")
 		if [ "$impl" = openwop ]; then CPUC+="$us"$'\n'; else CPUP+="$us"$'\n'; fi
 	done
@@ -449,6 +465,33 @@ record "backend CPU per resolve (one backend, commits out)" 1 "$(printf '%s' "$C
 	"PL/pgSQL resolve without pg_notify" "$(printf '%s' "$CPUP" | median)" max 1.0
 record "backend CPU of the hash chain per resolve (its two events hashed again, less reading them)" 1 \
 	"$(printf '%s' "$CHAIN" | median)" "µs CPU" "backend CPU per resolve" "$(printf '%s' "$CPUC" | median)" max 0.05
+record "backend CPU per resolve with the notification outbox on (one notification each)" 1 "$(printf '%s' "$CPUO" | median)" "µs CPU" \
+	"backend CPU per resolve" "$(printf '%s' "$CPUC" | median)" none -
+
+# ---------------------------------------------------------------- the notification outbox drained
+# senders drain an outbox of NOTES rows: each transaction claims 100
+# (claim_notifications) and acknowledges them (ack_notifications), as
+# tools/openwop-sender does once it has delivered them; 1 and 4 senders at
+# once (SKIP LOCKED shares the rows out).  The baseline: the notifications
+# resolves write per second at the same client count (one per resolve,
+# above): a sender keeps up when the ratio is above 1
+for c in 1 4; do
+	sql -c "DELETE FROM openwop.notifications" -c "INSERT INTO openwop.notifications
+	          (tenant, kind, recipient, run_id, interrupt_id, detail, created_at)
+	        SELECT 'default', 'raised', 'approver-' || g % 50, 'default/benchmark-notes-' || g,
+	               'default/benchmark-note-' || g, '{\"nodeId\": \"gate\", \"title\": \"Approve\"}', now()
+	          FROM generate_series(1, $NOTES) g"
+	settle
+	say "the outbox drained: $c senders claiming and acknowledging 100 at a time, $NOTES notifications"
+	measure -n -f "$here/scripts/drain.pgb" -c $c -j $((c < 2 ? 1 : 2)) -t $((NOTES / 100 / c))
+	read -r drained drw _ <<<"$MEASURED"
+	left=$(sql -c "SELECT count(*) FROM openwop.notifications WHERE acked_at IS NULL")
+	[ "$left" = 0 ] || { echo "the drain left $left notifications unacknowledged" >&2; exit 1; }
+	base=$(sql -c "SELECT value FROM bench.results WHERE figure = 'resolve/s with the notification outbox on' AND clients = $([ $c = 1 ] && echo 1 || echo 8)")
+	record "notifications claimed and acknowledged/s ($c senders, 100 a claim)" $c "$(awk -v t="$drained" 'BEGIN { printf "%.0f", t * 100 }')" \
+		"notifications/s" "notifications written/s by resolves with the outbox on ($([ $c = 1 ] && echo 1 || echo 8) clients)" "${base:-NULL}" min 1.0 \
+		"$(awk -v w="$drw" 'BEGIN { printf "%.0f", w / 100 }')" NULL
+done
 
 # ---------------------------------------------------------------- approval policies
 # one backend raises CPU_N/2 2-of-2 gates and casts their two votes (two JWT

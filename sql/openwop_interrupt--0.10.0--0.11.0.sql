@@ -84,6 +84,9 @@ GRANT SELECT ON openwop.workers TO pg_monitor;
 CREATE FUNCTION openwop.direct_path(OUT table_name text, OUT direct boolean, OUT reason text)
     RETURNS SETOF record AS 'MODULE_PATHNAME', 'ow_direct_path'
     LANGUAGE C STABLE;
+COMMENT ON VIEW openwop.stats IS
+  'Cumulative counters per database since the server started or openwop.stats_reset(): interrupts resolved by an answer, answers recorded without deciding (voted), deadlines applied (expired), reminders and escalations fired, notifications written to the outbox, dropped by its cap and given up after their last attempt, each counted when its transaction commits; and refusals by error code, counted when raised. Empty without the library in shared_preload_libraries.';
+COMMENT ON COLUMN openwop.stats.event IS 'resolved, voted, expired, reminded, escalated, notified, notifications_dropped, notifications_dead or refused.';
 COMMENT ON FUNCTION openwop.direct_path() IS
   'For each table the hot paths write (runs, events, interrupts, node_executions, group_members, open_interrupts): direct, whether they read and write it through the relation cache, or with SQL statements because a DBA changed it; reason, what the change is (a trigger, a rule, row security, a generated column, a column default or column the install script did not make, a retyped or dropped column, an index). See docs/operations.md.';
 REVOKE ALL ON FUNCTION openwop.direct_path() FROM PUBLIC;
@@ -955,9 +958,9 @@ REVOKE ALL ON openwop.gate_steps FROM PUBLIC;
  * approval gate's event, written in the transaction of the event while
  * openwop.notification_outbox is on.  Senders claim rows with a lease
  * (claim_notifications, SKIP LOCKED) and acknowledge them
- * (ack_notifications); a row whose lease ends unacknowledged is claimed
- * again, until openwop.notification_max_attempts, then it is dead.  The
- * database worker removes acknowledged and dead rows after
+ * (ack_notifications), which removes them; a row whose lease ends
+ * unacknowledged is claimed again, until openwop.notification_max_attempts,
+ * then it is dead.  The database worker removes dead rows after
  * openwop.notification_retention, and keeps each tenant's undelivered rows
  * under openwop.notification_cap (the oldest kept, the rest dropped and
  * counted in notification_drops).
@@ -973,8 +976,9 @@ $do$;
 COMMENT ON ROLE openwop_notification_sender IS
   'Claims and acknowledges the notification outbox (claim_notifications, ack_notifications): grant it to the login of a sender program, bound to a tenant or acting in every tenant.';
 
+CREATE SEQUENCE openwop.notification_ids;
 CREATE TABLE openwop.notifications (
-    id           bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    id           bigint      NOT NULL DEFAULT pg_catalog.nextval('openwop.notification_ids'::pg_catalog.regclass),
     tenant       text COLLATE "C" NOT NULL,
     kind         text        NOT NULL,
     recipient    text COLLATE "C" NOT NULL,
@@ -984,22 +988,16 @@ CREATE TABLE openwop.notifications (
     created_at   timestamptz NOT NULL,
     attempts     integer     NOT NULL DEFAULT 0,
     lease_until  timestamptz,
-    acked_at     timestamptz,
     dead_at      timestamptz,
-    CONSTRAINT notifications_kind_known CHECK (kind IN
-        ('raised', 'reminder', 'escalation', 'decided', 'expired', 'withdrawn', 'voided')),
-    CONSTRAINT notifications_done_once CHECK (acked_at IS NULL OR dead_at IS NULL)
+    -- the one index a write maintains: claims, the cap and acknowledgements walk it
+    PRIMARY KEY (tenant, id)
 );
--- what senders claim, oldest first; per tenant for a tenant's sender and the cap
-CREATE INDEX notifications_waiting ON openwop.notifications (id)
-    WHERE acked_at IS NULL AND dead_at IS NULL;
-CREATE INDEX notifications_tenant_waiting ON openwop.notifications (tenant, id)
-    WHERE acked_at IS NULL AND dead_at IS NULL;
--- what retention removes
-CREATE INDEX notifications_done ON openwop.notifications ((COALESCE(acked_at, dead_at)))
-    WHERE acked_at IS NOT NULL OR dead_at IS NOT NULL;
+ALTER SEQUENCE openwop.notification_ids OWNED BY openwop.notifications.id;
+COMMENT ON SEQUENCE openwop.notification_ids IS 'The ids of openwop.notifications.';
+-- what retention removes (a write of a live row adds no entry)
+CREATE INDEX notifications_dead ON openwop.notifications (dead_at) WHERE dead_at IS NOT NULL;
 COMMENT ON TABLE openwop.notifications IS
-  'The notification outbox: one row per recipient of an approval gate''s event (raised, reminder, escalation, decided, expired, withdrawn, voided), written in the event''s transaction while openwop.notification_outbox is on. Claimed by senders with claim_notifications(), acknowledged with ack_notifications().';
+  'The notification outbox: one row per recipient of an approval gate''s event (raised, reminder, escalation, decided, expired, withdrawn, voided), written in the event''s transaction while openwop.notification_outbox is on. Claimed by senders with claim_notifications(); a row acknowledged with ack_notifications() is removed (the outbox is a queue: what happened is in the event log and gate_steps), a dead one is kept openwop.notification_retention. Written by the extension only (no CHECK constraint: a resolve would compile it at each write, measured at a twentieth of its CPU).';
 COMMENT ON COLUMN openwop.notifications.id IS 'The row''s id, stable: a sender deduplicates on it (delivery is at least once).';
 COMMENT ON COLUMN openwop.notifications.tenant IS 'The gate''s tenant.';
 COMMENT ON COLUMN openwop.notifications.kind IS 'raised, reminder, escalation, decided, expired, withdrawn or voided.';
@@ -1010,11 +1008,10 @@ COMMENT ON COLUMN openwop.notifications.detail IS 'What the message says beyond 
 COMMENT ON COLUMN openwop.notifications.created_at IS 'When the event happened (its transaction''s start).';
 COMMENT ON COLUMN openwop.notifications.attempts IS 'How many times the row was claimed.';
 COMMENT ON COLUMN openwop.notifications.lease_until IS 'The last claim''s lease: until then no other claim takes the row.';
-COMMENT ON COLUMN openwop.notifications.acked_at IS 'When a sender acknowledged delivery.';
-COMMENT ON COLUMN openwop.notifications.dead_at IS 'When the row was given up: its lease ended unacknowledged after openwop.notification_max_attempts claims.';
+COMMENT ON COLUMN openwop.notifications.dead_at IS 'When the row was given up: its lease ended unacknowledged after openwop.notification_max_attempts claims; NULL while it is delivered.';
 SELECT pg_catalog.pg_extension_config_dump('openwop.notifications', '');
-SELECT pg_catalog.pg_extension_config_dump('openwop.notifications_id_seq', '');
-REVOKE ALL ON openwop.notifications FROM PUBLIC;
+SELECT pg_catalog.pg_extension_config_dump('openwop.notification_ids', '');
+REVOKE ALL ON openwop.notifications, openwop.notification_ids FROM PUBLIC;
 
 CREATE TABLE openwop.notification_drops (
     tenant          text COLLATE "C" PRIMARY KEY,
@@ -1034,12 +1031,12 @@ CREATE FUNCTION openwop.claim_notifications(max integer, lease interval)
     RETURNS SETOF jsonb AS 'MODULE_PATHNAME', 'ow_claim_notifications'
     LANGUAGE C VOLATILE ROWS 100;
 COMMENT ON FUNCTION openwop.claim_notifications(integer, interval) IS
-  'Claims up to max notifications of the caller''s tenant (every tenant''s for a login acting in every tenant), oldest first, for lease: rows another claim holds, or leases, are skipped (SKIP LOCKED), so two senders never hold the same row at once. Each is {id, tenant, kind, recipient, runId, interruptId, createdAt, attempt, leaseUntil, detail}; the id is stable. A row not acknowledged before its lease ends is claimed again; one claimed openwop.notification_max_attempts times is dead instead. Holders of openwop_notification_sender.';
+  'Claims up to max notifications of the caller''s tenant (for a login acting in every tenant, every tenant''s, shared out between them), oldest first, for lease: rows another claim holds, or leases, are skipped (SKIP LOCKED), so two senders never hold the same row at once. Each is {id, tenant, kind, recipient, runId, interruptId, createdAt, attempt, leaseUntil, detail}; the id is stable. A row not acknowledged before its lease ends is claimed again; one claimed openwop.notification_max_attempts times is dead instead. Holders of openwop_notification_sender.';
 CREATE FUNCTION openwop.ack_notifications(ids text[])
     RETURNS integer AS 'MODULE_PATHNAME', 'ow_ack_notifications'
     LANGUAGE C VOLATILE;
 COMMENT ON FUNCTION openwop.ack_notifications(text[]) IS
-  'Acknowledges the delivery of the notifications ids (of the caller''s tenant): they are never claimed again. Returns how many were acknowledged now (one acknowledged before, or dead, counts 0). Holders of openwop_notification_sender.';
+  'Acknowledges the delivery of the notifications ids (of the caller''s tenant): they are removed, never claimed again. Returns how many were acknowledged now (one acknowledged before, unknown, or dead, counts 0). Holders of openwop_notification_sender.';
 REVOKE ALL ON FUNCTION openwop.claim_notifications(integer, interval),
     openwop.ack_notifications(text[]) FROM PUBLIC;
 GRANT USAGE ON SCHEMA openwop TO openwop_notification_sender;
@@ -1048,4 +1045,6 @@ GRANT EXECUTE ON FUNCTION openwop.claim_notifications(integer, interval),
 
 COMMENT ON FUNCTION openwop.set_approval_policy(text, jsonb, text) IS
   'Sets a new version of the approval policy name in tenant (the caller''s when NULL): {appliesTo: {workflowId, nodeId}, requiredApprovals, rejectionPolicy, groups: [{ref, required}], excludeRequester, maxTimeoutMs, dueAfterMs, calendar (a business calendar set in the tenant: the gate''s deadline, due date, reminders and escalation in its working time), reminders: [{afterMs}], escalation: {afterMs, groupRef}, overrideBypassesQuorum, description}. Gates raised from the commit on pin it; open gates keep what they pinned. Holders of openwop_policy_admin only. Returns {name, version, tenant}.';
+COMMENT ON FUNCTION openwop.direct_path() IS
+  'For each table the hot paths write (runs, events, interrupts, node_executions, group_members, open_interrupts, notifications): direct, whether they read and write it through the relation cache, or with SQL statements because a DBA changed it; reason, what the change is (a trigger, a rule, row security, a generated column, a column default or column the install script did not make, a retyped or dropped column, an index). See docs/operations.md.';
 -- == reminders, escalation and the notification outbox (end) ==

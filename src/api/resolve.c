@@ -1017,7 +1017,7 @@ ow_withdraw_vote(PG_FUNCTION_ARGS)
 		rule.digest = p.artifact_digest;
 		(void) ow_approval_eligibility(&run, p.interrupt_id, data, &rule, &call.caller.subject,
 									   call.caller.login, NULL, &is_override, &voter);
-		ow_approval_withdraw(&run, p.interrupt_id, &rule, &call.caller.subject, voter, &v);
+		ow_approval_withdraw(&run, p.interrupt_id, p.node_id, data, &rule, &call.caller.subject, voter, &v);
 		ow_count_decision(OW_STAT_VOTED);
 		resp.action = "withdraw";
 		resp.counted = false;

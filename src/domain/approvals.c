@@ -260,7 +260,7 @@ typedef struct Eligibility
  * and its policies no groups, or when an approversList entry names the
  * subject (its subjectId, or "<issuer>/<subjectId>"), or it is in one of
  * approverGroupRefs or of the policies' groups, or its login holds one of
- * approverRoleRefs, or in the group of an escalation of the policies
+ * approverRoleRefs, or it is in the group of an escalation of the policies
  * whose instant has passed.  Membership of the override group makes an eligible
  * voter an override principal; it makes no one eligible.
  */
@@ -913,8 +913,9 @@ owj_approval_voters(OwJson *j, const char *key, OwRun *run, const char *interrup
 }
 
 /*
- * Withdraw who's counted vote on the gate, cast as voter (itself, or the
- * delegator it votes for, as ow_approval_eligibility decided it now: who
+ * Withdraw who's counted vote on the gate (of node_id, request data), cast
+ * as voter (itself, or the delegator it votes for, as
+ * ow_approval_eligibility decided it now: who
  * may withdraw only what it may cast): a new revision, action "withdraw",
  * with that vote's eligibility record, then the tally (nothing is
  * decided).  404 when voter's latest vote is not who's counted one (never
@@ -923,8 +924,8 @@ owj_approval_voters(OwJson *j, const char *key, OwRun *run, const char *interrup
  * the votes it takes back are.
  */
 void
-ow_approval_withdraw(OwRun *run, const char *interrupt_id, const OwGateRule *rule,
-					 const OwSubject *who, const char *voter, OwVote *vote)
+ow_approval_withdraw(OwRun *run, const char *interrupt_id, const char *node_id, JsonbContainer *data,
+					 const OwGateRule *rule, const OwSubject *who, const char *voter, OwVote *vote)
 {
 	/* voter's latest answer but an ask */
 	static OwQuery latest = {
@@ -963,7 +964,7 @@ ow_approval_withdraw(OwRun *run, const char *interrupt_id, const OwGateRule *rul
 					 false, vote);
 	if (ow_outbox_on())
 	{
-		ow_notice_detail(&j, NULL, NULL, false);
+		ow_notice_detail(&j, node_id, data, true);
 		owj_str(&j, "voter", voter);
 		(void) ow_notify_voter(run, interrupt_id, "withdrawn", voter, rule, owj_end(&j));
 	}

@@ -135,8 +135,9 @@ ow_artifact_change(OwRun *run, const char *interrupt_id, const char *node_id, co
 {
 	static OwQuery show = {
 		"UPDATE openwop.open_interrupts SET artifact_digest = $3"
-		" WHERE tenant OPERATOR(pg_catalog.=) $1 AND interrupt_id OPERATOR(pg_catalog.=) $2",
-		3, {TEXTOID, TEXTOID, TEXTOID}, SPI_OK_UPDATE
+		" WHERE tenant OPERATOR(pg_catalog.=) $1 AND interrupt_id OPERATOR(pg_catalog.=) $2"
+		" RETURNING payload",
+		3, {TEXTOID, TEXTOID, TEXTOID}, SPI_OK_UPDATE_RETURNING
 	};
 	static OwQuery record = {
 		"INSERT INTO openwop.artifact_changes"
@@ -150,6 +151,7 @@ ow_artifact_change(OwRun *run, const char *interrupt_id, const char *node_id, co
 	Datum		args[9];
 	char		nulls[9];
 	Jsonb	   *voided;
+	Jsonb	   *payload;
 
 	*changed = current == NULL || strcmp(current, digest) != 0;
 	if (!*changed)
@@ -161,6 +163,7 @@ ow_artifact_change(OwRun *run, const char *interrupt_id, const char *node_id, co
 	args[2] = CStringGetTextDatum(digest);
 	if (ow_exec(&show, args, NULL, false, 0) != 1)
 		elog(ERROR, "could not find the open row of interrupt \"%s\"", interrupt_id);
+	payload = ow_col_jsonb(0, 1);
 	voided = ow_approval_void_votes(run, interrupt_id, digest, reason);
 
 	args[2] = CStringGetTextDatum(run->run_id);
@@ -184,7 +187,7 @@ ow_artifact_change(OwRun *run, const char *interrupt_id, const char *node_id, co
 			char	   *voter = owj_string(owj_get_container(v, "voter"));
 			OwJson		j;
 
-			ow_notice_detail(&j, node_id, NULL, true);
+			ow_notice_detail(&j, node_id, owj_get(payload, "data")->val.binary.data, true);
 			owj_str(&j, "digest", digest);
 			if (reason)
 				owj_str(&j, "reason", reason);

@@ -199,8 +199,9 @@ extern bool ow_approval_answer_left(const char *tenant, const char *interrupt_id
 extern void owj_approval_voters(OwJson *j, const char *key, OwRun *run, const char *interrupt_id,
 								const OwGateRule *rule, const OwSubject *who, const char *voter,
 								const char *action);
-extern void ow_approval_withdraw(OwRun *run, const char *interrupt_id, const OwGateRule *rule,
-								 const OwSubject *who, const char *voter, OwVote *vote);
+extern void ow_approval_withdraw(OwRun *run, const char *interrupt_id, const char *node_id,
+								 JsonbContainer *data, const OwGateRule *rule, const OwSubject *who,
+								 const char *voter, OwVote *vote);
 extern void ow_approval_vote(OwRun *run, const char *interrupt_id, const OwGateRule *rule,
 							 const OwSubject *who, const char *voter, const char *action,
 							 Jsonb *resume_value, Jsonb *eligibility, bool is_override, OwVote *vote);

@@ -776,6 +776,32 @@ check_no_conversation_step(OwRun *source, OwRun *fork, int64 from_seq)
 }
 
 /*
+ * The fork's gates still pending under a pin keep its schedule: their
+ * reminders and escalations are planned for the fork's gate, at the pinned
+ * instants (one already past fires at the worker's next pass).
+ */
+static void
+plan_pinned_steps(OwRun *fork)
+{
+	static OwQuery q = {"SELECT interrupt_id, policy FROM openwop.open_interrupts"
+		" WHERE tenant OPERATOR(pg_catalog.=) $1 AND run_id OPERATOR(pg_catalog.=) $2"
+		"   AND status OPERATOR(pg_catalog.=) 'pending' AND policy IS NOT NULL",
+	2, {TEXTOID, TEXTOID}, SPI_OK_SELECT};
+	uint64		n = ow_run_exec(&q, fork, NULL, false, 0);
+	char	  **ids = palloc(sizeof(char *) * (n + 1));
+	Jsonb	  **pins = palloc(sizeof(Jsonb *) * (n + 1));
+	uint64		i;
+
+	for (i = 0; i < n; i++)
+	{
+		ids[i] = ow_col_text(i, 1);
+		pins[i] = ow_col_jsonb(i, 2);
+	}
+	for (i = 0; i < n; i++)
+		ow_plan_gate_steps(fork, ids[i], pins[i]);
+}
+
+/*
  * openwop.fork_run(run_id, options) → jsonb: {runId, sourceRunId, mode,
  * fromSeq, status, workflowId, sequence}.
  */
@@ -830,6 +856,7 @@ ow_fork_run(PG_FUNCTION_ARGS)
 		ow_notify_later(fork.run_id, o.from_seq, o.from_seq - 1);
 	if (ow_run_exec(&deadlines, &fork, NULL, false, 1) == 1)
 		ow_deadline_raised();	/* the timeout worker learns of the copied deadlines */
+	plan_pinned_steps(&fork);
 
 	ow_call_end(&call);
 	owj_begin(&j);

@@ -18,8 +18,8 @@
  * claimed again, each claim counted, until openwop.notification_max_attempts
  * claims; then it is dead (counted in openwop.stats).  Rows a claim holds
  * are skipped (SKIP LOCKED), so two senders never hold one row at once.
- * The worker removes acknowledged and dead rows after
- * openwop.notification_retention, and drops each tenant's undelivered rows
+ * An acknowledged row is removed; the worker removes dead rows
+ * openwop.notification_retention after they died, and drops each tenant's undelivered rows
  * beyond openwop.notification_cap, newest first, counting them per tenant.
  *
  *-------------------------------------------------------------------------
@@ -31,12 +31,16 @@
 #include "auth/auth.h"
 #include "domain/internal.h"
 
+#include "access/xact.h"
+#include "catalog/namespace.h"
 #include "catalog/pg_type.h"
+#include "commands/sequence.h"
 #include "funcapi.h"
 #include "utils/array.h"
 #include "utils/datum.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
+#include "utils/lsyscache.h"
 #include "utils/timestamp.h"
 
 PG_FUNCTION_INFO_V1(ow_claim_notifications);
@@ -160,12 +164,12 @@ audience(OwRun *run, const char *interrupt_id, JsonbContainer *data, const OwGat
 		roles = owj_string_list(data, "approverRoleRefs");
 		for (i = 0; i < rule->ngroups; i++)
 			groups = lappend(groups, (char *) rule->groups[i].ref);
+		/* a gate that names no one is every holder's to decide, escalated or not */
+		if (subjects == NIL && groups == NIL && roles == NIL)
+			return list_make1("*");
 		for (i = 0; i < rule->nescalations; i++)
 			if (rule->escalations[i].at <= GetCurrentTimestamp())
 				groups = lappend(groups, (char *) rule->escalations[i].ref);
-		/* a gate that names no one is every holder's to decide */
-		if (subjects == NIL && groups == NIL && roles == NIL)
-			return list_make1("*");
 	}
 	foreach(lc, expand(run->tenant, interrupt_id, subjects, groups, waiting))
 		if (!excluded(rule, lfirst(lc)))
@@ -175,31 +179,48 @@ audience(OwRun *run, const char *interrupt_id, JsonbContainer *data, const OwGat
 	return out;
 }
 
-/* Write a notification of kind about interrupt_id of run to each of recipients, with detail. */
+/*
+ * Write a notification of kind about interrupt_id of run to each of
+ * recipients, with detail: rows of the store (rowstore.c), written
+ * directly while the table is plain, as the resolve's own rows are
+ * (measured: a statement per event cost a resolve a third more CPU), with
+ * one index entry each, the primary key's.
+ */
 static int
 write_rows(OwRun *run, const char *interrupt_id, const char *kind, List *recipients, Jsonb *detail)
 {
-	static OwQuery q = {
-		"INSERT INTO openwop.notifications"
-		" (tenant, kind, recipient, run_id, interrupt_id, detail, created_at)"
-		" SELECT $1, $2, r, $3, $4, $5, pg_catalog.now()"
-		"   FROM pg_catalog.jsonb_array_elements_text($6) r",
-		6, {TEXTOID, TEXTOID, TEXTOID, TEXTOID, JSONBOID, JSONBOID}, SPI_OK_INSERT
-	};
-	Datum		args[6];
-	int			n;
+	static OwWrite insert = {.table = OW_NOTIFICATIONS,.kind = OW_WRITE_INSERT,.ncols = 11,
+		.cols = {NOTE_ID, NOTE_TENANT, NOTE_KIND, NOTE_RECIPIENT, NOTE_RUN_ID, NOTE_INTERRUPT_ID,
+	NOTE_DETAIL, NOTE_CREATED_AT, NOTE_ATTEMPTS, NOTE_LEASE_UNTIL, NOTE_DEAD_AT}};
+	Datum		values[11];
+	bool		nulls[11] = {false};
+	Oid			ids;
+	OwDirect	d;
+	ListCell   *lc;
 
 	if (recipients == NIL)
 		return 0;
-	args[0] = CStringGetTextDatum(run->tenant);
-	args[1] = CStringGetTextDatum(kind);
-	args[2] = CStringGetTextDatum(run->run_id);
-	args[3] = CStringGetTextDatum(interrupt_id);
-	args[4] = JsonbPGetDatum(detail);
-	args[5] = JsonbPGetDatum(owj_string_array(recipients));
-	n = (int) ow_exec(&q, args, NULL, false, 0);
-	ow_count_decisions(OW_STAT_NOTIFIED, n);
-	return n;
+	ids = get_relname_relid("notification_ids", get_namespace_oid("openwop", false));
+	if (!OidIsValid(ids))
+		elog(ERROR, "sequence openwop.notification_ids does not exist");
+	values[1] = CStringGetTextDatum(run->tenant);
+	values[2] = CStringGetTextDatum(kind);
+	values[4] = CStringGetTextDatum(run->run_id);
+	values[5] = CStringGetTextDatum(interrupt_id);
+	values[6] = JsonbPGetDatum(detail);
+	values[7] = TimestampTzGetDatum(GetCurrentTransactionStartTimestamp());
+	values[8] = Int32GetDatum(0);
+	nulls[9] = nulls[10] = true;
+	ow_begin(&d, 0, OW_TABLE_BIT(OW_NOTIFICATIONS), 0, 0);
+	foreach(lc, recipients)
+	{
+		values[0] = Int64GetDatum(nextval_internal(ids, false));
+		values[3] = CStringGetTextDatum(lfirst(lc));
+		(void) ow_write(&d, &insert, NULL, values, nulls, NULL);
+	}
+	ow_end(&d);
+	ow_count_decisions(OW_STAT_NOTIFIED, list_length(recipients));
+	return list_length(recipients);
 }
 
 /*
@@ -306,40 +327,98 @@ outbox_tenant(OwCaller *c, const char *function)
 }
 
 /*
+ * Claim up to max of tenant's notifications for lease, oldest first, into
+ * the result set: one statement takes the rows (FOR UPDATE SKIP LOCKED, on
+ * the primary key) and sets their lease; a row past its last attempt is
+ * marked dead instead, and not returned.  Returns how many it returned.
+ */
+static int
+claim_tenant(ReturnSetInfo *rsinfo, const char *tenant, int max, Interval *lease)
+{
+	static OwQuery q = {
+		"WITH c AS (SELECT id FROM openwop.notifications"
+		"  WHERE tenant OPERATOR(pg_catalog.=) $4 AND dead_at IS NULL"
+		"    AND (lease_until IS NULL OR lease_until OPERATOR(pg_catalog.<=) pg_catalog.now())"
+		"  ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED)"
+		" UPDATE openwop.notifications n"
+		"    SET attempts = CASE WHEN n.attempts OPERATOR(pg_catalog.<) $3"
+		"                        THEN n.attempts OPERATOR(pg_catalog.+) 1 ELSE n.attempts END,"
+		"        lease_until = CASE WHEN n.attempts OPERATOR(pg_catalog.<) $3"
+		"                           THEN pg_catalog.now() OPERATOR(pg_catalog.+) $2 END,"
+		"        dead_at = CASE WHEN n.attempts OPERATOR(pg_catalog.>=) $3 THEN pg_catalog.now() END"
+		"   FROM c WHERE n.tenant OPERATOR(pg_catalog.=) $4 AND n.id OPERATOR(pg_catalog.=) c.id"
+		" RETURNING n.dead_at IS NULL, pg_catalog.jsonb_build_object("
+		"    'id', n.id::pg_catalog.text, 'tenant', n.tenant, 'kind', n.kind, 'recipient', n.recipient,"
+		"    'runId', n.run_id, 'interruptId', n.interrupt_id, 'createdAt', n.created_at,"
+		"    'attempt', n.attempts, 'leaseUntil', n.lease_until, 'detail', n.detail), n.id",
+		4, {INT4OID, INTERVALOID, INT4OID, TEXTOID}, SPI_OK_UPDATE_RETURNING
+	};
+	Datum		args[4];
+	uint64		n;
+	uint64		i;
+	int			dead = 0;
+	int			out = 0;
+
+	args[0] = Int32GetDatum(max);
+	args[1] = IntervalPGetDatum(lease);
+	args[2] = Int32GetDatum(ow_notification_max_attempts);
+	args[3] = CStringGetTextDatum(tenant);
+	n = ow_exec(&q, args, NULL, false, 0);
+	for (i = 0; i < n; i++)
+	{
+		Datum		value;
+		bool		isnull = false;
+
+		if (!ow_col_bool(i, 1))
+		{
+			dead++;
+			continue;
+		}
+		value = datumCopy(ow_col_datum(i, 2, JSONBOID, &isnull), false, -1);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, &value, &isnull);
+		out++;
+	}
+	ow_count_decisions(OW_STAT_NOTIFICATION_DEAD, dead);
+	return out;
+}
+
+/* The tenants with notifications, in order: a loose scan of the primary key. */
+static List *
+outbox_tenants(void)
+{
+	static OwQuery q = {
+		"WITH RECURSIVE t (tenant) AS ("
+		"  (SELECT tenant FROM openwop.notifications ORDER BY tenant LIMIT 1)"
+		"  UNION ALL"
+		"  SELECT (SELECT n.tenant FROM openwop.notifications n"
+		"           WHERE n.tenant OPERATOR(pg_catalog.>) t.tenant ORDER BY n.tenant LIMIT 1)"
+		"    FROM t WHERE t.tenant IS NOT NULL)"
+		" SELECT tenant FROM t WHERE tenant IS NOT NULL",
+		0, {InvalidOid}, SPI_OK_SELECT
+	};
+	List	   *out = NIL;
+	uint64		n = ow_exec(&q, NULL, NULL, true, 0);
+	uint64		i;
+
+	for (i = 0; i < n; i++)
+		out = lappend(out, ow_col_text(i, 1));
+	return out;
+}
+
+/*
  * openwop.claim_notifications(max, lease) → SETOF jsonb: see the SQL
- * comment.  One statement takes the rows (FOR UPDATE SKIP LOCKED) and
- * sets their lease; a row past its last attempt is marked dead instead,
- * and not returned.
+ * comment.  A caller of every tenant has max shared out between the
+ * tenants with notifications, round after round, so a tenant with a
+ * backlog does not hold up the others' notifications.
  */
 Datum
 ow_claim_notifications(PG_FUNCTION_ARGS)
 {
-#define CLAIM_HEAD "WITH c AS (SELECT id FROM openwop.notifications" \
-	" WHERE acked_at IS NULL AND dead_at IS NULL" \
-	"   AND (lease_until IS NULL OR lease_until OPERATOR(pg_catalog.<=) pg_catalog.now())"
-#define CLAIM_TAIL " ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED)" \
-	" UPDATE openwop.notifications n" \
-	"    SET attempts = n.attempts OPERATOR(pg_catalog.+) 1," \
-	"        lease_until = CASE WHEN n.attempts OPERATOR(pg_catalog.<) $3" \
-	"                           THEN pg_catalog.now() OPERATOR(pg_catalog.+) $2 END," \
-	"        dead_at = CASE WHEN n.attempts OPERATOR(pg_catalog.>=) $3 THEN pg_catalog.now() END" \
-	"   FROM c WHERE n.id OPERATOR(pg_catalog.=) c.id" \
-	" RETURNING n.dead_at IS NULL, pg_catalog.jsonb_build_object(" \
-	"    'id', n.id::pg_catalog.text, 'tenant', n.tenant, 'kind', n.kind, 'recipient', n.recipient," \
-	"    'runId', n.run_id, 'interruptId', n.interrupt_id, 'createdAt', n.created_at," \
-	"    'attempt', n.attempts, 'leaseUntil', n.lease_until, 'detail', n.detail), n.id"
-	static OwQuery every = {CLAIM_HEAD CLAIM_TAIL, 3, {INT4OID, INTERVALOID, INT4OID}, SPI_OK_UPDATE_RETURNING};
-	static OwQuery one = {CLAIM_HEAD " AND tenant OPERATOR(pg_catalog.=) $4" CLAIM_TAIL,
-	4, {INT4OID, INTERVALOID, INT4OID, TEXTOID}, SPI_OK_UPDATE_RETURNING};
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	OwCall		call;
 	const char *tenant;
 	int32		max;
 	Interval   *lease;
-	Datum		args[4];
-	uint64		n;
-	uint64		i;
-	int			dead = 0;
 
 	ow_refuse_read_only("claim_notifications()");
 	tenant = outbox_tenant(&call.caller, "claim_notifications()");
@@ -358,31 +437,37 @@ ow_claim_notifications(PG_FUNCTION_ARGS)
 
 	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
 	ow_call_enter(&call);
-	args[0] = Int32GetDatum(max);
-	args[1] = IntervalPGetDatum(lease);
-	args[2] = Int32GetDatum(ow_notification_max_attempts);
 	if (tenant)
-		args[3] = CStringGetTextDatum(tenant);
-	n = ow_exec(tenant ? &one : &every, args, NULL, false, 0);
-	for (i = 0; i < n; i++)
+		(void) claim_tenant(rsinfo, tenant, max, lease);
+	else
 	{
-		Datum		value;
-		bool		isnull = false;
+		List	   *tenants = outbox_tenants();
+		int			left = max;
 
-		if (!ow_col_bool(i, 1))
+		/* each round, an even share of what is left to each tenant that still had some */
+		while (left > 0 && tenants != NIL)
 		{
-			dead++;
-			continue;
+			List	   *more = NIL;
+			ListCell   *lc;
+			int			share = Max(1, left / list_length(tenants));
+
+			foreach(lc, tenants)
+			{
+				int			got;
+
+				if (left <= 0)
+					break;
+				got = claim_tenant(rsinfo, lfirst(lc), Min(share, left), lease);
+				left -= got;
+				if (got == Min(share, left + got))
+					more = lappend(more, lfirst(lc));
+			}
+			tenants = more;
 		}
-		value = datumCopy(ow_col_datum(i, 2, JSONBOID, &isnull), false, -1);
-		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, &value, &isnull);
 	}
-	ow_count_decisions(OW_STAT_NOTIFICATION_DEAD, dead);
 	ow_call_end(&call);
 	ow_call_finish(&call);
 	return (Datum) 0;
-#undef CLAIM_HEAD
-#undef CLAIM_TAIL
 }
 
 /* openwop.ack_notifications(ids) → integer: see the SQL comment. */
@@ -390,15 +475,15 @@ Datum
 ow_ack_notifications(PG_FUNCTION_ARGS)
 {
 	static OwQuery every = {
-		"UPDATE openwop.notifications SET acked_at = pg_catalog.now(), lease_until = NULL"
-		" WHERE id OPERATOR(pg_catalog.=) ANY ($1) AND acked_at IS NULL AND dead_at IS NULL",
-		1, {INT8ARRAYOID}, SPI_OK_UPDATE
+		"DELETE FROM openwop.notifications"
+		" WHERE id OPERATOR(pg_catalog.=) ANY ($1) AND dead_at IS NULL",
+		1, {INT8ARRAYOID}, SPI_OK_DELETE
 	};
 	static OwQuery one = {
-		"UPDATE openwop.notifications SET acked_at = pg_catalog.now(), lease_until = NULL"
-		" WHERE id OPERATOR(pg_catalog.=) ANY ($1) AND acked_at IS NULL AND dead_at IS NULL"
-		"   AND tenant OPERATOR(pg_catalog.=) $2",
-		2, {INT8ARRAYOID, TEXTOID}, SPI_OK_UPDATE
+		"DELETE FROM openwop.notifications"
+		" WHERE tenant OPERATOR(pg_catalog.=) $2 AND id OPERATOR(pg_catalog.=) ANY ($1)"
+		"   AND dead_at IS NULL",
+		2, {INT8ARRAYOID, TEXTOID}, SPI_OK_DELETE
 	};
 	OwCall		call;
 	const char *tenant;
@@ -455,7 +540,7 @@ ow_ack_notifications(PG_FUNCTION_ARGS)
 
 /*
  * Keep the outbox bounded (at most max rows of each kind of work): remove
- * acknowledged and dead rows older than the retention; mark dead the rows
+ * the rows dead for longer than the retention; mark dead the rows
  * whose lease ended after their last attempt (no claim would take them
  * again); drop each tenant's undelivered rows beyond the cap, newest
  * first, counting them.  Returns the rows changed or removed.
@@ -464,40 +549,47 @@ int
 ow_outbox_upkeep(int max)
 {
 	static OwQuery purge = {
-		"DELETE FROM openwop.notifications WHERE id IN ("
-		"  SELECT id FROM openwop.notifications"
-		"   WHERE (acked_at IS NOT NULL OR dead_at IS NOT NULL)"
-		"     AND COALESCE(acked_at, dead_at) OPERATOR(pg_catalog.<) (pg_catalog.now() OPERATOR(pg_catalog.-) $1)"
-		"   LIMIT $2 FOR UPDATE SKIP LOCKED)",
+		"DELETE FROM openwop.notifications WHERE (tenant, id) IN ("
+		"  SELECT tenant, id FROM openwop.notifications"
+		"   WHERE dead_at IS NOT NULL"
+		"     AND dead_at OPERATOR(pg_catalog.<) (pg_catalog.now() OPERATOR(pg_catalog.-) $1)"
+		"   ORDER BY dead_at LIMIT $2 FOR UPDATE SKIP LOCKED)",
 		2, {INTERVALOID, INT4OID}, SPI_OK_DELETE
 	};
+	/* per tenant (a loose scan of the primary key), its undelivered rows... */
 	static OwQuery bury = {
-		"UPDATE openwop.notifications SET dead_at = pg_catalog.now() WHERE id IN ("
-		"  SELECT id FROM openwop.notifications"
-		"   WHERE acked_at IS NULL AND dead_at IS NULL AND attempts OPERATOR(pg_catalog.>=) $1"
-		"     AND lease_until IS NOT NULL AND lease_until OPERATOR(pg_catalog.<=) pg_catalog.now()"
-		"   LIMIT $2 FOR UPDATE SKIP LOCKED)",
-		2, {INT4OID, INT4OID}, SPI_OK_UPDATE
-	};
-	/* per tenant with undelivered rows (a loose scan), the first id beyond the cap */
-	static OwQuery over = {
 		"WITH RECURSIVE t (tenant) AS ("
-		"  (SELECT tenant FROM openwop.notifications WHERE acked_at IS NULL AND dead_at IS NULL"
-		"    ORDER BY tenant LIMIT 1)"
+		"  (SELECT tenant FROM openwop.notifications ORDER BY tenant LIMIT 1)"
 		"  UNION ALL"
 		"  SELECT (SELECT n.tenant FROM openwop.notifications n"
-		"           WHERE n.acked_at IS NULL AND n.dead_at IS NULL"
-		"             AND n.tenant OPERATOR(pg_catalog.>) t.tenant ORDER BY n.tenant LIMIT 1)"
+		"           WHERE n.tenant OPERATOR(pg_catalog.>) t.tenant ORDER BY n.tenant LIMIT 1)"
+		"    FROM t WHERE t.tenant IS NOT NULL)"
+		" UPDATE openwop.notifications SET dead_at = pg_catalog.now() WHERE (tenant, id) IN ("
+		"  SELECT n.tenant, n.id FROM t CROSS JOIN LATERAL ("
+		"    SELECT n.tenant, n.id FROM openwop.notifications n"
+		"     WHERE n.tenant OPERATOR(pg_catalog.=) t.tenant AND n.dead_at IS NULL"
+		"       AND n.attempts OPERATOR(pg_catalog.>=) $1"
+		"       AND n.lease_until OPERATOR(pg_catalog.<=) pg_catalog.now()"
+		"     LIMIT $2) n)",
+		2, {INT4OID, INT4OID}, SPI_OK_UPDATE
+	};
+	/* ... and the first id beyond the cap */
+	static OwQuery over = {
+		"WITH RECURSIVE t (tenant) AS ("
+		"  (SELECT tenant FROM openwop.notifications ORDER BY tenant LIMIT 1)"
+		"  UNION ALL"
+		"  SELECT (SELECT n.tenant FROM openwop.notifications n"
+		"           WHERE n.tenant OPERATOR(pg_catalog.>) t.tenant ORDER BY n.tenant LIMIT 1)"
 		"    FROM t WHERE t.tenant IS NOT NULL)"
 		" SELECT t.tenant, b.id FROM t CROSS JOIN LATERAL ("
 		"   SELECT n.id FROM openwop.notifications n"
-		"    WHERE n.tenant OPERATOR(pg_catalog.=) t.tenant AND n.acked_at IS NULL AND n.dead_at IS NULL"
+		"    WHERE n.tenant OPERATOR(pg_catalog.=) t.tenant AND n.dead_at IS NULL"
 		"    ORDER BY n.id OFFSET $1 LIMIT 1) b",
 		1, {INT4OID}, SPI_OK_SELECT
 	};
 	static OwQuery drop = {
 		"WITH d AS (DELETE FROM openwop.notifications"
-		"  WHERE tenant OPERATOR(pg_catalog.=) $1 AND acked_at IS NULL AND dead_at IS NULL"
+		"  WHERE tenant OPERATOR(pg_catalog.=) $1 AND dead_at IS NULL"
 		"    AND id OPERATOR(pg_catalog.>=) $2 RETURNING 1)"
 		" INSERT INTO openwop.notification_drops AS s (tenant, dropped, last_dropped_at)"
 		" SELECT $1, pg_catalog.count(*), pg_catalog.now() FROM d HAVING pg_catalog.count(*) OPERATOR(pg_catalog.>) 0"
@@ -575,8 +667,8 @@ ow_define_outbox_settings(void)
 							 0,
 							 NULL, NULL, NULL);
 	DefineCustomIntVariable("openwop.notification_retention",
-							"How long acknowledged and dead notifications are kept.",
-							"The database worker removes them after this.",
+							"How long dead notifications are kept (an acknowledged one is removed at once).",
+							"The database worker removes a notification this long after it was given up.",
 							&ow_notification_retention,
 							7 * 24 * 3600, 60, INT_MAX,
 							PGC_SIGHUP,

@@ -12,7 +12,8 @@
  * (FOR UPDATE), sets its fired_at and writes its notifications, all in one
  * transaction: a worker killed before the commit leaves the step to fire
  * again, one killed after finds it fired.  A step of a gate that closed
- * first is removed, unfired.
+ * first, or whose deadline falls first (a worker behind, or down, may not
+ * have applied it yet), is removed, unfired.
  *
  * A reminder tells the eligible approvers who have not voted; it grants
  * nothing and changes no tally.  An escalation's group becomes eligible at
@@ -76,7 +77,8 @@ static void
 settle_step(OwDueItem *due)
 {
 	static OwQuery step = {
-		"SELECT s.kind, s.group_ref, s.due_at, o.status, o.node_id, o.payload, o.policy"
+		"SELECT s.kind, s.group_ref, s.due_at, o.status, o.node_id, o.payload, o.policy,"
+		"       COALESCE(o.expires_at OPERATOR(pg_catalog.<=) s.due_at, false)"
 		"  FROM openwop.gate_steps s"
 		"  LEFT JOIN openwop.open_interrupts o"
 		"         ON o.tenant OPERATOR(pg_catalog.=) s.tenant"
@@ -133,9 +135,9 @@ settle_step(OwDueItem *due)
 	payload = ow_col_jsonb(0, 6);
 	pin = ow_col_jsonb(0, 7);
 	due->settled = true;
-	if (status == NULL || strcmp(status, "pending") != 0 || payload == NULL)
+	if (status == NULL || strcmp(status, "pending") != 0 || payload == NULL || ow_col_bool(0, 8))
 	{
-		/* the gate closed first: nothing to tell */
+		/* the gate closed first, or its deadline falls first (not yet applied): nothing to tell */
 		(void) ow_exec(&gone, args, NULL, false, 0);
 		return;
 	}

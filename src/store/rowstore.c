@@ -86,6 +86,7 @@ static const char *const table_names[OW_TABLE_COUNT] = {
 	[OW_NODE_EXECUTIONS] = "node_executions",
 	[OW_GROUP_MEMBERS] = "group_members",
 	[OW_OPEN_INTERRUPTS] = "open_interrupts",
+	[OW_NOTIFICATIONS] = "notifications",
 };
 
 typedef struct OwColumnDef
@@ -179,6 +180,17 @@ static const OwColumnDef columns[OW_COLUMN_COUNT] = {
 	[OPEN_EXECUTION_TID] = {OW_OPEN_INTERRUPTS, "execution_tid", TIDOID},
 	[OPEN_POLICY] = {OW_OPEN_INTERRUPTS, "policy", JSONBOID},
 	[OPEN_ARTIFACT_DIGEST] = {OW_OPEN_INTERRUPTS, "artifact_digest", TEXTOID},
+	[NOTE_ID] = {OW_NOTIFICATIONS, "id", INT8OID},
+	[NOTE_TENANT] = {OW_NOTIFICATIONS, "tenant", TEXTOID},
+	[NOTE_KIND] = {OW_NOTIFICATIONS, "kind", TEXTOID},
+	[NOTE_RECIPIENT] = {OW_NOTIFICATIONS, "recipient", TEXTOID},
+	[NOTE_RUN_ID] = {OW_NOTIFICATIONS, "run_id", TEXTOID},
+	[NOTE_INTERRUPT_ID] = {OW_NOTIFICATIONS, "interrupt_id", TEXTOID},
+	[NOTE_DETAIL] = {OW_NOTIFICATIONS, "detail", JSONBOID},
+	[NOTE_CREATED_AT] = {OW_NOTIFICATIONS, "created_at", TIMESTAMPTZOID},
+	[NOTE_ATTEMPTS] = {OW_NOTIFICATIONS, "attempts", INT4OID},
+	[NOTE_LEASE_UNTIL] = {OW_NOTIFICATIONS, "lease_until", TIMESTAMPTZOID},
+	[NOTE_DEAD_AT] = {OW_NOTIFICATIONS, "dead_at", TIMESTAMPTZOID},
 };
 
 #define INDEX_MAX_PROBE_KEYS 4
@@ -504,7 +516,8 @@ plain(Relation rel, OwTableId t, uint32 inserts, uint32 updates, uint32 deletes)
 
 /* What the hot paths write directly, per table (what plain() asks of each). */
 #define WRITTEN_INSERTS (OW_TABLE_BIT(OW_RUNS) | OW_TABLE_BIT(OW_EVENTS) | OW_TABLE_BIT(OW_INTERRUPTS) | \
-						 OW_TABLE_BIT(OW_NODE_EXECUTIONS) | OW_TABLE_BIT(OW_OPEN_INTERRUPTS))
+						 OW_TABLE_BIT(OW_NODE_EXECUTIONS) | OW_TABLE_BIT(OW_OPEN_INTERRUPTS) | \
+						 OW_TABLE_BIT(OW_NOTIFICATIONS))
 #define WRITTEN_UPDATES (OW_TABLE_BIT(OW_RUNS) | OW_TABLE_BIT(OW_INTERRUPTS) | OW_TABLE_BIT(OW_OPEN_INTERRUPTS) | \
 						 OW_TABLE_BIT(OW_NODE_EXECUTIONS))
 #define WRITTEN_DELETES OW_TABLE_BIT(OW_OPEN_INTERRUPTS)

@@ -24,9 +24,9 @@ stat() { q "SELECT count FROM openwop.stats WHERE database = current_database() 
 
 wait_served $db >/dev/null
 q "SELECT openwop.stats_reset()" >/dev/null
-[ "$(q "SELECT count(*) FROM openwop.stats WHERE database = current_database()")" = 19 ]
+[ "$(q "SELECT count(*) FROM openwop.stats WHERE database = current_database()")" = 24 ]
 [ "$(q "SELECT sum(count) FROM openwop.stats WHERE database = current_database()")" = 0 ]
-echo "stats: 19 counters for this database (resolved, voted, expired, 16 refusal codes), zero after a reset"
+echo "stats: 24 counters for this database (resolved, voted, expired, reminded, escalated, notified, notifications_dropped, notifications_dead, 16 refusal codes), zero after a reset"
 
 # three gates: one resolved, one voted on (2 of 2), one left to its deadline; one refusal
 psql -X -q -v ON_ERROR_STOP=1 -d $db >/dev/null <<'SQL'

@@ -100,6 +100,8 @@ SELECT is((SELECT array_agg(p.proname::text ORDER BY p.proname)
                                     'revoke_delegation', 'delegation_viewer',
                                     -- so are business calendars
                                     'set_calendar', 'calendar_due', 'calendar_log_append_only',
+                                    -- and the notification outbox: a sender drains each shard's
+                                    'claim_notifications', 'ack_notifications',
                                     -- the hash chain's own, run as the owner by fork_run and verify_run
                                     'event_hash', 'event_chain', 'artifact_changes_append_only')
               AND NOT EXISTS (SELECT FROM pg_proc w

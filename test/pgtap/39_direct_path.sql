@@ -7,7 +7,7 @@ BEGIN;
 SELECT * FROM no_plan();
 
 SELECT is((SELECT array_agg(table_name || ' ' || direct || ' ' || coalesce(reason, '-') ORDER BY table_name) FROM openwop.direct_path()),
-          '{"events true -","group_members true -","interrupts true -","node_executions true -","open_interrupts true -","runs true -"}',
+          '{"events true -","group_members true -","interrupts true -","node_executions true -","notifications true -","open_interrupts true -","runs true -"}',
           'direct_path_on_after_install: every table of the hot paths is read and written directly as installed');
 
 CREATE FUNCTION pg_temp.why(t text) RETURNS text LANGUAGE sql AS $$
@@ -17,7 +17,7 @@ CREATE FUNCTION public.tap_dp_noop() RETURNS trigger LANGUAGE plpgsql AS $$ BEGI
 SAVEPOINT s;
 CREATE TRIGGER dp BEFORE UPDATE ON openwop.node_executions FOR EACH ROW EXECUTE FUNCTION public.tap_dp_noop();
 SELECT is(pg_temp.why('node_executions'), 'it has a trigger', 'direct_path_trigger: a DBA''s trigger turns its table''s direct path off, named');
-SELECT is((SELECT count(*) FROM openwop.direct_path() WHERE direct), 5::bigint, '... and only its table''s');
+SELECT is((SELECT count(*) FROM openwop.direct_path() WHERE direct), 6::bigint, '... and only its table''s');
 ROLLBACK TO s;
 CREATE TRIGGER dp AFTER INSERT ON openwop.group_members FOR EACH ROW EXECUTE FUNCTION public.tap_dp_noop();
 SELECT is(pg_temp.why('group_members'), 'direct', '... a trigger on a table the hot paths only read changes nothing');
@@ -48,7 +48,7 @@ ROLLBACK TO s;
 ALTER TABLE openwop.group_members RENAME TO group_members_moved;
 SELECT is(pg_temp.why('runs'), 'a table of the store is gone', 'direct_path_table_gone: a table renamed away turns every table''s direct path off');
 ROLLBACK TO s;
-SELECT is((SELECT count(*) FROM openwop.direct_path() WHERE direct), 6::bigint, 'direct_path_undone: undone, every table is direct again');
+SELECT is((SELECT count(*) FROM openwop.direct_path() WHERE direct), 7::bigint, 'direct_path_undone: undone, every table is direct again');
 
 -- who may look
 CREATE ROLE tap_dp_login;
@@ -57,7 +57,7 @@ SELECT throws_ok('SELECT * FROM openwop.direct_path()', '42501', NULL, 'direct_p
 RESET ROLE;
 GRANT pg_monitor TO tap_dp_login;
 SET LOCAL ROLE tap_dp_login;
-SELECT is((SELECT count(*) FROM openwop.direct_path()), 6::bigint, '... a member of pg_monitor may');
+SELECT is((SELECT count(*) FROM openwop.direct_path()), 7::bigint, '... a member of pg_monitor may');
 RESET ROLE;
 
 SELECT * FROM finish();
