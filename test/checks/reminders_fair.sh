@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# reminder_not_delayed_by_another_tenant: tenant "aahog" (first in tenant
+# reminder_not_delayed_by_another_tenant, timeout_not_delayed_by_another_
+# tenant_s_reminders: tenant "aahog" (first in tenant
 # order) has 10,000 overdue approval gates, each with its deadline passed
 # and its reminder due, raised while no worker served the database; once
 # the worker serves it again and is busy with them, tenant acme's one gate
-# has its reminder fall due: the worker fires it within one
-# openwop.sweeper_interval of its instant (set here to 2 s; the hog's
+# has its reminder fall due, and another its deadline: the worker fires the
+# one and applies the other within one openwop.sweeper_interval of its instant (set here to 2 s; the hog's
 # backlog keeps the worker busy for longer than that), with most of the hog's
 # steps and deadlines still waiting, for the worker shares each pass out
 # between tenants.  Then the hog's 10,000 are settled too: every deadline
@@ -30,13 +31,16 @@ settings -c "ALTER SYSTEM SET openwop.notification_outbox = on" -c "ALTER SYSTEM
 wait_for 10 "SELECT current_setting('openwop.sweeper_interval') || ' ' || current_setting('openwop.notification_outbox')" "${INTERVAL}s on"
 wait_served $db 30 >/dev/null
 
-# the policies: the hog's gates remind and expire 1 ms after the raise; acme's reminds 300 ms after
-policy() {   # policy TENANT DOCUMENT
+# the policies: the hog's gates remind 1 ms after the raise and expire 2 ms
+# after (a reminder due after the deadline is never sent); acme's reminds
+# 300 ms after, and its other gate expires 300 ms after
+policy() {   # policy TENANT NAME DOCUMENT
 	psql -X -q -v ON_ERROR_STOP=1 -d $db -c "BEGIN" -c "GRANT openwop_policy_admin TO CURRENT_USER" -c "SET LOCAL openwop.tenant = '$1'" \
-		-c "SELECT openwop.set_approval_policy('nag', '$2')" -c "REVOKE openwop_policy_admin FROM CURRENT_USER" -c "COMMIT" >/dev/null
+		-c "SELECT openwop.set_approval_policy('$2', '$3')" -c "REVOKE openwop_policy_admin FROM CURRENT_USER" -c "COMMIT" >/dev/null
 }
-policy aahog '{"appliesTo": {"workflowId": "fair", "nodeId": "gate"}, "reminders": [{"afterMs": 1}], "maxTimeoutMs": 1}'
-policy acme '{"appliesTo": {"workflowId": "fair", "nodeId": "gate"}, "reminders": [{"afterMs": 300}]}'
+policy aahog nag '{"appliesTo": {"workflowId": "fair", "nodeId": "gate"}, "reminders": [{"afterMs": 1}], "maxTimeoutMs": 2}'
+policy acme nag '{"appliesTo": {"workflowId": "fair", "nodeId": "gate"}, "reminders": [{"afterMs": 300}]}'
+policy acme expire '{"appliesTo": {"workflowId": "fair-timeout", "nodeId": "gate"}, "maxTimeoutMs": 300}'
 
 # no worker serves the database while the hog's gates are raised, 2,000 a transaction
 settings -c "ALTER SYSTEM SET openwop.databases = 'postgres'"
@@ -73,6 +77,10 @@ SELECT openwop.create_run('fair', '{"runId": "acme/fair-run-00000001"}');
 SELECT openwop.start_node('acme/fair-run-00000001', 'gate');
 SELECT openwop.interrupt('acme/fair-run-00000001', 'gate', '{"kind": "approval", "data": {"artifactId": "a", "artifactType": "doc",
   "title": "T", "actions": ["accept", "reject"], "approversList": ["amy"]}}');
+SELECT openwop.create_run('fair-timeout', '{"runId": "acme/fair-run-00000002"}');
+SELECT openwop.start_node('acme/fair-run-00000002', 'gate');
+SELECT openwop.interrupt('acme/fair-run-00000002', 'gate', '{"kind": "approval", "data": {"artifactId": "a", "artifactType": "doc",
+  "title": "T", "actions": ["accept", "reject"], "approversList": ["amy"]}}');
 SQL
 wait_for 60 "SELECT count(*) FROM openwop.gate_steps WHERE tenant = 'acme' AND fired_at IS NOT NULL" 1
 delay=$(q "SELECT round(extract(epoch FROM fired_at - due_at)::numeric, 3) FROM openwop.gate_steps WHERE tenant = 'acme'")
@@ -94,7 +102,12 @@ echo "  $done_steps and $done_gates when it fired"
 	{ echo "acme's reminder waited $delay s, more than one worker interval ($INTERVAL s)" >&2; exit 1; }
 [ "$done_steps" -lt $((HOG / 2)) ] && [ "$done_gates" -lt $((HOG / 2)) ] ||
 	{ echo "acme's reminder waited for most of another tenant's backlog" >&2; exit 1; }
-[ "$(q "SELECT string_agg(kind || ':' || recipient, ',' ORDER BY id) FROM openwop.notifications WHERE tenant = 'acme'")" = "raised:amy,reminder:amy" ]
+wait_for 60 "SELECT count(*) FROM openwop.interrupts WHERE run_id = 'acme/fair-run-00000002' AND status = 'resolved'" 1
+late=$(q "SELECT round(extract(epoch FROM resolved_at - expires_at)::numeric, 3) FROM openwop.interrupts WHERE run_id = 'acme/fair-run-00000002'")
+echo "acme's other gate was decided by its timeout ${late} s after its deadline"
+[ "$(awk "BEGIN { print ($late >= 0 && $late <= $INTERVAL) }")" = 1 ] ||
+	{ echo "acme's deadline waited $late s, more than one worker interval ($INTERVAL s)" >&2; exit 1; }
+[ "$(q "SELECT string_agg(kind || ':' || recipient, ',' ORDER BY id) FROM openwop.notifications WHERE run_id = 'acme/fair-run-00000001'")" = "raised:amy,reminder:amy" ]
 
 # the hog's backlog is settled too: every deadline applied, every step fired or removed (its gate closed first)
 T=aahog wait_for 90 "SELECT count(*) FROM openwop.open_interrupts WHERE tenant = 'aahog'" 0
