@@ -314,7 +314,7 @@ ow_calendar_add(const OwCalendar *cal, TimestampTz start, int n, const int64 *ms
 {
 	/* more than the days could hold, with every repeated hour worked twice: never */
 	const int64 most = (int64) (OW_CALENDAR_MAX_DAYS + 1) * USECS_PER_DAY + 400 * USECS_PER_HOUR;
-	int64		left[2];
+	int64	   *left = palloc(sizeof(int64) * Max(n, 1));
 	int			open = 0;
 	int			i;
 	struct pg_tm tm;
@@ -324,7 +324,6 @@ ow_calendar_add(const OwCalendar *cal, TimestampTz start, int n, const int64 *ms
 	int			day;
 	int64		worked = 0;
 
-	Assert(n <= (int) lengthof(left));
 	for (i = 0; i < n; i++)
 	{
 		due[i] = DT_NOEND;

@@ -245,15 +245,15 @@ ow_notify_gate(OwRun *run, const char *interrupt_id, OwNotice kind, JsonbContain
 		return 0;
 	to = audience(run, interrupt_id, data, rule, kind == OW_NOTICE_REMINDER,
 				  kind == OW_NOTICE_ESCALATION ? group : NULL);
-	if ((kind == OW_NOTICE_DECIDED || kind == OW_NOTICE_EXPIRED) && rule->requester != NULL)
-		to = list_append_unique(to, (char *) rule->requester);
+	if ((kind == OW_NOTICE_DECIDED || kind == OW_NOTICE_EXPIRED) && run->requested_by != NULL)
+		to = list_append_unique(to, run->requested_by);
 	return write_rows(run, interrupt_id, kinds[kind], to, detail);
 }
 
 /*
  * A vote on the gate interrupt_id of run was withdrawn (kind "withdrawn")
  * or voided ("voided"): its voter hears of it, and of a withdrawal the
- * requester too (rule->requester, when named).
+ * run's requester too (create_run's requested_by, when named).
  */
 int
 ow_notify_voter(OwRun *run, const char *interrupt_id, const char *kind, const char *voter,
@@ -264,8 +264,8 @@ ow_notify_voter(OwRun *run, const char *interrupt_id, const char *kind, const ch
 	if (!ow_notification_outbox)
 		return 0;
 	to = list_make1((char *) voter);
-	if (strcmp(kind, "withdrawn") == 0 && rule != NULL && rule->requester != NULL)
-		to = list_append_unique(to, (char *) rule->requester);
+	if (strcmp(kind, "withdrawn") == 0 && run->requested_by != NULL)
+		to = list_append_unique(to, run->requested_by);
 	return write_rows(run, interrupt_id, kind, to, detail);
 }
 

@@ -510,6 +510,7 @@ ow_create_run(PG_FUNCTION_ARGS)
 	run->root_run_id = run_id;
 	run->key_root = run_id;
 	run->fork_of = NULL;
+	run->requested_by = requested_by;
 	run->workflow_id = workflow_id;
 	run->status = "running";
 	run->current_node_id = NULL;

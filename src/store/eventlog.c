@@ -109,6 +109,7 @@ run_read(const OwRow *row, void *arg)
 	run->has_head = !row->nulls[8];
 	if (run->has_head && !ow_event_hash_read(row->values[8], run->head))
 		memset(run->head, 0, OW_EVENT_HASH_LEN);
+	run->requested_by = row->nulls[9] ? NULL : TextDatumGetCString(row->values[9]);
 	run->tid = row->tid;
 }
 
@@ -141,9 +142,9 @@ ow_try_lock_run_id(OwRun *run, const char *tenant, const char *run_id)
 static bool
 lock_run_row(OwRun *run, const char *tenant, const char *run_id, bool skip_locked)
 {
-	static OwRead lock = {.table = OW_RUNS,.index = OW_RUNS_PKEY,.nkeys = 2,.ncols = 9,
+	static OwRead lock = {.table = OW_RUNS,.index = OW_RUNS_PKEY,.nkeys = 2,.ncols = 10,
 		.cols = {RUN_WORKFLOW_ID, RUN_STATUS, RUN_CURRENT_NODE_ID, RUN_EVENT_PREFIX, RUN_CREATED_AT,
-	RUN_NEXT_SEQUENCE, RUN_DEFINITION, RUN_FORK_OF, RUN_EVENT_HASH}};
+	RUN_NEXT_SEQUENCE, RUN_DEFINITION, RUN_FORK_OF, RUN_EVENT_HASH, RUN_REQUESTED_BY}};
 	Datum		keys[2];
 
 	run->tenant = pstrdup(tenant);

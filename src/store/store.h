@@ -264,6 +264,7 @@ typedef struct OwRun
 	char	   *root_run_id;	/* the run itself: its keys are unique under it */
 	char	   *key_root;		/* keys derive from it: a replay fork's chain root, else the run */
 	char	   *fork_of;		/* the source of a fork, else NULL */
+	char	   *requested_by;	/* whom create_run named as its requester, else NULL */
 	char	   *workflow_id;
 	char	   *status;
 	char	   *current_node_id;

@@ -14,7 +14,7 @@
 # runs with nothing on PATH but bash, sh, psql and coreutils; sendmail gets
 # an RFC 5322 message with no header a title can add; the webhook example
 # posts valid JSON.  Last, two rules of the outbox and the step planner
-# that this check found broken, marked KNOWN BUG (see the end).  Needs the
+# this check once found broken (see the end).  Needs the
 # cluster test/run starts (preloaded, with a key-encryption passphrase).
 set -euo pipefail
 . "$(dirname "$0")/../lib.sh"
@@ -317,18 +317,15 @@ SQL
 [ "$v" = "$id|true|true|true" ] || fail "the webhook's JSON: [$v] $(cat "$out/hook/$id.json")"
 echo "sender_webhook_example: examples/webhook-post posts valid JSON with the notification, its subject (the title exact), text and links, keyed by the id"
 
-# Two rules of the outbox and the planner this check found broken; each is
-# marked KNOWN BUG (reported), runs after the sender's own rules, and fails
-# the check until it is fixed.
+# Two rules of the outbox and the planner this check once found broken;
+# each runs after the sender's own rules.
 known=0
 
-# outbox_tells_the_requester — KNOWN BUG (src/domain/outbox.c, policies.c):
-# the run's requester (create_run's requested_by, "rita" here) should hear
-# of the decision ("decided" goes to the audience and the requester), but
-# ow_gate_rule() knows the requester only from a policy pin that excludes
-# requesters, so a gate under no policy (or one with "excludeRequester":
-# false) tells the requester nothing.  Under the "ladder" policy (which
-# excludes the requester) she is told.
+# outbox_tells_the_requester: the run's requester (create_run's
+# requested_by, "rita" here) hears of the decision ("decided" goes to the
+# audience and the requester), under no policy as under one that excludes
+# requesters (once, only the latter told her: the requester was read from
+# the pin).
 # alice rejects the ladder's gate by a token (the run's owner, this login, may not vote under the policy)
 [ "$(q "SELECT openwop.resolve_interrupt_by_token(openwop.mint_interrupt_token(i.interrupt_id, 'resolve', NULL, 'alice'),
         '{\"action\": \"reject\"}') ->> 'decision' FROM openwop.interrupts i WHERE i.run_id = 'acme/sender-gate-ladder-01'")" = rejected ] ||
@@ -337,18 +334,15 @@ told_pinned=$(q "SELECT count(*) FROM openwop.notifications WHERE run_id = 'acme
 if [ "$told_plain" = 1 ] && [ "$told_pinned" = 1 ]; then
 	echo "outbox_tells_the_requester: the requester hears of the decision, with a policy or without"
 else
-	echo "outbox_tells_the_requester (KNOWN BUG, reported): the requester got $told_plain \"decided\" of a gate under no policy, $told_pinned under a policy excluding requesters; 1 each expected" >&2
+	echo "outbox_tells_the_requester: the requester got $told_plain \"decided\" of a gate under no policy, $told_pinned under a policy excluding requesters; 1 each expected" >&2
 	known=1
 fi
 
-# calendar_plans_every_step — KNOWN BUG (src/base/worktime.c): a policy on a
-# business calendar with three steps (two reminders and an escalation, after
-# 1, 2 and 3 working hours) plans three steps, each in the future.
-# ow_calendar_add() keeps its amounts in "int64 left[2]" (an Assert, off in
-# release builds, says n <= 2), but plan_steps() passes up to 11: the third
-# and later are written past the array, and the escalation comes out at
-# 2000-01-01 (fired at once, its group told and eligible from the raise), or
-# with 11 steps none is planned at all.
+# calendar_plans_every_step: a policy on a business calendar with three
+# steps (two reminders and an escalation, after 1, 2 and 3 working hours)
+# plans three steps, each in the future (once, ow_calendar_add() held two
+# amounts and a third was written past them: the escalation came out at
+# 2000-01-01, fired at once).
 psql -X -q -v ON_ERROR_STOP=1 -d $db >/dev/null <<'SQL'
 SET openwop.bound_tenant = 'acme';
 SET SESSION AUTHORIZATION ow_sender_dba;
@@ -362,7 +356,7 @@ steps=$(q "SELECT string_agg(kind || ':' || (due_at > now()), ' ' ORDER BY step)
 if [ "$steps" = "reminder:true reminder:true escalation:true" ]; then
 	echo "calendar_plans_every_step: three steps on a calendar, each in the future, in order"
 else
-	echo "calendar_plans_every_step (KNOWN BUG, reported): planned [$steps], not [reminder:true reminder:true escalation:true]" >&2
+	echo "calendar_plans_every_step: planned [$steps], not [reminder:true reminder:true escalation:true]" >&2
 	known=1
 fi
 

@@ -328,6 +328,18 @@ SELECT is((SELECT jsonb_agg(due_at ORDER BY step) FROM openwop.gate_steps WHERE 
 SELECT is(pg_temp.refused_vote('acme/out-holiday-000001', 'erin') ->> 'code', 'forbidden',
           'holiday_shifts_steps: the escalation''s group is not eligible during the holidays');
 
+-- a full ladder (ten reminders and an escalation) on the calendar: each step where calendar_due puts it
+SELECT is(pg_temp.set_policy('full-ladder', jsonb_build_object('appliesTo', '{"workflowId": "full-ladder", "nodeId": "*"}'::jsonb,
+            'calendar', 'closed',
+            'reminders', (SELECT jsonb_agg(jsonb_build_object('afterMs', k * 3600000)) FROM generate_series(1, 10) k),
+            'escalation', '{"afterMs": 39600000, "groupRef": "execs"}'::jsonb)) ->> 'version',
+          '1', 'a policy with ten reminders, an hour apart, and an escalation after eleven hours, on the calendar');
+DO $$ BEGIN PERFORM pg_temp.gate('acme/out-ladder-0000001', 'full-ladder', '{"approversList": ["ann"]}'); END $$;
+SELECT is((SELECT jsonb_agg(due_at ORDER BY step) FROM openwop.gate_steps WHERE run_id = 'acme/out-ladder-0000001'),
+          pg_temp.as_login('tap_out_dba', 'acme', format(
+            'SELECT jsonb_agg(openwop.calendar_due(%L, %L, k * 3600000) ORDER BY k) FROM generate_series(1, 11) k', 'closed', now())),
+          'calendar_plans_every_step: all eleven steps planned, each where calendar_due puts it (none in the past)');
+
 /* ------------------------------------------------------------------
  * A gate that closes first
  * ------------------------------------------------------------------ */
@@ -428,6 +440,11 @@ SELECT is(pg_temp.told('acme/out-star-00000001', 'raised'), '["*"]',
           'outbox_star_when_no_approvers: a gate naming nobody is every approver''s to decide: "*"');
 SELECT is(pg_temp.vote('acme/out-star-00000001', 'zoe') ->> 'decision', 'granted', '... anyone decides it');
 SELECT is(pg_temp.told('acme/out-star-00000001', 'decided'), '["*", "rick"]', '... and everyone hears of it, the requester too');
+DO $$ BEGIN PERFORM pg_temp.gate('acme/out-req-000000001', 'unpinned', '{"approversList": ["ann"]}', 'rita');
+            PERFORM pg_temp.vote('acme/out-req-000000001', 'ann'); END $$;
+SELECT is(pg_temp.told('acme/out-req-000000001', 'decided'), '["ann", "rita"]',
+          'outbox_tells_the_requester: a gate under no policy tells its requester of the decision too');
+
 -- once an escalation's instant has passed, a gate naming nobody is still
 -- everyone's to decide (zoe below): its audience stays "*" (the group is
 -- told by the escalation itself)
