@@ -960,10 +960,10 @@ REVOKE ALL ON openwop.gate_steps FROM PUBLIC;
  * (claim_notifications, SKIP LOCKED) and acknowledge them
  * (ack_notifications), which removes them; a row whose lease ends
  * unacknowledged is claimed again, until openwop.notification_max_attempts,
- * then it is dead.  The database worker removes dead rows after
- * openwop.notification_retention, and keeps each tenant's undelivered rows
- * under openwop.notification_cap (the oldest kept, the rest dropped and
- * counted in notification_drops).
+ * then it is dead: moved to dead_notifications, which the database worker
+ * empties after openwop.notification_retention.  The worker also keeps
+ * each tenant's undelivered rows under openwop.notification_cap (the
+ * oldest kept, the rest dropped and counted in notification_drops).
  * ---------------------------------------------------------------------- */
 DO $do$
 BEGIN
@@ -988,16 +988,13 @@ CREATE TABLE openwop.notifications (
     created_at   timestamptz NOT NULL,
     attempts     integer     NOT NULL DEFAULT 0,
     lease_until  timestamptz,
-    dead_at      timestamptz,
     -- the one index a write maintains: claims, the cap and acknowledgements walk it
     PRIMARY KEY (tenant, id)
 );
 ALTER SEQUENCE openwop.notification_ids OWNED BY openwop.notifications.id;
 COMMENT ON SEQUENCE openwop.notification_ids IS 'The ids of openwop.notifications.';
--- what retention removes (a write of a live row adds no entry)
-CREATE INDEX notifications_dead ON openwop.notifications (dead_at) WHERE dead_at IS NOT NULL;
 COMMENT ON TABLE openwop.notifications IS
-  'The notification outbox: one row per recipient of an approval gate''s event (raised, reminder, escalation, decided, expired, withdrawn, voided), written in the event''s transaction while openwop.notification_outbox is on. Claimed by senders with claim_notifications(); a row acknowledged with ack_notifications() is removed (the outbox is a queue: what happened is in the event log and gate_steps), a dead one is kept openwop.notification_retention. Written by the extension only (no CHECK constraint: a resolve would compile it at each write, measured at a twentieth of its CPU).';
+  'The notification outbox: one row per recipient of an approval gate''s event (raised, reminder, escalation, decided, expired, withdrawn, voided), written in the event''s transaction while openwop.notification_outbox is on. Claimed by senders with claim_notifications(); a row acknowledged with ack_notifications() is removed (the outbox is a queue: what happened is in the event log and gate_steps), a dead one moved to openwop.dead_notifications. Written by the extension only (no CHECK constraint: a resolve would compile it at each write, measured at a twentieth of its CPU).';
 COMMENT ON COLUMN openwop.notifications.id IS 'The row''s id, stable: a sender deduplicates on it (delivery is at least once).';
 COMMENT ON COLUMN openwop.notifications.tenant IS 'The gate''s tenant.';
 COMMENT ON COLUMN openwop.notifications.kind IS 'raised, reminder, escalation, decided, expired, withdrawn or voided.';
@@ -1008,9 +1005,37 @@ COMMENT ON COLUMN openwop.notifications.detail IS 'What the message says beyond 
 COMMENT ON COLUMN openwop.notifications.created_at IS 'When the event happened (its transaction''s start).';
 COMMENT ON COLUMN openwop.notifications.attempts IS 'How many times the row was claimed.';
 COMMENT ON COLUMN openwop.notifications.lease_until IS 'The last claim''s lease: until then no other claim takes the row.';
-COMMENT ON COLUMN openwop.notifications.dead_at IS 'When the row was given up: its lease ended unacknowledged after openwop.notification_max_attempts claims; NULL while it is delivered.';
 SELECT pg_catalog.pg_extension_config_dump('openwop.notifications', '');
 SELECT pg_catalog.pg_extension_config_dump('openwop.notification_ids', '');
+
+CREATE TABLE openwop.dead_notifications (
+    id           bigint      NOT NULL,
+    tenant       text COLLATE "C" NOT NULL,
+    kind         text        NOT NULL,
+    recipient    text COLLATE "C" NOT NULL,
+    run_id       text COLLATE "C" NOT NULL,
+    interrupt_id text COLLATE "C" NOT NULL,
+    detail       jsonb       NOT NULL,
+    created_at   timestamptz NOT NULL,
+    attempts     integer     NOT NULL,
+    dead_at      timestamptz NOT NULL,
+    PRIMARY KEY (tenant, id)
+);
+CREATE INDEX dead_notifications_dead_at ON openwop.dead_notifications (dead_at);
+COMMENT ON TABLE openwop.dead_notifications IS
+  'The dead letters of the outbox: notifications given up after openwop.notification_max_attempts claims without an acknowledgement, moved here by the claim that would have taken them once more, and removed openwop.notification_retention later. openwop.stats counts them (notifications_dead).';
+COMMENT ON COLUMN openwop.dead_notifications.id IS 'The notification''s id.';
+COMMENT ON COLUMN openwop.dead_notifications.tenant IS 'The gate''s tenant.';
+COMMENT ON COLUMN openwop.dead_notifications.kind IS 'As in openwop.notifications.';
+COMMENT ON COLUMN openwop.dead_notifications.recipient IS 'Who should have heard.';
+COMMENT ON COLUMN openwop.dead_notifications.run_id IS 'The gate''s run.';
+COMMENT ON COLUMN openwop.dead_notifications.interrupt_id IS 'The gate.';
+COMMENT ON COLUMN openwop.dead_notifications.detail IS 'As in openwop.notifications.';
+COMMENT ON COLUMN openwop.dead_notifications.created_at IS 'When the event happened.';
+COMMENT ON COLUMN openwop.dead_notifications.attempts IS 'How many times it was claimed.';
+COMMENT ON COLUMN openwop.dead_notifications.dead_at IS 'When it was given up.';
+SELECT pg_catalog.pg_extension_config_dump('openwop.dead_notifications', '');
+REVOKE ALL ON openwop.dead_notifications FROM PUBLIC;
 REVOKE ALL ON openwop.notifications, openwop.notification_ids FROM PUBLIC;
 
 CREATE TABLE openwop.notification_drops (
@@ -1031,7 +1056,7 @@ CREATE FUNCTION openwop.claim_notifications(max integer, lease interval)
     RETURNS SETOF jsonb AS 'MODULE_PATHNAME', 'ow_claim_notifications'
     LANGUAGE C VOLATILE ROWS 100;
 COMMENT ON FUNCTION openwop.claim_notifications(integer, interval) IS
-  'Claims up to max notifications of the caller''s tenant (for a login acting in every tenant, every tenant''s, shared out between them), oldest first, for lease: rows another claim holds, or leases, are skipped (SKIP LOCKED), so two senders never hold the same row at once. Each is {id, tenant, kind, recipient, runId, interruptId, createdAt, attempt, leaseUntil, detail}; the id is stable. A row not acknowledged before its lease ends is claimed again; one claimed openwop.notification_max_attempts times is dead instead. Holders of openwop_notification_sender.';
+  'Claims up to max notifications of the caller''s tenant (for a login acting in every tenant, every tenant''s, shared out between them), oldest first, for lease: rows another claim holds, or leases, are skipped (SKIP LOCKED), so two senders never hold the same row at once. Each is {id, tenant, kind, recipient, runId, interruptId, createdAt, attempt, leaseUntil, detail}; the id is stable. A row not acknowledged before its lease ends is claimed again; one claimed openwop.notification_max_attempts times is dead instead (moved to openwop.dead_notifications). Holders of openwop_notification_sender.';
 CREATE FUNCTION openwop.ack_notifications(ids text[])
     RETURNS integer AS 'MODULE_PATHNAME', 'ow_ack_notifications'
     LANGUAGE C VOLATILE;

@@ -171,6 +171,7 @@ extern bool owj_is_object(JsonbValue *v);
 extern bool owj_is_array(JsonbValue *v);
 extern const char *owj_type_name(JsonbValue *v);
 extern char *owj_iso8601(TimestampTz ts);
+extern bool owj_read_iso8601(const char *s, TimestampTz *out);
 extern bool owj_pointer_token(const char *s, int len, StringInfo out);
 
 /* ----------

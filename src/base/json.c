@@ -20,6 +20,7 @@
 #include "base/base.h"
 
 #include "nodes/pg_list.h"
+#include "utils/datetime.h"
 #include "utils/float.h"
 #include "utils/fmgrprotos.h"
 #include "utils/numeric.h"
@@ -366,6 +367,28 @@ owj_iso8601(TimestampTz ts)
 	return psprintf("%04d-%02d-%02dT%02d:%02d:%02d.%03dZ",
 					tm.tm_year, tm.tm_mon, tm.tm_mday,
 					tm.tm_hour, tm.tm_min, tm.tm_sec, (int) (fsec / 1000));
+}
+
+/*
+ * Read back what owj_iso8601 printed, and nothing else: false (never an
+ * error) for any other text, or a time out of range.
+ */
+bool
+owj_read_iso8601(const char *s, TimestampTz *out)
+{
+	struct pg_tm tm = {0};
+	int			ms;
+	int			n = 0;
+
+	if (s == NULL || strlen(s) != 24 ||
+		sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2d.%3dZ%n", &tm.tm_year, &tm.tm_mon, &tm.tm_mday,
+			   &tm.tm_hour, &tm.tm_min, &tm.tm_sec, &ms, &n) != 7 || n != 24)
+		return false;
+	if (tm.tm_year < 1 || tm.tm_mon < 1 || tm.tm_mon > 12 || tm.tm_mday < 1 ||
+		tm.tm_mday > day_tab[isleap(tm.tm_year)][tm.tm_mon - 1] ||
+		tm.tm_hour > 23 || tm.tm_min > 59 || tm.tm_sec > 59 || ms < 0)
+		return false;
+	return tm2timestamp(&tm, (fsec_t) ms * 1000, NULL, out) == 0 && !TIMESTAMP_NOT_FINITE(*out);
 }
 
 /*

@@ -261,8 +261,9 @@ typedef struct Eligibility
  * subject (its subjectId, or "<issuer>/<subjectId>"), or it is in one of
  * approverGroupRefs or of the policies' groups, or its login holds one of
  * approverRoleRefs, or it is in the group of an escalation of the policies
- * whose instant has passed.  Membership of the override group makes an eligible
- * voter an override principal; it makes no one eligible.
+ * whose instant has passed.  Membership of the override group makes a
+ * voter eligible by another route than an escalation an override
+ * principal; it makes no one eligible.
  */
 static void
 decide_eligibility(const char *tenant, JsonbContainer *data, const OwGateRule *rule,
@@ -320,6 +321,15 @@ decide_eligibility(const char *tenant, JsonbContainer *data, const OwGateRule *r
 		e->matched = lappend(e->matched, psprintf("role:%s", (char *) lfirst(lc)));
 	if (listed == NIL && group_refs == NIL && role_refs == NIL && rule->ngroups == 0)
 		e->matched = lappend(e->matched, "any");
+	/* an escalation adds voters, never an override principal's power over the quorum */
+	if (e->is_override)
+	{
+		bool		other = false;
+
+		foreach(lc, e->matched)
+			other |= strncmp(lfirst(lc), "escalation:", 11) != 0;
+		e->is_override = other;
+	}
 }
 
 /*

@@ -127,7 +127,9 @@ next_due(const OwDueSource *src, DueTenant *t, TimestampTz now, int n, OwDueItem
 /*
  * Settle the due work of src, sharing it out fairly between tenants: round
  * after round, up to OW_DUE_ROUND of each tenant's oldest.  At most max
- * are tried; runs another transaction holds are looked at, not counted.
+ * are tried, an item counting its weight (a step that told a thousand
+ * people, a thousand); runs another transaction holds are looked at, not
+ * counted.
  * Each is settled in a subtransaction under its run's lock; a
  * run another transaction holds is passed over.  begin and end, when not
  * NULL, bracket each piece of work in a transaction of its own (the
@@ -197,12 +199,13 @@ ow_sweep_due(const OwDueSource *src, int max, void (*begin) (void), void (*end) 
 			{
 				if (begin)
 					begin();
+				due[k].weight = 1;
 				settle_logged(src, &due[k]);
 				if (end)
 					end();
-				/* a busy run cost one look; it does not count against max */
+				/* a busy run cost one look; it does not count against max, a heavy item counts its weight */
 				settled += due[k].settled;
-				tried += !due[k].busy;
+				tried += due[k].busy ? 0 : Max(1, due[k].weight);
 			}
 			if (turn && n > 0)
 				strlcpy(turn, t->tenant, OW_TENANT_BUF);

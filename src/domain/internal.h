@@ -65,6 +65,7 @@ typedef struct OwDueItem
 	TimestampTz now;			/* due at this time */
 	bool		busy;			/* out: another transaction holds its run */
 	bool		settled;		/* out: it was settled */
+	int			weight;			/* out: what it cost, in rows written (1 unless set) */
 } OwDueItem;
 
 typedef struct OwDueSource

@@ -16,11 +16,15 @@
  *
  * Delivery is at least once: a row whose lease ends unacknowledged is
  * claimed again, each claim counted, until openwop.notification_max_attempts
- * claims; then it is dead (counted in openwop.stats).  Rows a claim holds
- * are skipped (SKIP LOCKED), so two senders never hold one row at once.
- * An acknowledged row is removed; the worker removes dead rows
- * openwop.notification_retention after they died, and drops each tenant's undelivered rows
- * beyond openwop.notification_cap, newest first, counting them per tenant.
+ * claims; then it is dead: the claim that would take it once more moves it
+ * to openwop.dead_notifications (counted in openwop.stats), out of the way
+ * of every later claim.  Rows a claim holds are skipped (SKIP LOCKED), so
+ * two senders never hold one row at once.
+ *
+ * An acknowledged row is removed.  The worker removes dead letters
+ * openwop.notification_retention after they died, and drops each tenant's
+ * undelivered rows beyond openwop.notification_cap, newest first, counting
+ * them per tenant; one event writes no more than the cap on its own.
  *
  *-------------------------------------------------------------------------
  */
@@ -35,6 +39,7 @@
 #include "catalog/namespace.h"
 #include "catalog/pg_type.h"
 #include "commands/sequence.h"
+#include "common/pg_prng.h"
 #include "funcapi.h"
 #include "utils/array.h"
 #include "utils/datum.h"
@@ -53,6 +58,9 @@ static bool ow_notification_outbox = false;
 static int	ow_notification_retention = 7 * 24 * 3600;	/* seconds */
 static int	ow_notification_cap = 100000;
 static int	ow_notification_max_attempts = 5;
+
+/* Where this session's next every-tenant claim begins, in its list of tenants; -1: not yet chosen. */
+static int64 claim_turn = -1;
 
 /* Is the outbox on: do gate events write notifications? */
 bool
@@ -189,17 +197,29 @@ audience(OwRun *run, const char *interrupt_id, JsonbContainer *data, const OwGat
 static int
 write_rows(OwRun *run, const char *interrupt_id, const char *kind, List *recipients, Jsonb *detail)
 {
-	static OwWrite insert = {.table = OW_NOTIFICATIONS,.kind = OW_WRITE_INSERT,.ncols = 11,
+	static OwWrite insert = {.table = OW_NOTIFICATIONS,.kind = OW_WRITE_INSERT,.ncols = 10,
 		.cols = {NOTE_ID, NOTE_TENANT, NOTE_KIND, NOTE_RECIPIENT, NOTE_RUN_ID, NOTE_INTERRUPT_ID,
-	NOTE_DETAIL, NOTE_CREATED_AT, NOTE_ATTEMPTS, NOTE_LEASE_UNTIL, NOTE_DEAD_AT}};
-	Datum		values[11];
-	bool		nulls[11] = {false};
+	NOTE_DETAIL, NOTE_CREATED_AT, NOTE_ATTEMPTS, NOTE_LEASE_UNTIL}};
+	Datum		values[10];
+	bool		nulls[10] = {false};
+	int			n;
 	Oid			ids;
 	OwDirect	d;
 	ListCell   *lc;
 
 	if (recipients == NIL)
 		return 0;
+	/* one event never writes past the cap; the worker keeps the whole outbox under it */
+	n = list_length(recipients);
+	if (ow_notification_cap > 0 && n > ow_notification_cap)
+	{
+		ereport(LOG,
+				(errmsg("openwop: a %s notification of interrupt \"%s\" had %d recipients: the first %d were written",
+						kind, interrupt_id, n, ow_notification_cap),
+				 errdetail("openwop.notification_cap is %d.", ow_notification_cap)));
+		ow_count_decisions(OW_STAT_NOTIFICATION_DROPPED, n - ow_notification_cap);
+		recipients = list_truncate(recipients, ow_notification_cap);
+	}
 	ids = get_relname_relid("notification_ids", get_namespace_oid("openwop", false));
 	if (!OidIsValid(ids))
 		elog(ERROR, "sequence openwop.notification_ids does not exist");
@@ -210,7 +230,7 @@ write_rows(OwRun *run, const char *interrupt_id, const char *kind, List *recipie
 	values[6] = JsonbPGetDatum(detail);
 	values[7] = TimestampTzGetDatum(GetCurrentTransactionStartTimestamp());
 	values[8] = Int32GetDatum(0);
-	nulls[9] = nulls[10] = true;
+	nulls[9] = true;
 	ow_begin(&d, 0, OW_TABLE_BIT(OW_NOTIFICATIONS), 0, 0);
 	foreach(lc, recipients)
 	{
@@ -329,29 +349,35 @@ outbox_tenant(OwCaller *c, const char *function)
 /*
  * Claim up to max of tenant's notifications for lease, oldest first, into
  * the result set: one statement takes the rows (FOR UPDATE SKIP LOCKED, on
- * the primary key) and sets their lease; a row past its last attempt is
- * marked dead instead, and not returned.  Returns how many it returned.
+ * the primary key) and leases them; a row it takes after its last attempt
+ * is dead instead: moved to dead_notifications, not returned.  Returns how
+ * many it returned.
  */
 static int
 claim_tenant(ReturnSetInfo *rsinfo, const char *tenant, int max, Interval *lease)
 {
 	static OwQuery q = {
-		"WITH c AS (SELECT id FROM openwop.notifications"
-		"  WHERE tenant OPERATOR(pg_catalog.=) $4 AND dead_at IS NULL"
+		"WITH c AS (SELECT id, attempts OPERATOR(pg_catalog.>=) $3 AS dead FROM openwop.notifications"
+		"  WHERE tenant OPERATOR(pg_catalog.=) $4"
 		"    AND (lease_until IS NULL OR lease_until OPERATOR(pg_catalog.<=) pg_catalog.now())"
-		"  ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED)"
-		" UPDATE openwop.notifications n"
-		"    SET attempts = CASE WHEN n.attempts OPERATOR(pg_catalog.<) $3"
-		"                        THEN n.attempts OPERATOR(pg_catalog.+) 1 ELSE n.attempts END,"
-		"        lease_until = CASE WHEN n.attempts OPERATOR(pg_catalog.<) $3"
-		"                           THEN pg_catalog.now() OPERATOR(pg_catalog.+) $2 END,"
-		"        dead_at = CASE WHEN n.attempts OPERATOR(pg_catalog.>=) $3 THEN pg_catalog.now() END"
-		"   FROM c WHERE n.tenant OPERATOR(pg_catalog.=) $4 AND n.id OPERATOR(pg_catalog.=) c.id"
-		" RETURNING n.dead_at IS NULL, pg_catalog.jsonb_build_object("
+		"  ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED),"
+		" gone AS (DELETE FROM openwop.notifications n USING c"
+		"  WHERE n.tenant OPERATOR(pg_catalog.=) $4 AND n.id OPERATOR(pg_catalog.=) c.id AND c.dead"
+		"  RETURNING n.*),"
+		" buried AS (INSERT INTO openwop.dead_notifications"
+		"  (id, tenant, kind, recipient, run_id, interrupt_id, detail, created_at, attempts, dead_at)"
+		"  SELECT id, tenant, kind, recipient, run_id, interrupt_id, detail, created_at, attempts, pg_catalog.now()"
+		"    FROM gone RETURNING id),"
+		" leased AS (UPDATE openwop.notifications n"
+		"    SET attempts = n.attempts OPERATOR(pg_catalog.+) 1,"
+		"        lease_until = pg_catalog.now() OPERATOR(pg_catalog.+) $2"
+		"   FROM c WHERE n.tenant OPERATOR(pg_catalog.=) $4 AND n.id OPERATOR(pg_catalog.=) c.id AND NOT c.dead"
+		" RETURNING n.id, pg_catalog.jsonb_build_object("
 		"    'id', n.id::pg_catalog.text, 'tenant', n.tenant, 'kind', n.kind, 'recipient', n.recipient,"
 		"    'runId', n.run_id, 'interruptId', n.interrupt_id, 'createdAt', n.created_at,"
-		"    'attempt', n.attempts, 'leaseUntil', n.lease_until, 'detail', n.detail), n.id",
-		4, {INT4OID, INTERVALOID, INT4OID, TEXTOID}, SPI_OK_UPDATE_RETURNING
+		"    'attempt', n.attempts, 'leaseUntil', n.lease_until, 'detail', n.detail) AS o)"
+		" SELECT id, o FROM leased UNION ALL SELECT id, NULL FROM buried ORDER BY 1",
+		4, {INT4OID, INTERVALOID, INT4OID, TEXTOID}, SPI_OK_SELECT
 	};
 	Datum		args[4];
 	uint64		n;
@@ -367,14 +393,15 @@ claim_tenant(ReturnSetInfo *rsinfo, const char *tenant, int max, Interval *lease
 	for (i = 0; i < n; i++)
 	{
 		Datum		value;
-		bool		isnull = false;
+		bool		isnull;
 
-		if (!ow_col_bool(i, 1))
+		value = ow_col_datum(i, 2, JSONBOID, &isnull);
+		if (isnull)
 		{
 			dead++;
 			continue;
 		}
-		value = datumCopy(ow_col_datum(i, 2, JSONBOID, &isnull), false, -1);
+		value = datumCopy(value, false, -1);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, &value, &isnull);
 		out++;
 	}
@@ -408,8 +435,9 @@ outbox_tenants(void)
 /*
  * openwop.claim_notifications(max, lease) → SETOF jsonb: see the SQL
  * comment.  A caller of every tenant has max shared out between the
- * tenants with notifications, round after round, so a tenant with a
- * backlog does not hold up the others' notifications.
+ * tenants with notifications, round after round, beginning after the
+ * tenants the session's last claim began with, so a tenant with a backlog
+ * does not hold up the others'.
  */
 Datum
 ow_claim_notifications(PG_FUNCTION_ARGS)
@@ -444,6 +472,21 @@ ow_claim_notifications(PG_FUNCTION_ARGS)
 		List	   *tenants = outbox_tenants();
 		int			left = max;
 
+		/*
+		 * Begin where this session's last claim stopped (the first time, at
+		 * a tenant taken at random): no tenant waits for those before it
+		 * by name.
+		 */
+		if (claim_turn < 0)
+			claim_turn = (int64) pg_prng_uint64_range(&pg_global_prng_state, 0, PG_INT32_MAX);
+		if (list_length(tenants) > 1)
+		{
+			int			k = (int) (claim_turn % list_length(tenants));
+
+			tenants = list_concat(list_copy_tail(tenants, k), list_truncate(list_copy(tenants), k));
+			claim_turn = k + Min(max, list_length(tenants));
+		}
+
 		/* each round, an even share of what is left to each tenant that still had some */
 		while (left > 0 && tenants != NIL)
 		{
@@ -474,15 +517,9 @@ ow_claim_notifications(PG_FUNCTION_ARGS)
 Datum
 ow_ack_notifications(PG_FUNCTION_ARGS)
 {
-	static OwQuery every = {
-		"DELETE FROM openwop.notifications"
-		" WHERE id OPERATOR(pg_catalog.=) ANY ($1) AND dead_at IS NULL",
-		1, {INT8ARRAYOID}, SPI_OK_DELETE
-	};
 	static OwQuery one = {
 		"DELETE FROM openwop.notifications"
-		" WHERE tenant OPERATOR(pg_catalog.=) $2 AND id OPERATOR(pg_catalog.=) ANY ($1)"
-		"   AND dead_at IS NULL",
+		" WHERE tenant OPERATOR(pg_catalog.=) $2 AND id OPERATOR(pg_catalog.=) ANY ($1)",
 		2, {INT8ARRAYOID, TEXTOID}, SPI_OK_DELETE
 	};
 	OwCall		call;
@@ -526,8 +563,22 @@ ow_ack_notifications(PG_FUNCTION_ARGS)
 	ow_call_enter(&call);
 	args[0] = PointerGetDatum(construct_array(keys, nelems, INT8OID, sizeof(int64), FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
 	if (tenant)
+	{
 		args[1] = CStringGetTextDatum(tenant);
-	n = ow_exec(tenant ? &one : &every, args, NULL, false, 0);
+		n = ow_exec(&one, args, NULL, false, 0);
+	}
+	else
+	{
+		ListCell   *lc;
+
+		/* by the primary key, tenant by tenant: no index leads with the id */
+		n = 0;
+		foreach(lc, nelems > 0 ? outbox_tenants() : NIL)
+		{
+			args[1] = CStringGetTextDatum(lfirst(lc));
+			n += ow_exec(&one, args, NULL, false, 0);
+		}
+	}
 	ow_call_end(&call);
 	ow_call_finish(&call);
 	PG_RETURN_INT32((int32) n);
@@ -538,42 +589,35 @@ ow_ack_notifications(PG_FUNCTION_ARGS)
  * ----------
  */
 
-/*
- * Keep the outbox bounded (at most max rows of each kind of work): remove
- * the rows dead for longer than the retention; mark dead the rows
- * whose lease ended after their last attempt (no claim would take them
- * again); drop each tenant's undelivered rows beyond the cap, newest
- * first, counting them.  Returns the rows changed or removed.
- */
-int
-ow_outbox_upkeep(int max)
+/* Remove up to *(int *) arg dead letters past the retention; leaves how many in it. */
+static void
+purge_dead(void *arg)
 {
-	static OwQuery purge = {
-		"DELETE FROM openwop.notifications WHERE (tenant, id) IN ("
-		"  SELECT tenant, id FROM openwop.notifications"
-		"   WHERE dead_at IS NOT NULL"
-		"     AND dead_at OPERATOR(pg_catalog.<) (pg_catalog.now() OPERATOR(pg_catalog.-) $1)"
+	static OwQuery q = {
+		"DELETE FROM openwop.dead_notifications WHERE (tenant, id) IN ("
+		"  SELECT tenant, id FROM openwop.dead_notifications"
+		"   WHERE dead_at OPERATOR(pg_catalog.<) (pg_catalog.now() OPERATOR(pg_catalog.-) $1)"
 		"   ORDER BY dead_at LIMIT $2 FOR UPDATE SKIP LOCKED)",
 		2, {INTERVALOID, INT4OID}, SPI_OK_DELETE
 	};
-	/* per tenant (a loose scan of the primary key), its undelivered rows... */
-	static OwQuery bury = {
-		"WITH RECURSIVE t (tenant) AS ("
-		"  (SELECT tenant FROM openwop.notifications ORDER BY tenant LIMIT 1)"
-		"  UNION ALL"
-		"  SELECT (SELECT n.tenant FROM openwop.notifications n"
-		"           WHERE n.tenant OPERATOR(pg_catalog.>) t.tenant ORDER BY n.tenant LIMIT 1)"
-		"    FROM t WHERE t.tenant IS NOT NULL)"
-		" UPDATE openwop.notifications SET dead_at = pg_catalog.now() WHERE (tenant, id) IN ("
-		"  SELECT n.tenant, n.id FROM t CROSS JOIN LATERAL ("
-		"    SELECT n.tenant, n.id FROM openwop.notifications n"
-		"     WHERE n.tenant OPERATOR(pg_catalog.=) t.tenant AND n.dead_at IS NULL"
-		"       AND n.attempts OPERATOR(pg_catalog.>=) $1"
-		"       AND n.lease_until OPERATOR(pg_catalog.<=) pg_catalog.now()"
-		"     LIMIT $2) n)",
-		2, {INT4OID, INT4OID}, SPI_OK_UPDATE
-	};
-	/* ... and the first id beyond the cap */
+	int		   *n = arg;
+	Interval	retention = {0};
+	Datum		args[2];
+
+	retention.time = (int64) ow_notification_retention * USECS_PER_SEC;
+	args[0] = IntervalPGetDatum(&retention);
+	args[1] = Int32GetDatum(*n);
+	*n = (int) ow_exec(&q, args, NULL, false, 0);
+}
+
+/*
+ * Drop each tenant's undelivered notifications beyond the cap, newest
+ * first, counting them per tenant; leaves how many in *(int *) arg.
+ */
+static void
+apply_cap(void *arg)
+{
+	/* per tenant (a loose scan of the primary key), the first id beyond the cap */
 	static OwQuery over = {
 		"WITH RECURSIVE t (tenant) AS ("
 		"  (SELECT tenant FROM openwop.notifications ORDER BY tenant LIMIT 1)"
@@ -583,47 +627,31 @@ ow_outbox_upkeep(int max)
 		"    FROM t WHERE t.tenant IS NOT NULL)"
 		" SELECT t.tenant, b.id FROM t CROSS JOIN LATERAL ("
 		"   SELECT n.id FROM openwop.notifications n"
-		"    WHERE n.tenant OPERATOR(pg_catalog.=) t.tenant AND n.dead_at IS NULL"
+		"    WHERE n.tenant OPERATOR(pg_catalog.=) t.tenant"
 		"    ORDER BY n.id OFFSET $1 LIMIT 1) b",
 		1, {INT4OID}, SPI_OK_SELECT
 	};
 	static OwQuery drop = {
 		"WITH d AS (DELETE FROM openwop.notifications"
-		"  WHERE tenant OPERATOR(pg_catalog.=) $1 AND dead_at IS NULL"
-		"    AND id OPERATOR(pg_catalog.>=) $2 RETURNING 1)"
+		"  WHERE tenant OPERATOR(pg_catalog.=) $1 AND id OPERATOR(pg_catalog.>=) $2 RETURNING 1),"
+		" n AS (SELECT pg_catalog.count(*) AS dropped FROM d)"
 		" INSERT INTO openwop.notification_drops AS s (tenant, dropped, last_dropped_at)"
-		" SELECT $1, pg_catalog.count(*), pg_catalog.now() FROM d HAVING pg_catalog.count(*) OPERATOR(pg_catalog.>) 0"
+		" SELECT $1, n.dropped, pg_catalog.now() FROM n WHERE n.dropped OPERATOR(pg_catalog.>) 0"
 		" ON CONFLICT (tenant) DO UPDATE SET dropped = s.dropped OPERATOR(pg_catalog.+) excluded.dropped,"
 		"   last_dropped_at = excluded.last_dropped_at"
-		" RETURNING excluded.dropped",
+		" RETURNING (SELECT n.dropped FROM n)",
 		2, {TEXTOID, INT8OID}, SPI_OK_INSERT_RETURNING
 	};
+	int		   *done = arg;
 	Datum		args[2];
-	Interval	retention = {0};
 	uint64		n;
 	uint64		i;
-	int			done = 0;
-	int			dead;
 	List	   *tenants = NIL;
 	List	   *firsts = NIL;
 	ListCell   *lc;
 	ListCell   *lf;
 
-	/* a database that never had a notification (most): no statement */
-	if (ow_table_never_written("notifications"))
-		return 0;
-	retention.time = (int64) ow_notification_retention * USECS_PER_SEC;
-	args[0] = IntervalPGetDatum(&retention);
-	args[1] = Int32GetDatum(max);
-	done += (int) ow_exec(&purge, args, NULL, false, 0);
-
-	args[0] = Int32GetDatum(ow_notification_max_attempts);
-	dead = (int) ow_exec(&bury, args, NULL, false, 0);
-	ow_count_decisions(OW_STAT_NOTIFICATION_DEAD, dead);
-	done += dead;
-
-	if (ow_notification_cap <= 0)
-		return done;
+	*done = 0;
 	args[0] = Int32GetDatum(ow_notification_cap);
 	n = ow_exec(&over, args, NULL, true, 0);
 	for (i = 0; i < n; i++)
@@ -645,8 +673,41 @@ ow_outbox_upkeep(int max)
 				(errmsg("openwop: dropped %lld notifications of tenant \"%s\": its outbox holds openwop.notification_cap (%d) undelivered",
 						(long long) dropped, (char *) lfirst(lc), ow_notification_cap),
 				 errhint("Run a sender for the tenant (claim_notifications), or raise openwop.notification_cap.")));
-		done += (int) Min(dropped, PG_INT32_MAX);
+		*done += (int) Min(dropped, PG_INT32_MAX - *done);
 	}
+}
+
+/* Run step in a subtransaction: a failure is logged (what: the step), and the rest of the upkeep goes on. */
+static int
+upkeep_step(void (*step) (void *), int n, const char *what)
+{
+	ErrorData  *edata = ow_try_subtransaction(step, &n);
+
+	if (edata == NULL)
+		return n;
+	if (edata->sqlerrcode == ERRCODE_QUERY_CANCELED || edata->sqlerrcode == ERRCODE_ADMIN_SHUTDOWN)
+		ReThrowError(edata);
+	ereport(WARNING, (errmsg("openwop: could not %s: %s", what, edata->message)));
+	FreeErrorData(edata);
+	return 0;
+}
+
+/*
+ * Keep the outbox bounded: remove up to max dead letters past the
+ * retention, and drop each tenant's undelivered rows beyond the cap,
+ * newest first, counting them.  Each in a subtransaction, so a failure of
+ * one (logged) costs neither the other nor the caller's pass.  Returns the
+ * rows removed.
+ */
+int
+ow_outbox_upkeep(int max)
+{
+	int			done = 0;
+
+	if (!ow_table_never_written("dead_notifications"))
+		done += upkeep_step(purge_dead, max, "remove dead notifications");
+	if (ow_notification_cap > 0 && !ow_table_never_written("notifications"))
+		done += upkeep_step(apply_cap, 0, "apply openwop.notification_cap");
 	return done;
 }
 
@@ -668,7 +729,7 @@ ow_define_outbox_settings(void)
 							 NULL, NULL, NULL);
 	DefineCustomIntVariable("openwop.notification_retention",
 							"How long dead notifications are kept (an acknowledged one is removed at once).",
-							"The database worker removes a notification this long after it was given up.",
+							"The database worker removes a row of openwop.dead_notifications this long after it was given up.",
 							&ow_notification_retention,
 							7 * 24 * 3600, 60, INT_MAX,
 							PGC_SIGHUP,

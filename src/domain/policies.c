@@ -34,6 +34,8 @@ PG_FUNCTION_INFO_V1(ow_retire_approval_policy);
 
 /* the most accepts a policy may ask for, in all and of its groups together */
 #define POLICY_MAX_APPROVALS 1000
+/* the most reminders a policy names, and a gate plans (and escalations) */
+#define POLICY_MAX_STEPS 10
 
 /*
  * The policy document, closed: a key misspelt would otherwise be a rule
@@ -57,7 +59,7 @@ static const char policy_schema[] =
 "  \"maxTimeoutMs\": {\"type\": \"integer\", \"minimum\": 1, \"maximum\": 3153600000000000},"
 "  \"dueAfterMs\": {\"type\": \"integer\", \"minimum\": 1, \"maximum\": 3153600000000000},"
 "  \"calendar\": {\"type\": \"string\", \"minLength\": 1, \"maxLength\": 128, \"pattern\": \"^[A-Za-z0-9._:-]+$\"},"
-"  \"reminders\": {\"type\": \"array\", \"maxItems\": 10,"
+"  \"reminders\": {\"type\": \"array\", \"maxItems\": " CppAsString2(POLICY_MAX_STEPS) ","
 "                \"items\": {\"type\": \"object\", \"required\": [\"afterMs\"], \"additionalProperties\": false,"
 "                          \"properties\": {\"afterMs\": {\"type\": \"integer\", \"minimum\": 1, \"maximum\": 3153600000000000}}}},"
 "  \"escalation\": {\"type\": \"object\", \"required\": [\"afterMs\", \"groupRef\"], \"additionalProperties\": false,"
@@ -72,17 +74,51 @@ static const char policy_schema[] =
  */
 
 /*
- * A member's integer value, or dflt when absent: of a policy document,
- * validated (check_policy), or of a pin made from them, so it fits.
+ * A member's integer value, or dflt when absent or not a number; one past
+ * bigint reads as the nearest bound (a pin read by may_decide() is the
+ * caller's argument: no error, whatever it holds).
  */
 static int64
 member_int(JsonbContainer *obj, const char *key, int64 dflt)
 {
 	JsonbValue *v = owj_get_container(obj, key);
+	Datum		n;
 
-	if (v == NULL || v->type != jbvNumeric)
+	if (v == NULL || v->type != jbvNumeric || numeric_is_nan(v->val.numeric))
 		return dflt;
-	return DatumGetInt64(DirectFunctionCall1(numeric_int8, NumericGetDatum(v->val.numeric)));
+	n = NumericGetDatum(v->val.numeric);
+	if (DatumGetInt32(DirectFunctionCall2(numeric_cmp, n, NumericGetDatum(int64_to_numeric(PG_INT64_MAX)))) >= 0)
+		return PG_INT64_MAX;
+	if (DatumGetInt32(DirectFunctionCall2(numeric_cmp, n, NumericGetDatum(int64_to_numeric(PG_INT64_MIN)))) <= 0)
+		return PG_INT64_MIN;
+	return DatumGetInt64(DirectFunctionCall1(numeric_int8, n));
+}
+
+/* A count a pin holds (required approvals): at least 1, at most int's largest. */
+static int
+member_count(JsonbContainer *obj, const char *key)
+{
+	int64		n = member_int(obj, key, 1);
+
+	return (int) Max(1, Min(n, PG_INT32_MAX));
+}
+
+/* The i-th element of array, when it is an object; else NULL. */
+static JsonbContainer *
+object_at(JsonbContainer *array, int i)
+{
+	JsonbValue *v = getIthJsonbValueFromContainer(array, i);
+
+	return owj_is_object(v) ? v->val.binary.data : NULL;
+}
+
+/* A member that is a string, or NULL. */
+static char *
+member_string(JsonbContainer *obj, const char *key)
+{
+	JsonbValue *v = owj_get_container(obj, key);
+
+	return v && v->type == jbvString ? owj_string(v) : NULL;
 }
 
 static bool
@@ -418,11 +454,22 @@ typedef struct PlannedStep
 	TimestampTz at;				/* DT_NOEND: more than 100 years away, not planned */
 } PlannedStep;
 
+/* Steps in the order of their amounts of time. */
+static int
+step_cmp(const void *a, const void *b)
+{
+	int64		x = ((const PlannedStep *) a)->after_ms;
+	int64		y = ((const PlannedStep *) b)->after_ms;
+
+	return x < y ? -1 : x > y;
+}
+
 /*
  * The steps of the n policies docs, in steps (room for 11 a policy): each
  * reminder's afterMs once, each escalation's group once, at its earliest;
  * each at afterMs from the raise, in working time on the pinned calendar
- * when there is one.  Returns how many.
+ * when there is one; at most POLICY_MAX_STEPS reminders and as many
+ * escalations, the earliest.  Returns how many.
  */
 static int
 plan_steps(Jsonb **docs, int n, const PinnedCalendar *cal, PlannedStep *steps)
@@ -463,6 +510,18 @@ plan_steps(Jsonb **docs, int n, const PinnedCalendar *cal, PlannedStep *steps)
 	}
 	if (k == 0)
 		return 0;
+	/* however many policies match, a gate has at most as many steps as one may name: the earliest */
+	qsort(steps, k, sizeof(PlannedStep), step_cmp);
+	{
+		int			reminders = 0;
+		int			escalations = 0;
+		int			kept = 0;
+
+		for (s = 0; s < k; s++)
+			if (steps[s].group ? ++escalations <= POLICY_MAX_STEPS : ++reminders <= POLICY_MAX_STEPS)
+				steps[kept++] = steps[s];
+		k = kept;
+	}
 	if (cal->name != NULL)
 	{
 		int64	   *amounts = palloc(sizeof(int64) * k);
@@ -590,7 +649,7 @@ ow_policy_pin(OwRun *run, const char *node_id, JsonbContainer *data, int64 *time
 		JsonbContainer *p = &docs[i]->root;
 		JsonbContainer *groups = member_array(p, "groups");
 
-		rule.required = Max(rule.required, (int) member_int(p, "requiredApprovals", 1));
+		rule.required = Max(rule.required, member_count(p, "requiredApprovals"));
 		/* a policy silent on it keeps the default, single-veto: majority needs every side's word */
 		single_veto |= !member_is(p, "rejectionPolicy", "majority");
 		rule.bypass &= member_bool(p, "overrideBypassesQuorum", false);
@@ -601,7 +660,7 @@ ow_policy_pin(OwRun *run, const char *node_id, JsonbContainer *data, int64 *time
 		{
 			JsonbContainer *gc = getIthJsonbValueFromContainer(groups, g)->val.binary.data;
 
-			merge_group(&rule, owj_string(owj_get_container(gc, "ref")), (int) member_int(gc, "required", 1));
+			merge_group(&rule, owj_string(owj_get_container(gc, "ref")), member_count(gc, "required"));
 		}
 	}
 	for (g = 0; g < rule.ngroups; g++)
@@ -692,34 +751,41 @@ ow_gate_rule(JsonbContainer *data, Jsonb *pin, OwGateRule *rule)
 
 	memset(rule, 0, sizeof(*rule));
 	rule->pin = pin;
-	rule->required = pin ? (int) member_int(source, "requiredApprovals", 1) : requested_approvals(data);
+	rule->required = pin ? member_count(source, "requiredApprovals") : requested_approvals(data);
 	rule->majority = member_is(source, "rejectionPolicy", "majority");
 	rule->bypass = member_bool(source, "overrideBypassesQuorum", false);
 	if (pin == NULL)
 		return;
+	/*
+	 * The pin is read defensively: the inbox passes it to may_decide() as
+	 * an argument any approver may forge.  A member of the wrong shape is
+	 * skipped, a requirement of the wrong size clamped, an escalation
+	 * instant that is not one the pin could hold never comes.
+	 */
 	rule->exclude_requester = member_bool(source, "excludeRequester", true);
 	groups = member_array(source, "groups");
 	for (i = 0; groups && i < (int) JsonContainerSize(groups); i++)
 	{
-		JsonbContainer *gc = getIthJsonbValueFromContainer(groups, i)->val.binary.data;
+		JsonbContainer *gc = object_at(groups, i);
+		char	   *ref = gc ? member_string(gc, "ref") : NULL;
 
-		merge_group(rule, owj_string(owj_get_container(gc, "ref")), (int) member_int(gc, "required", 1));
+		if (ref)
+			merge_group(rule, ref, member_count(gc, "required"));
 	}
 	groups = member_array(source, "escalations");
 	if (groups != NULL)
 	{
-		rule->nescalations = (int) JsonContainerSize(groups);
-		rule->escalations = palloc(sizeof(OwGateEscalation) * rule->nescalations);
-		for (i = 0; i < rule->nescalations; i++)
+		rule->escalations = palloc(sizeof(OwGateEscalation) * (JsonContainerSize(groups) + 1));
+		for (i = 0; i < (int) JsonContainerSize(groups); i++)
 		{
-			JsonbContainer *ec = getIthJsonbValueFromContainer(groups, i)->val.binary.data;
-			char	   *at = owj_string(owj_get_container(ec, "at"));
+			JsonbContainer *ec = object_at(groups, i);
+			OwGateEscalation *e = &rule->escalations[rule->nescalations];
 
-			rule->escalations[i].ref = owj_string(owj_get_container(ec, "groupRef"));
-			rule->escalations[i].at = DatumGetTimestampTz(DirectFunctionCall3(timestamptz_in,
-																			  CStringGetDatum(at),
-																			  ObjectIdGetDatum(InvalidOid),
-																			  Int32GetDatum(-1)));
+			if (ec == NULL || (e->ref = member_string(ec, "groupRef")) == NULL)
+				continue;
+			if (!owj_read_iso8601(member_string(ec, "at"), &e->at))
+				e->at = DT_NOEND;
+			rule->nescalations++;
 		}
 	}
 	if ((v = owj_get_container(source, "excluded")) != NULL && owj_is_object(v))

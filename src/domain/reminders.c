@@ -12,8 +12,8 @@
  * (FOR UPDATE), sets its fired_at and writes its notifications, all in one
  * transaction: a worker killed before the commit leaves the step to fire
  * again, one killed after finds it fired.  A step of a gate that closed
- * first, or whose deadline falls first (a worker behind, or down, may not
- * have applied it yet), is removed, unfired.
+ * first, or whose deadline has passed by the time it is fired (a worker
+ * behind, or down, may not have applied it yet), is removed, unfired.
  *
  * A reminder tells the eligible approvers who have not voted; it grants
  * nothing and changes no tally.  An escalation's group becomes eligible at
@@ -78,7 +78,7 @@ settle_step(OwDueItem *due)
 {
 	static OwQuery step = {
 		"SELECT s.kind, s.group_ref, s.due_at, o.status, o.node_id, o.payload, o.policy,"
-		"       COALESCE(o.expires_at OPERATOR(pg_catalog.<=) s.due_at, false)"
+		"       COALESCE(o.expires_at OPERATOR(pg_catalog.<=) $4, false)"
 		"  FROM openwop.gate_steps s"
 		"  LEFT JOIN openwop.open_interrupts o"
 		"         ON o.tenant OPERATOR(pg_catalog.=) s.tenant"
@@ -137,7 +137,7 @@ settle_step(OwDueItem *due)
 	due->settled = true;
 	if (status == NULL || strcmp(status, "pending") != 0 || payload == NULL || ow_col_bool(0, 8))
 	{
-		/* the gate closed first, or its deadline falls first (not yet applied): nothing to tell */
+		/* the gate closed first, or its deadline has passed (not yet applied): nothing to tell */
 		(void) ow_exec(&gone, args, NULL, false, 0);
 		return;
 	}
@@ -153,6 +153,7 @@ settle_step(OwDueItem *due)
 	told = ow_notify_gate(&run, due->id, escalation ? OW_NOTICE_ESCALATION : OW_NOTICE_REMINDER,
 						  data, &rule, group, owj_end(&j));
 	args[3] = Int32GetDatum(told);
+	due->weight = 1 + told;		/* a step that told thousands is a pass's worth of work */
 	if (ow_exec(&fired, args, NULL, false, 0) != 1)
 		elog(ERROR, "could not mark step %d of interrupt \"%s\" fired", due->n, due->id);
 	ow_count_decision(escalation ? OW_STAT_ESCALATED : OW_STAT_REMINDED);

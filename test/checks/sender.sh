@@ -226,8 +226,8 @@ for attempt in 1 2; do
 	send ow_sender_acme --once --lease 1 --retries 0 --deliver 'exit 1' 2>/dev/null && fail "attempt $attempt succeeded"
 	wait_for 15 "SELECT lease_until <= now() FROM openwop.notifications WHERE id = $id" t
 done
-send ow_sender_acme --once --deliver "files:$out/e"    # the worker or this claim buries it
-wait_for 15 "SELECT dead_at IS NOT NULL FROM openwop.notifications WHERE id = $id" t
+send ow_sender_acme --once --deliver "files:$out/e"    # this claim buries it
+wait_for 15 "SELECT count(*) FROM openwop.dead_notifications WHERE id = $id" 1
 [ -z "$(ls "$out/e")" ] || fail "a dead row was delivered: $(ls "$out/e")"
 dead_after=$(q "SELECT coalesce(sum(count), 0) FROM openwop.stats WHERE database = current_database() AND event = 'notifications_dead'")
 [ "$dead_after" = $((dead_before + 1)) ] || fail "notifications_dead went from $dead_before to $dead_after"

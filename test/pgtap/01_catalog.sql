@@ -107,7 +107,7 @@ $$, ARRAY['openwop.runs', 'openwop.node_executions', 'openwop.events',
         'openwop.open_interrupts', 'openwop.conversations', 'openwop.forks', 'openwop.approval_policy_log',
         'openwop.approval_delegations', 'openwop.artifact_changes', 'openwop.calendar_log',
         'openwop.gate_steps', 'openwop.notifications', 'openwop.notification_ids',
-        'openwop.notification_drops'],
+        'openwop.notification_drops', 'openwop.dead_notifications'],
   'every table holding user data is registered with pg_extension_config_dump');
 
 -- the extension is not relocatable and not trusted

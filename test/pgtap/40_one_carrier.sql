@@ -6,6 +6,8 @@
 BEGIN;
 SELECT * FROM no_plan();
 SET LOCAL openwop.tenant = 'acme';
+-- the outbox on: its rows are written by the same carrier
+SET LOCAL openwop.notification_outbox = on;
 \ir callers.psql
 
 CREATE FUNCTION pg_temp.vote(run text, who text, value jsonb, node text) RETURNS jsonb LANGUAGE sql AS $$
@@ -34,7 +36,10 @@ CREATE FUNCTION pg_temp.shape(run text) RETURNS jsonb LANGUAGE sql AS $$
                                     ORDER BY node_id, visit, ordinal)
                      FROM openwop.interrupts WHERE run_id = run),
     'open', (SELECT jsonb_agg(jsonb_build_array(node_id, status) ORDER BY node_id)
-               FROM openwop.open_interrupts WHERE run_id = run))
+               FROM openwop.open_interrupts WHERE run_id = run),
+    'notifications', (SELECT jsonb_agg(jsonb_build_array(kind, recipient, detail, attempts, lease_until IS NULL,
+                                                         created_at = now()) ORDER BY id)
+                        FROM openwop.notifications WHERE run_id = run))
 $$;
 
 -- one life: a completed node (the prefix), a group's vote, a token, a late
@@ -93,7 +98,7 @@ SELECT is(openwop.add_signing_key('k-carrier'), 'k-carrier', 'a signing key for 
 SELECT ok(openwop.add_group_member('carrier-finance', 'carrier-dave'), 'a group for the gate');
 SELECT ok(openwop.add_group_member('carrier-finance', 'carrier-erin'), '... of two');
 
-SELECT is((SELECT count(*) FROM openwop.direct_path() WHERE direct), 6::bigint,
+SELECT is((SELECT count(*) FROM openwop.direct_path() WHERE direct), 7::bigint,
           'every_operation_one_implementation: the direct path is on for every table');
 CREATE TEMP TABLE direct_life AS SELECT pg_temp.life('acme/carrier-direct-00001') AS shape;
 
@@ -105,7 +110,8 @@ ALTER TABLE openwop.interrupts ENABLE ROW LEVEL SECURITY;
 ALTER TABLE openwop.node_executions ENABLE ROW LEVEL SECURITY;
 ALTER TABLE openwop.group_members ENABLE ROW LEVEL SECURITY;
 ALTER TABLE openwop.open_interrupts ENABLE ROW LEVEL SECURITY;
-SELECT is((SELECT count(*) FROM openwop.direct_path() WHERE NOT direct AND reason = 'it has row-level security'), 6::bigint,
+ALTER TABLE openwop.notifications ENABLE ROW LEVEL SECURITY;
+SELECT is((SELECT count(*) FROM openwop.direct_path() WHERE NOT direct AND reason = 'it has row-level security'), 7::bigint,
           '... and off for every table once each has row security');
 CREATE TEMP TABLE statement_life AS SELECT pg_temp.life('acme/carrier-statement-1') AS shape;
 
@@ -113,6 +119,8 @@ SELECT is((SELECT shape FROM statement_life), (SELECT shape FROM direct_life),
           'every_operation_one_implementation: the statements write the rows the direct path writes');
 SELECT is((SELECT shape -> 'run' ->> 1 FROM direct_life), 'cancelled', '... a whole life, to the end');
 SELECT is((SELECT jsonb_array_length(shape -> 'events') FROM direct_life) > 20, true, '... with every kind of write in it');
+SELECT is((SELECT jsonb_array_length(shape -> 'notifications') FROM direct_life) > 3, true,
+          '... notifications of the outbox among them');
 SELECT is((SELECT shape -> 'open' FROM statement_life), '[["late", "expired"]]'::jsonb,
           '... and on either only the late answer''s expiry is left open, for the next sweep to announce (INT-18)');
 
