@@ -44,7 +44,7 @@ else
 	TOKENS=20000 LAT=2000 LAT_BLOCKS=10 SMALL=10000 LARGE=1000000 STORE=2000
 	INBOX_BIG=100000 INBOX_SMALL=1000 INBOX_PAGES=10000
 	CPU_N=10000
-	NOTES=200000
+	NOTES=100000                    # openwop.notification_cap's default: the worker keeps them all
 fi
 
 sql() { psql -X -q -A -t -v ON_ERROR_STOP=1 "$@"; }
