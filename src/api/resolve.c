@@ -766,6 +766,9 @@ resolve_locked(OwRun *run, OwPending *p, Jsonb *value, const OwSubject *who,
 	}
 
 	/* the claim: the run lock makes this the only resolution of the interrupt */
+	if (strcmp(p->kind, "approval") == 0)
+		r.notices = ow_outcome_notices(run, p->interrupt_id, p->node_id, p->payload, p->policy, false,
+									   r.decision, r.action);
 	resolved_seq = ow_record_resolution(run, &r);
 	if (conversation)
 	{
@@ -777,9 +780,6 @@ resolve_locked(OwRun *run, OwPending *p, Jsonb *value, const OwSubject *who,
 	if (!r.saved)
 		ow_save_run(run);
 	ow_count_decision(OW_STAT_RESOLVED);
-	if (strcmp(p->kind, "approval") == 0)
-		ow_notify_outcome(run, p->interrupt_id, p->node_id, p->payload, p->policy, false, r.decision,
-						  r.action);
 
 	resp.kind = p->kind;
 	resp.decision = r.decision;

@@ -111,10 +111,10 @@ ow_apply_deadline(OwRun *run, const OwDeadline *d, bool late)
 		r.action = "timeout";
 		r.reason = "timeout";
 		ow_fail_disposition(&r);
+		r.notices = ow_outcome_notices(run, d->interrupt_id, d->node_id, d->payload, d->policy, true,
+									   r.decision, r.action);
 		ow_record_resolution(run, &r);
 		ow_save_run(run);
-		ow_notify_outcome(run, d->interrupt_id, d->node_id, d->payload, d->policy, true, r.decision,
-						  r.action);
 		return;
 	}
 

@@ -124,8 +124,10 @@ typedef enum OwNotice
 
 extern void ow_define_outbox_settings(void);
 extern int	ow_outbox_upkeep(int max);
-extern void ow_notify_outcome(OwRun *run, const char *interrupt_id, const char *node_id, Jsonb *payload,
-							  Jsonb *pin, bool expired, const char *decision, const char *action);
+typedef struct OwNotices OwNotices;
+extern OwNotices *ow_outcome_notices(OwRun *run, const char *interrupt_id, const char *node_id,
+									 Jsonb *payload, Jsonb *pin, bool expired, const char *decision,
+									 const char *action);
 
 /* ----------
  * reminders.c: a policy's reminders and escalations, fired by the
@@ -239,6 +241,7 @@ typedef struct OwResolution
 	Jsonb	   *policy;			/* the policies the gate pinned (ow_policy_record), or NULL */
 	Jsonb	   *artifact;		/* the artifact it was decided on (ow_artifact_record), or NULL */
 	Jsonb	   *recorded;		/* a replay fork's inherited interrupt.resolved: its members are recorded as they are */
+	OwNotices  *notices;		/* notifications written with the record (ow_outcome_notices), or NULL */
 	const char *fail_code;		/* fail closed with this code, or NULL */
 	const char *fail_message;
 	bool		other_known;	/* other_kind/other_node were read under the lock */

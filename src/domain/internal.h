@@ -48,6 +48,7 @@ extern int	ow_notify_gate(OwRun *run, const char *interrupt_id, OwNotice kind, J
 extern int	ow_notify_voter(OwRun *run, const char *interrupt_id, const char *kind, const char *voter,
 							const OwGateRule *rule, Jsonb *detail);
 extern void ow_notice_detail(OwJson *j, const char *node_id, JsonbContainer *data, bool links);
+extern void ow_write_notices_in(OwDirect *d, OwRun *run, const char *interrupt_id, const OwNotices *n);
 
 /* reminders.c */
 extern void ow_plan_gate_steps(OwRun *run, const char *interrupt_id, Jsonb *pin);

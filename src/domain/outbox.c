@@ -189,13 +189,14 @@ audience(OwRun *run, const char *interrupt_id, JsonbContainer *data, const OwGat
 
 /*
  * Write a notification of kind about interrupt_id of run to each of
- * recipients, with detail: rows of the store (rowstore.c), written
- * directly while the table is plain, as the resolve's own rows are
- * (measured: a statement per event cost a resolve a third more CPU), with
- * one index entry each, the primary key's.
+ * recipients, with detail, in operation d (NULL: one of its own): rows of
+ * the store (rowstore.c), written directly while the table is plain, as
+ * the resolve's own rows are (measured: a statement per event cost a
+ * resolve a third more CPU), with one index entry each, the primary key's.
  */
 static int
-write_rows(OwRun *run, const char *interrupt_id, const char *kind, List *recipients, Jsonb *detail)
+write_rows(OwDirect *d, OwRun *run, const char *interrupt_id, const char *kind, List *recipients,
+		   Jsonb *detail)
 {
 	static OwWrite insert = {.table = OW_NOTIFICATIONS,.kind = OW_WRITE_INSERT,.ncols = 10,
 		.cols = {NOTE_ID, NOTE_TENANT, NOTE_KIND, NOTE_RECIPIENT, NOTE_RUN_ID, NOTE_INTERRUPT_ID,
@@ -204,7 +205,7 @@ write_rows(OwRun *run, const char *interrupt_id, const char *kind, List *recipie
 	bool		nulls[10] = {false};
 	int			n;
 	Oid			ids;
-	OwDirect	d;
+	OwDirect	own;
 	ListCell   *lc;
 
 	if (recipients == NIL)
@@ -231,17 +232,25 @@ write_rows(OwRun *run, const char *interrupt_id, const char *kind, List *recipie
 	values[7] = TimestampTzGetDatum(GetCurrentTransactionStartTimestamp());
 	values[8] = Int32GetDatum(0);
 	nulls[9] = true;
-	ow_begin(&d, 0, OW_TABLE_BIT(OW_NOTIFICATIONS), 0, 0);
+	if (d == NULL)
+		ow_begin(&own, 0, OW_TABLE_BIT(OW_NOTIFICATIONS), 0, 0);
 	foreach(lc, recipients)
 	{
 		values[0] = Int64GetDatum(nextval_internal(ids, false));
 		values[3] = CStringGetTextDatum(lfirst(lc));
-		(void) ow_write(&d, &insert, NULL, values, nulls, NULL);
+		(void) ow_write(d ? d : &own, &insert, NULL, values, nulls, NULL);
 	}
-	ow_end(&d);
+	if (d == NULL)
+		ow_end(&own);
 	ow_count_decisions(OW_STAT_NOTIFIED, list_length(recipients));
 	return list_length(recipients);
 }
+
+static const char *const notice_kinds[] = {
+	[OW_NOTICE_RAISED] = "raised",[OW_NOTICE_REMINDER] = "reminder",
+	[OW_NOTICE_ESCALATION] = "escalation",[OW_NOTICE_DECIDED] = "decided",
+	[OW_NOTICE_EXPIRED] = "expired"
+};
 
 /*
  * The approval gate interrupt_id of run (request data, rule) had an event
@@ -254,20 +263,13 @@ int
 ow_notify_gate(OwRun *run, const char *interrupt_id, OwNotice kind, JsonbContainer *data,
 			   const OwGateRule *rule, const char *group, Jsonb *detail)
 {
-	static const char *const kinds[] = {
-		[OW_NOTICE_RAISED] = "raised",[OW_NOTICE_REMINDER] = "reminder",
-		[OW_NOTICE_ESCALATION] = "escalation",[OW_NOTICE_DECIDED] = "decided",
-		[OW_NOTICE_EXPIRED] = "expired"
-	};
 	List	   *to;
 
 	if (!ow_notification_outbox)
 		return 0;
 	to = audience(run, interrupt_id, data, rule, kind == OW_NOTICE_REMINDER,
 				  kind == OW_NOTICE_ESCALATION ? group : NULL);
-	if ((kind == OW_NOTICE_DECIDED || kind == OW_NOTICE_EXPIRED) && run->requested_by != NULL)
-		to = list_append_unique(to, run->requested_by);
-	return write_rows(run, interrupt_id, kinds[kind], to, detail);
+	return write_rows(NULL, run, interrupt_id, notice_kinds[kind], to, detail);
 }
 
 /*
@@ -286,33 +288,59 @@ ow_notify_voter(OwRun *run, const char *interrupt_id, const char *kind, const ch
 	to = list_make1((char *) voter);
 	if (strcmp(kind, "withdrawn") == 0 && run->requested_by != NULL)
 		to = list_append_unique(to, run->requested_by);
-	return write_rows(run, interrupt_id, kind, to, detail);
+	return write_rows(NULL, run, interrupt_id, kind, to, detail);
 }
+
+/* Who hears of a gate's outcome, and what: made before it is recorded, written with its record. */
+struct OwNotices
+{
+	const char *kind;
+	List	   *recipients;
+	Jsonb	   *detail;
+};
 
 /*
  * The approval gate interrupt_id of run (node_id, payload, the pin of its
- * policies or NULL) was decided, or expired (its deadline passed): its
- * audience and its requester hear of it.
+ * policies or NULL) is being decided, or expired (its deadline passed):
+ * the notifications of its audience and its requester, for the record to
+ * write in its own operation (ow_write_notices_in); NULL while the outbox
+ * is off, or when nobody is to hear.  Made before the record: its
+ * audience is read with statements.
  */
-void
-ow_notify_outcome(OwRun *run, const char *interrupt_id, const char *node_id, Jsonb *payload,
-				  Jsonb *pin, bool expired, const char *decision, const char *action)
+OwNotices *
+ow_outcome_notices(OwRun *run, const char *interrupt_id, const char *node_id, Jsonb *payload,
+				   Jsonb *pin, bool expired, const char *decision, const char *action)
 {
 	JsonbContainer *data;
 	OwGateRule	rule;
 	OwJson		j;
+	OwNotices  *n;
 
 	if (!ow_notification_outbox || payload == NULL)
-		return;
+		return NULL;
 	data = owj_get(payload, "data")->val.binary.data;
 	ow_gate_rule(data, pin, &rule);
+	n = palloc(sizeof(OwNotices));
+	n->kind = notice_kinds[expired ? OW_NOTICE_EXPIRED : OW_NOTICE_DECIDED];
+	n->recipients = audience(run, interrupt_id, data, &rule, false, NULL);
+	if (run->requested_by != NULL)
+		n->recipients = list_append_unique(n->recipients, run->requested_by);
+	if (n->recipients == NIL)
+		return NULL;
 	ow_notice_detail(&j, node_id, data, false);
 	if (decision)
 		owj_str(&j, "decision", decision);
 	if (action)
 		owj_str(&j, "action", action);
-	(void) ow_notify_gate(run, interrupt_id, expired ? OW_NOTICE_EXPIRED : OW_NOTICE_DECIDED, data,
-						  &rule, NULL, owj_end(&j));
+	n->detail = owj_end(&j);
+	return n;
+}
+
+/* Write notices about interrupt_id of run in operation d, which inserts into openwop.notifications. */
+void
+ow_write_notices_in(OwDirect *d, OwRun *run, const char *interrupt_id, const OwNotices *n)
+{
+	(void) write_rows(d, run, interrupt_id, n->kind, n->recipients, n->detail);
 }
 
 /*

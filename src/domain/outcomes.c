@@ -215,9 +215,10 @@ claim(OwDirect *d, OwRun *run, OwResolution *r, int64 seq, Jsonb *resolved_by)
 #define CLAIM_DELETES OW_TABLE_BIT(OW_OPEN_INTERRUPTS)
 
 /*
- * The whole record in one operation: the events, the claim and, when the
- * run's new state is known (it resumes and what else holds it was read
- * under the lock), the run row.  Returns the sequence of the first event.
+ * The whole record in one operation: the events, the claim, the
+ * notifications of the outcome and, when the run's new state is known (it
+ * resumes and what else holds it was read under the lock), the run row.
+ * Returns the sequence of the first event.
  */
 static int64
 record(OwRun *run, OwResolution *r, Jsonb *resolved, Jsonb *resumed, Jsonb *resolved_by)
@@ -229,10 +230,13 @@ record(OwRun *run, OwResolution *r, Jsonb *resolved, Jsonb *resumed, Jsonb *reso
 	OwDirect	d;
 	int64		seq;
 
-	ow_begin(&d, CLAIM_READS | runs, OW_TABLE_BIT(OW_EVENTS), CLAIM_UPDATES | runs,
-				   CLAIM_DELETES);
+	ow_begin(&d, CLAIM_READS | runs,
+			 OW_TABLE_BIT(OW_EVENTS) | (r->notices ? OW_TABLE_BIT(OW_NOTIFICATIONS) : 0),
+			 CLAIM_UPDATES | runs, CLAIM_DELETES);
 	seq = ow_append_in(&d, run, r->node_id, resumed ? 2 : 1, types, payloads);
 	claim(&d, run, r, seq, resolved_by);
+	if (r->notices)
+		ow_write_notices_in(&d, run, r->interrupt_id, r->notices);
 	if (save)
 	{
 		resume_run_status(run, r->node_id, r->other_kind, r->other_node);
