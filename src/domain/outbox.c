@@ -437,17 +437,21 @@ claim_tenant(ReturnSetInfo *rsinfo, const char *tenant, int max, Interval *lease
 	return out;
 }
 
+/* t: the tenants with notifications, in order (a loose scan of the primary key, one probe each) */
+#define OUTBOX_TENANTS \
+	"WITH RECURSIVE t (tenant) AS (" \
+	"  (SELECT tenant FROM openwop.notifications ORDER BY tenant LIMIT 1)" \
+	"  UNION ALL" \
+	"  SELECT (SELECT n.tenant FROM openwop.notifications n" \
+	"           WHERE n.tenant OPERATOR(pg_catalog.>) t.tenant ORDER BY n.tenant LIMIT 1)" \
+	"    FROM t WHERE t.tenant IS NOT NULL)"
+
 /* The tenants with notifications, in order: a loose scan of the primary key. */
 static List *
 outbox_tenants(void)
 {
 	static OwQuery q = {
-		"WITH RECURSIVE t (tenant) AS ("
-		"  (SELECT tenant FROM openwop.notifications ORDER BY tenant LIMIT 1)"
-		"  UNION ALL"
-		"  SELECT (SELECT n.tenant FROM openwop.notifications n"
-		"           WHERE n.tenant OPERATOR(pg_catalog.>) t.tenant ORDER BY n.tenant LIMIT 1)"
-		"    FROM t WHERE t.tenant IS NOT NULL)"
+		OUTBOX_TENANTS
 		" SELECT tenant FROM t WHERE tenant IS NOT NULL",
 		0, {InvalidOid}, SPI_OK_SELECT
 	};
@@ -647,12 +651,7 @@ apply_cap(void *arg)
 {
 	/* per tenant (a loose scan of the primary key), the first id beyond the cap */
 	static OwQuery over = {
-		"WITH RECURSIVE t (tenant) AS ("
-		"  (SELECT tenant FROM openwop.notifications ORDER BY tenant LIMIT 1)"
-		"  UNION ALL"
-		"  SELECT (SELECT n.tenant FROM openwop.notifications n"
-		"           WHERE n.tenant OPERATOR(pg_catalog.>) t.tenant ORDER BY n.tenant LIMIT 1)"
-		"    FROM t WHERE t.tenant IS NOT NULL)"
+		OUTBOX_TENANTS
 		" SELECT t.tenant, b.id FROM t CROSS JOIN LATERAL ("
 		"   SELECT n.id FROM openwop.notifications n"
 		"    WHERE n.tenant OPERATOR(pg_catalog.=) t.tenant"
