@@ -689,20 +689,20 @@ REVOKE ALL ON FUNCTION openwop_forward.resolve_interrupts(jsonb, text[], jsonb, 
 -- == one answer to many interrupts (end) ==
 
 -- == 0.11.0: withdrawing and deciding many over PostgREST (begin) ==
-CREATE FUNCTION openwop_api."withdrawVote"(jsonb)
+CREATE FUNCTION openwop_api."withdrawVote"(json)
     RETURNS jsonb AS 'MODULE_PATHNAME', 'ow_api_withdraw_vote'
     LANGUAGE C VOLATILE;
-COMMENT ON FUNCTION openwop_api."withdrawVote"(jsonb) IS
+COMMENT ON FUNCTION openwop_api."withdrawVote"(json) IS
 E'withdrawVote: take back the caller''s counted vote on a pending approval gate\n'
  'POST a JSON body {"runId": "<tenant>/<id>", "nodeId": "<node>"} and nothing else. The caller needs the approvals:respond scope and must still be eligible on the gate. '
  '200: {status: "pending", action: "withdraw", counted: false, tally, runId, nodeId, interruptId}. '
  'Refusals, as {error, message, details}: 400 validation_error; 401 identity_unresolvable; 403 forbidden, id_tenant_mismatch; 404 not_found (no counted vote to withdraw); 409 interrupt_already_resolved. '
  'It calls openwop.withdraw_vote.';
 
-CREATE FUNCTION openwop_api."resolveInterrupts"(jsonb)
+CREATE FUNCTION openwop_api."resolveInterrupts"(json)
     RETURNS jsonb AS 'MODULE_PATHNAME', 'ow_api_resolve_interrupts'
     LANGUAGE C VOLATILE;
-COMMENT ON FUNCTION openwop_api."resolveInterrupts"(jsonb) IS
+COMMENT ON FUNCTION openwop_api."resolveInterrupts"(json) IS
 E'resolveInterrupts: give one answer to many interrupts\n'
  'POST a JSON body {"interruptIds": ["<tenant>/<id>", ...], "resumeValue": <the answer>} and nothing else; an optional Idempotency-Key header replays every item of a retry. '
  'Each interrupt is answered as resolveInterruptByRun would answer it, in a transaction of its own within the request: a refused item undoes no other. '
@@ -711,8 +711,8 @@ E'resolveInterrupts: give one answer to many interrupts\n'
  'It calls openwop.resolve_interrupts.';
 
 REVOKE ALL ON FUNCTION
-    openwop_api."withdrawVote"(jsonb),
-    openwop_api."resolveInterrupts"(jsonb)
+    openwop_api."withdrawVote"(json),
+    openwop_api."resolveInterrupts"(json)
 FROM PUBLIC;
 -- == withdrawing and deciding many over PostgREST (end) ==
 
@@ -1073,3 +1073,109 @@ COMMENT ON FUNCTION openwop.set_approval_policy(text, jsonb, text) IS
 COMMENT ON FUNCTION openwop.direct_path() IS
   'For each table the hot paths write (runs, events, interrupts, node_executions, group_members, open_interrupts, notifications): direct, whether they read and write it through the relation cache, or with SQL statements because a DBA changed it; reason, what the change is (a trigger, a rule, row security, a generated column, a column default or column the install script did not make, a retyped or dropped column, an index). See docs/operations.md.';
 -- == reminders, escalation and the notification outbox (end) ==
+
+-- == 0.11.0: the HTTP layer in front of the SQL (begin) ==
+/* ----------------------------------------------------------------------
+ * docs/postgrest.md.  A POST operation takes its body as json, not jsonb:
+ * PostgREST casts the raw body to the parameter's type, and a body jsonb
+ * cannot hold (\u0000, a lone surrogate) would fail that cast and be
+ * answered with PostgREST's own 400 body; as json it reaches the
+ * function, which refuses it with the spec's envelope.  The grants a DBA
+ * gave the jsonb functions are carried over.
+ * ---------------------------------------------------------------------- */
+CREATE FUNCTION openwop_api."resolveInterruptByRun"(json)
+    RETURNS jsonb AS 'MODULE_PATHNAME', 'ow_api_resolve_by_run'
+    LANGUAGE C VOLATILE;
+CREATE FUNCTION openwop_api."resolveInterruptByToken"(json)
+    RETURNS jsonb AS 'MODULE_PATHNAME', 'ow_api_resolve_by_token'
+    LANGUAGE C VOLATILE;
+REVOKE ALL ON FUNCTION openwop_api."resolveInterruptByRun"(json),
+    openwop_api."resolveInterruptByToken"(json) FROM PUBLIC;
+DO $$
+DECLARE
+    f text;
+    g record;
+BEGIN
+    FOREACH f IN ARRAY ARRAY['resolveInterruptByRun', 'resolveInterruptByToken'] LOOP
+        FOR g IN SELECT a.grantee, a.is_grantable
+                   FROM pg_catalog.pg_proc p, pg_catalog.aclexplode(p.proacl) a
+                  WHERE p.oid OPERATOR(pg_catalog.=) pg_catalog.to_regprocedure(pg_catalog.format('openwop_api.%I(jsonb)', f))
+                    AND a.privilege_type OPERATOR(pg_catalog.=) 'EXECUTE'
+                    AND a.grantee OPERATOR(pg_catalog.<>) p.proowner LOOP
+            EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION openwop_api.%I(json) TO %s%s', f,
+                        CASE WHEN g.grantee OPERATOR(pg_catalog.=) 0 THEN 'PUBLIC' ELSE g.grantee::pg_catalog.regrole::pg_catalog.text END,
+                        CASE WHEN g.is_grantable THEN ' WITH GRANT OPTION' ELSE '' END);
+        END LOOP;
+    END LOOP;
+END
+$$;
+DROP FUNCTION openwop_api."resolveInterruptByRun"(jsonb);
+DROP FUNCTION openwop_api."resolveInterruptByToken"(jsonb);
+COMMENT ON FUNCTION openwop_api."resolveInterruptByRun"(json) IS
+E'resolveInterruptByRun: answer the pending interrupt of a node of a run\n'
+ 'POST a JSON body {"runId": "<tenant>/<id>", "nodeId": "<node>", "resumeValue": <the answer>} and nothing else; an optional Idempotency-Key header makes a retry safe, an optional If-Match header names the artifact the approver saw. '
+ 'The caller needs the approvals:respond scope (the JWT scope claim) and, on an approval gate, must be eligible; the host records who decided and when. '
+ '200: {status, runId, nodeId, interruptId, kind, decision?, action?, resolvedBy, runStatus, sequence}, or {status: "pending", tally} for a vote that decides nothing yet; a replayed response carries the header OpenWOP-Idempotent-Replay: true. '
+ 'Refusals, as {error, message, details}: 400 validation_error, idempotency_key_invalid; 401 identity_unresolvable; 403 forbidden, id_tenant_mismatch; 404 not_found; 409 interrupt_already_resolved, idempotency_key_mismatch, idempotency_in_flight; 412 precondition_failed. '
+ 'It calls openwop.resolve_interrupt.';
+COMMENT ON FUNCTION openwop_api."resolveInterruptByToken"(json) IS
+E'resolveInterruptByToken: answer the interrupt a signed token names\n'
+ 'POST a JSON body {"token": "ow2.hs256.<kid>.<payload>.<mac>", "resumeValue": <the answer>} and nothing else; an optional Idempotency-Key header makes a retry safe. The token is the credential, no JWT is needed; a token minted for a principal answers as that principal. '
+ '200: as resolveInterruptByRun; a replayed response carries the header OpenWOP-Idempotent-Replay: true. '
+ 'Refusals, as {error, message, details}: 400 validation_error, idempotency_key_invalid; 401 interrupt_token_invalid; 403 forbidden (an inspect token, an ineligible principal); 404 not_found; 409 interrupt_already_resolved, idempotency_key_mismatch, idempotency_in_flight; 410 interrupt_expired; 412 precondition_failed. '
+ 'It calls openwop.resolve_interrupt_by_token.';
+
+/*
+ * The inbox over HTTP shows what the SQL inbox shows (the policy a gate
+ * pinned, when it falls due), and is paged by (requested_at,
+ * interrupt_id), the order of its index: a page never skips interrupts
+ * raised at one instant.
+ */
+CREATE OR REPLACE VIEW openwop_api.pending_interrupts WITH (security_barrier) AS
+SELECT interrupt_id, run_id, node_id, kind, title, request, resume_schema, requested_at,
+       expires_at, required_approvals, accepts, rejects, voters, my_vote, my_vote_at,
+       policy, due_at, overdue
+  FROM openwop.pending_interrupts;
+COMMENT ON VIEW openwop_api.pending_interrupts IS
+E'The inbox: pending interrupts the caller may decide now\n'
+ 'The interrupts of the caller''s tenant that the caller may answer (approval gates it is eligible for, and the other kinds for holders of approvals:respond), with what an approver needs to decide: the request without its eligibility lists, the deadline and due date, the policy, the tally and the caller''s own latest vote. '
+ 'Read it in pages, in the order of its index: ?order=requested_at,interrupt_id&limit=50, then add &requested_at=gte.<last requested_at>&or=(requested_at.gt.<last requested_at>,interrupt_id.gt.<last interrupt_id>), percent-encoded (a + in a timestamp is %2B). It is the view openwop.pending_interrupts.';
+
+CREATE FUNCTION openwop_api."flowdropInterrupts"(after text DEFAULT NULL, max integer DEFAULT 50)
+    RETURNS json AS 'MODULE_PATHNAME', 'ow_api_flowdrop_interrupts'
+    LANGUAGE C STABLE;
+COMMENT ON FUNCTION openwop_api."flowdropInterrupts"(text, integer) IS
+E'flowdropInterrupts: the caller''s inbox as FlowDrop interrupt entries\n'
+ 'GET with the query parameters max (1 to 1000, default 50) and after (the id of the last entry of the previous page; none for the first). '
+ 'The pending interrupts the caller may decide, in the inbox''s order, each published as FlowDrop''s INT-22 entry: 24 camelCase keys in order, every one present, id the interrupt''s UUID. '
+ '200: a JSON array of entries, [] when nothing is left. '
+ 'Refusals, as {error, message, details}: 400 validation_error; 403 forbidden (no approvals:respond); 404 not_found (after names no interrupt of the tenant). '
+ 'It reads openwop_api.pending_interrupts and calls openwop.flowdrop_interrupts.';
+REVOKE ALL ON FUNCTION openwop_api."flowdropInterrupts"(text, integer) FROM PUBLIC;
+
+/*
+ * connector.auth-expired, recorded by the host's OAuth code before the
+ * node suspends on a credential interrupt (reason "expired") or, without
+ * credential interrupts, before it fails with connector_auth_expired.
+ */
+CREATE FUNCTION openwop.connector_auth_expired(run_id text, node_id text, provider text,
+                                               credential_ref jsonb, reason text DEFAULT NULL)
+    RETURNS jsonb AS 'MODULE_PATHNAME', 'ow_connector_auth_expired'
+    LANGUAGE C VOLATILE;
+COMMENT ON FUNCTION openwop.connector_auth_expired(text, text, text, jsonb, text) IS
+  'Appends connector.auth-expired {provider, credentialRef: {ref, scope?}, reason?} for the node''s open execution: a terminal refresh failure of its credential, announced before the node suspends on a credential interrupt with reason expired (or, without openwop.credential_interrupts, fails with connector_auth_expired). Returns {runId, nodeId, sequence, runStatus}.';
+REVOKE ALL ON FUNCTION openwop.connector_auth_expired(text, text, text, jsonb, text) FROM PUBLIC;
+
+CREATE FUNCTION openwop_forward.connector_auth_expired(caller jsonb, run_id text, node_id text, provider text,
+                                                       credential_ref jsonb, reason text DEFAULT NULL)
+    RETURNS jsonb LANGUAGE plpgsql VOLATILE SECURITY INVOKER SET openwop.forwarded_caller = ''
+AS $$
+BEGIN
+    PERFORM pg_catalog.set_config('openwop.forwarded_caller', COALESCE(caller::pg_catalog.text, 'null'), true);
+    RETURN openwop.connector_auth_expired(run_id, node_id, provider, credential_ref, reason);
+END
+$$;
+COMMENT ON FUNCTION openwop_forward.connector_auth_expired(jsonb, text, text, text, jsonb, text) IS
+  'openwop.connector_auth_expired for the forwarded caller.';
+REVOKE ALL ON FUNCTION openwop_forward.connector_auth_expired(jsonb, text, text, text, jsonb, text) FROM PUBLIC;
+-- == the HTTP layer in front of the SQL (end) ==

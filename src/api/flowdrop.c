@@ -270,8 +270,12 @@ write_entry(StringInfo out, uint64 row)
 	Jsonb	   *payload = DatumGetJsonbP(ow_col_datum(row, COL_PAYLOAD, JSONBOID, &isnull));
 	JsonbValue *data = owj_get(payload, "data");
 	JsonbContainer *fields = owj_is_object(data) ? data->val.binary.data : NULL;
+	char		uuid[37];
 
-	entry_str(&e, "id", ow_col_text(row, COL_ID));
+	/* INT-22: the interrupt's UUID, its id's opaque segment written the other way (ids.c) */
+	if (!ow_interrupt_uuid(ow_col_text(row, COL_ID), uuid))
+		elog(ERROR, "interrupt id \"%s\" has no UUID", ow_col_text(row, COL_ID));
+	entry_str(&e, "id", uuid);
 	entry_str(&e, "type", kind);
 	entry_str(&e, "status", status);
 	entry_str(&e, "message", fields ? entry_message(kind, fields) : NULL);
@@ -404,6 +408,12 @@ own_ids(ArrayType *a, const char *tenant, int *count)
 			ow_validation_error(field, "%s must not be null", field);
 		s = TextDatumGetCString(elems[i]);
 		slash = strchr(s, '/');
+		/* an interrupt's UUID names it in the caller's tenant */
+		if (slash == NULL && strlen(s) == 36 && s[8] == '-')
+		{
+			own[kept++] = CStringGetTextDatum(ow_normalize_id(s, tenant, field, "interrupt"));
+			continue;
+		}
 		if (slash == NULL)
 			ow_validation_error(field, "%s \"%s\" is not an id \"<tenant>/<opaque>\" (the ~2F form is for one URL path segment)",
 								field, ow_echo(s));
@@ -527,4 +537,82 @@ ow_flowdrop_interrupts(PG_FUNCTION_ARGS)
 	result = end_text(&out);
 	ow_call_finish(&call);
 	PG_RETURN_TEXT_P(result);
+}
+
+/*
+ * The FlowDrop entries of the caller's inbox over HTTP (INT-22 over
+ * PostgREST: openwop_api."flowdropInterrupts"(after, max)): a page of at
+ * most max interrupts of openwop_api.pending_interrupts, in its order
+ * (raised, then id), after the interrupt named after (its UUID or its id),
+ * as a JSON array of entries.  The page's order is the inbox index's, so a
+ * page costs what an inbox page costs; naming the last entry, not its
+ * time, keeps interrupts raised at one instant from being skipped.  The
+ * interrupt after names may have left the inbox since (decided, expired):
+ * its position is read from the interrupts themselves.
+ */
+Datum
+ow_flowdrop_page(PG_FUNCTION_ARGS)
+{
+	static OwQuery position = {"SELECT i.created_at FROM openwop.interrupts i"
+		" WHERE i.tenant OPERATOR(pg_catalog.=) $1"
+		"   AND i.interrupt_id OPERATOR(pg_catalog.=) $2",
+	2, {TEXTOID, TEXTOID}, SPI_OK_SELECT};
+
+	/*
+	 * As the caller: the inbox is who is asking.  The row comparison is
+	 * pushed through the security barriers (its operators are leakproof)
+	 * onto the inbox index, which also gives the order.
+	 */
+	static OwQuery first = {"SELECT openwop.flowdrop_interrupts(ARRAY("
+		"SELECT p.interrupt_id FROM openwop_api.pending_interrupts p"
+		" ORDER BY p.requested_at, p.interrupt_id LIMIT $1))",
+	1, {INT4OID}, SPI_OK_SELECT};
+	static OwQuery next = {"SELECT openwop.flowdrop_interrupts(ARRAY("
+		"SELECT p.interrupt_id FROM openwop_api.pending_interrupts p"
+		" WHERE (p.requested_at, p.interrupt_id) OPERATOR(pg_catalog.>) ($2, $3)"
+		" ORDER BY p.requested_at, p.interrupt_id LIMIT $1))",
+	3, {INT4OID, TIMESTAMPTZOID, TEXTOID}, SPI_OK_SELECT};
+	OwCall		call;
+	int32		max = PG_ARGISNULL(1) ? 50 : PG_GETARG_INT32(1);
+	char	   *tenant;
+	char	   *after = NULL;
+	Datum		args[3];
+	bool		isnull;
+	Datum		page;
+
+	if (max < 1 || max > OW_FLOWDROP_MAX_IDS)
+	{
+		OwDetails	d;
+
+		ow_details_init(&d);
+		ow_details_str(&d, "field", "max");
+		ow_details_int(&d, "limit", OW_FLOWDROP_MAX_IDS);
+		ow_raise(OW_VALIDATION_ERROR, &d, NULL,
+				 "max must be between 1 and %d", OW_FLOWDROP_MAX_IDS);
+	}
+	if (!PG_ARGISNULL(0))
+		ow_check_arg_size(fcinfo, 0, "after", false);
+	ow_caller(&call.caller);
+	ow_check_entry_reader(&call.caller, "the FlowDrop entries of the inbox");
+	tenant = call.caller.subject.tenant;
+	if (!PG_ARGISNULL(0))
+		after = ow_normalize_id(text_to_cstring(PG_GETARG_TEXT_PP(0)), tenant, "after", "interrupt");
+
+	ow_call_enter(&call);
+	args[0] = Int32GetDatum(max);
+	if (after != NULL)
+	{
+		Datum		pos[2] = {CStringGetTextDatum(tenant), CStringGetTextDatum(after)};
+
+		if (ow_exec(&position, pos, NULL, true, 1) == 0)
+			ow_interrupt_not_found(after);
+		args[1] = ow_col_datum(0, 1, TIMESTAMPTZOID, &isnull);
+		args[2] = CStringGetTextDatum(after);
+	}
+	ow_call_end(&call);
+	ow_exec(after ? &next : &first, args, NULL, true, 1);
+	page = ow_col_datum(0, 1, JSONOID, &isnull);
+	page = PointerGetDatum(PG_DETOAST_DATUM_COPY(page));
+	ow_call_finish(&call);
+	PG_RETURN_DATUM(page);
 }

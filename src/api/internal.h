@@ -54,6 +54,7 @@ extern Datum ow_resolve_respond(OwCall *call, const char *tenant, const char *en
 
 /* envelope.c */
 extern void ow_check_entry_reader(const OwCaller *c, const char *what);
+extern Datum ow_flowdrop_page(PG_FUNCTION_ARGS);
 extern Jsonb *ow_parse_json(const char *text);
 extern Jsonb *ow_refusal_envelope(ErrorData *edata, int *status);
 

@@ -10,7 +10,7 @@
  *	  "inspectInterruptByToken"(token)    inspect_interrupt (tokens.c)
  *	  "resolveInterruptByToken"(body)     resolve_interrupt_by_token (tokens.c)
  *
- * A POST body arrives whole, as the function's one unnamed jsonb
+ * A POST body arrives whole, as the function's one unnamed json
  * parameter (PostgREST passes a JSON body so to such a function), and is
  * closed like the spec's bodies: the operation's path parameters and
  * resumeValue, nothing else (400 validation_error).  The Idempotency-Key
@@ -40,6 +40,7 @@
 #include "auth/auth.h"
 #include "api/internal.h"
 
+#include "catalog/pg_type.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
 
@@ -48,6 +49,7 @@ PG_FUNCTION_INFO_V1(ow_api_inspect_by_token);
 PG_FUNCTION_INFO_V1(ow_api_resolve_by_token);
 PG_FUNCTION_INFO_V1(ow_api_withdraw_vote);
 PG_FUNCTION_INFO_V1(ow_api_resolve_interrupts);
+PG_FUNCTION_INFO_V1(ow_api_flowdrop_interrupts);
 
 /* The header that marks a replayed response ("Idempotency" in the OpenWOP spec). */
 #define REPLAY_HEADER "OpenWOP-Idempotent-Replay"
@@ -94,6 +96,47 @@ set_local(const char *name, const char *value)
 }
 
 /*
+ * The POST body (argument 0) as jsonb.  It arrives as json, which
+ * PostgreSQL takes as written; PostgREST would cast it to a jsonb
+ * parameter itself and answer a failed cast with its own 400 body.  So a
+ * body jsonb cannot hold (\u0000, a lone surrogate, an escape the
+ * database encoding has no character for) is refused here, as the
+ * caller's mistake it is: 400 validation_error.  A function still
+ * declared with a jsonb parameter (a schema not yet updated to 0.11.0)
+ * passes jsonb.
+ */
+static Jsonb *
+request_body(FunctionCallInfo fcinfo)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	char	   *raw;
+	Jsonb	   *volatile body = NULL;
+	ErrorData  *volatile edata = NULL;
+
+	if (get_fn_expr_argtype(fcinfo->flinfo, 0) == JSONBOID)
+		return PG_GETARG_JSONB_P(0);
+	raw = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	PG_TRY();
+	{
+		body = DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(raw)));
+	}
+	PG_CATCH();
+	{
+		MemoryContextSwitchTo(cxt);
+		edata = CopyErrorData();
+		if (edata->sqlerrcode != ERRCODE_UNTRANSLATABLE_CHARACTER &&
+			edata->sqlerrcode != ERRCODE_INVALID_TEXT_REPRESENTATION)
+			PG_RE_THROW();
+		FlushErrorState();
+	}
+	PG_END_TRY();
+	if (edata != NULL)
+		ow_validation_error("body", "the request body is JSON that PostgreSQL cannot store: %s",
+							edata->detail ? edata->detail : edata->message);
+	return body;
+}
+
+/*
  * The entry point's arguments from the POST body (argument 0): a JSON
  * object of no members but op->members, each passed as a string (or, the
  * JSON member, as jsonb) and an absent one as NULL, which the entry point
@@ -111,7 +154,7 @@ body_arguments(Operation *op, FunctionCallInfo call)
 	initStringInfo(&list);
 	for (n = 0; op->members[n]; n++)
 		appendStringInfo(&list, "%s%s", n > 0 ? ", " : "", op->members[n]);
-	body = PG_ARGISNULL(0) ? NULL : PG_GETARG_JSONB_P(0);
+	body = PG_ARGISNULL(0) ? NULL : request_body(fcinfo);
 	if (body == NULL || !JB_ROOT_IS_OBJECT(body))
 		ow_validation_error("body", "the request body must be a JSON object {%s}", list.data);
 	if ((unknown = owj_unknown_key(&body->root, op->members)) != NULL)
@@ -295,12 +338,14 @@ answer(Operation *op)
 	/* as PostgREST's own 401 answers have it: RFC 9110 asks every 401 for one */
 	if (status == 401)
 		add_response_header("WWW-Authenticate", "Bearer");
+	if (get_fn_expr_rettype(op->fcinfo->flinfo) == JSONOID)
+		return CStringGetTextDatum(JsonbToCString(NULL, &envelope->root, VARSIZE(envelope)));
 	return JsonbPGetDatum(envelope);
 }
 
 
 /*
- * openwop_api."resolveInterruptByRun"(body jsonb): POST
+ * openwop_api."resolveInterruptByRun"(body json): POST
  * /rpc/resolveInterruptByRun {runId, nodeId, resumeValue}, with an
  * optional Idempotency-Key header.
  */
@@ -327,7 +372,7 @@ ow_api_inspect_by_token(PG_FUNCTION_ARGS)
 }
 
 /*
- * openwop_api."resolveInterruptByToken"(body jsonb): POST
+ * openwop_api."resolveInterruptByToken"(body json): POST
  * /rpc/resolveInterruptByToken {token, resumeValue}, with an optional
  * Idempotency-Key header.
  */
@@ -341,7 +386,7 @@ ow_api_resolve_by_token(PG_FUNCTION_ARGS)
 }
 
 /*
- * openwop_api."withdrawVote"(body jsonb): POST /rpc/withdrawVote
+ * openwop_api."withdrawVote"(body json): POST /rpc/withdrawVote
  * {runId, nodeId}.  A withdrawal takes no Idempotency-Key: doing it again
  * is answered 404 (nothing counted to withdraw).
  */
@@ -355,7 +400,7 @@ ow_api_withdraw_vote(PG_FUNCTION_ARGS)
 }
 
 /*
- * openwop_api."resolveInterrupts"(body jsonb): POST /rpc/resolveInterrupts
+ * openwop_api."resolveInterrupts"(body json): POST /rpc/resolveInterrupts
  * {interruptIds, resumeValue}, with optional Idempotency-Key and If-Match
  * headers (the artifact every item must show): {items: [{interruptId,
  * status, result}]}, each item as the single call would answer it.
@@ -365,6 +410,20 @@ ow_api_resolve_interrupts(PG_FUNCTION_ARGS)
 {
 	static const char *const members[] = {"interruptIds", "resumeValue", NULL};
 	Operation	op = {ow_resolve_interrupts_json, members, "resumeValue", "interruptIds", true, true, fcinfo, (Datum) 0};
+
+	PG_RETURN_DATUM(answer(&op));
+}
+
+/*
+ * openwop_api."flowdropInterrupts"(after text, max integer) → json: GET
+ * /rpc/flowdropInterrupts?max=50, then &after=<the last entry's id>: the
+ * caller's inbox as FlowDrop INT-22 entries, a page at a time
+ * (flowdrop.c).
+ */
+Datum
+ow_api_flowdrop_interrupts(PG_FUNCTION_ARGS)
+{
+	Operation	op = {ow_flowdrop_page, NULL, NULL, NULL, false, false, fcinfo, (Datum) 0};
 
 	PG_RETURN_DATUM(answer(&op));
 }

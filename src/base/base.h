@@ -212,6 +212,9 @@ extern char *ow_normalize_id(const char *input, const char *caller_tenant, const
 							 const char *what);
 extern char *ow_base64url(const char *data, int len);
 extern char *ow_mint_opaque(int nbytes);
+#define OW_UUID_BYTES 16
+extern char *ow_mint_interrupt_opaque(void);
+extern bool ow_interrupt_uuid(const char *interrupt_id, char *out);
 
 /* ----------
  * jsonschema.c: the JSON Schema subset of resume and outcome schemas.
@@ -267,6 +270,8 @@ extern int64 ow_member_int(JsonbContainer *obj, const char *prefix, const char *
  * kinds.c: the nine interrupt kinds, their requests and waiting statuses.
  * ----------
  */
+extern void ow_check_credential_ref(JsonbContainer *obj, const char *prefix, const char *key,
+									bool required);
 extern Jsonb *ow_check_request(Jsonb *request, const char *key, char **kind_out, int64 *timeout_ms);
 extern const char *ow_waiting_status(const char *kind);
 extern bool ow_credential_interrupts;

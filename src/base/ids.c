@@ -18,6 +18,8 @@
 
 #include "mb/pg_wchar.h"
 
+
+static char *uuid_opaque(const char *input);
 /* Is the character at p white space, as JSON Schema's \s reads it? */
 static bool
 is_space_at(const unsigned char *p, bool utf8)
@@ -211,6 +213,9 @@ ow_normalize_id(const char *input, const char *caller_tenant, const char *field,
 	const char *slash;
 	char	   *tenant;
 
+	/* an interrupt is named by its UUID too (the FlowDrop entry's id), in the caller's tenant */
+	if (strcmp(what, "interrupt") == 0 && (id = uuid_opaque(input)) != NULL)
+		return psprintf("%s/%s", caller_tenant, id);
 	if (strchr(input, '/') == NULL)
 	{
 		const char *p = input;
@@ -285,6 +290,15 @@ ow_base64url(const char *data, int len)
 	return out;
 }
 
+static void
+strong_random(char *raw, int nbytes)
+{
+	if (!pg_strong_random(raw, nbytes))
+		ereport(ERROR,
+				(errcode(ERRCODE_INTERNAL_ERROR),
+				 errmsg("could not generate random bytes")));
+}
+
 /*
  * nbytes of strong randomness as unpadded base64url: never contains "~",
  * so it is a valid opaque id segment once it is at least 16 characters.
@@ -295,9 +309,81 @@ ow_mint_opaque(int nbytes)
 	char		raw[64];
 
 	Assert(nbytes > 0 && nbytes <= (int) sizeof(raw));
-	if (!pg_strong_random(raw, nbytes))
-		ereport(ERROR,
-				(errcode(ERRCODE_INTERNAL_ERROR),
-				 errmsg("could not generate random bytes")));
+	strong_random(raw, nbytes);
 	return ow_base64url(raw, nbytes);
+}
+
+/*
+ * The opaque segment of a fresh interrupt id: a random (version 4) UUID's
+ * 16 bytes as base64url, so that the id FlowDrop publishes (INT-22: the
+ * interrupt's UUID) is the same value, written the other way, and needs
+ * neither a column nor an index.
+ */
+char *
+ow_mint_interrupt_opaque(void)
+{
+	char		raw[OW_UUID_BYTES];
+
+	strong_random(raw, sizeof(raw));
+	raw[6] = (char) ((raw[6] & 0x0f) | 0x40);	/* version 4 */
+	raw[8] = (char) ((raw[8] & 0x3f) | 0x80);	/* the RFC 9562 variant */
+	return ow_base64url(raw, sizeof(raw));
+}
+
+/*
+ * The UUID of an interrupt id "<tenant>/<opaque>": its opaque segment's 16
+ * bytes, written 8-4-4-4-12 in lower-case hex into out (37 bytes).  False
+ * when the segment is not 16 bytes of base64url, which no interrupt id
+ * this extension minted is.
+ */
+bool
+ow_interrupt_uuid(const char *interrupt_id, char *out)
+{
+	static const char digits[] = "0123456789abcdef";
+	const char *opaque = strrchr(interrupt_id, '/');
+	unsigned char raw[OW_UUID_BYTES + 2];
+	int			i;
+
+	opaque = opaque ? opaque + 1 : interrupt_id;
+	if (strlen(opaque) != 22 ||
+		ow_b64url_decode(opaque, 22, raw, sizeof(raw)) != OW_UUID_BYTES)
+		return false;
+	for (i = 0; i < OW_UUID_BYTES; i++)
+	{
+		if (i == 4 || i == 6 || i == 8 || i == 10)
+			*out++ = '-';
+		*out++ = digits[raw[i] >> 4];
+		*out++ = digits[raw[i] & 0x0f];
+	}
+	*out = '\0';
+	return true;
+}
+
+/*
+ * The opaque segment an interrupt's UUID stands for (8-4-4-4-12 hex, either
+ * case), or NULL when input is no UUID.
+ */
+static char *
+uuid_opaque(const char *input)
+{
+	char		raw[OW_UUID_BYTES];
+	int			i;
+	int			n = 0;
+
+	if (strlen(input) != 36)
+		return NULL;
+	for (i = 0; i < 36; i++)
+	{
+		if (i == 8 || i == 13 || i == 18 || i == 23)
+		{
+			if (input[i] != '-')
+				return NULL;
+			continue;
+		}
+		if (hexval(input[i]) < 0 || hexval(input[i + 1]) < 0)
+			return NULL;
+		raw[n++] = (char) (hexval(input[i]) * 16 + hexval(input[i + 1]));
+		i++;
+	}
+	return ow_base64url(raw, OW_UUID_BYTES);
 }

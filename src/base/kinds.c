@@ -190,14 +190,32 @@ check_low_confidence(JsonbContainer *d)
 	ow_member_unit_number(d, "data", "observed");
 }
 
+/*
+ * A credential reference {ref, scope?} (the spec's credential-reference
+ * schema), member key of obj: of a credential interrupt's data, and of
+ * connector.auth-expired.
+ */
+void
+ow_check_credential_ref(JsonbContainer *obj, const char *prefix, const char *key, bool required)
+{
+	static const char *const ref_keys[] = {"ref", "scope", NULL};
+	JsonbValue *ref;
+	char	   *field = ow_field_name(prefix, key);
+
+	if ((ref = ow_member_object(obj, prefix, key, required)) != NULL)
+	{
+		ow_member_closed(ref->val.binary.data, ref_keys, field);
+		ow_member_str(ref->val.binary.data, field, "ref", true, 1, 0);
+		ow_member_str(ref->val.binary.data, field, "scope", false, 0, 0);
+	}
+}
+
 static void
 check_credential(JsonbContainer *d)
 {
 	static const char *const keys[] = {"provider", "scopes", "reason", "connectUrl", "credentialRef", NULL};
 	static const char *const reasons[] = {"missing", "expired", "insufficient_scope", NULL};
-	static const char *const ref_keys[] = {"ref", "scope", NULL};
 	char	   *url;
-	JsonbValue *ref;
 
 	ow_member_closed(d, keys, "data");
 	ow_member_str(d, "data", "provider", true, 1, 0);
@@ -209,12 +227,7 @@ check_credential(JsonbContainer *d)
 	/* it must not carry anything that resolves the interrupt, e.g. a token */
 	if (strstr(url, "ow2.") != NULL)
 		ow_validation_error("data.connectUrl", "data.connectUrl must not carry an interrupt token");
-	if ((ref = ow_member_object(d, "data", "credentialRef", false)) != NULL)
-	{
-		ow_member_closed(ref->val.binary.data, ref_keys, "data.credentialRef");
-		ow_member_str(ref->val.binary.data, "data.credentialRef", "ref", true, 1, 0);
-		ow_member_str(ref->val.binary.data, "data.credentialRef", "scope", false, 0, 0);
-	}
+	ow_check_credential_ref(d, "data", "credentialRef", false);
 }
 
 /*

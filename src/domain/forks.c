@@ -238,7 +238,7 @@ ow_derive_recorded(OwRun *run, const char *node_id, const OwExec *ex, int32 ordi
 	recorded = recorded_resolution(run->tenant, &in);
 
 	/* its row, open for the instant the record claims it; the request is the chain's */
-	*interrupt_id = psprintf("%s/%s", run->tenant, ow_mint_opaque(16));
+	*interrupt_id = psprintf("%s/%s", run->tenant, ow_mint_interrupt_opaque());
 	args[0] = CStringGetTextDatum(run->tenant);
 	args[1] = CStringGetTextDatum(*interrupt_id);
 	args[2] = CStringGetTextDatum(run->run_id);
@@ -430,7 +430,7 @@ fork_interrupt_ids(OwRun *source, int64 from_seq, Datum *source_ids, Datum *fork
 	for (i = 0; i < n; i++)
 	{
 		src[i] = CStringGetTextDatum(ow_col_text(i, 1));
-		dst[i] = CStringGetTextDatum(psprintf("%s/%s", source->tenant, ow_mint_opaque(16)));
+		dst[i] = CStringGetTextDatum(psprintf("%s/%s", source->tenant, ow_mint_interrupt_opaque()));
 	}
 	source_ids[0] = PointerGetDatum(construct_array(src, (int) n, TEXTOID, -1, false, TYPALIGN_INT));
 	fork_ids[0] = PointerGetDatum(construct_array(dst, (int) n, TEXTOID, -1, false, TYPALIGN_INT));

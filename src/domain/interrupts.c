@@ -374,7 +374,7 @@ ow_suspend(OwRun *run, const char *node_id, OwExec *ex, int32 ordinal, Jsonb *re
 		ow_derive_recorded(run, node_id, ex, ordinal, key, kind, &interrupt_id, &req_seq))
 		return resolved_envelope(run, interrupt_id, req_seq, resultctx);
 
-	interrupt_id = psprintf("%s/%s", run->tenant, ow_mint_opaque(16));
+	interrupt_id = psprintf("%s/%s", run->tenant, ow_mint_interrupt_opaque());
 	/* an approval gate pins the policies that govern it, which may shorten its deadline */
 	if (strcmp(kind, "approval") == 0)
 		policy = ow_policy_pin(run, node_id, owj_get(payload, "data")->val.binary.data, &timeout_ms,
