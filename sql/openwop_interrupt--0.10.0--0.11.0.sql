@@ -1129,13 +1129,18 @@ E'resolveInterruptByToken: answer the interrupt a signed token names\n'
  * The inbox over HTTP shows what the SQL inbox shows (the policy a gate
  * pinned, when it falls due), and is paged by (requested_at,
  * interrupt_id), the order of its index: a page never skips interrupts
- * raised at one instant.
+ * raised at one instant.  Its own ORDER BY is what lets a page read that
+ * index in order and stop: without it PostgreSQL planned this
+ * security-barrier view over the other for all its rows and sorted the
+ * caller's whole inbox for each page (131 ms at 10,000 gates, 0.9 ms
+ * with it).
  */
 CREATE OR REPLACE VIEW openwop_api.pending_interrupts WITH (security_barrier) AS
 SELECT interrupt_id, run_id, node_id, kind, title, request, resume_schema, requested_at,
        expires_at, required_approvals, accepts, rejects, voters, my_vote, my_vote_at,
        policy, due_at, overdue
-  FROM openwop.pending_interrupts;
+  FROM openwop.pending_interrupts
+ ORDER BY requested_at, interrupt_id;
 COMMENT ON VIEW openwop_api.pending_interrupts IS
 E'The inbox: pending interrupts the caller may decide now\n'
  'The interrupts of the caller''s tenant that the caller may answer (approval gates it is eligible for, and the other kinds for holders of approvals:respond), with what an approver needs to decide: the request without its eligibility lists, the deadline and due date, the policy, the tally and the caller''s own latest vote. '
