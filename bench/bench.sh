@@ -758,15 +758,16 @@ settle
 	{ echo "the inbox load made the wrong number of gates" >&2; exit 1; }
 record "inbox gates raised through the API/s ($(nproc) sessions)" "$(nproc)" \
 	"$(awk -v n=$((INBOX_BIG + INBOX_SMALL)) -v a="$t0" -v b="$t1" 'BEGIN { printf "%.0f", n / (b - a) }')" "gates/s" NULL NULL none -
-inbox_page() {   # inbox_page TENANT: "p50-ms cpu-ms buffers rows" of the page, read $INBOX_PAGES times at 1 client
-	local p50 cpu
+inbox_page() {   # inbox_page TENANT [SQL]: "p50-ms cpu-ms buffers rows" of the page (default $PAGE), read $INBOX_PAGES times at 1 client
+	local p50 cpu page=${2:-$PAGE}
 	rm -f "$out"/inbox.*
-	(cd "$out" && PGOPTIONS="-c openwop.tenant=$1" pgbench -n -f "$here/scripts/inbox.pgb" -c 1 -t $INBOX_PAGES \
+	printf '%s;\n' "$page" >"$out/page.pgb"
+	(cd "$out" && PGOPTIONS="-c openwop.tenant=$1" pgbench -n -f "$out/page.pgb" -c 1 -t $INBOX_PAGES \
 		-l --log-prefix=inbox >/dev/null 2>&1) || { echo "the inbox run failed" >&2; return 1; }
 	p50=$(cat "$out"/inbox.* | awk '{ print $3 }' | sort -n | awk '{ v[NR] = $1 } END { printf "%.3f", v[int(NR * 0.50 + 0.5)] / 1000 }')
-	rm -f "$out"/inbox.*
-	cpu=$(PGOPTIONS="-c openwop.tenant=$1" sql -c "SELECT bench.cpu_ms_per('$PAGE', $INBOX_PAGES, $(getconf CLK_TCK))")
-	echo "$p50 $cpu $(PGOPTIONS="-c openwop.tenant=$1" sql -c "SELECT bench.buffers_and_rows('$PAGE')")"
+	rm -f "$out"/inbox.* "$out/page.pgb"
+	cpu=$(PGOPTIONS="-c openwop.tenant=$1" sql -c "SELECT bench.cpu_ms_per(\$q\$$page\$q\$, $INBOX_PAGES, $(getconf CLK_TCK))")
+	echo "$p50 $cpu $(PGOPTIONS="-c openwop.tenant=$1" sql -c "SELECT bench.buffers_and_rows(\$q\$$page\$q\$)")"
 }
 say "inbox: $INBOX_PAGES pages of 50 at 1 client, in each tenant"
 inbox_page inbox-small >"$out/inbox-small.txt" || exit 1
@@ -778,6 +779,26 @@ rm -f "$out/inbox-small.txt" "$out/inbox-big.txt"
 record "inbox page p50 (50 rows), $INBOX_BIG pending" 1 "$p50b" ms "p50 with $INBOX_SMALL pending" "$p50s" max 2
 record "inbox page CPU (50 rows), $INBOX_BIG pending" 1 "$cpub" "ms CPU" "CPU with $INBOX_SMALL pending" "$cpus" max 2
 record "inbox page buffers (50 rows), $INBOX_BIG pending" 1 "$bufb" buffers "buffers with $INBOX_SMALL pending" "$bufs" none -
+# a page over HTTP from the middle of the big inbox, as PostgREST reads the
+# view for the documented keyset (docs/postgrest.md, "The inbox"), and the
+# same page as FlowDrop entries (openwop_api."flowdropInterrupts"), next to
+# the first page above
+mid=$(PGOPTIONS="-c openwop.tenant=inbox-big" sql -F '|' -c "SELECT requested_at, interrupt_id FROM openwop_api.pending_interrupts
+	ORDER BY requested_at, interrupt_id OFFSET $((INBOX_BIG / 4)) LIMIT 1")
+ts=${mid%%|*} iid=${mid#*|}
+HTTP_PAGE="SELECT * FROM openwop_api.pending_interrupts WHERE requested_at >= '$ts' AND (requested_at > '$ts' OR interrupt_id > '$iid') ORDER BY requested_at, interrupt_id LIMIT 50"
+FLOWDROP_PAGE="SELECT openwop_api.\"flowdropInterrupts\"('$iid', 50)"
+say "inbox: $INBOX_PAGES keyset pages over HTTP and as FlowDrop entries, from the middle of inbox-big"
+inbox_page inbox-big "$HTTP_PAGE" >"$out/inbox-http.txt" || exit 1
+read -r p50h cpuh _ rows_h <"$out/inbox-http.txt"
+inbox_page inbox-big "$FLOWDROP_PAGE" >"$out/inbox-flowdrop.txt" || exit 1
+read -r p50f cpuf _ _ <"$out/inbox-flowdrop.txt"
+rm -f "$out/inbox-http.txt" "$out/inbox-flowdrop.txt"
+[ "$rows_h" = 50 ] || { echo "an HTTP inbox page returned $rows_h rows, not 50" >&2; exit 1; }
+record "inbox page over HTTP (keyset, 50 rows), $INBOX_BIG pending" 1 "$p50h" ms "the first page" "$p50b" max 1.5
+record "inbox page over HTTP CPU (keyset, 50 rows), $INBOX_BIG pending" 1 "$cpuh" "ms CPU" "CPU of the first page" "$cpub" max 1.5
+record "FlowDrop entries page p50 (50 entries), $INBOX_BIG pending" 1 "$p50f" ms "the first inbox page" "$p50b" none -
+record "FlowDrop entries page CPU (50 entries), $INBOX_BIG pending" 1 "$cpuf" "ms CPU" "CPU of the first inbox page" "$cpub" none -
 
 # ---------------------------------------------------------------- DBOS Transact
 dbos_section
