@@ -9,6 +9,9 @@
  *	  "resolveInterruptByRun"(body)       resolve_interrupt (resolve.c)
  *	  "inspectInterruptByToken"(token)    inspect_interrupt (tokens.c)
  *	  "resolveInterruptByToken"(body)     resolve_interrupt_by_token (tokens.c)
+ *	  "withdrawVote"(body)                withdraw_vote (resolve.c)
+ *	  "resolveInterrupts"(body)           resolve_interrupts (bulk.c)
+ *	  "flowdropInterrupts"(after, max)    the inbox as FlowDrop entries (flowdrop.c)
  *
  * A POST body arrives whole, as the function's one unnamed json
  * parameter (PostgREST passes a JSON body so to such a function), and is
