@@ -192,14 +192,7 @@ ow_record_agent_decision(PG_FUNCTION_ARGS)
 		ow_validation_error("confidence", "confidence must be between 0 and 1");
 
 	ow_call_begin(&call);
-	ow_lock_run(&run, call.caller.subject.tenant, run_input);
-	if (ow_run_is_terminal(run.status))
-		ow_run_terminal(run.run_id, run.status);
-	ow_latest_exec(&run, node_id, &ex);
-	if (!ex.found)
-		ow_node_not_found(&run, node_id, "has not been started");
-	if (!ow_exec_is_open(&ex) || strcmp(ex.status, "interrupted") == 0)
-		ow_node_not_open(&run, node_id, &ex);
+	ow_lock_open_execution(&run, call.caller.subject.tenant, run_input, node_id, &ex);
 
 	owj_begin(&j);
 	owj_str(&j, "agentId", agent_id);

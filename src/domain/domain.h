@@ -43,6 +43,8 @@ extern void ow_latest_exec(OwRun *run, const char *node_id, OwExec *ex);
 extern bool ow_exec_is_open(const OwExec *ex);
 extern pg_noreturn void ow_node_not_found(OwRun *run, const char *node_id, const char *why);
 extern pg_noreturn void ow_node_not_open(OwRun *run, const char *node_id, const OwExec *ex);
+extern void ow_lock_open_execution(OwRun *run, const char *tenant, const char *run_input,
+								   const char *node_id, OwExec *ex);
 
 /* ----------
  * conversations.c: the conversation kinds over openwop.conversations

@@ -527,6 +527,26 @@ refuse_after_refine(OwRun *run, const char *node_id, const OwExec *ex)
 	}
 }
 
+/*
+ * Lock the run and read node_id's open execution into ex, for a call that
+ * writes to it: refused when the run has ended (run_terminal), the node
+ * never started (not_found), or its latest execution is closed or waits on
+ * an interrupt.  complete_node, fail_node, record_agent_decision and
+ * connector_auth_expired begin so.
+ */
+void
+ow_lock_open_execution(OwRun *run, const char *tenant, const char *run_input, const char *node_id,
+					   OwExec *ex)
+{
+	ow_lock_run(run, tenant, run_input);
+	ow_refuse_if_terminal(run);
+	ow_latest_exec(run, node_id, ex);
+	if (!ex->found)
+		ow_node_not_found(run, node_id, "has not been started");
+	if (!ow_exec_is_open(ex) || strcmp(ex->status, "interrupted") == 0)
+		ow_node_not_open(run, node_id, ex);
+}
+
 /* complete_node and fail_node */
 static Datum
 end_node(FunctionCallInfo fcinfo, bool failed)
@@ -543,13 +563,7 @@ end_node(FunctionCallInfo fcinfo, bool failed)
 
 	ow_refuse_read_only(failed ? "fail_node()" : "complete_node()");
 	ow_call_begin(&call);
-	ow_lock_run(run, call.caller.subject.tenant, run_input);
-	ow_refuse_if_terminal(run);
-	ow_latest_exec(run, node_id, &ex);
-	if (!ex.found)
-		ow_node_not_found(run, node_id, "has not been started");
-	if (!ow_exec_is_open(&ex) || strcmp(ex.status, "interrupted") == 0)
-		ow_node_not_open(run, node_id, &ex);
+	ow_lock_open_execution(run, call.caller.subject.tenant, run_input, node_id, &ex);
 	if (!failed)
 		refuse_after_refine(run, node_id, &ex);
 	seq = finish_execution(run, node_id, &ex, failed, value);
