@@ -1205,950 +1205,125 @@ SELECT $doc$
   "/pending_interrupts": {
    "get": {
     "operationId": "pendingInterrupts",
-    "tags": [
-     "inbox"
-    ],
+    "tags": ["inbox"],
     "summary": "The inbox: pending interrupts the caller may decide now",
     "description": "The interrupts of the caller's tenant the caller may answer, oldest first. Read it in pages in the order of its index: order=requested_at,interrupt_id&limit=50, then add requested_at=gte.<last requested_at>&or=(requested_at.gt.<last requested_at>,interrupt_id.gt.<last interrupt_id>), percent-encoded (a + in a timestamp is %2B). A caller without approvals:respond gets []. Needs a JWT.",
-    "parameters": [
-     {
-      "$ref": "#/components/parameters/order"
-     },
-     {
-      "$ref": "#/components/parameters/limit"
-     },
-     {
-      "$ref": "#/components/parameters/offset"
-     },
-     {
-      "$ref": "#/components/parameters/select"
-     },
-     {
-      "name": "requested_at",
-      "in": "query",
-      "required": false,
-      "schema": {
-       "type": "string"
-      },
-      "description": "a filter, e.g. gte.2026-12-01T09:15:33.264%2B00:00"
-     },
-     {
-      "name": "interrupt_id",
-      "in": "query",
-      "required": false,
-      "schema": {
-       "type": "string"
-      },
-      "description": "a filter, e.g. eq.acme/la54VOqPR6qEKZ4JTWbTug"
-     },
-     {
-      "name": "or",
-      "in": "query",
-      "required": false,
-      "schema": {
-       "type": "string"
-      },
-      "description": "the tie-breaker of a page: (requested_at.gt.<t>,interrupt_id.gt.<id>)"
-     }
-    ],
-    "responses": {
-     "200": {
-      "description": "a JSON array of inbox rows ([] when nothing waits for the caller)",
-      "content": {
-       "application/json": {
-        "schema": {
-         "type": "array",
-         "items": {
-          "$ref": "#/components/schemas/InboxRow"
-         }
-        }
-       }
-      }
-     },
-     "401": {
-      "description": "no JWT (PostgREST's own answer: the anonymous role may not read the inbox)"
-     }
-    },
-    "security": [
-     {
-      "jwt": []
-     }
-    ]
+    "parameters": [{"$ref": "#/components/parameters/order"}, {"$ref": "#/components/parameters/limit"}, {"$ref": "#/components/parameters/offset"}, {"$ref": "#/components/parameters/select"}, {"name": "requested_at", "in": "query", "required": false, "schema": {"type": "string"}, "description": "a filter, e.g. gte.2026-12-01T09:15:33.264%2B00:00"}, {"name": "interrupt_id", "in": "query", "required": false, "schema": {"type": "string"}, "description": "a filter, e.g. eq.acme/la54VOqPR6qEKZ4JTWbTug"}, {"name": "or", "in": "query", "required": false, "schema": {"type": "string"}, "description": "the tie-breaker of a page: (requested_at.gt.<t>,interrupt_id.gt.<id>)"}],
+    "responses": {"200": {"description": "a JSON array of inbox rows ([] when nothing waits for the caller)", "content": {"application/json": {"schema": {"type": "array", "items": {"$ref": "#/components/schemas/InboxRow"}}}}}, "401": {"description": "no JWT (PostgREST's own answer: the anonymous role may not read the inbox)"}},
+    "security": [{"jwt": []}]
    }
   },
   "/rpc/resolveInterruptByRun": {
    "post": {
     "operationId": "resolveInterruptByRun",
-    "tags": [
-     "resolve"
-    ],
+    "tags": ["resolve"],
     "summary": "Answer the pending interrupt of a node of a run",
-    "description": "The OpenWOP operation resolveInterruptByRun (its path parameters in the body). Needs a JWT with the approvals:respond scope and, on an approval gate, an eligible subject.",
-    "parameters": [
-     {
-      "$ref": "#/components/parameters/Idempotency-Key"
-     },
-     {
-      "$ref": "#/components/parameters/If-Match"
-     }
-    ],
-    "requestBody": {
-     "required": true,
-     "description": "a JSON object of exactly these members (any other is 400 validation_error naming it)",
-     "content": {
-      "application/json": {
-       "schema": {
-        "type": "object",
-        "additionalProperties": false,
-        "required": [
-         "runId",
-         "nodeId",
-         "resumeValue"
-        ],
-        "properties": {
-         "runId": {
-          "type": "string",
-          "description": "<tenant>/<id>"
-         },
-         "nodeId": {
-          "type": "string"
-         },
-         "resumeValue": {
-          "description": "the resume value, as the interrupt's kind takes it (an approval: {action, feedback?, ...})"
-         }
-        }
-       }
-      }
-     }
-    },
-    "responses": {
-     "200": {
-      "description": "the answer: {status, runId, nodeId, interruptId, kind, decision?, action?, resolvedBy, runStatus, sequence, receipt?}, or {status: \"pending\", counted, tally} for a vote that decides nothing yet, or {status: \"expired\"} for an answer after the deadline; a replayed answer carries OpenWOP-Idempotent-Replay: true",
-      "headers": {
-       "OpenWOP-Idempotent-Replay": {
-        "$ref": "#/components/headers/Replay"
-       }
-      },
-      "content": {
-       "application/json": {
-        "schema": {
-         "$ref": "#/components/schemas/Resolution"
-        }
-       }
-      }
-     },
-     "400": {
-      "description": "refused: validation_error, idempotency_key_invalid (the spec's error envelope)",
-      "content": {
-       "application/json": {
-        "schema": {
-         "$ref": "#/components/schemas/Envelope"
-        }
-       }
-      }
-     },
-     "401": {
-      "description": "refused: identity_unresolvable (the spec's error envelope)",
-      "content": {
-       "application/json": {
-        "schema": {
-         "$ref": "#/components/schemas/Envelope"
-        }
-       }
-      }
-     },
-     "403": {
-      "description": "refused: forbidden, id_tenant_mismatch (the spec's error envelope)",
-      "content": {
-       "application/json": {
-        "schema": {
-         "$ref": "#/components/schemas/Envelope"
-        }
-       }
-      }
-     },
-     "404": {
-      "description": "refused: not_found (the spec's error envelope)",
-      "content": {
-       "application/json": {
-        "schema": {
-         "$ref": "#/components/schemas/Envelope"
-        }
-       }
-      }
-     },
-     "409": {
-      "description": "refused: interrupt_already_resolved, idempotency_key_mismatch, idempotency_in_flight (the spec's error envelope)",
-      "content": {
-       "application/json": {
-        "schema": {
-         "$ref": "#/components/schemas/Envelope"
-        }
-       }
-      }
-     },
-     "412": {
-      "description": "refused: precondition_failed (the spec's error envelope)",
-      "content": {
-       "application/json": {
-        "schema": {
-         "$ref": "#/components/schemas/Envelope"
-        }
-       }
-      }
-     }
-    },
-    "security": [
-     {
-      "jwt": []
-     }
-    ]
+    "description": "The OpenWOP operation resolveInterruptByRun (its path parameters in the body). Needs a JWT with the approvals:respond scope and, on an approval gate, an eligible subject. Refusals (the error envelope): 400 validation_error, idempotency_key_invalid; 401 identity_unresolvable; 403 forbidden, id_tenant_mismatch; 404 not_found; 409 interrupt_already_resolved, idempotency_key_mismatch, idempotency_in_flight; 412 precondition_failed.",
+    "parameters": [{"$ref": "#/components/parameters/Idempotency-Key"}, {"$ref": "#/components/parameters/If-Match"}],
+    "requestBody": {"required": true, "description": "a JSON object of exactly these members (any other is 400 validation_error naming it)", "content": {"application/json": {"schema": {"type": "object", "additionalProperties": false, "required": ["runId", "nodeId", "resumeValue"], "properties": {"runId": {"type": "string", "description": "<tenant>/<id>"}, "nodeId": {"type": "string"}, "resumeValue": {"description": "the resume value, as the interrupt's kind takes it (an approval: {action, feedback?, ...})"}}}}}},
+    "responses": {"200": {"$ref": "#/components/responses/Resolution"}, "400": {"$ref": "#/components/responses/Refused"}, "401": {"$ref": "#/components/responses/Refused"}, "403": {"$ref": "#/components/responses/Refused"}, "404": {"$ref": "#/components/responses/Refused"}, "409": {"$ref": "#/components/responses/Refused"}, "412": {"$ref": "#/components/responses/Refused"}},
+    "security": [{"jwt": []}]
    }
   },
   "/rpc/resolveInterruptByToken": {
    "post": {
     "operationId": "resolveInterruptByToken",
-    "tags": [
-     "token"
-    ],
+    "tags": ["token"],
     "summary": "Answer the interrupt a signed token names",
-    "description": "The OpenWOP operation resolveInterruptByToken (the token in the body). The token is the credential: no JWT.",
-    "parameters": [
-     {
-      "$ref": "#/components/parameters/Idempotency-Key"
-     },
-     {
-      "$ref": "#/components/parameters/If-Match"
-     }
-    ],
-    "requestBody": {
-     "required": true,
-     "description": "a JSON object of exactly these members (any other is 400 validation_error naming it)",
-     "content": {
-      "application/json": {
-       "schema": {
-        "type": "object",
-        "additionalProperties": false,
-        "required": [
-         "token",
-         "resumeValue"
-        ],
-        "properties": {
-         "token": {
-          "type": "string",
-          "description": "ow2.hs256.<kid>.<payload>.<mac>"
-         },
-         "resumeValue": {
-          "description": "the resume value, as the interrupt's kind takes it (an approval: {action, feedback?, ...})"
-         }
-        }
-       }
-      }
-     }
-    },
-    "responses": {
-     "200": {
-      "description": "the answer: {status, runId, nodeId, interruptId, kind, decision?, action?, resolvedBy, runStatus, sequence, receipt?}, or {status: \"pending\", counted, tally} for a vote that decides nothing yet, or {status: \"expired\"} for an answer after the deadline; a replayed answer carries OpenWOP-Idempotent-Replay: true",
-      "headers": {
-       "OpenWOP-Idempotent-Replay": {
-        "$ref": "#/components/headers/Replay"
-       }
-      },
-      "content": {
-       "application/json": {
-        "schema": {
-         "$ref": "#/components/schemas/Resolution"
-        }
-       }
-      }
-     },
-     "400": {
-      "description": "refused: validation_error, idempotency_key_invalid (the spec's error envelope)",
-      "content": {
-       "application/json": {
-        "schema": {
-         "$ref": "#/components/schemas/Envelope"
-        }
-       }
-      }
-     },
-     "401": {
-      "description": "refused: interrupt_token_invalid (the spec's error envelope)",
-      "content": {
-       "application/json": {
-        "schema": {
-         "$ref": "#/components/schemas/Envelope"
-        }
-       }
-      }
-     },
-     "403": {
-      "description": "refused: forbidden (the spec's error envelope)",
-      "content": {
-       "application/json": {
-        "schema": {
-         "$ref": "#/components/schemas/Envelope"
-        }
-       }
-      }
-     },
-     "404": {
-      "description": "refused: not_found (the spec's error envelope)",
-      "content": {
-       "application/json": {
-        "schema": {
-         "$ref": "#/components/schemas/Envelope"
-        }
-       }
-      }
-     },
-     "409": {
-      "description": "refused: interrupt_already_resolved, idempotency_key_mismatch, idempotency_in_flight (the spec's error envelope)",
-      "content": {
-       "application/json": {
-        "schema": {
-         "$ref": "#/components/schemas/Envelope"
-        }
-       }
-      }
-     },
-     "410": {
-      "description": "refused: interrupt_expired (the spec's error envelope)",
-      "content": {
-       "application/json": {
-        "schema": {
-         "$ref": "#/components/schemas/Envelope"
-        }
-       }
-      }
-     },
-     "412": {
-      "description": "refused: precondition_failed (the spec's error envelope)",
-      "content": {
-       "application/json": {
-        "schema": {
-         "$ref": "#/components/schemas/Envelope"
-        }
-       }
-      }
-     }
-    },
-    "security": [
-     {}
-    ]
+    "description": "The OpenWOP operation resolveInterruptByToken (the token in the body). The token is the credential: no JWT. Refusals (the error envelope): 400 validation_error, idempotency_key_invalid; 401 interrupt_token_invalid; 403 forbidden; 404 not_found; 409 interrupt_already_resolved, idempotency_key_mismatch, idempotency_in_flight; 410 interrupt_expired; 412 precondition_failed.",
+    "parameters": [{"$ref": "#/components/parameters/Idempotency-Key"}, {"$ref": "#/components/parameters/If-Match"}],
+    "requestBody": {"required": true, "description": "a JSON object of exactly these members (any other is 400 validation_error naming it)", "content": {"application/json": {"schema": {"type": "object", "additionalProperties": false, "required": ["token", "resumeValue"], "properties": {"token": {"type": "string", "description": "ow2.hs256.<kid>.<payload>.<mac>"}, "resumeValue": {"description": "the resume value, as the interrupt's kind takes it (an approval: {action, feedback?, ...})"}}}}}},
+    "responses": {"200": {"$ref": "#/components/responses/Resolution"}, "400": {"$ref": "#/components/responses/Refused"}, "401": {"$ref": "#/components/responses/Refused"}, "403": {"$ref": "#/components/responses/Refused"}, "404": {"$ref": "#/components/responses/Refused"}, "409": {"$ref": "#/components/responses/Refused"}, "410": {"$ref": "#/components/responses/Refused"}, "412": {"$ref": "#/components/responses/Refused"}},
+    "security": [{}]
    }
   },
   "/rpc/inspectInterruptByToken": {
    "get": {
     "operationId": "inspectInterruptByToken",
-    "tags": [
-     "token"
-    ],
+    "tags": ["token"],
     "summary": "Read the interrupt a signed token names",
-    "description": "The OpenWOP operation inspectInterruptByToken (the token in the query string). The token is the credential: no JWT. Read only.",
-    "parameters": [
-     {
-      "name": "token",
-      "in": "query",
-      "required": true,
-      "schema": {
-       "type": "string"
-      },
-      "description": "ow2.hs256.<kid>.<payload>.<mac>"
-     }
-    ],
-    "responses": {
-     "200": {
-      "description": "the InterruptPayload {kind, key, data, resumeSchema?, timeoutMs?}",
-      "content": {
-       "application/json": {
-        "schema": {
-         "type": "object"
-        }
-       }
-      }
-     },
-     "401": {
-      "description": "refused: interrupt_token_invalid (the spec's error envelope)",
-      "content": {
-       "application/json": {
-        "schema": {
-         "$ref": "#/components/schemas/Envelope"
-        }
-       }
-      }
-     },
-     "404": {
-      "description": "refused: not_found (the spec's error envelope)",
-      "content": {
-       "application/json": {
-        "schema": {
-         "$ref": "#/components/schemas/Envelope"
-        }
-       }
-      }
-     },
-     "409": {
-      "description": "refused: interrupt_already_resolved (the spec's error envelope)",
-      "content": {
-       "application/json": {
-        "schema": {
-         "$ref": "#/components/schemas/Envelope"
-        }
-       }
-      }
-     },
-     "410": {
-      "description": "refused: interrupt_expired (the spec's error envelope)",
-      "content": {
-       "application/json": {
-        "schema": {
-         "$ref": "#/components/schemas/Envelope"
-        }
-       }
-      }
-     }
-    },
-    "security": [
-     {}
-    ]
+    "description": "The OpenWOP operation inspectInterruptByToken (the token in the query string). The token is the credential: no JWT. Read only. Refusals (the error envelope): 401 interrupt_token_invalid; 404 not_found; 409 interrupt_already_resolved; 410 interrupt_expired.",
+    "parameters": [{"name": "token", "in": "query", "required": true, "schema": {"type": "string"}, "description": "ow2.hs256.<kid>.<payload>.<mac>"}],
+    "responses": {"200": {"$ref": "#/components/responses/InterruptPayload"}, "401": {"$ref": "#/components/responses/Refused"}, "404": {"$ref": "#/components/responses/Refused"}, "409": {"$ref": "#/components/responses/Refused"}, "410": {"$ref": "#/components/responses/Refused"}},
+    "security": [{}]
    },
    "post": {
     "operationId": "inspectInterruptByTokenPost",
-    "tags": [
-     "token"
-    ],
+    "tags": ["token"],
     "summary": "Read the interrupt a signed token names (the token in a body)",
     "description": "The same as the GET, for a client that keeps the token out of URLs. Read only.",
-    "requestBody": {
-     "required": true,
-     "description": "a JSON object of exactly these members (any other is 400 validation_error naming it)",
-     "content": {
-      "application/json": {
-       "schema": {
-        "type": "object",
-        "additionalProperties": false,
-        "required": [],
-        "properties": {
-         "token": {
-          "type": "string"
-         }
-        }
-       }
-      }
-     }
-    },
-    "responses": {
-     "200": {
-      "description": "the InterruptPayload {kind, key, data, resumeSchema?, timeoutMs?}",
-      "content": {
-       "application/json": {
-        "schema": {
-         "type": "object"
-        }
-       }
-      }
-     },
-     "401": {
-      "description": "refused: interrupt_token_invalid (the spec's error envelope)",
-      "content": {
-       "application/json": {
-        "schema": {
-         "$ref": "#/components/schemas/Envelope"
-        }
-       }
-      }
-     },
-     "404": {
-      "description": "refused: not_found (the spec's error envelope)",
-      "content": {
-       "application/json": {
-        "schema": {
-         "$ref": "#/components/schemas/Envelope"
-        }
-       }
-      }
-     },
-     "409": {
-      "description": "refused: interrupt_already_resolved (the spec's error envelope)",
-      "content": {
-       "application/json": {
-        "schema": {
-         "$ref": "#/components/schemas/Envelope"
-        }
-       }
-      }
-     },
-     "410": {
-      "description": "refused: interrupt_expired (the spec's error envelope)",
-      "content": {
-       "application/json": {
-        "schema": {
-         "$ref": "#/components/schemas/Envelope"
-        }
-       }
-      }
-     }
-    },
-    "security": [
-     {}
-    ]
+    "requestBody": {"required": true, "description": "a JSON object of exactly these members (any other is 400 validation_error naming it)", "content": {"application/json": {"schema": {"type": "object", "additionalProperties": false, "required": [], "properties": {"token": {"type": "string"}}}}}},
+    "responses": {"200": {"$ref": "#/components/responses/InterruptPayload"}, "401": {"$ref": "#/components/responses/Refused"}, "404": {"$ref": "#/components/responses/Refused"}, "409": {"$ref": "#/components/responses/Refused"}, "410": {"$ref": "#/components/responses/Refused"}},
+    "security": [{}]
    }
   },
   "/rpc/withdrawVote": {
    "post": {
     "operationId": "withdrawVote",
-    "tags": [
-     "resolve"
-    ],
+    "tags": ["resolve"],
     "summary": "Take back the caller's counted vote on a pending approval gate",
-    "description": "A host operation. Needs a JWT with approvals:respond. Takes no Idempotency-Key: withdrawing again is 404.",
-    "requestBody": {
-     "required": true,
-     "description": "a JSON object of exactly these members (any other is 400 validation_error naming it)",
-     "content": {
-      "application/json": {
-       "schema": {
-        "type": "object",
-        "additionalProperties": false,
-        "required": [
-         "runId",
-         "nodeId"
-        ],
-        "properties": {
-         "runId": {
-          "type": "string"
-         },
-         "nodeId": {
-          "type": "string"
-         }
-        }
-       }
-      }
-     }
-    },
-    "responses": {
-     "200": {
-      "description": "{status: \"pending\", action: \"withdraw\", counted: false, tally, runId, nodeId, interruptId}",
-      "content": {
-       "application/json": {
-        "schema": {
-         "type": "object"
-        }
-       }
-      }
-     },
-     "400": {
-      "description": "refused: validation_error (the spec's error envelope)",
-      "content": {
-       "application/json": {
-        "schema": {
-         "$ref": "#/components/schemas/Envelope"
-        }
-       }
-      }
-     },
-     "401": {
-      "description": "refused: identity_unresolvable (the spec's error envelope)",
-      "content": {
-       "application/json": {
-        "schema": {
-         "$ref": "#/components/schemas/Envelope"
-        }
-       }
-      }
-     },
-     "403": {
-      "description": "refused: forbidden, id_tenant_mismatch (the spec's error envelope)",
-      "content": {
-       "application/json": {
-        "schema": {
-         "$ref": "#/components/schemas/Envelope"
-        }
-       }
-      }
-     },
-     "404": {
-      "description": "refused: not_found (the spec's error envelope)",
-      "content": {
-       "application/json": {
-        "schema": {
-         "$ref": "#/components/schemas/Envelope"
-        }
-       }
-      }
-     },
-     "409": {
-      "description": "refused: interrupt_already_resolved (the spec's error envelope)",
-      "content": {
-       "application/json": {
-        "schema": {
-         "$ref": "#/components/schemas/Envelope"
-        }
-       }
-      }
-     }
-    },
-    "security": [
-     {
-      "jwt": []
-     }
-    ]
+    "description": "A host operation. Needs a JWT with approvals:respond. Takes no Idempotency-Key: withdrawing again is 404. Refusals (the error envelope): 400 validation_error; 401 identity_unresolvable; 403 forbidden, id_tenant_mismatch; 404 not_found; 409 interrupt_already_resolved.",
+    "requestBody": {"required": true, "description": "a JSON object of exactly these members (any other is 400 validation_error naming it)", "content": {"application/json": {"schema": {"type": "object", "additionalProperties": false, "required": ["runId", "nodeId"], "properties": {"runId": {"type": "string"}, "nodeId": {"type": "string"}}}}}},
+    "responses": {"200": {"description": "{status: \"pending\", action: \"withdraw\", counted: false, tally, runId, nodeId, interruptId}", "content": {"application/json": {"schema": {"type": "object"}}}}, "400": {"$ref": "#/components/responses/Refused"}, "401": {"$ref": "#/components/responses/Refused"}, "403": {"$ref": "#/components/responses/Refused"}, "404": {"$ref": "#/components/responses/Refused"}, "409": {"$ref": "#/components/responses/Refused"}},
+    "security": [{"jwt": []}]
    }
   },
   "/rpc/resolveInterrupts": {
    "post": {
     "operationId": "resolveInterrupts",
-    "tags": [
-     "resolve"
-    ],
+    "tags": ["resolve"],
     "summary": "Give one answer to many interrupts",
-    "description": "A host operation. Each interrupt is answered as resolveInterruptByRun would answer it, in a transaction of its own within the request. Needs a JWT with approvals:respond.",
-    "parameters": [
-     {
-      "$ref": "#/components/parameters/Idempotency-Key"
-     },
-     {
-      "$ref": "#/components/parameters/If-Match"
-     }
-    ],
-    "requestBody": {
-     "required": true,
-     "description": "a JSON object of exactly these members (any other is 400 validation_error naming it)",
-     "content": {
-      "application/json": {
-       "schema": {
-        "type": "object",
-        "additionalProperties": false,
-        "required": [
-         "interruptIds",
-         "resumeValue"
-        ],
-        "properties": {
-         "interruptIds": {
-          "type": "array",
-          "items": {
-           "type": "string"
-          },
-          "description": "tenant-bound ids or the interrupts' UUIDs"
-         },
-         "resumeValue": {
-          "description": "the resume value, as the interrupt's kind takes it (an approval: {action, feedback?, ...})"
-         }
-        }
-       }
-      }
-     }
-    },
-    "responses": {
-     "200": {
-      "description": "{items: [{interruptId, status, result}]}, in the order given",
-      "headers": {
-       "OpenWOP-Idempotent-Replay": {
-        "$ref": "#/components/headers/Replay"
-       }
-      },
-      "content": {
-       "application/json": {
-        "schema": {
-         "type": "object"
-        }
-       }
-      }
-     },
-     "400": {
-      "description": "refused: validation_error, idempotency_key_invalid (the spec's error envelope)",
-      "content": {
-       "application/json": {
-        "schema": {
-         "$ref": "#/components/schemas/Envelope"
-        }
-       }
-      }
-     },
-     "401": {
-      "description": "refused: identity_unresolvable (the spec's error envelope)",
-      "content": {
-       "application/json": {
-        "schema": {
-         "$ref": "#/components/schemas/Envelope"
-        }
-       }
-      }
-     },
-     "403": {
-      "description": "refused: forbidden (the spec's error envelope)",
-      "content": {
-       "application/json": {
-        "schema": {
-         "$ref": "#/components/schemas/Envelope"
-        }
-       }
-      }
-     },
-     "409": {
-      "description": "refused: idempotency_key_mismatch, idempotency_in_flight (the spec's error envelope)",
-      "content": {
-       "application/json": {
-        "schema": {
-         "$ref": "#/components/schemas/Envelope"
-        }
-       }
-      }
-     }
-    },
-    "security": [
-     {
-      "jwt": []
-     }
-    ]
+    "description": "A host operation. Each interrupt is answered as resolveInterruptByRun would answer it, in a transaction of its own within the request. Needs a JWT with approvals:respond. Refusals (the error envelope): 400 validation_error, idempotency_key_invalid; 401 identity_unresolvable; 403 forbidden; 409 idempotency_key_mismatch, idempotency_in_flight.",
+    "parameters": [{"$ref": "#/components/parameters/Idempotency-Key"}, {"$ref": "#/components/parameters/If-Match"}],
+    "requestBody": {"required": true, "description": "a JSON object of exactly these members (any other is 400 validation_error naming it)", "content": {"application/json": {"schema": {"type": "object", "additionalProperties": false, "required": ["interruptIds", "resumeValue"], "properties": {"interruptIds": {"type": "array", "items": {"type": "string"}, "description": "tenant-bound ids or the interrupts' UUIDs"}, "resumeValue": {"description": "the resume value, as the interrupt's kind takes it (an approval: {action, feedback?, ...})"}}}}}},
+    "responses": {"200": {"description": "{items: [{interruptId, status, result}]}, in the order given", "headers": {"OpenWOP-Idempotent-Replay": {"$ref": "#/components/headers/Replay"}}, "content": {"application/json": {"schema": {"type": "object"}}}}, "400": {"$ref": "#/components/responses/Refused"}, "401": {"$ref": "#/components/responses/Refused"}, "403": {"$ref": "#/components/responses/Refused"}, "409": {"$ref": "#/components/responses/Refused"}},
+    "security": [{"jwt": []}]
    }
   },
   "/rpc/flowdropInterrupts": {
    "get": {
     "operationId": "flowdropInterrupts",
-    "tags": [
-     "flowdrop"
-    ],
+    "tags": ["flowdrop"],
     "summary": "The caller's inbox as FlowDrop interrupt entries",
-    "description": "The pending interrupts the caller may decide, in the inbox's order, each FlowDrop's INT-22 entry (24 keys, in order, every one present; id the interrupt's UUID). Needs a JWT with approvals:respond. Read only.",
-    "parameters": [
-     {
-      "name": "after",
-      "in": "query",
-      "required": false,
-      "schema": {
-       "type": "string"
-      },
-      "description": "the id of the last entry of the previous page (its UUID); none for the first page"
-     },
-     {
-      "name": "max",
-      "in": "query",
-      "required": false,
-      "schema": {
-       "type": "integer",
-       "minimum": 1,
-       "maximum": 1000,
-       "default": 50
-      }
-     }
-    ],
-    "responses": {
-     "200": {
-      "description": "a JSON array of FlowDrop INT-22 entries ([] when nothing is left)",
-      "content": {
-       "application/json": {
-        "schema": {
-         "type": "array",
-         "items": {
-          "$ref": "#/components/schemas/FlowDropEntry"
-         }
-        }
-       }
-      }
-     },
-     "400": {
-      "description": "refused: validation_error (the spec's error envelope)",
-      "content": {
-       "application/json": {
-        "schema": {
-         "$ref": "#/components/schemas/Envelope"
-        }
-       }
-      }
-     },
-     "403": {
-      "description": "refused: forbidden (the spec's error envelope)",
-      "content": {
-       "application/json": {
-        "schema": {
-         "$ref": "#/components/schemas/Envelope"
-        }
-       }
-      }
-     },
-     "404": {
-      "description": "refused: not_found (the spec's error envelope)",
-      "content": {
-       "application/json": {
-        "schema": {
-         "$ref": "#/components/schemas/Envelope"
-        }
-       }
-      }
-     }
-    },
-    "security": [
-     {
-      "jwt": []
-     }
-    ]
+    "description": "The pending interrupts the caller may decide, in the inbox's order, each FlowDrop's INT-22 entry (24 keys, in order, every one present; id the interrupt's UUID). Needs a JWT with approvals:respond. Read only. Refusals (the error envelope): 400 validation_error; 403 forbidden; 404 not_found.",
+    "parameters": [{"name": "after", "in": "query", "required": false, "schema": {"type": "string"}, "description": "the id of the last entry of the previous page (its UUID); none for the first page"}, {"name": "max", "in": "query", "required": false, "schema": {"type": "integer", "minimum": 1, "maximum": 1000, "default": 50}}],
+    "responses": {"200": {"$ref": "#/components/responses/FlowDropPage"}, "400": {"$ref": "#/components/responses/Refused"}, "403": {"$ref": "#/components/responses/Refused"}, "404": {"$ref": "#/components/responses/Refused"}},
+    "security": [{"jwt": []}]
    },
    "post": {
     "operationId": "flowdropInterruptsPost",
-    "tags": [
-     "flowdrop"
-    ],
+    "tags": ["flowdrop"],
     "summary": "The same page, its parameters in a body",
     "description": "As the GET. Read only.",
-    "requestBody": {
-     "required": true,
-     "description": "a JSON object of exactly these members (any other is 400 validation_error naming it)",
-     "content": {
-      "application/json": {
-       "schema": {
-        "type": "object",
-        "additionalProperties": false,
-        "required": [],
-        "properties": {
-         "after": {
-          "type": "string"
-         },
-         "max": {
-          "type": "integer",
-          "minimum": 1,
-          "maximum": 1000
-         }
-        }
-       }
-      }
-     }
-    },
-    "responses": {
-     "200": {
-      "description": "a JSON array of FlowDrop INT-22 entries ([] when nothing is left)",
-      "content": {
-       "application/json": {
-        "schema": {
-         "type": "array",
-         "items": {
-          "$ref": "#/components/schemas/FlowDropEntry"
-         }
-        }
-       }
-      }
-     },
-     "400": {
-      "description": "refused: validation_error (the spec's error envelope)",
-      "content": {
-       "application/json": {
-        "schema": {
-         "$ref": "#/components/schemas/Envelope"
-        }
-       }
-      }
-     },
-     "403": {
-      "description": "refused: forbidden (the spec's error envelope)",
-      "content": {
-       "application/json": {
-        "schema": {
-         "$ref": "#/components/schemas/Envelope"
-        }
-       }
-      }
-     },
-     "404": {
-      "description": "refused: not_found (the spec's error envelope)",
-      "content": {
-       "application/json": {
-        "schema": {
-         "$ref": "#/components/schemas/Envelope"
-        }
-       }
-      }
-     }
-    },
-    "security": [
-     {
-      "jwt": []
-     }
-    ]
+    "requestBody": {"required": true, "description": "a JSON object of exactly these members (any other is 400 validation_error naming it)", "content": {"application/json": {"schema": {"type": "object", "additionalProperties": false, "required": [], "properties": {"after": {"type": "string"}, "max": {"type": "integer", "minimum": 1, "maximum": 1000}}}}}},
+    "responses": {"200": {"$ref": "#/components/responses/FlowDropPage"}, "400": {"$ref": "#/components/responses/Refused"}, "403": {"$ref": "#/components/responses/Refused"}, "404": {"$ref": "#/components/responses/Refused"}},
+    "security": [{"jwt": []}]
    }
   },
   "/": {
    "get": {
     "operationId": "root",
-    "tags": [
-     "meta"
-    ],
+    "tags": ["meta"],
     "summary": "This document (db-root-spec)",
-    "responses": {
-     "200": {
-      "description": "this document",
-      "content": {
-       "application/json": {
-        "schema": {
-         "type": "object"
-        }
-       }
-      }
-     }
-    },
-    "security": [
-     {}
-    ]
+    "responses": {"200": {"$ref": "#/components/responses/Document"}},
+    "security": [{}]
    }
   },
   "/rpc/openapi": {
    "get": {
     "operationId": "openapi",
-    "tags": [
-     "meta"
-    ],
+    "tags": ["meta"],
     "summary": "This document",
-    "responses": {
-     "200": {
-      "description": "this document",
-      "content": {
-       "application/json": {
-        "schema": {
-         "type": "object"
-        }
-       }
-      }
-     }
-    },
-    "security": [
-     {}
-    ]
+    "responses": {"200": {"$ref": "#/components/responses/Document"}},
+    "security": [{}]
    },
    "post": {
     "operationId": "openapiPost",
-    "tags": [
-     "meta"
-    ],
+    "tags": ["meta"],
     "summary": "This document",
-    "requestBody": {
-     "required": true,
-     "description": "a JSON object of exactly these members (any other is 400 validation_error naming it)",
-     "content": {
-      "application/json": {
-       "schema": {
-        "type": "object",
-        "additionalProperties": false,
-        "required": [],
-        "properties": {}
-       }
-      }
-     }
-    },
-    "responses": {
-     "200": {
-      "description": "this document",
-      "content": {
-       "application/json": {
-        "schema": {
-         "type": "object"
-        }
-       }
-      }
-     }
-    },
-    "security": [
-     {}
-    ]
+    "requestBody": {"required": true, "description": "a JSON object of exactly these members (any other is 400 validation_error naming it)", "content": {"application/json": {"schema": {"type": "object", "additionalProperties": false, "required": [], "properties": {}}}}},
+    "responses": {"200": {"$ref": "#/components/responses/Document"}},
+    "security": [{}]
    }
   }
  },
@@ -2165,381 +1340,93 @@ SELECT $doc$
     "name": "Idempotency-Key",
     "in": "header",
     "required": false,
-    "schema": {
-     "type": "string",
-     "pattern": "^[A-Za-z0-9._~-]{22,128}$"
-    },
+    "schema": {"type": "string", "pattern": "^[A-Za-z0-9._~-]{22,128}$"},
     "description": "makes a retry safe: the same request under the same key is answered with the stored answer"
    },
    "If-Match": {
     "name": "If-Match",
     "in": "header",
     "required": false,
-    "schema": {
-     "type": "string"
-    },
+    "schema": {"type": "string"},
     "description": "the artifact version the approver looked at (\"sha256:...\"); another is 412 precondition_failed"
    },
    "order": {
     "name": "order",
     "in": "query",
     "required": false,
-    "schema": {
-     "type": "string"
-    },
+    "schema": {"type": "string"},
     "description": "requested_at,interrupt_id (the order the inbox index serves)"
    },
    "limit": {
     "name": "limit",
     "in": "query",
     "required": false,
-    "schema": {
-     "type": "integer",
-     "minimum": 0
-    }
+    "schema": {"type": "integer", "minimum": 0}
    },
    "offset": {
     "name": "offset",
     "in": "query",
     "required": false,
-    "schema": {
-     "type": "integer",
-     "minimum": 0
-    }
+    "schema": {"type": "integer", "minimum": 0}
    },
    "select": {
     "name": "select",
     "in": "query",
     "required": false,
-    "schema": {
-     "type": "string"
-    }
+    "schema": {"type": "string"}
    }
   },
   "headers": {
    "Replay": {
     "description": "true on an answer replayed under its Idempotency-Key",
-    "schema": {
-     "type": "string",
-     "enum": [
-      "true"
-     ]
-    }
+    "schema": {"type": "string", "enum": ["true"]}
    }
   },
   "schemas": {
    "Envelope": {
     "type": "object",
     "additionalProperties": false,
-    "required": [
-     "error",
-     "message",
-     "details"
-    ],
-    "properties": {
-     "error": {
-      "type": "string",
-      "enum": [
-       "validation_error",
-       "idempotency_key_invalid",
-       "identity_unresolvable",
-       "interrupt_token_invalid",
-       "forbidden",
-       "id_tenant_mismatch",
-       "not_found",
-       "interrupt_already_resolved",
-       "idempotency_key_mismatch",
-       "idempotency_in_flight",
-       "interrupt_expired",
-       "precondition_failed"
-      ]
-     },
-     "message": {
-      "type": "string"
-     },
-     "details": {
-      "type": "object"
-     }
-    }
+    "required": ["error", "message", "details"],
+    "properties": {"error": {"type": "string", "enum": ["validation_error", "idempotency_key_invalid", "identity_unresolvable", "interrupt_token_invalid", "forbidden", "id_tenant_mismatch", "not_found", "interrupt_already_resolved", "idempotency_key_mismatch", "idempotency_in_flight", "interrupt_expired", "precondition_failed"]}, "message": {"type": "string"}, "details": {"type": "object"}}
    },
    "Resolution": {
     "type": "object",
-    "required": [
-     "status"
-    ],
-    "properties": {
-     "status": {
-      "type": "string",
-      "enum": [
-       "resolved",
-       "pending",
-       "expired"
-      ]
-     },
-     "runId": {
-      "type": "string"
-     },
-     "nodeId": {
-      "type": "string"
-     },
-     "interruptId": {
-      "type": "string"
-     },
-     "kind": {
-      "type": "string"
-     },
-     "decision": {
-      "type": "string"
-     },
-     "action": {
-      "type": "string"
-     },
-     "resolvedBy": {
-      "type": "object"
-     },
-     "runStatus": {
-      "type": "string"
-     },
-     "sequence": {
-      "type": "integer"
-     },
-     "receipt": {
-      "type": "object"
-     },
-     "tally": {
-      "type": "object"
-     },
-     "counted": {
-      "type": "boolean"
-     }
-    }
+    "required": ["status"],
+    "properties": {"status": {"type": "string", "enum": ["resolved", "pending", "expired"]}, "runId": {"type": "string"}, "nodeId": {"type": "string"}, "interruptId": {"type": "string"}, "kind": {"type": "string"}, "decision": {"type": "string"}, "action": {"type": "string"}, "resolvedBy": {"type": "object"}, "runStatus": {"type": "string"}, "sequence": {"type": "integer"}, "receipt": {"type": "object"}, "tally": {"type": "object"}, "counted": {"type": "boolean"}}
    },
    "InboxRow": {
     "type": "object",
-    "required": [
-     "interrupt_id",
-     "run_id",
-     "node_id",
-     "kind",
-     "title",
-     "request",
-     "resume_schema",
-     "requested_at",
-     "expires_at",
-     "required_approvals",
-     "accepts",
-     "rejects",
-     "voters",
-     "my_vote",
-     "my_vote_at",
-     "policy",
-     "due_at",
-     "overdue"
-    ],
-    "properties": {
-     "interrupt_id": {
-      "type": "string"
-     },
-     "run_id": {
-      "type": "string"
-     },
-     "node_id": {
-      "type": "string"
-     },
-     "kind": {
-      "type": "string"
-     },
-     "title": {
-      "type": "string",
-      "nullable": true
-     },
-     "request": {
-      "type": "object",
-      "nullable": true
-     },
-     "resume_schema": {
-      "type": "object",
-      "nullable": true
-     },
-     "requested_at": {
-      "type": "string",
-      "format": "date-time"
-     },
-     "expires_at": {
-      "type": "string",
-      "format": "date-time",
-      "nullable": true
-     },
-     "required_approvals": {
-      "type": "integer",
-      "nullable": true
-     },
-     "accepts": {
-      "type": "integer",
-      "nullable": true
-     },
-     "rejects": {
-      "type": "integer",
-      "nullable": true
-     },
-     "voters": {
-      "type": "integer",
-      "nullable": true
-     },
-     "my_vote": {
-      "type": "string",
-      "nullable": true
-     },
-     "my_vote_at": {
-      "type": "string",
-      "format": "date-time",
-      "nullable": true
-     },
-     "policy": {
-      "type": "object",
-      "nullable": true
-     },
-     "due_at": {
-      "type": "string",
-      "format": "date-time",
-      "nullable": true
-     },
-     "overdue": {
-      "type": "boolean"
-     }
-    }
+    "required": ["interrupt_id", "run_id", "node_id", "kind", "title", "request", "resume_schema", "requested_at", "expires_at", "required_approvals", "accepts", "rejects", "voters", "my_vote", "my_vote_at", "policy", "due_at", "overdue"],
+    "properties": {"interrupt_id": {"type": "string"}, "run_id": {"type": "string"}, "node_id": {"type": "string"}, "kind": {"type": "string"}, "title": {"type": "string", "nullable": true}, "request": {"type": "object", "nullable": true}, "resume_schema": {"type": "object", "nullable": true}, "requested_at": {"type": "string", "format": "date-time"}, "expires_at": {"type": "string", "format": "date-time", "nullable": true}, "required_approvals": {"type": "integer", "nullable": true}, "accepts": {"type": "integer", "nullable": true}, "rejects": {"type": "integer", "nullable": true}, "voters": {"type": "integer", "nullable": true}, "my_vote": {"type": "string", "nullable": true}, "my_vote_at": {"type": "string", "format": "date-time", "nullable": true}, "policy": {"type": "object", "nullable": true}, "due_at": {"type": "string", "format": "date-time", "nullable": true}, "overdue": {"type": "boolean"}}
    },
    "FlowDropEntry": {
     "type": "object",
     "additionalProperties": false,
-    "required": [
-     "id",
-     "type",
-     "status",
-     "message",
-     "nodeId",
-     "workflowId",
-     "pipelineId",
-     "sessionId",
-     "schema",
-     "options",
-     "context",
-     "defaultValue",
-     "responseData",
-     "createdAt",
-     "expiresAt",
-     "scheduledAt",
-     "resolvedAt",
-     "resolvedBy",
-     "direction",
-     "jobId",
-     "targetPipelineId",
-     "initiatorUid",
-     "reason",
-     "linkedInterruptId"
-    ],
-    "properties": {
-     "id": {
-      "type": "string",
-      "format": "uuid"
-     },
-     "type": {
-      "type": "string"
-     },
-     "status": {
-      "type": "string",
-      "enum": [
-       "pending",
-       "resolved",
-       "cancelled",
-       "expired"
-      ]
-     },
-     "message": {
-      "type": "string",
-      "nullable": true
-     },
-     "nodeId": {
-      "type": "string"
-     },
-     "workflowId": {
-      "type": "string"
-     },
-     "pipelineId": {
-      "type": "string"
-     },
-     "sessionId": {
-      "type": "string",
-      "nullable": true
-     },
-     "schema": {
-      "type": "object",
-      "nullable": true
-     },
-     "options": {
-      "type": "array",
-      "nullable": true
-     },
-     "context": {
-      "type": "object"
-     },
-     "defaultValue": {
-      "nullable": true
-     },
-     "responseData": {
-      "type": "object",
-      "nullable": true
-     },
-     "createdAt": {
-      "type": "string",
-      "format": "date-time"
-     },
-     "expiresAt": {
-      "type": "string",
-      "format": "date-time",
-      "nullable": true
-     },
-     "scheduledAt": {
-      "type": "string",
-      "format": "date-time",
-      "nullable": true
-     },
-     "resolvedAt": {
-      "type": "string",
-      "format": "date-time",
-      "nullable": true
-     },
-     "resolvedBy": {
-      "type": "object",
-      "nullable": true
-     },
-     "direction": {
-      "type": "string",
-      "enum": [
-       "outward",
-       "inward"
-      ]
-     },
-     "jobId": {
-      "type": "string"
-     },
-     "targetPipelineId": {
-      "type": "string",
-      "nullable": true
-     },
-     "initiatorUid": {
-      "type": "string",
-      "nullable": true
-     },
-     "reason": {
-      "type": "string",
-      "nullable": true
-     },
-     "linkedInterruptId": {
-      "type": "string",
-      "nullable": true
-     }
-    }
+    "required": ["id", "type", "status", "message", "nodeId", "workflowId", "pipelineId", "sessionId", "schema", "options", "context", "defaultValue", "responseData", "createdAt", "expiresAt", "scheduledAt", "resolvedAt", "resolvedBy", "direction", "jobId", "targetPipelineId", "initiatorUid", "reason", "linkedInterruptId"],
+    "properties": {"id": {"type": "string", "format": "uuid"}, "type": {"type": "string"}, "status": {"type": "string", "enum": ["pending", "resolved", "cancelled", "expired"]}, "message": {"type": "string", "nullable": true}, "nodeId": {"type": "string"}, "workflowId": {"type": "string"}, "pipelineId": {"type": "string"}, "sessionId": {"type": "string", "nullable": true}, "schema": {"type": "object", "nullable": true}, "options": {"type": "array", "nullable": true}, "context": {"type": "object"}, "defaultValue": {"nullable": true}, "responseData": {"type": "object", "nullable": true}, "createdAt": {"type": "string", "format": "date-time"}, "expiresAt": {"type": "string", "format": "date-time", "nullable": true}, "scheduledAt": {"type": "string", "format": "date-time", "nullable": true}, "resolvedAt": {"type": "string", "format": "date-time", "nullable": true}, "resolvedBy": {"type": "object", "nullable": true}, "direction": {"type": "string", "enum": ["outward", "inward"]}, "jobId": {"type": "string"}, "targetPipelineId": {"type": "string", "nullable": true}, "initiatorUid": {"type": "string", "nullable": true}, "reason": {"type": "string", "nullable": true}, "linkedInterruptId": {"type": "string", "nullable": true}}
+   }
+  },
+  "responses": {
+   "InterruptPayload": {
+    "description": "the InterruptPayload {kind, key, data, resumeSchema?, timeoutMs?}",
+    "content": {"application/json": {"schema": {"type": "object"}}}
+   },
+   "FlowDropPage": {
+    "description": "a JSON array of FlowDrop INT-22 entries ([] when nothing is left)",
+    "content": {"application/json": {"schema": {"type": "array", "items": {"$ref": "#/components/schemas/FlowDropEntry"}}}}
+   },
+   "Document": {
+    "description": "this document",
+    "content": {"application/json": {"schema": {"type": "object"}}}
+   },
+   "Resolution": {
+    "description": "the answer: {status, runId, nodeId, interruptId, kind, decision?, action?, resolvedBy, runStatus, sequence, receipt?}, or {status: \"pending\", counted, tally} for a vote that decides nothing yet, or {status: \"expired\"} for an answer after the deadline; a replayed answer carries OpenWOP-Idempotent-Replay: true",
+    "headers": {"OpenWOP-Idempotent-Replay": {"$ref": "#/components/headers/Replay"}},
+    "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Resolution"}}}
+   },
+   "Refused": {
+    "description": "refused: the error envelope {error, message, details} of the OpenWOP spec, with the code's status (the operation's description lists its codes)",
+    "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Envelope"}}}
    }
   }
  }
