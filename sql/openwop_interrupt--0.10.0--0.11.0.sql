@@ -1154,8 +1154,8 @@ E'flowdropInterrupts: the caller''s inbox as FlowDrop interrupt entries\n'
  'GET with the query parameters max (1 to 1000, default 50) and after (the id of the last entry of the previous page; none for the first). '
  'The pending interrupts the caller may decide, in the inbox''s order, each published as FlowDrop''s INT-22 entry: 24 camelCase keys in order, every one present, id the interrupt''s UUID. '
  '200: a JSON array of entries, [] when nothing is left. '
- 'Refusals, as {error, message, details}: 400 validation_error; 403 forbidden (no approvals:respond); 404 not_found (after names no interrupt of the tenant). '
- 'It reads openwop_api.pending_interrupts and calls openwop.flowdrop_interrupts.';
+ 'Refusals, as {error, message, details}: 400 validation_error; 401 identity_unresolvable; 403 forbidden (no approvals:respond), id_tenant_mismatch; 404 not_found (after names no interrupt of the tenant). '
+ 'It reads openwop_api.pending_interrupts as the caller (its grants are the inbox''s) and builds each entry as openwop.flowdrop_interrupts does.';
 REVOKE ALL ON FUNCTION openwop_api."flowdropInterrupts"(text, integer) FROM PUBLIC;
 
 /*
@@ -1187,8 +1187,8 @@ REVOKE ALL ON FUNCTION openwop_forward.connector_auth_expired(jsonb, text, text,
  * GET /: a hand-written OpenAPI 3.0 document of this schema, served by
  * PostgREST with db-root-spec = "openapi" (PostgREST's own document
  * advertises a GET for every function and a body member named "" for
- * each single-json function).  test/pgtap/20_postgrest.sql compares its
- * operations with the functions and views of the schema.
+ * each single-json function).  test/checks/postgrest_http.sh compares
+ * its operations with the functions and views of the schema.
  */
 CREATE FUNCTION openwop_api.openapi()
     RETURNS json LANGUAGE sql IMMUTABLE PARALLEL SAFE
@@ -1252,7 +1252,7 @@ SELECT $doc$
     "tags": ["token"],
     "summary": "Read the interrupt a signed token names (the token in a body)",
     "description": "The same as the GET, for a client that keeps the token out of URLs. Read only.",
-    "requestBody": {"required": true, "description": "a JSON object of exactly these members (any other is 400 validation_error naming it)", "content": {"application/json": {"schema": {"type": "object", "additionalProperties": false, "required": [], "properties": {"token": {"type": "string"}}}}}},
+    "requestBody": {"required": false, "description": "a JSON object of the function's parameters (PostgREST answers any other member 404 PGRST202)", "content": {"application/json": {"schema": {"type": "object", "additionalProperties": false, "required": [], "properties": {"token": {"type": "string"}}}}}},
     "responses": {"200": {"$ref": "#/components/responses/InterruptPayload"}, "401": {"$ref": "#/components/responses/Refused"}, "404": {"$ref": "#/components/responses/Refused"}, "409": {"$ref": "#/components/responses/Refused"}, "410": {"$ref": "#/components/responses/Refused"}},
     "security": [{}]
    }
@@ -1285,9 +1285,9 @@ SELECT $doc$
     "operationId": "flowdropInterrupts",
     "tags": ["flowdrop"],
     "summary": "The caller's inbox as FlowDrop interrupt entries",
-    "description": "The pending interrupts the caller may decide, in the inbox's order, each FlowDrop's INT-22 entry (24 keys, in order, every one present; id the interrupt's UUID). Needs a JWT with approvals:respond. Read only. Refusals (the error envelope): 400 validation_error; 403 forbidden; 404 not_found.",
+    "description": "The pending interrupts the caller may decide, in the inbox's order, each FlowDrop's INT-22 entry (24 keys, in order, every one present; id the interrupt's UUID). Needs a JWT with approvals:respond. Read only. Refusals (the error envelope): 400 validation_error; 401 identity_unresolvable; 403 forbidden, id_tenant_mismatch; 404 not_found.",
     "parameters": [{"name": "after", "in": "query", "required": false, "schema": {"type": "string"}, "description": "the id of the last entry of the previous page (its UUID); none for the first page"}, {"name": "max", "in": "query", "required": false, "schema": {"type": "integer", "minimum": 1, "maximum": 1000, "default": 50}}],
-    "responses": {"200": {"$ref": "#/components/responses/FlowDropPage"}, "400": {"$ref": "#/components/responses/Refused"}, "403": {"$ref": "#/components/responses/Refused"}, "404": {"$ref": "#/components/responses/Refused"}},
+    "responses": {"200": {"$ref": "#/components/responses/FlowDropPage"}, "400": {"$ref": "#/components/responses/Refused"}, "401": {"$ref": "#/components/responses/Refused"}, "403": {"$ref": "#/components/responses/Refused"}, "404": {"$ref": "#/components/responses/Refused"}},
     "security": [{"jwt": []}]
    },
    "post": {
@@ -1295,8 +1295,8 @@ SELECT $doc$
     "tags": ["flowdrop"],
     "summary": "The same page, its parameters in a body",
     "description": "As the GET. Read only.",
-    "requestBody": {"required": true, "description": "a JSON object of exactly these members (any other is 400 validation_error naming it)", "content": {"application/json": {"schema": {"type": "object", "additionalProperties": false, "required": [], "properties": {"after": {"type": "string"}, "max": {"type": "integer", "minimum": 1, "maximum": 1000}}}}}},
-    "responses": {"200": {"$ref": "#/components/responses/FlowDropPage"}, "400": {"$ref": "#/components/responses/Refused"}, "403": {"$ref": "#/components/responses/Refused"}, "404": {"$ref": "#/components/responses/Refused"}},
+    "requestBody": {"required": false, "description": "a JSON object of the function's parameters (PostgREST answers any other member 404 PGRST202)", "content": {"application/json": {"schema": {"type": "object", "additionalProperties": false, "required": [], "properties": {"after": {"type": "string"}, "max": {"type": "integer", "minimum": 1, "maximum": 1000}}}}}},
+    "responses": {"200": {"$ref": "#/components/responses/FlowDropPage"}, "400": {"$ref": "#/components/responses/Refused"}, "401": {"$ref": "#/components/responses/Refused"}, "403": {"$ref": "#/components/responses/Refused"}, "404": {"$ref": "#/components/responses/Refused"}},
     "security": [{"jwt": []}]
    }
   },
@@ -1321,7 +1321,7 @@ SELECT $doc$
     "operationId": "openapiPost",
     "tags": ["meta"],
     "summary": "This document",
-    "requestBody": {"required": true, "description": "a JSON object of exactly these members (any other is 400 validation_error naming it)", "content": {"application/json": {"schema": {"type": "object", "additionalProperties": false, "required": [], "properties": {}}}}},
+    "requestBody": {"required": false, "description": "a JSON object of the function's parameters (PostgREST answers any other member 404 PGRST202)", "content": {"application/json": {"schema": {"type": "object", "additionalProperties": false, "required": [], "properties": {}}}}},
     "responses": {"200": {"$ref": "#/components/responses/Document"}},
     "security": [{}]
    }

@@ -471,13 +471,14 @@ check_list_size(uint64 rows)
 }
 
 /*
- * openwop.flowdrop_interrupts(interrupt_ids) → json: a JSON array of the
- * INT-22 entries of the ids given, in their order, read by one statement.
- * An id of another tenant, or of no interrupt, is left out; the answer is
- * an array even when nothing is left ([]).
+ * The JSON array of the INT-22 entries of ids (count of them, all of
+ * tenant), in their order, read by one statement as the owner (call
+ * entered); call is ended before the entries are written.  An id of no
+ * interrupt is left out; the answer is an array even when nothing is left
+ * ([]).
  */
-Datum
-ow_flowdrop_interrupts(PG_FUNCTION_ARGS)
+static text *
+write_entries(OwCall *call, const char *tenant, Datum ids, int count)
 {
 	/*
 	 * LIMIT 1 (the key is unique) keeps the subquery from being flattened
@@ -494,21 +495,12 @@ ow_flowdrop_interrupts(PG_FUNCTION_ARGS)
 		" LIMIT 1) e"
 		" ORDER BY a.n",
 	2, {TEXTOID, TEXTARRAYOID}, SPI_OK_SELECT};
-	OwCall		call;
-	char	   *tenant;
-	Datum		ids;
-	int			count;
 	Datum		args[2];
 	uint64		rows = 0;
 	uint64		i;
 	StringInfoData out;
 	MemoryContext rowctx;
-	text	   *result;
 
-	tenant = entry_reader(fcinfo, &call, "interrupt_ids", "interruptIds");
-	ids = own_ids(PG_GETARG_ARRAYTYPE_P(0), tenant, &count);
-
-	ow_call_enter(&call);
 	if (count > 0)
 	{
 		args[0] = CStringGetTextDatum(tenant);
@@ -517,7 +509,7 @@ ow_flowdrop_interrupts(PG_FUNCTION_ARGS)
 		check_list_size(rows);
 	}
 
-	ow_call_end(&call);
+	ow_call_end(call);
 	begin_text(&out);
 	appendStringInfoChar(&out, '[');
 	rowctx = AllocSetContextCreate(CurrentMemoryContext, "openwop flowdrop entry",
@@ -534,7 +526,28 @@ ow_flowdrop_interrupts(PG_FUNCTION_ARGS)
 		MemoryContextReset(rowctx);
 	}
 	appendStringInfoChar(&out, ']');
-	result = end_text(&out);
+	return end_text(&out);
+}
+
+/*
+ * openwop.flowdrop_interrupts(interrupt_ids) → json: a JSON array of the
+ * entries of the ids given, in their order.  An id of another tenant is
+ * left out like one of no interrupt.
+ */
+Datum
+ow_flowdrop_interrupts(PG_FUNCTION_ARGS)
+{
+	OwCall		call;
+	char	   *tenant;
+	Datum		ids;
+	int			count;
+	text	   *result;
+
+	tenant = entry_reader(fcinfo, &call, "interrupt_ids", "interruptIds");
+	ids = own_ids(PG_GETARG_ARRAYTYPE_P(0), tenant, &count);
+
+	ow_call_enter(&call);
+	result = write_entries(&call, tenant, ids, count);
 	ow_call_finish(&call);
 	PG_RETURN_TEXT_P(result);
 }
@@ -559,18 +572,17 @@ ow_flowdrop_page(PG_FUNCTION_ARGS)
 	2, {TEXTOID, TEXTOID}, SPI_OK_SELECT};
 
 	/*
-	 * As the caller: the inbox is who is asking.  The row comparison is
-	 * pushed through the security barriers (its operators are leakproof)
-	 * onto the inbox index, which also gives the order.
+	 * As the caller: the inbox is who is asking, and a web role reads it
+	 * with the grants of GET /pending_interrupts alone.  The row comparison
+	 * is pushed through the security barriers (its operators are
+	 * leakproof) onto the inbox index, which also gives the order.
 	 */
-	static OwQuery first = {"SELECT openwop.flowdrop_interrupts(ARRAY("
-		"SELECT p.interrupt_id FROM openwop_api.pending_interrupts p"
-		" ORDER BY p.requested_at, p.interrupt_id LIMIT $1))",
+	static OwQuery first = {"SELECT p.interrupt_id FROM openwop_api.pending_interrupts p"
+		" ORDER BY p.requested_at, p.interrupt_id LIMIT $1",
 	1, {INT4OID}, SPI_OK_SELECT};
-	static OwQuery next = {"SELECT openwop.flowdrop_interrupts(ARRAY("
-		"SELECT p.interrupt_id FROM openwop_api.pending_interrupts p"
+	static OwQuery next = {"SELECT p.interrupt_id FROM openwop_api.pending_interrupts p"
 		" WHERE (p.requested_at, p.interrupt_id) OPERATOR(pg_catalog.>) ($2, $3)"
-		" ORDER BY p.requested_at, p.interrupt_id LIMIT $1))",
+		" ORDER BY p.requested_at, p.interrupt_id LIMIT $1",
 	3, {INT4OID, TIMESTAMPTZOID, TEXTOID}, SPI_OK_SELECT};
 	OwCall		call;
 	int32		max = PG_ARGISNULL(1) ? 50 : PG_GETARG_INT32(1);
@@ -578,7 +590,10 @@ ow_flowdrop_page(PG_FUNCTION_ARGS)
 	char	   *after = NULL;
 	Datum		args[3];
 	bool		isnull;
-	Datum		page;
+	uint64		n;
+	uint64		i;
+	Datum	   *ids;
+	text	   *result;
 
 	if (max < 1 || max > OW_FLOWDROP_MAX_IDS)
 	{
@@ -610,9 +625,15 @@ ow_flowdrop_page(PG_FUNCTION_ARGS)
 		args[2] = CStringGetTextDatum(after);
 	}
 	ow_call_end(&call);
-	ow_exec(after ? &next : &first, args, NULL, true, 1);
-	page = ow_col_datum(0, 1, JSONOID, &isnull);
-	page = PointerGetDatum(PG_DETOAST_DATUM_COPY(page));
+	n = ow_exec(after ? &next : &first, args, NULL, true, 0);
+	ids = palloc(sizeof(Datum) * (n + 1));
+	for (i = 0; i < n; i++)
+		ids[i] = CStringGetTextDatum(ow_col_text(i, 1));
+
+	ow_become_owner(&call.priv);
+	result = write_entries(&call, tenant,
+						   PointerGetDatum(construct_array(ids, (int) n, TEXTOID, -1, false, TYPALIGN_INT)),
+						   (int) n);
 	ow_call_finish(&call);
-	PG_RETURN_DATUM(page);
+	PG_RETURN_TEXT_P(result);
 }
