@@ -1438,3 +1438,22 @@ E'openapi: the OpenAPI document of this API\n'
  'GET / (with db-root-spec = "openapi") or GET /rpc/openapi: an OpenAPI 3.0 document of the operations of schema openwop_api, their parameters, bodies, answers and refusals.';
 REVOKE ALL ON FUNCTION openwop_api.openapi() FROM PUBLIC;
 -- == the HTTP layer in front of the SQL (end) ==
+
+-- == 0.11.0: the grants this update carried over (begin) ==
+/*
+ * The grants carried from the functions whose signature changed (above)
+ * are the DBA's, not the extension's: pg_init_privs keeps each new
+ * function's privileges as its REVOKE left them (the owner's alone), or
+ * pg_dump would leave those grants out of a dump as the extension's own.
+ */
+UPDATE pg_catalog.pg_init_privs i
+   SET initprivs = ARRAY[pg_catalog.makeaclitem(p.proowner, p.proowner, 'EXECUTE', false)]
+  FROM pg_catalog.pg_proc p
+ WHERE i.objoid OPERATOR(pg_catalog.=) p.oid
+   AND i.classoid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass
+   AND i.objsubid OPERATOR(pg_catalog.=) 0
+   AND p.oid OPERATOR(pg_catalog.=) ANY (ARRAY['openwop.may_decide(text, text, text, jsonb, jsonb)'::pg_catalog.regprocedure,
+                                              'openwop.create_run(text, jsonb, text)'::pg_catalog.regprocedure,
+                                              'openwop_api."resolveInterruptByRun"(json)'::pg_catalog.regprocedure,
+                                              'openwop_api."resolveInterruptByToken"(json)'::pg_catalog.regprocedure]::pg_catalog.oid[]);
+-- == the grants this update carried over (end) ==

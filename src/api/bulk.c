@@ -108,7 +108,33 @@ item_order(const void *a, const void *b)
 	return x->position - y->position;
 }
 
-/* The run of each item that names an interrupt of the caller's tenant as stored. */
+/*
+ * The ids (n of them) in their canonical form "tenant/opaque" where they
+ * name an interrupt of tenant (a UUID, a "~2F" projection), NULL where not:
+ * what read_runs looks up, so that every item of a known interrupt is
+ * resolved in the order of its run, however it was named.  A malformed id
+ * is refused by its own item.
+ */
+static ArrayType *
+canonical_ids(char **ids, int n, const char *tenant)
+{
+	Datum	   *elems = palloc(sizeof(Datum) * (n + 1));
+	bool	   *nulls = palloc(sizeof(bool) * (n + 1));
+	int			dims[1] = {n};
+	int			lbs[1] = {1};
+	int			i;
+
+	for (i = 0; i < n; i++)
+	{
+		char	   *id = ids[i] ? ow_canonical_interrupt_id(ids[i], tenant) : NULL;
+
+		nulls[i] = id == NULL;
+		elems[i] = id ? CStringGetTextDatum(id) : (Datum) 0;
+	}
+	return construct_md_array(elems, nulls, 1, dims, lbs, TEXTOID, -1, false, TYPALIGN_INT);
+}
+
+/* The run of each item that names an interrupt of the caller's tenant. */
 static void
 read_runs(const char *tenant, ArrayType *ids, BulkItem *items, int n)
 {
@@ -183,13 +209,13 @@ answer_of(BulkItem *items, int n)
 }
 
 /*
- * Resolve the interrupts ids (n of them, NULL for a null element; their
- * array ids_array) with value under idem_key (or NULL): the answer, built
+ * Resolve the interrupts ids (n of them, NULL for a null element) with
+ * value under idem_key (or NULL): the answer, built
  * in the caller's context, or the stored one an earlier call under the key
  * gave (marked "idempotentReplay": true).
  */
 static Jsonb *
-resolve_all(char **ids, int n, ArrayType *ids_array, Jsonb *value, const char *idem_key,
+resolve_all(char **ids, int n, Jsonb *value, const char *idem_key,
 			FunctionCallInfo srf)
 {
 	OwCall		call;
@@ -258,7 +284,7 @@ resolve_all(char **ids, int n, ArrayType *ids_array, Jsonb *value, const char *i
 		items[i].position = i;
 		order[i] = &items[i];
 	}
-	read_runs(call.caller.subject.tenant, ids_array, items, n);
+	read_runs(call.caller.subject.tenant, canonical_ids(ids, n, call.caller.subject.tenant), items, n);
 	qsort(order, n, sizeof(BulkItem *), item_order);
 	for (i = 0; i < n; i++)
 	{
@@ -369,7 +395,7 @@ ow_resolve_interrupts(PG_FUNCTION_ARGS)
 	for (i = 0; i < n; i++)
 		strs[i] = elem_nulls[i] ? NULL : TextDatumGetCString(elems[i]);
 	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
-	(void) resolve_all(strs, n, ids, value, idem_key, fcinfo);
+	(void) resolve_all(strs, n, value, idem_key, fcinfo);
 	return (Datum) 0;
 }
 
@@ -386,7 +412,6 @@ ow_resolve_interrupts_json(PG_FUNCTION_ARGS)
 	JsonbValue	v;
 	JsonbIteratorToken tok;
 	char	  **strs;
-	Datum	   *elems;
 	int			n = 0;
 	Jsonb	   *value;
 	char	   *idem_key;
@@ -399,7 +424,6 @@ ow_resolve_interrupts_json(PG_FUNCTION_ARGS)
 		ow_validation_error("interruptIds", "interruptIds must be an array of interrupt ids");
 	value = value_and_key(fcinfo, &idem_key);
 	strs = palloc(sizeof(char *) * (JB_ROOT_COUNT(list) + 1));
-	elems = palloc(sizeof(Datum) * (JB_ROOT_COUNT(list) + 1));
 	it = JsonbIteratorInit(&list->root);
 	while ((tok = JsonbIteratorNext(&it, &v, true)) != WJB_DONE)
 	{
@@ -412,9 +436,7 @@ ow_resolve_interrupts_json(PG_FUNCTION_ARGS)
 		else
 			ow_validation_error("interruptIds", "interruptIds must be an array of interrupt ids, not of %s",
 								owj_type_name(&v));
-		elems[n] = strs[n] ? CStringGetTextDatum(strs[n]) : CStringGetTextDatum("");
 		n++;
 	}
-	PG_RETURN_JSONB_P(resolve_all(strs, n, construct_array(elems, n, TEXTOID, -1, false, TYPALIGN_INT),
-								  value, idem_key, NULL));
+	PG_RETURN_JSONB_P(resolve_all(strs, n, value, idem_key, NULL));
 }

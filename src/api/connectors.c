@@ -20,6 +20,7 @@
 #include "domain/domain.h"
 #include "api/api.h"
 
+#include "mb/pg_wchar.h"
 #include "utils/builtins.h"
 
 PG_FUNCTION_INFO_V1(ow_connector_auth_expired);
@@ -48,7 +49,9 @@ ow_connector_auth_expired(PG_FUNCTION_ARGS)
 		ow_validation_error(PG_ARGISNULL(0) ? "runId" : PG_ARGISNULL(1) ? "nodeId" :
 							PG_ARGISNULL(2) ? "provider" : "credentialRef",
 							"run_id, node_id, provider and credential_ref must not be null");
+	ow_check_arg_size(fcinfo, 2, "provider", false);
 	ow_check_json_arg(fcinfo, 3, "credentialRef", false);
+	ow_check_arg_size(fcinfo, 4, "reason", false);
 	run_input = text_to_cstring(PG_GETARG_TEXT_PP(0));
 	node_id = text_to_cstring(PG_GETARG_TEXT_PP(1));
 	provider = text_to_cstring(PG_GETARG_TEXT_PP(2));
@@ -57,9 +60,9 @@ ow_connector_auth_expired(PG_FUNCTION_ARGS)
 	if (!ow_valid_author_id(node_id))
 		ow_validation_error("nodeId", "\"%s\" is not a valid node id", ow_echo(node_id));
 	/* the credential interrupt's data.provider: a non-empty string, one of oauth.providers[].id */
-	if (provider[0] == '\0' || strlen(provider) > 256)
+	if (provider[0] == '\0' || pg_mbstrlen(provider) > 256)
 		ow_validation_error("provider", "provider must be 1 to 256 characters");
-	if (reason != NULL && (reason[0] == '\0' || strlen(reason) > 256))
+	if (reason != NULL && (reason[0] == '\0' || pg_mbstrlen(reason) > 256))
 		ow_validation_error("reason", "reason, when given, must be 1 to 256 characters");
 
 	/* {credentialRef: <the argument>}, checked as a credential interrupt checks its own */

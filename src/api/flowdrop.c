@@ -403,19 +403,20 @@ own_ids(ArrayType *a, const char *tenant, int *count)
 		char	   *slash;
 		char	   *its_tenant;
 		char	   *id;
+		char	   *opaque;
 
 		if (nulls[i])
 			ow_validation_error(field, "%s must not be null", field);
 		s = TextDatumGetCString(elems[i]);
 		slash = strchr(s, '/');
 		/* an interrupt's UUID names it in the caller's tenant */
-		if (slash == NULL && strlen(s) == 36 && s[8] == '-')
+		if (slash == NULL && (opaque = ow_uuid_opaque(s)) != NULL)
 		{
-			own[kept++] = CStringGetTextDatum(ow_normalize_id(s, tenant, field, "interrupt"));
+			own[kept++] = CStringGetTextDatum(psprintf("%s/%s", tenant, opaque));
 			continue;
 		}
 		if (slash == NULL)
-			ow_validation_error(field, "%s \"%s\" is not an id \"<tenant>/<opaque>\" (the ~2F form is for one URL path segment)",
+			ow_validation_error(field, "%s \"%s\" is neither an id \"<tenant>/<opaque>\" nor an interrupt's UUID (the ~2F form is for one URL path segment)",
 								field, ow_echo(s));
 
 		/*

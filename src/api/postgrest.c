@@ -103,7 +103,8 @@ set_local(const char *name, const char *value)
  * PostgreSQL takes as written; PostgREST would cast it to a jsonb
  * parameter itself and answer a failed cast with its own 400 body.  So a
  * body jsonb cannot hold (\u0000, a lone surrogate, an escape the
- * database encoding has no character for) is refused here, as the
+ * database encoding has no character for, a number beyond numeric's
+ * range, more than a jsonb may hold) is refused here, as the
  * caller's mistake it is: 400 validation_error.  A function still
  * declared with a jsonb parameter (a schema not yet updated to 0.11.0)
  * passes jsonb.
@@ -128,7 +129,9 @@ request_body(FunctionCallInfo fcinfo)
 		MemoryContextSwitchTo(cxt);
 		edata = CopyErrorData();
 		if (edata->sqlerrcode != ERRCODE_UNTRANSLATABLE_CHARACTER &&
-			edata->sqlerrcode != ERRCODE_INVALID_TEXT_REPRESENTATION)
+			edata->sqlerrcode != ERRCODE_INVALID_TEXT_REPRESENTATION &&
+			edata->sqlerrcode != ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE &&
+			edata->sqlerrcode != ERRCODE_PROGRAM_LIMIT_EXCEEDED)
 			PG_RE_THROW();
 		FlushErrorState();
 	}

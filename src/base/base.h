@@ -215,6 +215,8 @@ extern char *ow_mint_opaque(int nbytes);
 #define OW_UUID_BYTES 16
 extern char *ow_mint_interrupt_opaque(void);
 extern bool ow_interrupt_uuid(const char *interrupt_id, char *out);
+extern char *ow_uuid_opaque(const char *input);
+extern char *ow_canonical_interrupt_id(const char *input, const char *caller_tenant);
 
 /* ----------
  * jsonschema.c: the JSON Schema subset of resume and outcome schemas.

@@ -18,8 +18,6 @@
 
 #include "mb/pg_wchar.h"
 
-
-static char *uuid_opaque(const char *input);
 /* Is the character at p white space, as JSON Schema's \s reads it? */
 static bool
 is_space_at(const unsigned char *p, bool utf8)
@@ -205,17 +203,22 @@ ow_normalize_run_id(const char *input, const char *caller_tenant)
 	return ow_normalize_id(input, caller_tenant, "runId", "run");
 }
 
-/* The same for any tenant-bound id (runs, interrupts); field and what name it in errors. */
-char *
-ow_normalize_id(const char *input, const char *caller_tenant, const char *field, const char *what)
+/*
+ * input in its canonical form "tenant/opaque", its tenant in *tenant; NULL
+ * when it is malformed.  A UUID (an interrupt's, when uuid_tenant is not
+ * NULL) names the interrupt in uuid_tenant.
+ */
+static char *
+canonical_id(const char *input, const char *uuid_tenant, char **tenant)
 {
 	char	   *id;
 	const char *slash;
-	char	   *tenant;
 
-	/* an interrupt is named by its UUID too (the FlowDrop entry's id), in the caller's tenant */
-	if (strcmp(what, "interrupt") == 0 && (id = uuid_opaque(input)) != NULL)
-		return psprintf("%s/%s", caller_tenant, id);
+	if (uuid_tenant != NULL && (id = ow_uuid_opaque(input)) != NULL)
+	{
+		*tenant = pstrdup(uuid_tenant);
+		return psprintf("%s/%s", uuid_tenant, id);
+	}
 	if (strchr(input, '/') == NULL)
 	{
 		const char *p = input;
@@ -231,20 +234,14 @@ ow_normalize_id(const char *input, const char *caller_tenant, const char *field,
 				/* an escape must be two hex digits naming "/" or an id character */
 				if (hexval(p[1]) < 0 || hexval(p[2]) < 0 ||
 					((c = (char) (hexval(p[1]) * 16 + hexval(p[2]))) != '/' && !ow_unreserved_char(c)))
-				{
-					q = NULL;
-					break;
-				}
+					return NULL;
 				*q++ = c;
 				p += 3;
 			}
 			else
 				*q++ = *p++;
 		}
-		if (q)
-			*q = '\0';
-		else
-			id[0] = '\0';		/* a bad escape: refused below */
+		*q = '\0';
 	}
 	else
 		id = pstrdup(input);
@@ -252,7 +249,23 @@ ow_normalize_id(const char *input, const char *caller_tenant, const char *field,
 	slash = strchr(id, '/');
 	if (slash == NULL || strchr(slash + 1, '/') != NULL ||
 		!ow_valid_opaque(slash + 1) ||
-		!ow_valid_tenant((tenant = pnstrdup(id, slash - id))))
+		!ow_valid_tenant((*tenant = pnstrdup(id, slash - id))))
+		return NULL;
+	return id;
+}
+
+/*
+ * The same for any tenant-bound id (runs, interrupts); field and what name
+ * it in errors.  An interrupt is named by its UUID too (the FlowDrop
+ * entry's id), in the caller's tenant.
+ */
+char *
+ow_normalize_id(const char *input, const char *caller_tenant, const char *field, const char *what)
+{
+	char	   *tenant;
+	char	   *id = canonical_id(input, strcmp(what, "interrupt") == 0 ? caller_tenant : NULL, &tenant);
+
+	if (id == NULL)
 	{
 		OwDetails	d;
 
@@ -276,6 +289,20 @@ ow_normalize_id(const char *input, const char *caller_tenant, const char *field,
 				 "%s \"%s\" does not belong to tenant \"%s\"", what, id, caller_tenant);
 	}
 	return id;
+}
+
+/*
+ * An interrupt id of caller_tenant in its canonical form, or NULL when
+ * input is malformed or names another tenant: what ow_normalize_id would
+ * answer, without refusing.
+ */
+char *
+ow_canonical_interrupt_id(const char *input, const char *caller_tenant)
+{
+	char	   *tenant;
+	char	   *id = canonical_id(input, caller_tenant, &tenant);
+
+	return id != NULL && strcmp(tenant, caller_tenant) == 0 ? id : NULL;
 }
 
 /* Unpadded base64url of len bytes (RFC 4648 section 5). */
@@ -363,8 +390,8 @@ ow_interrupt_uuid(const char *interrupt_id, char *out)
  * The opaque segment an interrupt's UUID stands for (8-4-4-4-12 hex, either
  * case), or NULL when input is no UUID.
  */
-static char *
-uuid_opaque(const char *input)
+char *
+ow_uuid_opaque(const char *input)
 {
 	char		raw[OW_UUID_BYTES];
 	int			i;
