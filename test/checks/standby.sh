@@ -2,7 +2,8 @@
 # A hot standby, streaming from a throwaway primary of its own (unix sockets
 # in a private directory, so no port is shared with anything):
 # - the readers answer there: events(), run_snapshot(), inspect_interrupt(),
-#   verify_interrupt_token(), the inbox, the FlowDrop entry, the monitoring
+#   verify_interrupt_token(), the inbox, the FlowDrop entry (and
+#   openwop_api."flowdropInterrupts", the inbox's entries), the monitoring
 #   views, and mint_interrupt_token() for a lifetime its key signed before
 #   (a longer one must be recorded on the key: refused like a write);
 # - every function that changes the store is refused with 25006 and a hint
@@ -57,8 +58,9 @@ until_true 30 "the standby replays the gates" sq -c "SELECT count(*) = 2 FROM op
 [ "$(sq -c "SELECT openwop.verify_interrupt_token(openwop.mint_interrupt_token('$gate', 'inspect', interval '10 minutes')) ->> 'intent'")" = inspect ]
 [ "$(sq -c "SELECT count(*) FROM openwop.pending_interrupts WHERE interrupt_id = '$gate'")" = 1 ]
 [ "$(sq -c "SELECT openwop.flowdrop_interrupt('$gate')::jsonb ->> 'status'")" = pending ]
+[ "$(sq -c "SELECT openwop_api.\"flowdropInterrupts\"(NULL, 5)::jsonb -> 0 ->> 'id' = openwop.flowdrop_interrupt('$gate')::jsonb ->> 'id'")" = t ]
 [ "$(sq -c "SELECT sum(pending) FROM openwop.pending_summary")" = 2 ]
-echo "on the standby: events, run_snapshot, inspect and verify (and mint), the inbox, the FlowDrop entry and pending_summary answer"
+echo "on the standby: events, run_snapshot, inspect and verify (and mint), the inbox, the FlowDrop entry (and its pages over HTTP) and pending_summary answer"
 
 # the writers: 25006, and a hint to use the primary
 refused() {   # refused SQL: run on the standby, must fail with 25006 and name the primary
@@ -90,6 +92,7 @@ openwop.resolve_interrupt_by_token('$token', '{"action": "accept"}')
 openwop_api."resolveInterruptByToken"('{"token": "$token", "resumeValue": {"action": "accept"}}')
 openwop_api."resolveInterruptByRun"('{"runId": "acme/standby-run-000001", "nodeId": "gate", "resumeValue": {"action": "accept"}}')
 openwop.record_agent_decision('acme/standby-run-000001', 'gate', 'agent', 0.9)
+openwop.connector_auth_expired('acme/standby-run-000001', 'gate', 'synthetic', '{"ref": "c"}')
 openwop.add_group_member('g', 'alice')
 openwop.remove_group_member('g', 'alice')
 openwop.add_signing_key('standby-key-2')

@@ -63,10 +63,19 @@ INSERT INTO arg SELECT 'token', quote_nullable(v) || '::text' FROM unnest(ARRAY[
   (SELECT token FROM tok), (SELECT inspect FROM tok), (SELECT token FROM tok) || 'x']) v;
 INSERT INTO arg SELECT 'iid', quote_nullable(v) || '::text' FROM unnest(ARRAY[NULL, '', 'acme/int-missing-0000000001', 'other/int-00000000000000001',
   (SELECT interrupt_id FROM openwop.interrupts WHERE run_id = 'acme/sweep-run-00000001' AND node_id = 'gate')]) v;
+-- an interrupt by its UUID (0.11.0): the gate's, upper case, another tenant's shape, look-alikes
+INSERT INTO arg SELECT 'iid', quote_nullable(v) || '::text' FROM unnest(ARRAY[
+  (SELECT encode(decode(translate(split_part(interrupt_id, '/', 2), '-_', '+/') || '==', 'base64'), 'hex')::uuid::text
+     FROM openwop.interrupts WHERE run_id = 'acme/sweep-run-00000001' AND node_id = 'gate'),
+  '5E0DA9D1-71C4-4A4B-8F3A-6C1F5E2B9D00', '{5e0da9d1-71c4-4a4b-8f3a-6c1f5e2b9d00}', '5e0da9d1-71c4-4a4b-8f3a-6c1f5e2b9dzz']) v;
+-- a credential reference (connector_auth_expired)
+INSERT INTO arg SELECT 'cref', quote_nullable(v) || '::jsonb' FROM unnest(ARRAY[NULL, 'null', '"c"', '[]', '{}', '{"ref": ""}',
+  '{"ref": "c"}', '{"ref": "c", "scope": "repo"}', '{"ref": "c", "x": 1}', '{"ref": ["c"]}']) v;
 INSERT INTO arg SELECT 'bigint', quote_nullable(v) || '::bigint' FROM unnest(ARRAY[NULL, -5, 0, 1000000000000]) v;
 INSERT INTO arg SELECT 'bytea', quote_nullable(v) || '::bytea' FROM unnest(ARRAY[NULL, '', 'sixteen-bytes-ok!']) v;
 INSERT INTO arg SELECT 'iids', quote_nullable(v) || '::text[]' FROM unnest(ARRAY[NULL, '{}', '{NULL}', '{""}',
-  '{acme/int-missing-0000000001,other/int-00000000000000001}', '{{a,b},{c,d}}', '{acme~2Fint-missing-0000000001}']) v;
+  '{acme/int-missing-0000000001,other/int-00000000000000001}', '{{a,b},{c,d}}', '{acme~2Fint-missing-0000000001}',
+  '{5E0DA9D1-71C4-4A4B-8F3A-6C1F5E2B9D00,5e0da9d1-71c4-4a4b-8f3a-6c1f5e2b9dzz}']) v;
 
 -- every call: function name and the kinds of its arguments
 CREATE TEMP TABLE fn (name text, kinds text[]);
@@ -80,7 +89,8 @@ INSERT INTO fn VALUES
   ('inspect_interrupt', '{token}'), ('resolve_interrupt_by_token', '{token,json,key}'), ('verify_interrupt_token', '{token}'),
   ('add_signing_key', '{text,bytea}'), ('retire_signing_key', '{text}'), ('json_schema_errors', '{json,json}'),
   ('sweep', '{int}'), ('capabilities', '{}'), ('current_caller', '{}'),
-  ('flowdrop_interrupt', '{iid}'), ('flowdrop_interrupts', '{iids}'), ('fork_run', '{run,fork}');
+  ('flowdrop_interrupt', '{iid}'), ('flowdrop_interrupts', '{iids}'), ('fork_run', '{run,fork}'),
+  ('connector_auth_expired', '{run,node,text,cref,text}'), ('due_at', '{iid}');
 
 -- the calls: the cross product of each function's candidate arguments
 CREATE FUNCTION pg_temp.calls(f fn) RETURNS SETOF text LANGUAGE plpgsql AS $$

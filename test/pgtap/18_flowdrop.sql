@@ -28,6 +28,10 @@ END $$;
 CREATE FUNCTION pg_temp.entry(iid text) RETURNS jsonb LANGUAGE sql AS $$
   SELECT openwop.flowdrop_interrupt(iid)::jsonb
 $$;
+-- the UUID an interrupt id stands for (INT-22's id): its opaque segment's 16 bytes, 8-4-4-4-12 in lower case
+CREATE FUNCTION pg_temp.uuid_of(iid text) RETURNS text LANGUAGE sql AS $$
+  SELECT encode(decode(translate(split_part(iid, '/', 2), '-_', '+/') || '==', 'base64'), 'hex')::uuid::text
+$$;
 CREATE FUNCTION pg_temp.iso(v jsonb) RETURNS boolean LANGUAGE sql AS $$
   SELECT jsonb_typeof(v) = 'string' AND v #>> '{}' ~ '^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$'
 $$;
@@ -98,7 +102,10 @@ SELECT is(pg_temp.entry(id) - 'id' - 'createdAt' - 'expiresAt',
             || jsonb_build_object('initiatorUid', session_user::text),
           'INT-22 a pending approval: message is its title, options its actions, context its data, jobId its node execution')
   FROM iid WHERE name = 'approval';
-SELECT is(pg_temp.entry(id) ->> 'id', id, 'id is the interrupt''s tenant-bound id, the one every other surface uses') FROM iid WHERE name = 'approval';
+SELECT is(pg_temp.entry(id) ->> 'id', pg_temp.uuid_of(id),
+          'id is the interrupt''s UUID (0.11.0): the 16 bytes of its tenant-bound id''s opaque segment, in lower case') FROM iid WHERE name = 'approval';
+SELECT ok(pg_temp.entry(id) ->> 'id' ~ '^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$',
+          format('... a version-4 UUID, of a %s interrupt too', name)) FROM iid ORDER BY name;
 SELECT is(pg_temp.nulls(openwop.flowdrop_interrupt(id)),
           '{sessionId,schema,defaultValue,responseData,scheduledAt,resolvedAt,resolvedBy,targetPipelineId,reason,linkedInterruptId}',
           'INT-22 requirement 5: unset members are present and null, in order')
@@ -170,7 +177,7 @@ SELECT is(e -> 'resolvedBy', jsonb_build_object('issuer', 'urn:openwop-interrupt
           'resolvedBy: the Subject who resolved it') FROM resolved;
 SELECT ok(pg_temp.iso(e -> 'resolvedAt'), 'INT-22 requirement 4: resolvedAt is an ISO-8601 string') FROM resolved;
 SELECT is((e ->> 'resolvedAt')::timestamptz, date_trunc('milliseconds', i.resolved_at), '... the time it was resolved')
-  FROM resolved, openwop.interrupts i WHERE i.interrupt_id = e ->> 'id';
+  FROM resolved, openwop.interrupts i WHERE i.interrupt_id = (SELECT id FROM iid WHERE name = 'approval');
 SELECT is(pg_temp.nulls(j), '{sessionId,schema,defaultValue,scheduledAt,targetPipelineId,reason,linkedInterruptId}',
           '... and what is still unset stays null') FROM resolved;
 
@@ -301,7 +308,7 @@ SELECT is(pg_temp.refusal($$ SELECT openwop.flowdrop_interrupt('acme/short') $$)
 SELECT is((pg_temp.refusal(format('SELECT openwop.flowdrop_interrupt(%L)', repeat('x', 2 * 1024 * 1024))) -> 'details') - 'size',
           '{"field": "interruptId", "limit": 1048576, "setting": "openwop.max_payload_size"}',
           'an id larger than openwop.max_payload_size is refused before it is read');
-SELECT is(pg_temp.entry(replace(id, '/', '~2F')) ->> 'id', id, 'the id projected on one URL path segment (~2F) reads the same entry')
+SELECT is(pg_temp.entry(replace(id, '/', '~2F')) ->> 'id', pg_temp.uuid_of(id), 'the id projected on one URL path segment (~2F) reads the same entry')
   FROM iid WHERE name = 'custom';
 CREATE ROLE fd_other LOGIN;
 GRANT openwop_approver TO fd_other;
@@ -313,7 +320,7 @@ SELECT is(pg_temp.as_login('fd_other', 'other', format('SELECT openwop.flowdrop_
           'an approver bound to another tenant cannot read acme''s entry') FROM iid WHERE name = 'approval';
 SELECT is(pg_temp.as_login('fd_other', 'other', format('SELECT openwop.flowdrop_interrupt(%L)::jsonb', id)) ->> 'type', 'custom',
           'control: it reads its own tenant''s') FROM other_iid;
-SELECT is(pg_temp.as_login('fd_other', 'other', format('SELECT openwop.flowdrop_interrupts(ARRAY[%L, %L])::jsonb', i.id, o.id)) -> 0 ->> 'id', o.id,
+SELECT is(pg_temp.as_login('fd_other', 'other', format('SELECT openwop.flowdrop_interrupts(ARRAY[%L, %L])::jsonb', i.id, o.id)) -> 0 ->> 'id', pg_temp.uuid_of(o.id),
           '... and its list form leaves acme''s entry out') FROM iid i, other_iid o WHERE i.name = 'approval';
 SET LOCAL openwop.tenant = 'acme';
 
@@ -339,22 +346,22 @@ SELECT is(pg_temp.as_login('fd_reader', 'acme', $$ SELECT openwop.flowdrop_inter
 SELECT is(pg_temp.as_login('fd_reader', 'acme', format('SELECT openwop.flowdrop_interrupt(%L)::jsonb', id)) ->> 'code', 'forbidden',
           '... and another tenant''s id too: forbidden comes before the id is read') FROM other_iid;
 CREATE ROLE fd_super LOGIN SUPERUSER;
-SELECT is(pg_temp.as_login('fd_super', 'acme', format('SELECT openwop.flowdrop_interrupt(%L)::jsonb', id)) ->> 'id', id,
+SELECT is(pg_temp.as_login('fd_super', 'acme', format('SELECT openwop.flowdrop_interrupt(%L)::jsonb', id)) ->> 'id', pg_temp.uuid_of(id),
           'superuser_reads_entry_as_it_reads_the_log: a superuser that is no approver reads it, as it may read events()')
   FROM iid WHERE name = 'approval';
-SELECT is(pg_temp.as_login('fd_engine', 'acme', format('SELECT openwop.flowdrop_interrupt(%L)::jsonb', id)) ->> 'id', id,
+SELECT is(pg_temp.as_login('fd_engine', 'acme', format('SELECT openwop.flowdrop_interrupt(%L)::jsonb', id)) ->> 'id', pg_temp.uuid_of(id),
           'engine_reads_entry: a role that may read the event log (EXECUTE on openwop.events) reads the entry')
   FROM iid WHERE name = 'approval';
-SELECT is(pg_temp.as_login('fd_alice', 'acme', format('SELECT openwop.flowdrop_interrupt(%L)::jsonb', id)) ->> 'id', id,
+SELECT is(pg_temp.as_login('fd_alice', 'acme', format('SELECT openwop.flowdrop_interrupt(%L)::jsonb', id)) ->> 'id', pg_temp.uuid_of(id),
           'approver_reads_entry: a login holding approvals:respond reads the entry')
   FROM iid WHERE name = 'approval';
 GRANT fd_reader TO fd_alice;
-SELECT is(pg_temp.as_login('fd_alice', 'acme', format('SELECT openwop.flowdrop_interrupt(%L)::jsonb', id), 'fd_reader') ->> 'id', id,
+SELECT is(pg_temp.as_login('fd_alice', 'acme', format('SELECT openwop.flowdrop_interrupt(%L)::jsonb', id), 'fd_reader') ->> 'id', pg_temp.uuid_of(id),
           '... the scope is its login''s, whatever role it SET')
   FROM iid WHERE name = 'approval';
 REVOKE fd_reader FROM fd_alice;
 GRANT fd_engine TO fd_reader;
-SELECT is(pg_temp.as_login('fd_reader', 'acme', format('SELECT openwop.flowdrop_interrupt(%L)::jsonb', id), 'fd_engine') ->> 'id', id,
+SELECT is(pg_temp.as_login('fd_reader', 'acme', format('SELECT openwop.flowdrop_interrupt(%L)::jsonb', id), 'fd_engine') ->> 'id', pg_temp.uuid_of(id),
           '... and EXECUTE on events is the current role''s, like every EXECUTE: a login SET to the engine''s role reads')
   FROM iid WHERE name = 'approval';
 REVOKE fd_engine FROM fd_reader;
@@ -393,7 +400,7 @@ SELECT is(pg_temp.as_login('fd_authenticator', '*', format('SELECT openwop.flowd
           'jwt_without_scope_cannot_read_entry: nor a JWT subject without approvals:respond (a token holder who read the id from its token)')
   FROM iid WHERE name = 'approval';
 SET LOCAL request.jwt.claims = '{"role": "fd_web", "tenant": "acme", "sub": "bob", "scope": "openid approvals:respond"}';
-SELECT is(pg_temp.as_login('fd_authenticator', '*', format('SELECT openwop.flowdrop_interrupt(%L)::jsonb', id), 'fd_web') ->> 'id', id,
+SELECT is(pg_temp.as_login('fd_authenticator', '*', format('SELECT openwop.flowdrop_interrupt(%L)::jsonb', id), 'fd_web') ->> 'id', pg_temp.uuid_of(id),
           'jwt_approver_reads_entry: a JWT subject with approvals:respond reads it')
   FROM iid WHERE name = 'approval';
 SET LOCAL request.jwt.claims = '{"role": "fd_web", "tenant": "other", "sub": "bob", "scope": "approvals:respond"}';
@@ -412,11 +419,12 @@ SELECT ok(NOT has_function_privilege('public', 'openwop.flowdrop_interrupt(text)
 
 CREATE TEMP TABLE ids AS SELECT array_agg(id ORDER BY name) AS a FROM iid;
 SELECT is(json_typeof(openwop.flowdrop_interrupts(a)), 'array', 'INT-22 requirement 6: the list form answers a JSON array') FROM ids;
-SELECT is((SELECT array_agg(e ->> 'id' ORDER BY n) FROM jsonb_array_elements(openwop.flowdrop_interrupts(a)::jsonb) WITH ORDINALITY x (e, n)), a,
+SELECT is((SELECT array_agg(e ->> 'id' ORDER BY n) FROM jsonb_array_elements(openwop.flowdrop_interrupts(a)::jsonb) WITH ORDINALITY x (e, n)),
+          (SELECT array_agg(pg_temp.uuid_of(x) ORDER BY k) FROM unnest(a) WITH ORDINALITY u (x, k)),
           'the entries come in the order of the ids given') FROM ids;
 SELECT is((SELECT array_agg(e ->> 'id' ORDER BY n) FROM jsonb_array_elements(openwop.flowdrop_interrupts(
              (SELECT array_agg(x ORDER BY k DESC) FROM unnest(a) WITH ORDINALITY u (x, k)))::jsonb) WITH ORDINALITY x (e, n)),
-          (SELECT array_agg(x ORDER BY k DESC) FROM unnest(a) WITH ORDINALITY u (x, k)),
+          (SELECT array_agg(pg_temp.uuid_of(x) ORDER BY k DESC) FROM unnest(a) WITH ORDINALITY u (x, k)),
           '... reversed ids, reversed entries') FROM ids;
 SELECT is((SELECT array_agg(DISTINCT array_to_string(pg_temp.keys(e), ',')) FROM json_array_elements(openwop.flowdrop_interrupts(a)) e),
           ARRAY[array_to_string((SELECT keys FROM int22), ',')], 'INT-22 every entry of the list has the 24 keys in order') FROM ids;

@@ -20,17 +20,20 @@ SELECT is((SELECT count(*)::int FROM pg_depend
           1, 'the schema openwop_api belongs to the extension');
 SELECT is(ARRAY(SELECT p.oid::regprocedure::text || ' ' || pg_get_function_result(p.oid) || ' ' || p.provolatile::text
                   FROM pg_proc p WHERE p.pronamespace = 'openwop_api'::regnamespace ORDER BY 1),
-          ARRAY['openwop_api."inspectInterruptByToken"(text) jsonb s',
-                'openwop_api."resolveInterruptByRun"(jsonb) jsonb v',
-                'openwop_api."resolveInterruptByToken"(jsonb) jsonb v',
-                'openwop_api."resolveInterrupts"(jsonb) jsonb v',
-                'openwop_api."withdrawVote"(jsonb) jsonb v'],
-          'one function per operation, named after it (PostgREST routes /rpc/<name>); inspect is STABLE, so PostgREST runs it READ ONLY');
+          ARRAY['openwop_api."flowdropInterrupts"(text,integer) json s',
+                'openwop_api."inspectInterruptByToken"(text) jsonb s',
+                'openwop_api."resolveInterruptByRun"(json) jsonb v',
+                'openwop_api."resolveInterruptByToken"(json) jsonb v',
+                'openwop_api."resolveInterrupts"(json) jsonb v',
+                'openwop_api."withdrawVote"(json) jsonb v',
+                'openwop_api.openapi() json i'],
+          'one function per operation, named after it (PostgREST routes /rpc/<name>); inspect and flowdropInterrupts are STABLE, so PostgREST runs them READ ONLY');
 SELECT is(ARRAY(SELECT p.proname || ' ' || coalesce(array_to_string(p.proargnames, ','), '(unnamed)') || ' ' || p.pronargdefaults
                   FROM pg_proc p WHERE p.pronamespace = 'openwop_api'::regnamespace ORDER BY 1),
-          ARRAY['inspectInterruptByToken token 1', 'resolveInterruptByRun (unnamed) 0', 'resolveInterruptByToken (unnamed) 0',
-                'resolveInterrupts (unnamed) 0', 'withdrawVote (unnamed) 0'],
-          'a POST takes one unnamed jsonb parameter (PostgREST passes it the whole body); inspect takes ?token=, defaulting to none');
+          ARRAY['flowdropInterrupts after,max 2', 'inspectInterruptByToken token 1', 'openapi (unnamed) 0',
+                'resolveInterruptByRun (unnamed) 0', 'resolveInterruptByToken (unnamed) 0', 'resolveInterrupts (unnamed) 0',
+                'withdrawVote (unnamed) 0'],
+          'a POST takes one unnamed json parameter (PostgREST passes it the whole body, as written: a body jsonb cannot hold reaches the function); inspect takes ?token=, flowdropInterrupts ?after=&max=, each defaulting');
 SELECT is((SELECT count(*)::int FROM pg_proc p WHERE p.pronamespace = 'openwop_api'::regnamespace
              AND (p.prosecdef OR p.proconfig IS NOT NULL OR p.proisstrict)),
           0, 'no SECURITY DEFINER, no SET clause, not STRICT (a null body is refused, not answered with null)');
@@ -41,7 +44,9 @@ SELECT is((SELECT count(*)::int FROM pg_class c WHERE c.relnamespace = 'openwop_
 -- summary, the rest the description (src/PostgREST/Response/OpenAPI.hs, makeProcPathItem)
 SELECT is(ARRAY(SELECT split_part(obj_description(p.oid, 'pg_proc'), E'\n', 1)
                   FROM pg_proc p WHERE p.pronamespace = 'openwop_api'::regnamespace ORDER BY p.proname),
-          ARRAY['inspectInterruptByToken: read the interrupt a signed token names',
+          ARRAY['flowdropInterrupts: the caller''s inbox as FlowDrop interrupt entries',
+                'inspectInterruptByToken: read the interrupt a signed token names',
+                'openapi: the OpenAPI document of this API',
                 'resolveInterruptByRun: answer the pending interrupt of a node of a run',
                 'resolveInterruptByToken: answer the interrupt a signed token names',
                 'resolveInterrupts: give one answer to many interrupts',
@@ -50,7 +55,7 @@ SELECT is(ARRAY(SELECT split_part(obj_description(p.oid, 'pg_proc'), E'\n', 1)
 SELECT is((SELECT count(*)::int FROM pg_proc p WHERE p.pronamespace = 'openwop_api'::regnamespace
              AND length(substr(obj_description(p.oid, 'pg_proc'), strpos(obj_description(p.oid, 'pg_proc'), E'\n') + 1)) > 200
              AND obj_description(p.oid, 'pg_proc') LIKE '%Refusals, as {error, message, details}%'),
-          5, 'each operation''s OpenAPI description says its body, its answer and its refusals');
+          6, 'each operation''s OpenAPI description says its body, its answer and its refusals');
 SELECT is(split_part(obj_description('openwop_api'::regnamespace, 'pg_namespace'), E'\n', 1),
           'OpenWOP interrupt: resolve surfaces', 'the schema comment gives the OpenAPI document its title');
 
@@ -149,7 +154,7 @@ INSERT INTO cases VALUES
    $$SELECT openwop_api."inspectInterruptByToken"('ow2.hs256.nokid.e30.0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef')$$,
    $$SELECT openwop.inspect_interrupt('ow2.hs256.nokid.e30.0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef')$$, '{}'),
   ('forbidden',
-   $$SELECT openwop_api."resolveInterruptByToken"(jsonb_build_object('token', (SELECT t FROM inspect_token), 'resumeValue', '{"action": "accept"}'::jsonb))$$,
+   $$SELECT openwop_api."resolveInterruptByToken"(json_build_object('token', (SELECT t FROM inspect_token), 'resumeValue', '{"action": "accept"}'::json))$$,
    $$SELECT openwop.resolve_interrupt_by_token((SELECT t FROM inspect_token), '{"action": "accept"}')$$, '{}');
 SELECT is(pg_temp.api(api, headers) - 'headers', pg_temp.direct(direct),
           format('%s: the envelope and status are the openwop function''s refusal (%s)', code, left(api, 60)))
@@ -209,7 +214,7 @@ SELECT is(pg_temp.api(format('SELECT openwop_api."resolveInterruptByRun"(%s)', p
 SET LOCAL request.headers = '["not", "an", "object"]';
 SELECT is(pg_temp.direct(format('SELECT openwop_api."resolveInterruptByRun"(%s)', pg_temp.body('acme/pgrst-tap-00000000002', 'gate', '{}'))),
           NULL, 'a request.headers that is not an object is answered, not raised');
-SELECT is(openwop_api."resolveInterruptByRun"(jsonb_build_object('runId', 'acme/pgrst-tap-00000000002', 'nodeId', 'gate', 'resumeValue', '{}'::jsonb)),
+SELECT is(openwop_api."resolveInterruptByRun"(json_build_object('runId', 'acme/pgrst-tap-00000000002', 'nodeId', 'gate', 'resumeValue', '{}'::json)),
           '{"error": "validation_error", "message": "request.headers is not a JSON object", "details": {"field": "request.headers"}}',
           '... as 400 validation_error, details.field request.headers');
 SET LOCAL request.headers = '';
@@ -234,8 +239,8 @@ CREATE TEMP TABLE answers AS
 SET LOCAL response.headers = '[{"X-Request-Id": "42"}]';
 SET LOCAL request.headers = '{"idempotency-key": "tap-pgrst-key-000000000004"}';
 ALTER TABLE answers ADD COLUMN again jsonb;
-UPDATE answers SET again = openwop_api."resolveInterruptByRun"(jsonb_build_object('runId', 'acme/pgrst-tap-00000000004', 'nodeId', 'gate',
-                                                                                  'resumeValue', '{"action": "accept"}'::jsonb));
+UPDATE answers SET again = openwop_api."resolveInterruptByRun"(json_build_object('runId', 'acme/pgrst-tap-00000000004', 'nodeId', 'gate',
+                                                                                 'resumeValue', '{"action": "accept"}'::json));
 SELECT is(current_setting('response.headers', true)::jsonb, '[{"X-Request-Id": "42"}, {"OpenWOP-Idempotent-Replay": "true"}]',
           'OpenWOP-Idempotent-Replay: true is added to response.headers, keeping what was set before (a db-pre-request function)');
 SELECT is(again, first -> 'body', 'the replayed body is the stored response as first answered (no idempotentReplay member)') FROM answers;

@@ -55,8 +55,11 @@ SELECT is(pg_temp.api(format('SELECT openwop_api."resolveInterruptByRun"(%L)',
                     E'acme/atk-http-00000000002\n', 'ACME/atk-http-00000000002', ' acme/atk-http-00000000002']) r;
 SELECT is((SELECT count(*)::int FROM openwop.interrupts WHERE run_id = 'acme/atk-http-00000000002' AND status = 'pending'), 1,
           'no id trick resolved acme/atk-http-00000000002');
-SELECT throws_ok($$ SELECT openwop_api."resolveInterruptByRun"('{"runId": "acme/atk-http-00000000002\u0000x", "nodeId": "gate", "resumeValue": {}}') $$,
-                 '22P05', NULL, 'a \u0000 in a body string never reaches the function: jsonb refuses it first (PostgREST answers 400)');
+-- the body is json (0.11.0): a \u0000 reaches the function, which refuses it as the caller's mistake it is
+SELECT is(pg_temp.api($$ SELECT openwop_api."resolveInterruptByRun"('{"runId": "acme/atk-http-00000000002\u0000x", "nodeId": "gate", "resumeValue": {}}') $$)
+            - '{headers}'::text[] #- '{body,message}',
+          '{"status": 400, "body": {"error": "validation_error", "details": {"field": "body"}}}',
+          'a \u0000 in a body string is the envelope''s 400 validation_error (details.field body), not a cast error');
 -- a deeply nested resumeValue: refused or answered, never a crash; a stack overflow is an error, not an envelope
 SELECT lives_ok(format('SELECT pg_temp.api(%L)', pg_temp.body('acme/atk-http-00000000003', (repeat('{"a": ', 5000) || '1' || repeat('}', 5000))::jsonb)),
                 'a resumeValue nested 5000 deep is answered without crashing the backend');
@@ -106,7 +109,7 @@ SELECT is(pg_temp.as_request('{"sub": "eve", "tenant": "acme", "scope": "approva
 
 SET LOCAL response.headers = '{"not": "an array"}';
 SET LOCAL request.headers = '{"idempotency-key": "atk-http-key-shared-000000001"}';
-SELECT is(openwop_api."resolveInterruptByRun"(jsonb_build_object('runId', 'acme/atk-http-00000000005', 'nodeId', 'gate', 'resumeValue', '{"action": "accept"}'::jsonb)) ->> 'runId',
+SELECT is(openwop_api."resolveInterruptByRun"(json_build_object('runId', 'acme/atk-http-00000000005', 'nodeId', 'gate', 'resumeValue', '{"action": "accept"}'::json)) ->> 'runId',
           'acme/atk-http-00000000005', 'a replay with a forged non-array response.headers still answers');
 SELECT is(current_setting('response.headers')::jsonb, '[{"OpenWOP-Idempotent-Replay": "true"}]',
           '... and the forged non-array value is replaced, so PostgREST reads a valid header list');
@@ -202,15 +205,15 @@ SET LOCAL ROLE atk_http_shadow;
 SET LOCAL search_path = atk_shadow, pg_catalog, openwop;
 SET LOCAL request.headers = '{"idempotency-key": "atk-http-key-00000000shadow08"}';
 INSERT INTO pg_temp.shadow_results (label, answer, headers, status)
-  SELECT 'first', openwop_api."resolveInterruptByRun"('{"runId": "acme/atk-http-00000000008", "nodeId": "gate", "resumeValue": {"action": "accept"}}'::pg_catalog.jsonb),
+  SELECT 'first', openwop_api."resolveInterruptByRun"('{"runId": "acme/atk-http-00000000008", "nodeId": "gate", "resumeValue": {"action": "accept"}}'::pg_catalog.json),
          pg_catalog.current_setting('response.headers', true), pg_catalog.current_setting('response.status', true);
 INSERT INTO pg_temp.shadow_results (label, answer, headers, status)
-  SELECT 'replay', openwop_api."resolveInterruptByRun"('{"runId": "acme/atk-http-00000000008", "nodeId": "gate", "resumeValue": {"action": "accept"}}'::pg_catalog.jsonb),
+  SELECT 'replay', openwop_api."resolveInterruptByRun"('{"runId": "acme/atk-http-00000000008", "nodeId": "gate", "resumeValue": {"action": "accept"}}'::pg_catalog.json),
          pg_catalog.current_setting('response.headers', true), pg_catalog.current_setting('response.status', true);
 SET LOCAL request.headers = '';
 SET LOCAL response.headers = '';
 INSERT INTO pg_temp.shadow_results (label, answer, headers, status)
-  SELECT 'refused', openwop_api."resolveInterruptByRun"('{"runId": "acme/atk-http-00000000008", "nodeId": "gate", "resumeValue": {"action": "accept"}}'::pg_catalog.jsonb),
+  SELECT 'refused', openwop_api."resolveInterruptByRun"('{"runId": "acme/atk-http-00000000008", "nodeId": "gate", "resumeValue": {"action": "accept"}}'::pg_catalog.json),
          pg_catalog.current_setting('response.headers', true), pg_catalog.current_setting('response.status', true);
 SET LOCAL response.status = '';
 INSERT INTO pg_temp.shadow_results (label, answer, headers, status)

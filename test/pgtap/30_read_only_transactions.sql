@@ -36,6 +36,7 @@ SELECT is((SELECT r ->> 'sqlstate' || ' ' || (r ->> 'code') FROM pg_temp.refusal
     ('resolve_interrupt()', $$openwop.resolve_interrupt('acme/read-only-run-00001', 'gate', '{"action": "accept"}')$$),
     ('resolve_interrupt_by_token()', $$openwop.resolve_interrupt_by_token((SELECT token FROM ro_token), '{"action": "accept"}')$$),
     ('record_agent_decision()', $$openwop.record_agent_decision('acme/read-only-run-00001', 'gate', 'agent', 0.9)$$),
+    ('connector_auth_expired()', $$openwop.connector_auth_expired('acme/read-only-run-00001', 'gate', 'synthetic', '{"ref": "c"}')$$),
     ('add_group_member()', $$openwop.add_group_member('g', 'alice')$$),
     ('remove_group_member()', $$openwop.remove_group_member('g', 'alice')$$),
     ('add_signing_key()', $$openwop.add_signing_key('read-only-key-2')$$),

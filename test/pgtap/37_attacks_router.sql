@@ -48,6 +48,8 @@ SELECT openwop.start_node('acme/r37-only-alice-00001', 'gate') ->> 'status' AS s
 SELECT openwop.interrupt('acme/r37-only-alice-00001', 'gate', '{"kind": "approval", "data": {"artifactId": "a",
          "artifactType": "doc", "title": "T", "actions": ["accept", "reject"], "approversList": ["alice"]}}')
        #>> '{metadata,interrupt,id}' AS gate \gset
+-- its FlowDrop id (INT-22): the UUID its opaque segment's 16 bytes are
+SELECT encode(decode(translate(split_part(:'gate', '/', 2), '-_', '+/') || '==', 'base64'), 'hex')::uuid::text AS gate_uuid \gset
 
 /* ------------------------------------------------------------------
  * Minting: the router's login is an issuer, its callers are not
@@ -75,7 +77,7 @@ SELECT is(pg_temp.code(pg_temp.routed('flowdrop_interrupt', pg_temp.fwd('viewer'
 SELECT is(pg_temp.code(pg_temp.routed('flowdrop_interrupts', pg_temp.fwd('viewer', false), quote_literal(ARRAY[:'gate']))),
           'PT403 forbidden', '... nor a list of them');
 SELECT is(pg_temp.routed('flowdrop_interrupt', pg_temp.fwd('alice', true), quote_literal(:'gate')) ->> 'id',
-          :'gate', 'forwarded_approver_reads_flowdrop_entries: with approvals:respond it does, as on a single server');
+          :'gate_uuid', 'forwarded_approver_reads_flowdrop_entries: with approvals:respond it does, as on a single server');
 
 /* ------------------------------------------------------------------
  * What the router forwards: privileges it decided for its own caller
@@ -87,7 +89,7 @@ SELECT is(pg_temp.code(pg_temp.routed('mint_interrupt_token',
           'ok', 'forwarded_issuer_mints_resolve_tokens: a caller the router made an issuer mints, the router''s login being one here');
 SELECT is(pg_temp.routed('flowdrop_interrupt', pg_temp.fwd('viewer', false) || '{"privileges": ["readEventLogs"]}',
             quote_literal(:'gate')) ->> 'id',
-          :'gate', 'forwarded_reader_reads_flowdrop_entries: a caller the router lets read event logs reads entries');
+          :'gate_uuid', 'forwarded_reader_reads_flowdrop_entries: a caller the router lets read event logs reads entries');
 SELECT is(pg_temp.code(pg_temp.routed('run_snapshot', pg_temp.fwd('viewer', false) || '{"privileges": ["superuser"]}', quote_literal('acme/r37-only-alice-00001'))),
           'PT400 validation_error', 'forwarded_privileges_closed: a privilege this host does not know is refused');
 SELECT is(pg_temp.code(pg_temp.routed('run_snapshot',
