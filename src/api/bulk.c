@@ -53,7 +53,9 @@ ow_define_bulk_settings(void)
 typedef struct BulkItem
 {
 	const OwCaller *caller;
-	const char *interrupt_id;	/* NULL: a null element */
+	const char *interrupt_id;	/* as given; NULL: a null element */
+	char	   *canonical;		/* "tenant/opaque" when it names an interrupt of
+								 * the caller's tenant, else NULL */
 	Jsonb	   *value;
 	MemoryContext resultctx;
 	char	   *run_id;			/* its run and node, when known (its id as stored in */
@@ -81,7 +83,7 @@ resolve_item(void *arg)
 	SPI_connect();
 	itemctx = CurrentMemoryContext;
 	if (it->run_id)
-		answer = ow_resolve_in_run(it->caller, it->interrupt_id, it->run_id, it->node_id, it->value, itemctx);
+		answer = ow_resolve_in_run(it->caller, it->canonical, it->run_id, it->node_id, it->value, itemctx);
 	else
 		answer = ow_resolve_by_id(it->caller, it->interrupt_id, it->value, itemctx);
 	it->result = MemoryContextAlloc(it->resultctx, VARSIZE(answer));
@@ -109,14 +111,14 @@ item_order(const void *a, const void *b)
 }
 
 /*
- * The ids (n of them) in their canonical form "tenant/opaque" where they
- * name an interrupt of tenant (a UUID, a "~2F" projection), NULL where not:
+ * The items' ids in their canonical form "tenant/opaque" (a UUID, a "~2F"
+ * projection), NULL where one names no interrupt of the caller's tenant:
  * what read_runs looks up, so that every item of a known interrupt is
  * resolved in the order of its run, however it was named.  A malformed id
  * is refused by its own item.
  */
 static ArrayType *
-canonical_ids(char **ids, int n, const char *tenant)
+canonical_ids(BulkItem *items, int n, const char *tenant)
 {
 	Datum	   *elems = palloc(sizeof(Datum) * (n + 1));
 	bool	   *nulls = palloc(sizeof(bool) * (n + 1));
@@ -126,10 +128,11 @@ canonical_ids(char **ids, int n, const char *tenant)
 
 	for (i = 0; i < n; i++)
 	{
-		char	   *id = ids[i] ? ow_canonical_interrupt_id(ids[i], tenant) : NULL;
+		BulkItem   *it = &items[i];
 
-		nulls[i] = id == NULL;
-		elems[i] = id ? CStringGetTextDatum(id) : (Datum) 0;
+		it->canonical = it->interrupt_id ? ow_canonical_interrupt_id(it->interrupt_id, tenant) : NULL;
+		nulls[i] = it->canonical == NULL;
+		elems[i] = it->canonical ? CStringGetTextDatum(it->canonical) : (Datum) 0;
 	}
 	return construct_md_array(elems, nulls, 1, dims, lbs, TEXTOID, -1, false, TYPALIGN_INT);
 }
@@ -284,7 +287,7 @@ resolve_all(char **ids, int n, Jsonb *value, const char *idem_key,
 		items[i].position = i;
 		order[i] = &items[i];
 	}
-	read_runs(call.caller.subject.tenant, canonical_ids(ids, n, call.caller.subject.tenant), items, n);
+	read_runs(call.caller.subject.tenant, canonical_ids(items, n, call.caller.subject.tenant), items, n);
 	qsort(order, n, sizeof(BulkItem *), item_order);
 	for (i = 0; i < n; i++)
 	{
