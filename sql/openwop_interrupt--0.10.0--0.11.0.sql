@@ -411,26 +411,55 @@ CREATE FUNCTION openwop.create_run(workflow_id text, options jsonb DEFAULT '{}',
 COMMENT ON FUNCTION openwop.create_run(text, jsonb, text) IS
   'Creates a run of workflow_id in the caller''s tenant and appends run.started. options: tenant, runId, configurable, inputs, metadata, definition {nodes, edges}; callbackUrl is refused (callback delivery is not advertised). requested_by: the subject on whose behalf the engine starts the run (kept with it; an approval policy may keep them from voting on its gates). Returns {runId, status, workflowId, sequence}.';
 REVOKE ALL ON FUNCTION openwop.create_run(text, jsonb, text) FROM PUBLIC;
-DO $do$
+/*
+ * carry_grants(old, new): the EXECUTE grants a DBA gave on old, given on
+ * new by the same grantors (an owner's grant with its grant option first,
+ * then the grants the holders of that option made, each as its grantor),
+ * so that revoking a grantor's option still takes its grants away.  It
+ * lives for this script only (dropped at its end).
+ */
+CREATE FUNCTION openwop.carry_grants(old pg_catalog.regprocedure, new pg_catalog.regprocedure)
+    RETURNS void LANGUAGE plpgsql
+AS $carry$
 DECLARE
     g record;
+    given integer := -1;
 BEGIN
-    FOR g IN
-        SELECT n.new, a.grantee::pg_catalog.regrole::pg_catalog.text AS grantee
-          FROM (VALUES ('openwop.may_decide(text, text, text, jsonb)'::pg_catalog.regprocedure,
-                        'openwop.may_decide(text, text, text, jsonb, jsonb)'),
-                       ('openwop.create_run(text, jsonb)'::pg_catalog.regprocedure,
-                        'openwop.create_run(text, jsonb, text)')) n(old, new)
-          JOIN pg_catalog.pg_proc p ON p.oid OPERATOR(pg_catalog.=) n.old
-         CROSS JOIN LATERAL pg_catalog.aclexplode(p.proacl) a
-         WHERE a.privilege_type OPERATOR(pg_catalog.=) 'EXECUTE'
-           AND a.grantee OPERATOR(pg_catalog.<>) 0
-           AND a.grantee OPERATOR(pg_catalog.<>) p.proowner
-    LOOP
-        EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO %s', g.new, g.grantee);
+    -- a round gives what the grants of the rounds before allow; until one gives nothing
+    WHILE given IS DISTINCT FROM (SELECT pg_catalog.count(*) FROM pg_catalog.pg_proc q, pg_catalog.aclexplode(q.proacl) b
+                                  WHERE q.oid OPERATOR(pg_catalog.=) new) LOOP
+        given := (SELECT pg_catalog.count(*) FROM pg_catalog.pg_proc q, pg_catalog.aclexplode(q.proacl) b
+                   WHERE q.oid OPERATOR(pg_catalog.=) new);
+        FOR g IN
+            SELECT a.grantor, a.grantee, a.is_grantable,
+                   CASE WHEN a.grantee OPERATOR(pg_catalog.=) 0 THEN 'PUBLIC'
+                        ELSE a.grantee::pg_catalog.regrole::pg_catalog.text END AS grantee_name
+              FROM pg_catalog.pg_proc p, pg_catalog.aclexplode(p.proacl) a
+             WHERE p.oid OPERATOR(pg_catalog.=) old
+               AND a.privilege_type OPERATOR(pg_catalog.=) 'EXECUTE'
+               AND a.grantee OPERATOR(pg_catalog.<>) p.proowner
+               -- not given yet, by a grantor who may give it now
+               AND NOT EXISTS (SELECT FROM pg_catalog.pg_proc q, pg_catalog.aclexplode(q.proacl) b
+                                WHERE q.oid OPERATOR(pg_catalog.=) new
+                                  AND b.privilege_type OPERATOR(pg_catalog.=) 'EXECUTE'
+                                  AND b.grantor OPERATOR(pg_catalog.=) a.grantor
+                                  AND b.grantee OPERATOR(pg_catalog.=) a.grantee)
+               AND (a.grantor OPERATOR(pg_catalog.=) p.proowner
+                    OR pg_catalog.has_function_privilege(a.grantor, new, 'EXECUTE WITH GRANT OPTION'))
+        LOOP
+            IF g.grantor OPERATOR(pg_catalog.<>) (SELECT proowner FROM pg_catalog.pg_proc WHERE oid OPERATOR(pg_catalog.=) new) THEN
+                EXECUTE pg_catalog.format('SET ROLE %s', g.grantor::pg_catalog.regrole);
+            END IF;
+            EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO %s%s', new, g.grantee_name,
+                                      CASE WHEN g.is_grantable THEN ' WITH GRANT OPTION' ELSE '' END);
+            RESET ROLE;
+        END LOOP;
     END LOOP;
 END
-$do$;
+$carry$;
+
+SELECT openwop.carry_grants('openwop.may_decide(text, text, text, jsonb)', 'openwop.may_decide(text, text, text, jsonb, jsonb)');
+SELECT openwop.carry_grants('openwop.create_run(text, jsonb)', 'openwop.create_run(text, jsonb, text)');
 DROP FUNCTION openwop.may_decide(text, text, text, jsonb);
 DROP FUNCTION openwop.create_run(text, jsonb);
 
@@ -1091,24 +1120,8 @@ CREATE FUNCTION openwop_api."resolveInterruptByToken"(json)
     LANGUAGE C VOLATILE;
 REVOKE ALL ON FUNCTION openwop_api."resolveInterruptByRun"(json),
     openwop_api."resolveInterruptByToken"(json) FROM PUBLIC;
-DO $$
-DECLARE
-    f text;
-    g record;
-BEGIN
-    FOREACH f IN ARRAY ARRAY['resolveInterruptByRun', 'resolveInterruptByToken'] LOOP
-        FOR g IN SELECT a.grantee, a.is_grantable
-                   FROM pg_catalog.pg_proc p, pg_catalog.aclexplode(p.proacl) a
-                  WHERE p.oid OPERATOR(pg_catalog.=) pg_catalog.to_regprocedure(pg_catalog.format('openwop_api.%I(jsonb)', f))
-                    AND a.privilege_type OPERATOR(pg_catalog.=) 'EXECUTE'
-                    AND a.grantee OPERATOR(pg_catalog.<>) p.proowner LOOP
-            EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION openwop_api.%I(json) TO %s%s', f,
-                        CASE WHEN g.grantee OPERATOR(pg_catalog.=) 0 THEN 'PUBLIC' ELSE g.grantee::pg_catalog.regrole::pg_catalog.text END,
-                        CASE WHEN g.is_grantable THEN ' WITH GRANT OPTION' ELSE '' END);
-        END LOOP;
-    END LOOP;
-END
-$$;
+SELECT openwop.carry_grants('openwop_api."resolveInterruptByRun"(jsonb)', 'openwop_api."resolveInterruptByRun"(json)');
+SELECT openwop.carry_grants('openwop_api."resolveInterruptByToken"(jsonb)', 'openwop_api."resolveInterruptByToken"(json)');
 DROP FUNCTION openwop_api."resolveInterruptByRun"(jsonb);
 DROP FUNCTION openwop_api."resolveInterruptByToken"(jsonb);
 COMMENT ON FUNCTION openwop_api."resolveInterruptByRun"(json) IS
@@ -1456,4 +1469,5 @@ UPDATE pg_catalog.pg_init_privs i
                                               'openwop.create_run(text, jsonb, text)'::pg_catalog.regprocedure,
                                               'openwop_api."resolveInterruptByRun"(json)'::pg_catalog.regprocedure,
                                               'openwop_api."resolveInterruptByToken"(json)'::pg_catalog.regprocedure]::pg_catalog.oid[]);
+DROP FUNCTION openwop.carry_grants(pg_catalog.regprocedure, pg_catalog.regprocedure);
 -- == the grants this update carried over (end) ==
