@@ -1,49 +1,19 @@
 #!/usr/bin/env bash
 # The PostgREST surface (schema openwop_api, docs/postgrest.md), tested the
 # way PostgREST v12 calls it.  PostgREST itself is not installed here, so
-# every request is replayed statement for statement as PostgREST v12.2.12
-# (commit cd3cf9ed978c8892e3ac460cb4d0b8c621d4c98f) sends it, in a session
-# of a real authenticator login, and the HTTP response is computed from
-# what the database answered the way PostgREST computes it:
-#
-#   transaction  hasql-transaction 1.0.1.4 (57a6ff13), Private/SQL.hs and
-#                Sessions.hs: "BEGIN ISOLATION LEVEL READ COMMITTED
-#                READ WRITE" (READ ONLY for a GET and for a STABLE
-#                function: src/PostgREST/Plan.hs, callReadPlan, txMode),
-#                then COMMIT, or ABORT after an error;
-#   settings     src/PostgREST/Query.hs, setPgLocals: one
-#                "select set_config(...)" of search_path ("openwop_api",
-#                "public"), the role's settings (queried at startup:
-#                src/PostgREST/Config/Database.hs, queryRoleSettings), role,
-#                request.jwt.claims (the JWT's claims with "role" set:
-#                src/PostgREST/Auth.hs, parseClaims), request.method,
-#                request.path, request.headers (a JSON object, names in
-#                lower case: src/PostgREST/ApiRequest.hs, iHeaders) and
-#                request.cookies, each set_config(name, $n, true)
-#                (src/PostgREST/Query/SqlFragment.hs, setConfigLocal);
-#   the call     src/PostgREST/Query/QueryBuilder.hs, callPlanToQuery: a
-#                function with one unnamed jsonb parameter gets the raw
-#                body as $1::jsonb (SqlFragment.hs, singleParameter); named
-#                parameters come from json_to_record of the body or of the
-#                GET query parameters (SqlFragment.hs, fromJsonBodyF),
-#                wrapped as src/PostgREST/Query/Statements.hs, prepareCall
-#                wraps it, which reads response.headers and response.status
-#                with nullif(current_setting(..., true), '');
-#   a read       of the inbox view: the statement of Statements.hs,
-#                prepareRead (see "the inbox" below for the lines followed);
-#   the answer   src/PostgREST/Response.hs, actionResponse and
-#                overrideStatusHeaders (the status of response.status, the
-#                headers of response.headers added to Content-Type and
-#                Content-Range), src/PostgREST/Error.hs, pgErrorStatus (the
-#                status of an error: PTnnn is nnn, ...).
-#
-# hasql sends each statement with the extended protocol; the replay uses
-# PREPARE and EXECUTE, which plan and bind the same way.  Needs the cluster
-# test/run starts (it connects as the logins it creates).
+# every request is given as curl sends it (method, URL, headers, body, a
+# signed JWT) and replayed by test/pgrst_lib.sh statement for statement as
+# PostgREST v12.2.12 (commit cd3cf9ed978c8892e3ac460cb4d0b8c621d4c98f) sends
+# it, in a session of a real authenticator login, and the HTTP response is
+# computed from what the database answered the way PostgREST computes it.
+# What is modelled, each behaviour cited to PostgREST's source: the header
+# of test/pgrst_lib.sh (the JWT as jose reads it, the URL as http-types
+# decodes it, the Content-Type, the function the schema cache picks, the
+# transaction and its set_config select, the statement, the answer).
+# test/checks/postgrest_http.sh checks that layer itself.  Needs the
+# cluster test/run starts (it connects as the logins it creates).
 set -euo pipefail
 . "$(dirname "$0")/../lib.sh"
-# responses are JSON, read with jq (test/lib.sh installs it)
-command -v jq >/dev/null 2>&1 || { echo "jq is missing: test/run installs it" >&2; exit 1; }
 db=openwop_pgrst
 auth=owpr_authenticator         # PostgREST's db-uri login
 anon=owpr_anon                  # db-anon-role
@@ -98,190 +68,38 @@ GRANT openwop_approver TO $mallory;
 SELECT openwop.add_signing_key('k1');
 SQL
 
-# the role settings PostgREST reads at startup (queryRoleSettings), as rows
-psql -X -A -t -q -F $'\t' -U $auth -d $db >"$tmp/role_settings" <<'SQL'
-with role_setting as (
-  select r.rolname, unnest(r.rolconfig) as setting
-    from pg_auth_members m join pg_roles r on r.oid = m.roleid
-   where member = current_user::regrole::oid),
-kv_settings as (
-  select rolname, substr(setting, 1, strpos(setting, '=') - 1) as key,
-         lower(substr(setting, strpos(setting, '=') + 1)) as value from role_setting)
-select kv.rolname, kv.key, kv.value from kv_settings kv
-  join pg_settings ps on ps.name = kv.key
-   and (ps.context = 'user' or has_parameter_privilege(current_user::regrole::oid, ps.name, 'set'))
- where kv.key <> 'default_transaction_isolation';
-SQL
-[ "$(cat "$tmp/role_settings")" = "$web	lock_timeout	1s" ]
+# ---------- PostgREST in front (postgrest.conf: db-uri, db-schemas, db-anon-role, jwt-secret) ----------
+export PGRST_DB=$db PGRST_AUTHENTICATOR=$auth PGRST_ANON=$anon PGRST_SCHEMA=openwop_api PGRST_ROOT_SPEC= PGRST_TMP=$tmp
+. "$(dirname "$0")/../pgrst_lib.sh"
+pgrst_init
+# the role settings PostgREST read at startup (Config/Database.hs, queryRoleSettings)
+jq -e --arg web $web '.role_settings == {($web): [["lock_timeout", "1s"]]}' "$tmp/pgrst_cache.json" >/dev/null
 
-# ---------- one request, as PostgREST sends it ----------
-
-# The start of one request's transaction: pgrst_begin MODE ROLE V prints
-# BEGIN and the set_config select (src/PostgREST/Query.hs, setPgLocals),
-# the values in the psql variables V<name>, and opens the \if of its
-# success: what follows runs only if it succeeded; pgrst_end closes it.
-pgrst_begin() {
-	local mode=$1 role=$2 v=$3 n=2 locals args
-	locals="select set_config('search_path', \$1, true)"
-	args="(:'${v}search_path'"
-	while IFS=$'\t' read -r r k val; do
-		[ "$r" = "$role" ] || continue
-		locals+=", set_config(\$$n, \$$((n + 1)), true)"
-		args+=", '$k', '$val'"
-		n=$((n + 2))
-	done <"$tmp/role_settings"
-	locals+=", set_config('role', \$$n, true), set_config('request.jwt.claims', \$$((n + 1)), true)"
-	locals+=", set_config('request.method', \$$((n + 2)), true), set_config('request.path', \$$((n + 3)), true)"
-	locals+=", set_config('request.headers', \$$((n + 4)), true), set_config('request.cookies', \$$((n + 5)), true)"
-	args+=", :'${v}role', :'${v}claims', :'${v}method', :'${v}path', :'${v}headers', :'${v}cookies')"
-	cat <<SQL
-BEGIN ISOLATION LEVEL READ COMMITTED $mode;
-\\o /dev/null
-PREPARE ${v}pgrst_locals AS $locals;
-EXECUTE ${v}pgrst_locals$args;
-\\o
-\\if :ERROR
-\\echo PGRST-ERROR :LAST_ERROR_SQLSTATE
-\\echo :LAST_ERROR_MESSAGE
-ABORT;
-\\else
-SQL
-}
-
-# The end of a request: COMMIT after the main statement, or ABORT after its error.
-pgrst_end() {
-	cat <<'SQL'
-\if :ERROR
-\echo PGRST-ERROR :LAST_ERROR_SQLSTATE
-\echo :LAST_ERROR_MESSAGE
-ABORT;
-\else
-COMMIT;
-\echo PGRST-COMMIT
-\endif
-\endif
-SQL
-}
-
-# The statements of one request: request_sql METHOD FUNCTION ROLE ARGKEYS V
-# [open], the values in the psql variables V<name> (set by
-# prepare_request).  FUNCTION's volatility and parameters decide the
-# transaction mode and the call, as PostgREST's schema cache does; "open"
-# leaves the transaction open after the call.
-request_sql() {
-	local method=$1 fn=$2 role=$3 argkeys=$4 v=$5 open=${6:-} mode="READ WRITE" call
-	if [ "$method" = GET ] || [ "$fn" = inspectInterruptByToken ]; then
-		mode="READ ONLY"
-	fi
-	if [ "$fn" != inspectInterruptByToken ]; then
-		# one unnamed jsonb parameter: the raw body
-		call="SELECT pgrst_call.pgrst_scalar FROM (SELECT \"openwop_api\".\"$fn\"(\$1::jsonb) pgrst_scalar) pgrst_call"
-		params="" exec="(:'${v}args')"
-	elif [ -z "$argkeys" ]; then
-		# named parameters, none given
-		call="SELECT pgrst_call.pgrst_scalar FROM (SELECT \"openwop_api\".\"$fn\"() pgrst_scalar) pgrst_call"
-		params="" exec=""
+# request METHOD FUNCTION CLAIMS HEADERS ARGS [LOGIN]: one request to
+# /rpc/FUNCTION as curl sends it: CLAIMS (a JSON object, or empty for no
+# JWT) signed into Authorization: Bearer, the extra HEADERS (a JSON
+# object), ARGS the POST body (Content-Type: application/json) or the GET
+# query parameters (a JSON object, percent-encoded into the URL); in a
+# session of LOGIN (default: the authenticator).  Prints the answer
+# (test/pgrst_lib.sh, pgrst_request).
+request_args() {    # the options of pgrst_request/pgrst_script for request's arguments
+	local method=$1 fn=$2 claims=$3 extra=$4 args=$5 login=${6:-$auth} h query
+	req_url=/rpc/$fn
+	req_opts=(--login "$login")
+	[ -n "$claims" ] && req_opts+=(--jwt "$claims")
+	while IFS= read -r h; do
+		[ -n "$h" ] && req_opts+=(-H "$h")
+	done < <(jq -r 'to_entries[] | "\(.key): \(.value)"' <<<"$extra")
+	if [ "$method" = GET ]; then
+		query=$(jq -r 'to_entries | map("\(.key | @uri)=\(.value | tostring | @uri)") | join("&")' <<<"$args")
+		[ -n "$query" ] && req_url+="?$query"
 	else
-		# named parameters from the query string (or body) as JSON
-		call="SELECT pgrst_call.pgrst_scalar FROM (SELECT \$1 AS json_data) pgrst_payload, LATERAL (SELECT \"token\" FROM json_to_record(pgrst_payload.json_data) AS _(\"token\" text) LIMIT 1) pgrst_body , LATERAL (SELECT \"openwop_api\".\"$fn\"(\"token\" := pgrst_body.\"token\") pgrst_scalar) pgrst_call"
-		params="(json)" exec="(:'${v}args')"
+		req_opts+=(-H 'Content-Type: application/json' -d "$args")
 	fi
-	pgrst_begin "$mode" "$role" "$v"
-	cat <<SQL
-PREPARE ${v}pgrst_call$params AS WITH pgrst_source AS ($call) SELECT null::bigint AS total_result_set, 1 AS page_total, coalesce(json_agg(_postgrest_t.pgrst_scalar)->0, 'null') AS body, nullif(current_setting('response.headers', true), '') AS response_headers, nullif(current_setting('response.status', true), '') AS response_status, '' AS response_inserted FROM (SELECT "$fn".* FROM "pgrst_source" AS "$fn"    ) _postgrest_t;
-EXECUTE ${v}pgrst_call$exec;
-SQL
-	[ -n "$open" ] && { echo '\endif'; return; }
-	pgrst_end
 }
-
-# The status PostgREST gives an error (src/PostgREST/Error.hs, pgErrorStatus).
-pgrst_error_status() {    # SQLSTATE AUTHENTICATED MESSAGE
-	case $1 in
-		08*) echo 503 ;; 09*) echo 500 ;; 0L*) echo 403 ;; 0P*) echo 403 ;;
-		23503|23505) echo 409 ;; 25006) echo 405 ;;
-		21000) [[ $3 == *"requires a WHERE clause" ]] && echo 400 || echo 500 ;;
-		25*) echo 500 ;; 28*) echo 403 ;; 2D*|38*|39*|3B*|40*) echo 500 ;;
-		53400) echo 500 ;; 53*) echo 503 ;; 54*|55*) echo 500 ;;
-		57P01) echo 503 ;; 57*|58*|F0*|HV*) echo 500 ;;
-		P0001) echo 400 ;; P0*|XX*) echo 500 ;;
-		42883) [[ $3 == "function xmlagg("* ]] && echo 406 || echo 404 ;;
-		42P01) echo 404 ;; 42P17) echo 500 ;;
-		42501) [ "$2" = true ] && echo 403 || echo 401 ;;
-		PT*) echo "${1#PT}" ;;
-		*) echo 400 ;;
-	esac
-}
-
-# prepare_request V METHOD FUNCTION CLAIMS HEADERS ARGS [PATH]: the values of one
-# request, as PostgREST v12 makes them for a client that sent a JWT with
-# CLAIMS (a JSON object; empty: no JWT, so the anonymous role), the extra
-# request HEADERS (a JSON object) and ARGS (the POST body, or the GET
-# query parameters as a JSON object) on PATH (default /rpc/FUNCTION).
-# Appends the psql variables V<name>
-# to psql_vars and sets req_role, req_authed and req_argkeys.
-prepare_request() {
-	local v=$1 method=$2 fn=$3 claims=$4 extra=$5 args=$6 headers
-	if [ -z "$claims" ]; then
-		req_role=$anon
-		claims="{}"
-	else
-		req_role=$(jq -r --arg anon $anon '.role // $anon' <<<"$claims")
-	fi
-	[ "$req_role" = $anon ] && req_authed=false || req_authed=true
-	claims=$(jq -c --arg role "$req_role" '. + {role: $role}' <<<"$claims")
-	headers=$(jq -c -n --argjson extra "$extra" --arg method "$method" --arg len "${#args}" --arg authed $req_authed '
-		{"host": "api.example.org", "user-agent": "curl/8.5.0", "accept": "*/*"}
-		+ (if $method == "POST" then {"content-type": "application/json", "content-length": $len} else {} end)
-		+ (if $authed == "true" then {"authorization": "Bearer eyJhbGciOiJIUzI1NiJ9.test.test"} else {} end)
-		+ $extra')
-	[ "$method" = GET ] && args=$(jq -c . <<<"$args")
-	req_argkeys=$(jq -r 'if type == "object" then keys | join(",") else "" end' <<<"$args")
-	psql_vars+=(-v "${v}search_path=\"openwop_api\", \"public\"" -v "${v}role=$req_role" -v "${v}claims=$claims"
-		-v "${v}method=$method" -v "${v}path=${7:-/rpc/$fn}" -v "${v}headers=$headers" -v "${v}cookies={}" -v "${v}args=$args")
-}
-
-# request METHOD FUNCTION CLAIMS HEADERS ARGS [LOGIN]: one request (see
-# prepare_request) in a session of LOGIN (default: the authenticator).
-# Prints the HTTP response PostgREST would send, as one JSON line
-# {status, headers: {lower-case name: value}, body, tx}.
 request() {
-	local login=${6:-$auth} out
-	psql_vars=()
-	prepare_request r "$1" "$2" "$3" "$4" "$5"
-	out=$(request_sql "$1" "$2" "$req_role" "$req_argkeys" r |
-		psql -X -A -t -q -F $'\x1f' -U "$login" -d $db "${psql_vars[@]}" 2>/dev/null)
-	respond "$req_authed" "$out"
-}
-
-# The HTTP response of a request's output (src/PostgREST/Response.hs,
-# src/PostgREST/Error.hs).
-respond() {    # AUTHENTICATED OUTPUT
-	local authed=$1 out=$2 state msg status body gheaders gstatus
-	if grep -q '^PGRST-ERROR' <<<"$out"; then
-		state=$(grep '^PGRST-ERROR' <<<"$out" | head -n 1 | cut -d' ' -f2)
-		msg=$(grep -A1 '^PGRST-ERROR' <<<"$out" | sed -n 2p)
-		status=$(pgrst_error_status "$state" "$authed" "$msg")
-		jq -c -n --arg code "$state" --arg msg "$msg" --argjson status "$status" '
-			{status: $status,
-			 headers: ({"content-type": "application/json; charset=utf-8"}
-			           + (if $status == 401 then {"www-authenticate": "Bearer"} else {} end)),
-			 body: {code: $code, message: $msg}, tx: "ABORT"}'
-		return
-	fi
-	grep -q '^PGRST-COMMIT' <<<"$out" || { echo "no COMMIT in: $out" >&2; return 1; }
-	# the one row, up to the COMMIT (json_agg of rows puts a newline between them)
-	IFS=$'\x1f' read -r -d '' _ ptotal body gheaders gstatus _ <<<"$(sed '/^PGRST-COMMIT$/,$d' <<<"$out")" || true
-	# Content-Range: the offset (0 here) to offset + page_total - 1, total
-	# unknown (no Prefer: count): src/PostgREST/RangeQuery.hs,
-	# rangeStatusHeader and contentRangeH, lines 96 and 111
-	jq -c -n --argjson body "$body" --arg gh "$gheaders" --arg gs "$gstatus" --argjson pt "$ptotal" '
-		($gh | if . == "" then [] else fromjson end
-		     | map(to_entries[0] | {key: (.key | ascii_downcase), value}) | from_entries) as $guc
-		| {status: (if $gs == "" then 200 else ($gs | tonumber) end),
-		   headers: ({"content-range": (if $pt > 0 then "0-\($pt - 1)/*" else "*/*" end),
-		              "content-type": "application/json; charset=utf-8"} + $guc),
-		   body: $body, tx: "COMMIT"}'
+	request_args "$@"
+	pgrst_request "$1" "$req_url" "${req_opts[@]}"
 }
 
 # check NAME RESPONSE JQ-CONDITION
@@ -325,64 +143,26 @@ body() {    # RUN [NODE [RESUME-VALUE]]: the body {runId, nodeId, resumeValue}
 }
 
 # ---------- the inbox: GET /pending_interrupts ----------
-# A GET of a view is a read plan (src/PostgREST/Plan.hs, line 159:
-# WrappedReadPlan ... SQL.Read, so the transaction is READ ONLY), the same
-# set_config select, then one statement: src/PostgREST/Query.hs,
-# actionQuery of WrappedReadPlan (line 112) runs Statements.hs,
-# prepareRead (line 96) around QueryBuilder.hs, readPlanToQuery (line 44):
-#   "SELECT " select items, FROM, joins, WHERE, GROUP BY, ORDER BY, LIMIT,
-#   each joined by " " (so empty parts leave their spaces); no select=
-#   is "<view>.*" (SqlFragment.hs, pgFmtSelectItem and pgFmtColumn, lines
-#   269 and 247); FROM "schema"."view" (fromF, QueryBuilder.hs line 269);
-#   a filter requested_at=gt.X is ' "<view>"."requested_at" > $n' after
-#   an empty NOT (SqlFragment.hs, pgFmtFilter, line 369; gt is
-#   quantOperator's ">", line 123), X a parameter of type unknown
-#   (unknownLiteral, line 520) with no cast, PostgreSQL inferring
-#   timestamptz from the column: no transform for a column that is no
-#   domain (pgFmtUnknownLiteralForField, line 355);
-#   order=requested_at is '"<view>"."requested_at" ' followed by the
-#   unwords of no direction and no nulls order (pgFmtOrderTerm, line 337);
-#   limit=N is "LIMIT $n OFFSET $m", both unknown-typed parameters
-#   (limitOffsetF, line 482);
-# and prepareRead wraps it in "WITH pgrst_source AS ( ... ) " with no
-# count CTE (countF, line 466: no Prefer: count is null::bigint), the
-# body coalesce(json_agg(_postgrest_t), '[]') of the default JSON handler
-# (asJsonF, line 211, for no routine).  The response: Response.hs,
-# actionResponse of WrappedReadPlan (line 67): status 200 (the total is
-# unknown: RangeQuery.hs, rangeStatus, line 105), Content-Range from
-# page_total (respond above), the body as it came.  A permission error
-# is Error.hs, pgErrorStatus: 42501 is 401 without a JWT, 403 with one.
+# A GET of the view, read by PostgREST's read plan (test/pgrst_lib.sh:
+# READ ONLY, the set_config select, Statements.hs prepareRead around
+# QueryBuilder.hs readPlanToQuery: order=requested_at is ORDER BY, limit=N
+# is LIMIT $n OFFSET $m, requested_at=gt.X is "requested_at" > $n, each an
+# unknown-typed parameter), answered 200 with Content-Range.  A
+# permission error is Error.hs pgErrorStatus: 42501 is 401 without a JWT,
+# 403 with one.
 inbox_cols='["interrupt_id", "run_id", "node_id", "kind", "title", "request", "resume_schema", "requested_at",
-             "expires_at", "required_approvals", "accepts", "rejects", "voters", "my_vote", "my_vote_at"]'
+             "expires_at", "required_approvals", "accepts", "rejects", "voters", "my_vote", "my_vote_at", "policy", "due_at", "overdue"]'
 
 # read_inbox CLAIMS LIMIT [AFTER]: GET
-# /pending_interrupts?order=requested_at&limit=LIMIT[&requested_at=gt.AFTER]
-# (AFTER as the server has it, URL-decoded), as request does.
+# /pending_interrupts?order=requested_at&limit=LIMIT[&requested_at=gt.AFTER],
+# AFTER percent-encoded as curl sends it (a '+' as %2B: a raw '+' is a
+# space, test/checks/postgrest_http.sh)
 read_inbox() {
-	local claims=$1 limit=$2 after=${3:-} query sel params exec out
-	query=$(jq -c -n --arg l "$limit" --arg a "$after" \
-		'{order: "requested_at", limit: $l} + (if $a == "" then {} else {requested_at: ("gt." + $a)} end)')
-	psql_vars=()
-	prepare_request i GET pending_interrupts "$claims" '{}' "$query" /pending_interrupts
-	psql_vars+=(-v "ilimit=$limit" -v "iafter=$after")
-	sel='SELECT "openwop_api"."pending_interrupts".* FROM "openwop_api"."pending_interrupts" '
-	if [ -n "$after" ]; then
-		sel+=' WHERE  "openwop_api"."pending_interrupts"."requested_at" > $1  '
-		sel+='ORDER BY "openwop_api"."pending_interrupts"."requested_at"   LIMIT $2 OFFSET $3'
-		params="(unknown, unknown, unknown)" exec="(:'iafter', :'ilimit', '0')"
-	else
-		sel+='   ORDER BY "openwop_api"."pending_interrupts"."requested_at"   LIMIT $1 OFFSET $2'
-		params="(unknown, unknown)" exec="(:'ilimit', '0')"
-	fi
-	out=$({
-		pgrst_begin "READ ONLY" "$req_role" i
-		cat <<SQL
-PREPARE ipgrst_read$params AS WITH pgrst_source AS ( $sel )  SELECT null::bigint AS total_result_set, pg_catalog.count(_postgrest_t) AS page_total, coalesce(json_agg(_postgrest_t), '[]') AS body, nullif(current_setting('response.headers', true), '') AS response_headers, nullif(current_setting('response.status', true), '') AS response_status, '' AS response_inserted FROM ( SELECT * FROM pgrst_source ) _postgrest_t;
-EXECUTE ipgrst_read$exec;
-SQL
-		pgrst_end
-	} | psql -X -A -t -q -F $'\x1f' -U $auth -d $db "${psql_vars[@]}" 2>/dev/null)
-	respond "$req_authed" "$out"
+	local claims=$1 limit=$2 after=${3:-} url opts=()
+	url="/pending_interrupts?order=requested_at&limit=$limit"
+	[ -n "$after" ] && url+="&requested_at=gt.$(pgrst_urlencode "$after")"
+	[ -n "$claims" ] && opts=(--jwt "$claims")
+	pgrst_request GET "$url" "${opts[@]}"
 }
 
 echo "# GET /pending_interrupts"
@@ -544,9 +324,9 @@ release() {
 gate acme/pgrst-run-000000000005 >/dev/null
 key=pgrst-key-0000000000000005
 # the first request with the key, as PostgREST sends it, its transaction still open
-psql_vars=()
-prepare_request h POST resolveInterruptByRun "$alice" "{\"idempotency-key\": \"$key\"}" "$(body acme/pgrst-run-000000000005)"
-hold $auth "EXECUTE hpgrst_call" "$(request_sql POST resolveInterruptByRun "$req_role" "" h open)" "${psql_vars[@]}"
+request_args POST resolveInterruptByRun "$alice" "{\"idempotency-key\": \"$key\"}" "$(body acme/pgrst-run-000000000005)"
+pgrst_script POST "$req_url" "${req_opts[@]}" --name h --open
+hold $auth "EXECUTE hpgrst_call" "$(cat "$pgrst_script_file")"
 r=$(request POST resolveInterruptByRun "$alice" "{\"idempotency-key\": \"$key\"}" "$(body acme/pgrst-run-000000000005)")
 check "idempotency_in_flight: the same key while the first request is open is 409 after lock_timeout (the role's setting)" "$r" \
 	"$(envelope 409 idempotency_in_flight) and .body.details == {}"
@@ -565,14 +345,13 @@ release
 
 # one pooled connection serves request after request: nothing of one is left for the next
 gate acme/pgrst-run-000000000007 >/dev/null
-psql_vars=()
-prepare_request a POST resolveInterruptByRun "$noscope" '{}' "$(body acme/pgrst-run-000000000007)"
-sql=$(request_sql POST resolveInterruptByRun "$req_role" "" a)
-prepare_request b POST resolveInterruptByRun "" '{}' "$(body acme/pgrst-run-000000000007)"
-sql+=$'\n'$(request_sql POST resolveInterruptByRun "$req_role" "" b)
-prepare_request c POST resolveInterruptByRun "$alice" '{}' "$(body acme/pgrst-run-000000000007)"
-sql+=$'\n'$(request_sql POST resolveInterruptByRun "$req_role" "" c)
-r=$(psql -X -A -t -q -F $'\x1f' -U $auth -d $db "${psql_vars[@]}" <<<"$sql" 2>/dev/null | grep -v '^PGRST-' | cut -d $'\x1f' -f3 | jq -s -c .)
+sql=
+for v in a:"$noscope" b: c:"$alice"; do
+	request_args POST resolveInterruptByRun "${v#*:}" '{}' "$(body acme/pgrst-run-000000000007)"
+	pgrst_script POST "$req_url" "${req_opts[@]}" --name "${v%%:*}"
+	sql+=$(cat "$pgrst_script_file")$'\n'
+done
+r=$(psql -X -A -t -q -F $'\x1f' -U $auth -d $db <<<"$sql" 2>/dev/null | grep -v '^PGRST-' | cut -d $'\x1f' -f3 | jq -s -c .)
 check "one pooled connection: bob, then an anonymous request, then alice: each is only itself" "$r" \
 	'length == 3 and .[0].error == "forbidden" and .[0].details == {"requiredScope": "approvals:respond"}
 	 and .[1].error == "forbidden" and .[1].details == {"requiredScope": "approvals:respond"}
