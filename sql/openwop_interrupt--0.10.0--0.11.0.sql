@@ -1256,7 +1256,7 @@ SELECT $doc$
     "tags": ["token"],
     "summary": "Read the interrupt a signed token names",
     "description": "The OpenWOP operation inspectInterruptByToken (the token in the query string). The token is the credential: no JWT. Read only. Refusals (the error envelope): 401 interrupt_token_invalid; 404 not_found; 409 interrupt_already_resolved; 410 interrupt_expired.",
-    "parameters": [{"name": "token", "in": "query", "required": true, "schema": {"type": "string"}, "description": "ow2.hs256.<kid>.<payload>.<mac>"}],
+    "parameters": [{"name": "token", "in": "query", "required": false, "schema": {"type": "string"}, "description": "ow2.hs256.<kid>.<payload>.<mac> (without it: 401 interrupt_token_invalid)"}],
     "responses": {"200": {"$ref": "#/components/responses/InterruptPayload"}, "401": {"$ref": "#/components/responses/Refused"}, "404": {"$ref": "#/components/responses/Refused"}, "409": {"$ref": "#/components/responses/Refused"}, "410": {"$ref": "#/components/responses/Refused"}},
     "security": [{}]
    },
@@ -1318,6 +1318,14 @@ SELECT $doc$
     "operationId": "root",
     "tags": ["meta"],
     "summary": "This document (db-root-spec)",
+    "responses": {"200": {"$ref": "#/components/responses/Document"}},
+    "security": [{}]
+   },
+   "post": {
+    "operationId": "rootPost",
+    "tags": ["meta"],
+    "summary": "This document (db-root-spec is a function: POST / calls it too)",
+    "requestBody": {"required": false, "description": "a JSON object of the function's parameters (PostgREST answers any other member 404 PGRST202)", "content": {"application/json": {"schema": {"type": "object", "additionalProperties": false, "required": [], "properties": {}}}}},
     "responses": {"200": {"$ref": "#/components/responses/Document"}},
     "security": [{}]
    }
