@@ -28,10 +28,6 @@ END $$;
 CREATE FUNCTION pg_temp.entry(iid text) RETURNS jsonb LANGUAGE sql AS $$
   SELECT openwop.flowdrop_interrupt(iid)::jsonb
 $$;
--- the UUID an interrupt id stands for (INT-22's id): its opaque segment's 16 bytes, 8-4-4-4-12 in lower case
-CREATE FUNCTION pg_temp.uuid_of(iid text) RETURNS text LANGUAGE sql AS $$
-  SELECT encode(decode(translate(split_part(iid, '/', 2), '-_', '+/') || '==', 'base64'), 'hex')::uuid::text
-$$;
 CREATE FUNCTION pg_temp.iso(v jsonb) RETURNS boolean LANGUAGE sql AS $$
   SELECT jsonb_typeof(v) = 'string' AND v #>> '{}' ~ '^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$'
 $$;

@@ -27,11 +27,6 @@ SET LOCAL timezone = 'UTC';
 \ir events.psql
 \ir policy_admin.psql
 
--- the UUID an interrupt id stands for, computed here from its opaque
--- segment (base64url of 16 bytes): 8-4-4-4-12 in lower case
-CREATE FUNCTION pg_temp.uuid_of(iid text) RETURNS text LANGUAGE sql AS $$
-  SELECT encode(decode(translate(split_part(iid, '/', 2), '-_', '+/') || '==', 'base64'), 'hex')::uuid::text
-$$;
 -- an approval gate on node gate of a new run, raised by this login in the
 -- run's tenant (then acting in acme again); returns the interrupt id
 CREATE FUNCTION pg_temp.gate(run text, data jsonb DEFAULT '{}', extra jsonb DEFAULT '{}', wf text DEFAULT 'h51')

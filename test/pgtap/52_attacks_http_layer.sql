@@ -34,10 +34,6 @@ SET LOCAL timezone = 'UTC';
 \ir callers.psql
 \ir api.psql
 
--- the UUID an interrupt id stands for (its opaque segment's 16 bytes)
-CREATE FUNCTION pg_temp.uuid_of(iid text) RETURNS text LANGUAGE sql AS $$
-  SELECT encode(decode(translate(split_part(iid, '/', 2), '-_', '+/') || '==', 'base64'), 'hex')::uuid::text
-$$;
 -- an approval gate on node gate of a new run, raised in the run's tenant
 -- (then acting in acme again); returns the interrupt id
 CREATE FUNCTION pg_temp.gate(run text, data jsonb DEFAULT '{}') RETURNS text LANGUAGE plpgsql AS $$
