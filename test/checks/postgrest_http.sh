@@ -212,7 +212,7 @@ check "flowdrop_entries_over_http: pages of two (max=2, then after=<the last ent
 	 and (.e | map(.nodeId) | unique) == ["gate"] and (.e | map(.id) | unique | length) == 14'
 check "flowdrop_entries_over_http: each entry's 24 keys in INT-22's order, read from the body's text; id a UUID" \
 	"$(jq -c -n --argjson o "$orders" --argjson e "$entries" --argjson k "$int22" '{o: $o, e: $e, k: $k}')" \
-	'(.o | length) == 14 and (.k | length) == 24 and .k as $k | (.o | all(. == $k)) and (.e | all(.id | test("^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$")))'
+	'.k as $k | (.o | length) == 14 and ($k | length) == 24 and (.o | all(. == $k)) and (.e | all(.id | test("^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$")))'
 r=$(req GET "/rpc/flowdropInterrupts?max=2" --jwt "$noscope")
 check "flowdrop_entries_over_http: an approver's JWT without approvals:respond is 403, the envelope" "$r" \
 	"$(envelope 403 forbidden) and .body.details == {\"requiredScope\": \"approvals:respond\"}"
