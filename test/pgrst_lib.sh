@@ -447,7 +447,7 @@ def escapes_paired:
      | if $x.cp != null and $x.cp >= 55296 and $x.cp <= 56319
        then ($e[$k + 1] // null) as $y | ($y != null and $y.o == $x.o + 6 and $y.cp != null and $y.cp >= 56320 and $y.cp <= 57343)
        elif $x.cp != null and $x.cp >= 56320 and $x.cp <= 57343
-       then ($k > 0 and ($e[$k - 1]) as $w | $w.cp != null and $w.cp >= 55296 and $w.cp <= 56319 and $x.o == $w.o + 6)
+       then ($k > 0 and (($e[$k - 1]) as $w | $w.cp != null and $w.cp >= 55296 and $w.cp <= 56319 and $x.o == $w.o + 6))
        else true end]
   | all;
 def aeson_decode:   # a string -> {ok: true, value} or {ok: false}
